@@ -1,0 +1,84 @@
+//! Wiring: build the shared state, bind the listeners, run until a signal.
+
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tracing::{info, warn};
+
+use crate::backend::PoolKey;
+use crate::config::Config;
+use crate::error::Error;
+use crate::frontend::{self, Shared};
+use crate::metrics::Metrics;
+
+pub async fn run(config: Config) -> Result<(), Error> {
+    let tls = match &config.tls {
+        Some(t) => Some(frontend::tls::acceptor(t)?),
+        None => None,
+    };
+    let listen = config.listen;
+    let admin = config.admin_listen;
+    let metrics = Arc::new(Metrics::new());
+    let shared = Arc::new(Shared::new(config, tls, metrics));
+
+    learn_server_version(&shared).await;
+
+    let listener = TcpListener::bind(listen).await.map_err(|source| Error::Bind {
+        addr: listen.to_string(),
+        source,
+    })?;
+    let admin_listener = TcpListener::bind(admin).await.map_err(|source| Error::Bind {
+        addr: admin.to_string(),
+        source,
+    })?;
+    frontend::listener::log_listening(&listener.local_addr()?);
+    info!(addr = %admin_listener.local_addr()?, "admin HTTP endpoint (/metrics, /healthz, /readyz)");
+    tokio::spawn(crate::metrics::http::serve(admin_listener, shared.clone()));
+
+    tokio::select! {
+        _ = frontend::serve(listener, shared.clone()) => {}
+        _ = shutdown_signal() => info!("shutting down"),
+    }
+    Ok(())
+}
+
+/// Advertise the master's real version string to clients when it is up; a
+/// down master is not fatal (clients get errors until it is back).
+async fn learn_server_version(shared: &Shared) {
+    let Some(group) = shared.topology.default_group() else {
+        return;
+    };
+    let key = PoolKey {
+        caps: 0,
+        collation: 45,
+    };
+    match group.master.get(key).await {
+        Ok(conn) => {
+            info!(version = %conn.server_version, backend = %group.master.label, "master reachable");
+            shared.server_version.store(Arc::new(conn.server_version.clone()));
+        }
+        Err(e) => warn!(backend = %group.master.label, error = %e, "master not reachable at startup"),
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => {
+                let _ = ctrl_c.await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}

@@ -1,0 +1,124 @@
+//! Pools of backend connections (deadpool), one pool per backend server and
+//! `PoolKey`: a client is only ever served by connections whose response
+//! format (capabilities, collation) matches its own.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use deadpool::managed::{self, Metrics, RecycleError, RecycleResult};
+
+use super::conn::{BackendConn, ConnectParams, PoolKey};
+use super::error::BackendError;
+
+pub type Pooled = managed::Object<Manager>;
+
+pub struct Manager {
+    params: ConnectParams,
+    key: PoolKey,
+}
+
+impl managed::Manager for Manager {
+    type Type = BackendConn;
+    type Error = BackendError;
+
+    async fn create(&self) -> Result<BackendConn, BackendError> {
+        BackendConn::connect(&self.params, self.key).await
+    }
+
+    async fn recycle(&self, conn: &mut BackendConn, _: &Metrics) -> RecycleResult<BackendError> {
+        if conn.broken {
+            return Err(RecycleError::message("connection broken"));
+        }
+        if conn.dirty {
+            // One round trip that both cleans the session and proves the
+            // server still holds the connection.
+            conn.reset().await.map_err(RecycleError::Backend)?;
+        } else {
+            liveness(conn)?;
+        }
+        Ok(())
+    }
+}
+
+/// A clean idle connection has nothing to read; readable means the server
+/// closed it (wait_timeout, restart) or sent something unexpected.
+fn liveness(conn: &mut BackendConn) -> RecycleResult<BackendError> {
+    let mut probe = [0u8; 1];
+    match conn.stream.get_ref().try_read(&mut probe) {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(()),
+        _ => Err(RecycleError::message("connection closed while idle")),
+    }
+}
+
+/// All pools of one backend server.
+pub struct BackendPool {
+    /// A name for logs and errors, e.g. "main master 127.0.0.1:3306".
+    pub label: String,
+    params: ConnectParams,
+    max_size: usize,
+    pools: Mutex<HashMap<PoolKey, managed::Pool<Manager>>>,
+}
+
+impl BackendPool {
+    pub fn new(label: String, params: ConnectParams, max_size: usize) -> Arc<BackendPool> {
+        Arc::new(BackendPool {
+            label,
+            params,
+            max_size,
+            pools: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn addr(&self) -> &str {
+        &self.params.addr
+    }
+
+    fn pool_for(&self, key: PoolKey) -> Result<managed::Pool<Manager>, BackendError> {
+        let mut pools = self
+            .pools
+            .lock()
+            .map_err(|_| BackendError::Pool("pool registry poisoned".into()))?;
+        if let Some(p) = pools.get(&key) {
+            return Ok(p.clone());
+        }
+        let manager = Manager {
+            params: self.params.clone(),
+            key,
+        };
+        let pool = managed::Pool::builder(manager)
+            .max_size(self.max_size)
+            .runtime(deadpool::Runtime::Tokio1)
+            .wait_timeout(Some(self.params.connect_timeout.max(Duration::from_secs(5))))
+            .create_timeout(Some(self.params.connect_timeout))
+            .recycle_timeout(Some(self.params.connect_timeout))
+            .build()
+            .map_err(|e| BackendError::Pool(e.to_string()))?;
+        pools.insert(key, pool.clone());
+        Ok(pool)
+    }
+
+    /// Check out a connection for `key`.
+    pub async fn get(&self, key: PoolKey) -> Result<Pooled, BackendError> {
+        let pool = self.pool_for(key)?;
+        pool.get().await.map_err(|e| match e {
+            managed::PoolError::Backend(b) => b,
+            managed::PoolError::Timeout(t) => match t {
+                managed::TimeoutType::Create => BackendError::Timeout(self.params.connect_timeout),
+                other => BackendError::Pool(format!("timed out waiting for a connection ({other:?})")),
+            },
+            other => BackendError::Pool(other.to_string()),
+        })
+    }
+
+    /// Connections open and idle, summed over keys.
+    pub fn status(&self) -> (usize, usize) {
+        let Ok(pools) = self.pools.lock() else {
+            return (0, 0);
+        };
+        pools.values().fold((0, 0), |(size, avail), p| {
+            let s = p.status();
+            (size + s.size, avail + s.available)
+        })
+    }
+}

@@ -1,0 +1,315 @@
+//! Configuration: YAML (serde_yaml_ng), unknown keys rejected, errors name the line.
+//!
+//! CONTRACT (used by the rest of the crate; owned by the config helper):
+//! - `Config::load(path) -> Result<Config, ConfigError>`
+//! - `Config::from_yaml_str(text, origin_name) -> Result<Config, ConfigError>`
+//! - `ConfigError: Display` prints `FILE:LINE:COL: message` when a line is known.
+//!
+//! How errors get their line: serde_yaml_ng knows the position of a value only
+//! while it deserializes it, so every check that can fail on one value (a
+//! duration, an address, a hash, a duplicate name, a user with two passwords)
+//! runs *inside* deserialization (see `de.rs`), where the error is stamped with
+//! the line and column of that value. The consuming `validate(self)` in `raw.rs`
+//! then only assembles the [`Config`] and runs checks that span several
+//! top-level keys; those are located by finding the top-level key in the text.
+//!
+//! Adding a setting: add the field to the public struct below (documented, with
+//! its default), to the matching `Raw*` struct in `raw.rs` (with a
+//! `#[serde(default = ...)]`), and to the example `config/sluice.yaml`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The validated configuration. Built only through `Config::load`/`from_yaml_str`.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Client-facing MySQL listener. Default 127.0.0.1:6033.
+    pub listen: SocketAddr,
+    /// HTTP endpoint for /metrics, /healthz, /readyz. Default 127.0.0.1:9033.
+    pub admin_listen: SocketAddr,
+    pub log: LogConfig,
+    /// Frontend TLS; `None` = TLS not offered to clients.
+    pub tls: Option<TlsConfig>,
+    pub users: Vec<User>,
+    /// At least one group; the first is the default group for unsharded tables.
+    pub groups: Vec<Group>,
+    pub backend: BackendSettings,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone)]
+pub struct LogConfig {
+    pub format: LogFormat,
+    /// An EnvFilter directive such as "info" or "sluice=debug". Default "info".
+    pub level: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct TlsConfig {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+#[derive(Debug, Clone)]
+pub struct User {
+    pub name: String,
+    pub credential: Credential,
+}
+
+#[derive(Debug, Clone)]
+pub enum Credential {
+    /// Cleartext password from the config: allows every auth method.
+    Password(String),
+    /// SHA1(SHA1(password)), decoded from a `*HEX40` mysql_native_password hash.
+    NativeHash([u8; 20]),
+}
+
+#[derive(Debug, Clone)]
+pub struct Group {
+    pub name: String,
+    pub master: Backend,
+    pub replicas: Vec<Backend>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Backend {
+    /// "host:port" as written (resolved at connect time).
+    pub addr: String,
+    pub user: String,
+    pub password: String,
+    /// Relative weight among replicas. Default 1.
+    pub weight: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct BackendSettings {
+    /// TCP connect + handshake timeout to a backend. Default 2s.
+    pub connect_timeout: Duration,
+    /// Max pooled connections per backend. Default 256.
+    pub pool_max: usize,
+}
+
+mod de;
+mod duration;
+mod raw;
+#[cfg(test)]
+mod tests;
+
+pub use duration::parse_duration;
+
+use sha1::{Digest, Sha1};
+use std::fmt;
+use std::path::Path;
+
+/// A configuration that could not be read or is invalid.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read at all.
+    #[error("{origin}: cannot read the configuration: {source}")]
+    Read {
+        origin: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The text is not valid YAML or not a valid configuration.
+    #[error("{origin}:{}{message}", Prefix(.position))]
+    Invalid {
+        /// The file name (or any name the caller gave the text).
+        origin: String,
+        /// Where the offending key or value is, when known.
+        position: Option<Position>,
+        message: String,
+    },
+}
+
+/// A 1-based line and column in the configuration text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Position {
+    pub line: usize,
+    pub column: usize,
+}
+
+/// Renders the part between `ORIGIN:` and the message: `LINE:COL: ` or ` `.
+struct Prefix<'a>(&'a Option<Position>);
+
+impl fmt::Display for Prefix<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(p) => write!(f, "{}:{}: ", p.line, p.column),
+            None => f.write_str(" "),
+        }
+    }
+}
+
+impl ConfigError {
+    /// The 1-based line of the error, when known.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            ConfigError::Invalid { position, .. } => position.map(|p| p.line),
+            ConfigError::Read { .. } => None,
+        }
+    }
+
+    /// Converts a serde_yaml_ng error, moving its "at line X column Y" into
+    /// the `ORIGIN:LINE:COL:` prefix so that editors and humans find it.
+    fn from_yaml(origin: &str, text: &str, err: &serde_yaml_ng::Error) -> Self {
+        let mut position = err.location().map(|l| Position {
+            line: l.line(),
+            column: l.column(),
+        });
+        let mut message = err.to_string();
+        if let Some(p) = position {
+            let suffix = format!(" at line {} column {}", p.line, p.column);
+            if let Some(start) = message.find(&suffix) {
+                message.replace_range(start..start + suffix.len(), "");
+            }
+            if let Some(found) = locate_duplicate_key(text, p, &message) {
+                position = Some(found);
+            }
+        }
+        ConfigError::Invalid {
+            origin: origin.to_owned(),
+            position,
+            message,
+        }
+    }
+}
+
+impl Config {
+    /// Reads and validates the file at `path`. Relative TLS paths are resolved
+    /// against the file's directory, so a config works from any working dir.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            origin: origin.clone(),
+            source,
+        })?;
+        let mut config = Config::from_yaml_str(&text, &origin)?;
+        if let (Some(tls), Some(dir)) = (config.tls.as_mut(), path.parent()) {
+            tls.cert = dir.join(&tls.cert);
+            tls.key = dir.join(&tls.key);
+        }
+        Ok(config)
+    }
+
+    /// Parses and validates `text`; `origin` names it in error messages.
+    /// Paths are kept as written (see [`Config::load`]).
+    pub fn from_yaml_str(text: &str, origin: &str) -> Result<Config, ConfigError> {
+        if is_blank_yaml(text) {
+            // serde_yaml_ng says "EOF while parsing a value" here: say what is missing.
+            return Err(ConfigError::Invalid {
+                origin: origin.to_owned(),
+                position: None,
+                message: "the configuration is empty: at least `users` and `groups` are required".to_owned(),
+            });
+        }
+        let raw: raw::RawConfig =
+            serde_yaml_ng::from_str(text).map_err(|e| ConfigError::from_yaml(origin, text, &e))?;
+        raw.validate().map_err(|e| ConfigError::Invalid {
+            origin: origin.to_owned(),
+            position: e.keys.iter().find_map(|key| locate_top_level_key(text, key)),
+            message: e.message,
+        })
+    }
+}
+
+/// True when the text holds no YAML content, only blank lines and comments.
+fn is_blank_yaml(text: &str) -> bool {
+    text.lines().all(|line| {
+        let line = line.trim();
+        line.is_empty() || line.starts_with('#') || line == "---" || line == "..."
+    })
+}
+
+/// Finds `key:` written at the start of a line (a top-level key in block
+/// style, which is how the configuration is written). Used only for checks
+/// that span several keys, which cannot be located during deserialization.
+fn locate_top_level_key(text: &str, key: &str) -> Option<Position> {
+    text.lines().enumerate().find_map(|(index, line)| {
+        let rest = line.strip_prefix(key)?;
+        let is_key = rest.trim_start().starts_with(':');
+        is_key.then_some(Position {
+            line: index + 1,
+            column: 1,
+        })
+    })
+}
+
+/// serde reports a key given twice ("duplicate field `k`") at the start of
+/// its mapping, which may be far away. In block style the mapping's keys
+/// all start at the mapping's column: find the second `k:` there.
+fn locate_duplicate_key(text: &str, mapping: Position, message: &str) -> Option<Position> {
+    let key = message.split("duplicate field `").nth(1)?.split('`').next()?;
+    let indent = mapping.column.checked_sub(1)?;
+    let mut occurrences = text
+        .lines()
+        .enumerate()
+        .skip(mapping.line.checked_sub(1)?)
+        .take_while(|(index, line)| {
+            // Leaving the mapping: content that starts left of its keys.
+            let content = line.trim_start();
+            index + 1 == mapping.line
+                || content.is_empty()
+                || content.starts_with('#')
+                || line.len() - content.len() >= indent
+        })
+        .filter(|(_, line)| {
+            let rest = line.get(indent..).and_then(|rest| rest.strip_prefix(key));
+            rest.is_some_and(|rest| rest.trim_start().starts_with(':'))
+        });
+    occurrences.next()?;
+    let (index, _) = occurrences.next()?;
+    Some(Position {
+        line: index + 1,
+        column: mapping.column,
+    })
+}
+
+/// The mysql_native_password hash stored by MySQL: SHA1(SHA1(password)).
+pub fn native_password_hash(password: &[u8]) -> [u8; 20] {
+    let stage1 = Sha1::digest(password);
+    Sha1::digest(stage1).into()
+}
+
+/// Formats a hash as MySQL prints it (`SELECT PASSWORD(...)`): `*` + 40
+/// uppercase hex digits, the form `password_hash` accepts.
+pub fn format_native_hash(hash: &[u8; 20]) -> String {
+    let mut text = String::with_capacity(41);
+    text.push('*');
+    for byte in hash {
+        text.push_str(&format!("{byte:02X}"));
+    }
+    text
+}
+
+/// Parses `*` + 40 hex digits (either case) into the 20-byte hash.
+pub fn parse_native_hash(text: &str) -> Result<[u8; 20], String> {
+    let usage = "a mysql_native_password hash is `*` followed by 40 hex digits \
+                 (print one with `sluice hash-password`)";
+    let hex = text
+        .strip_prefix('*')
+        .ok_or_else(|| format!("`{text}` does not start with `*`: {usage}"))?;
+    if hex.len() != 40 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!("`{text}` is not a valid hash: {usage}"));
+    }
+    let mut hash = [0u8; 20];
+    for (byte, pair) in hash.iter_mut().zip(hex.as_bytes().chunks_exact(2)) {
+        *byte = (hex_value(pair[0]) << 4) | hex_value(pair[1]);
+    }
+    Ok(hash)
+}
+
+/// The value of one hex digit already checked with `is_ascii_hexdigit`.
+fn hex_value(digit: u8) -> u8 {
+    match digit {
+        b'0'..=b'9' => digit - b'0',
+        b'a'..=b'f' => digit - b'a' + 10,
+        _ => digit.wrapping_sub(b'A').wrapping_add(10),
+    }
+}

@@ -1,0 +1,330 @@
+//! The configuration as written: serde structs that reject unknown keys.
+//! Checks on single values run during deserialization (see `de.rs`); the
+//! consuming [`RawConfig::validate`] assembles the public [`Config`].
+
+use super::de::{self, ListItem};
+use super::{Backend, BackendSettings, Config, Credential, Group, LogConfig, LogFormat, TlsConfig, User};
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A check that spans several top-level keys. `keys` are the keys to point
+/// at, best first (a key may be absent from the text when its default is used).
+#[derive(Debug)]
+pub(super) struct SemanticError {
+    pub keys: &'static [&'static str],
+    pub message: String,
+}
+
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping of settings (listen, users, groups, ...)"
+)]
+pub(super) struct RawConfig {
+    #[serde(
+        default = "default_listen",
+        deserialize_with = "de::parse::<de::ListenAddr, _>"
+    )]
+    listen: SocketAddr,
+    #[serde(
+        default = "default_admin_listen",
+        deserialize_with = "de::parse::<de::ListenAddr, _>"
+    )]
+    admin_listen: SocketAddr,
+    #[serde(default)]
+    log: RawLog,
+    #[serde(default)]
+    tls: Option<RawTls>,
+    #[serde(default)]
+    backend: RawBackendSettings,
+    #[serde(deserialize_with = "de::unique_list::<RawUser, _>")]
+    users: Vec<User>,
+    #[serde(deserialize_with = "de::unique_list::<RawGroup, _>")]
+    groups: Vec<Group>,
+}
+
+fn default_listen() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 6033))
+}
+
+fn default_admin_listen() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 9033))
+}
+
+impl RawConfig {
+    /// Consumes the raw configuration and returns the validated one.
+    pub(super) fn validate(self) -> Result<Config, SemanticError> {
+        // Port 0 asks the OS for a free port (tests do this): never a clash.
+        if self.listen == self.admin_listen && self.listen.port() != 0 {
+            return Err(SemanticError {
+                keys: &["admin_listen", "listen"],
+                message: format!(
+                    "admin_listen {} is the same address as listen: use another port",
+                    self.admin_listen
+                ),
+            });
+        }
+        Ok(Config {
+            listen: self.listen,
+            admin_listen: self.admin_listen,
+            log: self.log.into(),
+            tls: self.tls.map(Into::into),
+            users: self.users,
+            groups: self.groups,
+            backend: self.backend.into(),
+        })
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping such as { format: text, level: info }"
+)]
+struct RawLog {
+    #[serde(default)]
+    format: RawLogFormat,
+    #[serde(default = "default_level", deserialize_with = "de::parse::<de::LogLevel, _>")]
+    level: String,
+}
+
+impl Default for RawLog {
+    fn default() -> Self {
+        RawLog {
+            format: RawLogFormat::default(),
+            level: default_level(),
+        }
+    }
+}
+
+fn default_level() -> String {
+    "info".to_owned()
+}
+
+impl From<RawLog> for LogConfig {
+    fn from(raw: RawLog) -> Self {
+        let format = match raw.format {
+            RawLogFormat::Text => LogFormat::Text,
+            RawLogFormat::Json => LogFormat::Json,
+        };
+        LogConfig {
+            format,
+            level: raw.level,
+        }
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "lowercase", expecting = "text or json")]
+enum RawLogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping such as { cert: server.crt, key: server.key }"
+)]
+struct RawTls {
+    #[serde(deserialize_with = "de::parse::<de::FilePath, _>")]
+    cert: PathBuf,
+    #[serde(deserialize_with = "de::parse::<de::FilePath, _>")]
+    key: PathBuf,
+}
+
+impl From<RawTls> for TlsConfig {
+    fn from(raw: RawTls) -> Self {
+        TlsConfig {
+            cert: raw.cert,
+            key: raw.key,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping such as { connect_timeout: 2s, pool_max: 256 }"
+)]
+struct RawBackendSettings {
+    #[serde(
+        default = "default_connect_timeout",
+        deserialize_with = "de::parse::<de::Timeout, _>"
+    )]
+    connect_timeout: Duration,
+    #[serde(default = "default_pool_max", deserialize_with = "de::positive")]
+    pool_max: usize,
+}
+
+impl Default for RawBackendSettings {
+    fn default() -> Self {
+        RawBackendSettings {
+            connect_timeout: default_connect_timeout(),
+            pool_max: default_pool_max(),
+        }
+    }
+}
+
+fn default_connect_timeout() -> Duration {
+    Duration::from_secs(2)
+}
+
+fn default_pool_max() -> usize {
+    256
+}
+
+impl From<RawBackendSettings> for BackendSettings {
+    fn from(raw: RawBackendSettings) -> Self {
+        BackendSettings {
+            connect_timeout: raw.connect_timeout,
+            pool_max: raw.pool_max,
+        }
+    }
+}
+
+/// A client account. Exactly one of `password` / `password_hash`.
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a user mapping such as { name: app, password: secret }"
+)]
+struct RawUser {
+    #[serde(deserialize_with = "de::parse::<de::Name, _>")]
+    name: String,
+    #[serde(default)]
+    password: Option<String>,
+    #[serde(default, deserialize_with = "de::parse_opt::<de::NativeHash, _>")]
+    password_hash: Option<[u8; 20]>,
+}
+
+impl ListItem for RawUser {
+    type Output = User;
+    const WHAT: &'static str = "user";
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn finish(self) -> Result<User, String> {
+        let credential = match (self.password, self.password_hash) {
+            (Some(password), None) => Credential::Password(password),
+            (None, Some(hash)) => Credential::NativeHash(hash),
+            (Some(_), Some(_)) => {
+                return Err(format!(
+                    "user `{}` has both `password` and `password_hash`: keep one",
+                    self.name
+                ))
+            }
+            (None, None) => {
+                return Err(format!(
+                    "user `{}` needs `password` or `password_hash`",
+                    self.name
+                ))
+            }
+        };
+        Ok(User {
+            name: self.name,
+            credential,
+        })
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a group mapping with name, master and replicas"
+)]
+struct RawGroup {
+    #[serde(deserialize_with = "de::parse::<de::Name, _>")]
+    name: String,
+    master: RawMaster,
+    #[serde(default)]
+    replicas: Vec<RawReplica>,
+}
+
+impl ListItem for RawGroup {
+    type Output = Group;
+    const WHAT: &'static str = "group";
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn finish(self) -> Result<Group, String> {
+        // Reading "from a replica" that is the master would silently defeat
+        // the read/write split and its freshness accounting.
+        if let Some(replica) = self.replicas.iter().find(|r| r.addr == self.master.addr) {
+            return Err(format!(
+                "group `{}`: replica {} has the same address as the master",
+                self.name, replica.addr
+            ));
+        }
+        Ok(Group {
+            name: self.name,
+            master: self.master.into(),
+            replicas: self.replicas.into_iter().map(Into::into).collect(),
+        })
+    }
+}
+
+/// The master has no `weight`: a separate struct makes `weight` on a master
+/// an "unknown field" error at its line rather than a silently ignored key.
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping such as { addr: 127.0.0.1:3306, user: sluice, password: x }"
+)]
+struct RawMaster {
+    #[serde(deserialize_with = "de::parse::<de::HostPort, _>")]
+    addr: String,
+    #[serde(deserialize_with = "de::parse::<de::Name, _>")]
+    user: String,
+    #[serde(default)]
+    password: String,
+}
+
+impl From<RawMaster> for Backend {
+    fn from(raw: RawMaster) -> Self {
+        Backend {
+            addr: raw.addr,
+            user: raw.user,
+            password: raw.password,
+            weight: default_weight(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping such as { addr: 127.0.0.1:3307, user: sluice, password: x }"
+)]
+struct RawReplica {
+    #[serde(deserialize_with = "de::parse::<de::HostPort, _>")]
+    addr: String,
+    #[serde(deserialize_with = "de::parse::<de::Name, _>")]
+    user: String,
+    #[serde(default)]
+    password: String,
+    #[serde(default = "default_weight", deserialize_with = "de::positive")]
+    weight: u32,
+}
+
+fn default_weight() -> u32 {
+    1
+}
+
+impl From<RawReplica> for Backend {
+    fn from(raw: RawReplica) -> Self {
+        Backend {
+            addr: raw.addr,
+            user: raw.user,
+            password: raw.password,
+            weight: raw.weight,
+        }
+    }
+}

@@ -1,0 +1,345 @@
+use super::*;
+use std::time::Duration;
+
+/// The smallest valid configuration; every test below builds on it.
+const MINIMAL: &str = "\
+users:
+  - { name: app, password: secret }
+groups:
+  - name: main
+    master: { addr: 127.0.0.1:3306, user: sluice }
+";
+
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    Config::from_yaml_str(text, "test.yaml")
+}
+
+/// Parses `text`, expects an error, and returns (line, full message).
+fn error_of(text: &str) -> (Option<usize>, String) {
+    match parse(text) {
+        Ok(_) => panic!("expected an error for:\n{text}"),
+        Err(e) => (e.line(), e.to_string()),
+    }
+}
+
+/// Asserts an error on `line` whose message contains `needle`.
+fn assert_error(text: &str, line: usize, needle: &str) {
+    let (got_line, message) = error_of(text);
+    assert_eq!(got_line, Some(line), "wrong line in: {message}");
+    assert!(
+        message.starts_with(&format!("test.yaml:{line}:")),
+        "no FILE:LINE:COL prefix in: {message}"
+    );
+    assert!(message.contains(needle), "`{needle}` not in: {message}");
+}
+
+#[test]
+fn defaults_apply_when_omitted() {
+    let config = parse(MINIMAL).expect("minimal config");
+    assert_eq!(config.listen.to_string(), "127.0.0.1:6033");
+    assert_eq!(config.admin_listen.to_string(), "127.0.0.1:9033");
+    assert_eq!(config.log.format, LogFormat::Text);
+    assert_eq!(config.log.level, "info");
+    assert!(config.tls.is_none());
+    assert_eq!(config.backend.connect_timeout, Duration::from_secs(2));
+    assert_eq!(config.backend.pool_max, 256);
+    let group = &config.groups[0];
+    assert_eq!(group.name, "main");
+    assert_eq!(group.master.addr, "127.0.0.1:3306");
+    assert_eq!(group.master.password, "");
+    assert_eq!(group.master.weight, 1);
+    assert!(group.replicas.is_empty());
+    assert!(matches!(&config.users[0].credential, Credential::Password(p) if p == "secret"));
+}
+
+#[test]
+fn example_file_is_valid() {
+    let text = include_str!("../../config/sluice.yaml");
+    let config = Config::from_yaml_str(text, "config/sluice.yaml").expect("example config");
+    assert_eq!(config.users[0].name, "app");
+    let group = &config.groups[0];
+    assert_eq!(group.master.addr, "127.0.0.1:3306");
+    assert_eq!(group.master.user, "sluice");
+    assert_eq!(group.master.password, "sluice");
+    assert_eq!(group.replicas.len(), 1);
+    assert_eq!(group.replicas[0].addr, "127.0.0.1:3307");
+}
+
+#[test]
+fn full_config_is_read() {
+    let text = "\
+listen: 0.0.0.0:3306
+admin_listen: '[::1]:9100'
+log: { format: json, level: 'warn,sluice=debug' }
+tls: { cert: certs/a.crt, key: certs/a.key }
+backend: { connect_timeout: 500ms, pool_max: 8 }
+users:
+  - { name: app, password: secret }
+  - { name: ro, password_hash: '*14e65567abdb5135d0cfd9a70b3032c179a49ee7' }
+groups:
+  - name: main
+    master: { addr: db0:3306, user: sluice, password: x }
+    replicas:
+      - { addr: '[::1]:3307', user: sluice, password: x, weight: 3 }
+  - name: shard1
+    master: { addr: db1:3306, user: sluice }
+";
+    let config = parse(text).expect("full config");
+    assert_eq!(config.listen.to_string(), "0.0.0.0:3306");
+    assert_eq!(config.admin_listen.to_string(), "[::1]:9100");
+    assert_eq!(config.log.format, LogFormat::Json);
+    assert_eq!(config.log.level, "warn,sluice=debug");
+    let tls = config.tls.expect("tls");
+    assert_eq!(tls.cert, PathBuf::from("certs/a.crt"));
+    assert_eq!(config.backend.connect_timeout, Duration::from_millis(500));
+    assert_eq!(config.backend.pool_max, 8);
+    let expected = native_password_hash(b"secret");
+    assert!(matches!(config.users[1].credential, Credential::NativeHash(h) if h == expected));
+    assert_eq!(config.groups[0].replicas[0].weight, 3);
+    assert_eq!(config.groups[1].name, "shard1");
+}
+
+#[test]
+fn syntax_error_has_line() {
+    let text = "users:\n  - { name: app, password: secret\ngroups: []\n";
+    let (line, message) = error_of(text);
+    assert_eq!(line, Some(3), "{message}");
+    assert!(message.starts_with("test.yaml:3:7: "), "{message}");
+    assert!(
+        !message.contains("at line 3 column 7"),
+        "position left in message: {message}"
+    );
+}
+
+#[test]
+fn unknown_keys_are_rejected_at_their_line() {
+    assert_error(
+        &format!("{MINIMAL}listn: 0.0.0.0:1\n"),
+        6,
+        "unknown field `listn`",
+    );
+    let nested = MINIMAL.replace("password: secret", "pasword: secret");
+    assert_error(&nested, 2, "unknown field `pasword`");
+    let in_master = MINIMAL.replace("user: sluice }", "user: sluice, weight: 2 }");
+    assert_error(&in_master, 5, "unknown field `weight`");
+}
+
+#[test]
+fn wrong_types_have_line() {
+    assert_error(&format!("{MINIMAL}backend:\n  pool_max: many\n"), 7, "pool_max");
+    let users = MINIMAL.replace("users:\n  - { name: app, password: secret }", "users: 5");
+    assert_error(&users, 1, "expected a list of users");
+    assert_error(
+        &format!("{MINIMAL}log: {{ format: xml }}\n"),
+        6,
+        "unknown variant `xml`",
+    );
+}
+
+#[test]
+fn duplicate_keys_point_at_the_second_one() {
+    assert_error(
+        &format!("{MINIMAL}log: {{}}\n\nlog: {{}}\n"),
+        8,
+        "duplicate field `log`",
+    );
+    let in_group = MINIMAL.replace("    master:", "    name: again\n    master:");
+    assert_error(&in_group, 5, "duplicate field `name`");
+}
+
+#[test]
+fn bad_durations_have_line() {
+    let cases = [
+        ("5", "has no unit"),
+        ("-5s", "negative"),
+        ("5 parsecs", "unknown unit"),
+        ("1.5s", "fractions"),
+        ("0s", "greater than zero"),
+    ];
+    for (value, needle) in cases {
+        let text = format!("{MINIMAL}backend:\n  connect_timeout: {value}\n");
+        assert_error(&text, 7, needle);
+    }
+}
+
+#[test]
+fn bad_addresses_have_line() {
+    assert_error(
+        &format!("listen: localhost:6033\n{MINIMAL}"),
+        1,
+        "invalid listen address",
+    );
+    assert_error(
+        &format!("{MINIMAL}admin_listen: 127.0.0.1\n"),
+        6,
+        "invalid listen address",
+    );
+    let no_port = MINIMAL.replace("127.0.0.1:3306", "127.0.0.1");
+    assert_error(&no_port, 5, "has no port");
+    let bad_port = MINIMAL.replace("127.0.0.1:3306", "127.0.0.1:99999");
+    assert_error(&bad_port, 5, "invalid port");
+    let bare_v6 = MINIMAL.replace("127.0.0.1:3306", "'::1:3306'");
+    assert_error(&bare_v6, 5, "invalid host");
+}
+
+#[test]
+fn same_listen_and_admin_listen_is_rejected() {
+    let text = format!("listen: 127.0.0.1:7000\n{MINIMAL}admin_listen: 127.0.0.1:7000\n");
+    assert_error(&text, 7, "same address as listen");
+    // admin_listen left at its default: point at listen.
+    assert_error(&format!("{MINIMAL}listen: 127.0.0.1:9033\n"), 6, "same address");
+    // Port 0 means "any free port": used by tests, never a clash.
+    let ephemeral = format!("listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\n{MINIMAL}");
+    assert!(parse(&ephemeral).is_ok());
+}
+
+#[test]
+fn groups_must_exist_and_be_unique() {
+    let empty = "users:\n  - { name: app, password: x }\ngroups: []\n";
+    assert_error(empty, 3, "at least one group is required");
+    let missing = "users:\n  - { name: app, password: x }\n";
+    let (_, message) = error_of(missing);
+    assert!(message.contains("missing field `groups`"), "{message}");
+    let duplicate = format!("{MINIMAL}  - name: main\n    master: {{ addr: h:1, user: u }}\n");
+    assert_error(&duplicate, 6, "duplicate group name `main`");
+}
+
+#[test]
+fn users_must_exist_and_be_unique() {
+    let empty = MINIMAL.replace("  - { name: app, password: secret }\n", "");
+    assert_error(&empty, 1, "at least one user is required");
+    let duplicate = MINIMAL.replace(
+        "secret }\n",
+        "secret }\n  - name: ro\n    password: x\n  - name: app\n    password: y\n",
+    );
+    assert_error(&duplicate, 5, "duplicate user name `app`");
+    let blank = MINIMAL.replace("name: app", "name: ''");
+    assert_error(&blank, 2, "cannot be empty");
+}
+
+#[test]
+fn user_needs_exactly_one_credential() {
+    let both = MINIMAL.replace(
+        "password: secret",
+        "password: s, password_hash: '*14E65567ABDB5135D0CFD9A70B3032C179A49EE7'",
+    );
+    assert_error(&both, 2, "both `password` and `password_hash`");
+    let neither = MINIMAL.replace(", password: secret", "");
+    assert_error(&neither, 2, "needs `password` or `password_hash`");
+}
+
+#[test]
+fn bad_native_hash_has_line() {
+    let cases = [
+        (
+            "'14E65567ABDB5135D0CFD9A70B3032C179A49EE7'",
+            "does not start with `*`",
+        ),
+        ("'*14E65567'", "not a valid hash"),
+        ("'*ZZE65567ABDB5135D0CFD9A70B3032C179A49EE7'", "not a valid hash"),
+    ];
+    for (value, needle) in cases {
+        let text = format!(
+            "users:\n  - name: app\n    password_hash: {value}\ngroups:\n  - {{ name: m, master: {{ addr: h:1, user: u }} }}\n"
+        );
+        assert_error(&text, 3, needle);
+    }
+}
+
+#[test]
+fn replica_problems_have_line() {
+    let base = "users:\n  - { name: app, password: x }\ngroups:\n  - name: main\n    master: { addr: h:1, user: u }\n    replicas:\n";
+    assert_error(
+        &format!("{base}      - {{ user: u }}\n"),
+        7,
+        "missing field `addr`",
+    );
+    assert_error(
+        &format!("{base}      - addr: h:2\n        user: u\n        weight: 0\n"),
+        9,
+        "at least 1",
+    );
+    assert_error(
+        &format!("{base}      - {{ addr: h:1, user: u }}\n"),
+        4,
+        "same address as the master",
+    );
+}
+
+#[test]
+fn empty_file_is_reported() {
+    let (line, message) = error_of("# nothing here\n\n");
+    assert_eq!(line, None);
+    assert!(
+        message.starts_with("test.yaml: the configuration is empty"),
+        "{message}"
+    );
+}
+
+#[test]
+fn load_resolves_tls_paths_against_the_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("sluice.yaml");
+    let text = format!("{MINIMAL}tls: {{ cert: certs/server.crt, key: /abs/server.key }}\n");
+    std::fs::write(&path, text).expect("write config");
+    let config = Config::load(&path).expect("load");
+    let tls = config.tls.expect("tls");
+    assert_eq!(tls.cert, dir.path().join("certs/server.crt"));
+    assert_eq!(tls.key, PathBuf::from("/abs/server.key"));
+}
+
+#[test]
+fn load_reports_missing_file_and_line_with_path() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("nope.yaml");
+    let message = Config::load(&missing).expect_err("missing file").to_string();
+    assert!(message.contains("nope.yaml: cannot read"), "{message}");
+
+    let path = dir.path().join("bad.yaml");
+    std::fs::write(&path, format!("{MINIMAL}bogus: 1\n")).expect("write config");
+    let message = Config::load(&path).expect_err("bad key").to_string();
+    let prefix = format!("{}:6:1: ", path.display());
+    assert!(message.starts_with(&prefix), "{message}");
+}
+
+#[test]
+fn native_hash_matches_mysql() {
+    // SELECT PASSWORD('secret') on MySQL 5.7 / MariaDB.
+    let hash = native_password_hash(b"secret");
+    let text = format_native_hash(&hash);
+    assert_eq!(text, "*14E65567ABDB5135D0CFD9A70B3032C179A49EE7");
+    assert_eq!(parse_native_hash(&text), Ok(hash));
+    assert_eq!(parse_native_hash(&text.to_lowercase()), Ok(hash));
+    assert!(parse_native_hash("*14E65567ABDB5135D0CFD9A70B3032C179A49EE").is_err());
+    assert!(parse_native_hash("*14E65567ABDB5135D0CFD9A70B3032C179A49EE77").is_err());
+    assert!(parse_native_hash("").is_err());
+}
+
+#[test]
+fn durations_parse() {
+    let ok = [
+        ("500us", Duration::from_micros(500)),
+        ("20ms", Duration::from_millis(20)),
+        ("5s", Duration::from_secs(5)),
+        ("1m", Duration::from_secs(60)),
+        ("2h", Duration::from_secs(7200)),
+        ("0ms", Duration::ZERO),
+        (" 3s ", Duration::from_secs(3)),
+    ];
+    for (text, expected) in ok {
+        assert_eq!(parse_duration(text), Ok(expected), "{text}");
+    }
+    for bad in [
+        "",
+        "5",
+        "-1s",
+        "s",
+        "1.5s",
+        "5d",
+        "5 s",
+        "99999999999999999999s",
+        "18446744073709551615h",
+    ] {
+        assert!(parse_duration(bad).is_err(), "{bad} should be rejected");
+    }
+}

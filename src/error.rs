@@ -1,0 +1,86 @@
+//! Top-level errors, and the one place where internal errors become the MySQL
+//! error (code, SQLSTATE, sentence) a client sees.
+
+use crate::backend::BackendError;
+use crate::protocol::consts::errcode;
+use crate::protocol::packets::ErrPacket;
+
+/// Errors that stop sluice from starting or running.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0}")]
+    Config(#[from] crate::config::ConfigError),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind { addr: String, source: std::io::Error },
+    #[error("TLS setup: {0}")]
+    Tls(String),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The error a client sees when `backend` (a label such as "main master
+/// 127.0.0.1:3306") failed.
+pub fn backend_error_packet(label: &str, addr: &str, err: &BackendError) -> ErrPacket {
+    match err {
+        // A server's own error (e.g. unknown database) is passed on as it is.
+        BackendError::Server(e) => e.clone(),
+        BackendError::Connect(_) | BackendError::Timeout(_) | BackendError::Pool(_) => ErrPacket::new(
+            errcode::CR_CONN_HOST_ERROR,
+            "HY000",
+            format!("Can't connect to MySQL server on '{addr}' (sluice: backend {label}: {err})"),
+        ),
+        BackendError::Protocol(_) => ErrPacket::new(
+            errcode::CR_SERVER_LOST,
+            "HY000",
+            format!("Lost connection to MySQL server during query (sluice: backend {label}: {err})"),
+        ),
+        BackendError::Unsupported(_) => ErrPacket::new(
+            errcode::CR_CONN_HOST_ERROR,
+            "HY000",
+            format!("sluice cannot use backend {label}: {err}"),
+        ),
+    }
+}
+
+pub fn access_denied(user: &str, host: &str, using_password: bool) -> ErrPacket {
+    ErrPacket::new(
+        errcode::ER_ACCESS_DENIED_ERROR,
+        "28000",
+        format!(
+            "Access denied for user '{user}'@'{host}' (using password: {})",
+            if using_password { "YES" } else { "NO" }
+        ),
+    )
+}
+
+pub fn unknown_command(cmd: u8) -> ErrPacket {
+    ErrPacket::new(
+        errcode::ER_UNKNOWN_COM_ERROR,
+        "08S01",
+        format!("Unknown command 0x{cmd:02x}: sluice does not support this command"),
+    )
+}
+
+pub fn bad_handshake(why: &str) -> ErrPacket {
+    ErrPacket::new(
+        errcode::ER_HANDSHAKE_ERROR,
+        "08S01",
+        format!("Bad handshake: {why}"),
+    )
+}
+
+pub fn packet_too_large(limit: usize) -> ErrPacket {
+    ErrPacket::new(
+        errcode::ER_NET_PACKET_TOO_LARGE,
+        "08S01",
+        format!("Got a packet bigger than 'max_allowed_packet' bytes ({limit} bytes)"),
+    )
+}
+
+pub fn unknown_stmt(id: u32, during: &str) -> ErrPacket {
+    ErrPacket::new(
+        errcode::ER_UNKNOWN_STMT_HANDLER,
+        "HY000",
+        format!("Unknown prepared statement handler ({id}) given to {during}"),
+    )
+}

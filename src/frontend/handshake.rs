@@ -1,0 +1,253 @@
+//! The server side of the MySQL handshake: greeting, optional TLS upgrade,
+//! and authentication (mysql_native_password, caching_sha2_password, auth
+//! switch). Ends before the final OK, which the session sends once it has
+//! checked the default database on a backend.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use mysql_common::constants::StatusFlags;
+use mysql_common::io::ParseBuf;
+use mysql_common::packets::{AuthPlugin, HandshakePacket, HandshakeResponse};
+use mysql_common::proto::MySerialize;
+use tokio::net::TcpStream;
+
+use crate::config::{Credential, User};
+use crate::error;
+use crate::protocol::consts::{offered_capabilities, CapabilityFlags, SERVER_STATUS_AUTOCOMMIT};
+use crate::protocol::packets::ErrPacket;
+use crate::protocol::{PacketStream, ProtocolError};
+
+use super::auth;
+use super::io::ClientIo;
+use super::listener::Shared;
+
+/// The whole handshake must finish within this time (MySQL's connect_timeout).
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// A handshake response is small; refuse to buffer more.
+const HANDSHAKE_MAX_PACKET: usize = 64 * 1024;
+/// utf8mb4_general_ci, what MariaDB greets with.
+const GREETING_COLLATION: u8 = 45;
+
+pub struct Authed {
+    pub client: PacketStream<ClientIo>,
+    pub user: String,
+    pub caps: CapabilityFlags,
+    pub collation: u8,
+    pub db: Option<String>,
+    /// Sequence id for the next packet to the client (the final OK/ERR).
+    pub seq: u8,
+    /// The greeting's scramble, needed again by COM_CHANGE_USER.
+    pub nonce: [u8; 20],
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HandshakeError {
+    #[error("{0}")]
+    Protocol(#[from] ProtocolError),
+    /// Refused with an error already sent (or attempted) to the client.
+    #[error("{0}")]
+    Refused(ErrPacket),
+    #[error("handshake timed out")]
+    Timeout,
+}
+
+const NATIVE: &[u8] = b"mysql_native_password";
+
+pub async fn handshake(
+    socket: TcpStream,
+    peer: SocketAddr,
+    conn_id: u32,
+    shared: &Shared,
+) -> Result<Authed, HandshakeError> {
+    match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake_inner(socket, peer, conn_id, shared)).await {
+        Ok(r) => r,
+        Err(_) => Err(HandshakeError::Timeout),
+    }
+}
+
+async fn refuse(client: &mut PacketStream<ClientIo>, seq: &mut u8, err: ErrPacket) -> HandshakeError {
+    let _ = client.write_packet(seq, &err.encode()).await;
+    HandshakeError::Refused(err)
+}
+
+async fn handshake_inner(
+    socket: TcpStream,
+    peer: SocketAddr,
+    conn_id: u32,
+    shared: &Shared,
+) -> Result<Authed, HandshakeError> {
+    let mut client = PacketStream::new(ClientIo::Plain(socket), HANDSHAKE_MAX_PACKET);
+    let nonce = auth::gen_nonce();
+    let mut offered = offered_capabilities();
+    if shared.tls.is_some() {
+        offered |= CapabilityFlags::CLIENT_SSL;
+    }
+    let version = shared.server_version.load_full();
+    let mut scramble_2 = nonce[8..].to_vec();
+    scramble_2.push(0);
+    let mut first8 = [0u8; 8];
+    first8.copy_from_slice(&nonce[..8]);
+    let greeting = HandshakePacket::new(
+        10,
+        version.as_bytes(),
+        conn_id,
+        first8,
+        Some(scramble_2),
+        offered,
+        GREETING_COLLATION,
+        StatusFlags::from_bits_truncate(SERVER_STATUS_AUTOCOMMIT),
+        Some(NATIVE),
+    );
+    let mut buf = Vec::new();
+    greeting.serialize(&mut buf);
+    let mut seq = 0u8;
+    client.write_packet(&mut seq, &buf).await?;
+
+    let mut p = client.read_packet().await?;
+    seq = p.seq.wrapping_add(1);
+    // An SSL request is the first 32 bytes of a handshake response.
+    if p.payload.len() == 32 && caps_of(&p.payload).contains(CapabilityFlags::CLIENT_SSL) {
+        let Some(acceptor) = shared.tls.clone() else {
+            return Err(refuse(
+                &mut client,
+                &mut seq,
+                error::bad_handshake("TLS is not enabled on this sluice"),
+            )
+            .await);
+        };
+        let ClientIo::Plain(tcp) = client.into_inner()? else {
+            return Err(ProtocolError::Malformed("TLS requested twice").into());
+        };
+        let tls = acceptor.accept(tcp).await.map_err(ProtocolError::Io)?;
+        client = PacketStream::new(ClientIo::Tls(Box::new(tls)), HANDSHAKE_MAX_PACKET);
+        p = client.read_packet().await?;
+        seq = p.seq.wrapping_add(1);
+    }
+    if p.payload.len() < 32 {
+        return Err(refuse(
+            &mut client,
+            &mut seq,
+            error::bad_handshake("handshake response too short"),
+        )
+        .await);
+    }
+    let resp: HandshakeResponse<'_> = match ParseBuf(&p.payload).parse(()) {
+        Ok(r) => r,
+        Err(_) => {
+            return Err(refuse(
+                &mut client,
+                &mut seq,
+                error::bad_handshake("malformed handshake response"),
+            )
+            .await)
+        }
+    };
+    let client_caps = resp.capabilities();
+    if !client_caps.contains(CapabilityFlags::CLIENT_PROTOCOL_41) {
+        return Err(refuse(
+            &mut client,
+            &mut seq,
+            error::bad_handshake("clients before protocol 4.1 are not supported"),
+        )
+        .await);
+    }
+    let caps = client_caps & offered;
+    let user_name = String::from_utf8_lossy(resp.user()).into_owned();
+    let host = peer.ip().to_string();
+    let db = resp
+        .db_name()
+        .filter(|d| !d.is_empty())
+        .map(|d| String::from_utf8_lossy(d).into_owned());
+    let collation = resp.collation();
+    let scramble = resp.scramble_buf().to_vec();
+    let plugin = resp.auth_plugin().map(|p| p.clone().into_owned());
+    drop(resp);
+
+    let user = shared.config.users.iter().find(|u| u.name == user_name);
+    let ok = match user {
+        None => {
+            // Answer as slowly and in the same shape as for a wrong password.
+            false
+        }
+        Some(user) => authenticate(&mut client, &mut seq, user, plugin, &nonce, &scramble).await?,
+    };
+    if !ok {
+        let using_password = !scramble.is_empty();
+        return Err(refuse(
+            &mut client,
+            &mut seq,
+            error::access_denied(&user_name, &host, using_password),
+        )
+        .await);
+    }
+    client.set_max_packet(shared.max_packet);
+    Ok(Authed {
+        client,
+        user: user_name,
+        caps,
+        collation,
+        db,
+        seq,
+        nonce,
+    })
+}
+
+fn caps_of(payload: &[u8]) -> CapabilityFlags {
+    let b = [payload[0], payload[1], payload[2], payload[3]];
+    CapabilityFlags::from_bits_truncate(u32::from_le_bytes(b))
+}
+
+/// Run the plugin exchange for a known user. Returns whether the password matched.
+pub(crate) async fn authenticate(
+    client: &mut PacketStream<ClientIo>,
+    seq: &mut u8,
+    user: &User,
+    plugin: Option<AuthPlugin<'static>>,
+    nonce: &[u8; 20],
+    scramble: &[u8],
+) -> Result<bool, ProtocolError> {
+    match plugin {
+        None | Some(AuthPlugin::MysqlNativePassword) => {
+            Ok(auth::verify_native(&user.credential, nonce, scramble))
+        }
+        Some(AuthPlugin::CachingSha2Password) => match &user.credential {
+            Credential::Password(pw) => {
+                if !auth::verify_sha2_fast(pw, nonce, scramble) {
+                    return Ok(false);
+                }
+                // "fast auth success"; the OK follows.
+                client.write_packet(seq, &[0x01, 0x03]).await?;
+                Ok(true)
+            }
+            Credential::NativeHash(_) if client.get_ref().is_tls() => {
+                // "perform full authentication": the client sends its
+                // password in clear text over the encrypted channel.
+                client.write_packet(seq, &[0x01, 0x04]).await?;
+                let p = client.read_packet().await?;
+                *seq = p.seq.wrapping_add(1);
+                Ok(auth::verify_cleartext(&user.credential, &p.payload))
+            }
+            Credential::NativeHash(_) => switch_to_native(client, seq, user, nonce).await,
+        },
+        Some(_) => switch_to_native(client, seq, user, nonce).await,
+    }
+}
+
+async fn switch_to_native(
+    client: &mut PacketStream<ClientIo>,
+    seq: &mut u8,
+    user: &User,
+    nonce: &[u8; 20],
+) -> Result<bool, ProtocolError> {
+    let mut req = Vec::with_capacity(1 + NATIVE.len() + 1 + 21);
+    req.push(0xfe);
+    req.extend_from_slice(NATIVE);
+    req.push(0);
+    req.extend_from_slice(nonce);
+    req.push(0);
+    client.write_packet(seq, &req).await?;
+    let p = client.read_packet().await?;
+    *seq = p.seq.wrapping_add(1);
+    Ok(auth::verify_native(&user.credential, nonce, &p.payload))
+}

@@ -1,0 +1,11 @@
+//! Client side: the listener, TLS, authentication and the per-client session.
+
+pub mod auth;
+pub mod handshake;
+pub mod io;
+pub mod listener;
+pub mod relay;
+pub mod session;
+pub mod tls;
+
+pub use listener::{serve, Shared};

@@ -1,0 +1,130 @@
+//! Relaying one command's response from a backend to the client: raw frames,
+//! never decoded, batched so that one backend read becomes one client write.
+
+use bytes::Buf;
+use tokio::net::TcpStream;
+
+use crate::protocol::codec::complete_frame;
+use crate::protocol::consts::MAX_FRAME;
+use crate::protocol::response::{ResponseKind, ResponseTracker, Step};
+use crate::protocol::{PacketStream, ProtocolError};
+
+use super::io::ClientIo;
+
+/// Flush the client's buffer once this much is queued even if the backend
+/// has more ready, so a huge result streams in bounded memory.
+const CLIENT_FLUSH_AT: usize = 256 * 1024;
+
+pub enum RelayError {
+    /// The backend failed; `relayed` tells whether any byte of the response
+    /// already reached the client, `last_seq` the last sequence id relayed.
+    Backend {
+        err: ProtocolError,
+        relayed: bool,
+        last_seq: u8,
+    },
+    /// The client went away (or broke the protocol during LOCAL INFILE).
+    Client(ProtocolError),
+}
+
+/// Send `payload` (one command) to the backend and relay the complete
+/// response. The backend connection is left at a command boundary on success.
+pub async fn command(
+    client: &mut PacketStream<ClientIo>,
+    backend: &mut PacketStream<TcpStream>,
+    payload: &[u8],
+    kind: ResponseKind,
+    deprecate_eof: bool,
+) -> Result<ResponseTracker, RelayError> {
+    let mut seq = 0u8;
+    backend
+        .write_packet(&mut seq, payload)
+        .await
+        .map_err(|err| RelayError::Backend {
+            err,
+            relayed: false,
+            last_seq: 0,
+        })?;
+    response(client, backend, kind, deprecate_eof).await
+}
+
+/// Relay the response to a command already sent.
+pub async fn response(
+    client: &mut PacketStream<ClientIo>,
+    backend: &mut PacketStream<TcpStream>,
+    kind: ResponseKind,
+    deprecate_eof: bool,
+) -> Result<ResponseTracker, RelayError> {
+    let mut tracker = ResponseTracker::new(kind, deprecate_eof);
+    let mut relayed = false;
+    let mut last_seq = 0u8;
+    loop {
+        while let Some(h) = complete_frame(&backend.rbuf) {
+            let step = tracker.feed(h.len, &backend.rbuf[4..4 + h.len]);
+            client.wbuf.extend_from_slice(&backend.rbuf[..h.total()]);
+            backend.rbuf.advance(h.total());
+            relayed = true;
+            last_seq = h.seq;
+            match step {
+                Step::More => {
+                    if client.wbuf.len() >= CLIENT_FLUSH_AT {
+                        client.flush().await.map_err(RelayError::Client)?;
+                    }
+                }
+                Step::Done => {
+                    client.flush().await.map_err(RelayError::Client)?;
+                    return Ok(tracker);
+                }
+                Step::LocalInfile => {
+                    client.flush().await.map_err(RelayError::Client)?;
+                    last_seq = local_infile(client, backend).await?;
+                    tracker.resume_after_infile();
+                }
+            }
+        }
+        // Nothing complete left: let the client have what we have before
+        // waiting on the backend again.
+        if !client.wbuf.is_empty() {
+            client.flush().await.map_err(RelayError::Client)?;
+        }
+        let filled = async {
+            backend.reserve_for_frame()?;
+            backend.fill().await
+        }
+        .await;
+        if let Err(err) = filled {
+            return Err(RelayError::Backend {
+                err,
+                relayed,
+                last_seq,
+            });
+        }
+    }
+}
+
+/// Relay the client's file contents (frames up to an empty packet) to the
+/// backend. Returns the sequence id of the last frame sent.
+async fn local_infile(
+    client: &mut PacketStream<ClientIo>,
+    backend: &mut PacketStream<TcpStream>,
+) -> Result<u8, RelayError> {
+    let mut continuation = false;
+    loop {
+        let h = client.frame().await.map_err(RelayError::Client)?;
+        backend.wbuf.extend_from_slice(&client.rbuf[..h.total()]);
+        client.rbuf.advance(h.total());
+        // An empty frame ends the file unless it continues a 16 MiB frame.
+        let end = h.len == 0 && !continuation;
+        continuation = h.len == MAX_FRAME;
+        if end || backend.wbuf.len() >= CLIENT_FLUSH_AT {
+            backend.flush().await.map_err(|err| RelayError::Backend {
+                err,
+                relayed: true,
+                last_seq: h.seq,
+            })?;
+        }
+        if end {
+            return Ok(h.seq);
+        }
+    }
+}

@@ -1,0 +1,17 @@
+//! sluice: a MySQL proxy.
+//!
+//! Layers, each knowing only the one below it:
+//! `frontend` (client sessions) → `router` (statement → [`router::Plan`]) →
+//! `backend` (pooled raw connections) ; `protocol` is shared wire code.
+#![forbid(unsafe_code)]
+#![deny(clippy::unwrap_used)]
+
+pub mod app;
+pub mod backend;
+pub mod config;
+pub mod error;
+pub mod frontend;
+pub mod logging;
+pub mod metrics;
+pub mod protocol;
+pub mod router;

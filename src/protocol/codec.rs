@@ -1,0 +1,282 @@
+//! Framing: 4-byte headers (3-byte little-endian length, 1-byte sequence id),
+//! payloads of 16 MiB - 1 or more split into several frames.
+//!
+//! `PacketStream` owns one socket with a read buffer and a write buffer, so a
+//! session can relay a whole batch of backend frames to its client with one
+//! write, and never allocates per packet on the hot path.
+
+use bytes::{Buf, BufMut, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use super::consts::MAX_FRAME;
+use super::error::ProtocolError;
+
+const READ_CHUNK: usize = 16 * 1024;
+
+/// One logical packet (continuation frames joined).
+#[derive(Debug)]
+pub struct Packet {
+    /// Sequence id of the last frame of the packet.
+    pub seq: u8,
+    pub payload: BytesMut,
+}
+
+/// Header of one complete frame sitting in a read buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameHeader {
+    pub len: usize,
+    pub seq: u8,
+}
+
+impl FrameHeader {
+    /// Header plus payload.
+    pub fn total(&self) -> usize {
+        4 + self.len
+    }
+}
+
+/// Parse the header of the first frame in `buf` if the whole frame is there.
+pub fn complete_frame(buf: &[u8]) -> Option<FrameHeader> {
+    if buf.len() < 4 {
+        return None;
+    }
+    let len = usize::from(buf[0]) | usize::from(buf[1]) << 8 | usize::from(buf[2]) << 16;
+    if buf.len() < 4 + len {
+        return None;
+    }
+    Some(FrameHeader { len, seq: buf[3] })
+}
+
+pub struct PacketStream<S> {
+    io: S,
+    pub rbuf: BytesMut,
+    pub wbuf: BytesMut,
+    /// Largest logical packet accepted from this peer.
+    max_packet: usize,
+}
+
+impl<S> PacketStream<S> {
+    pub fn new(io: S, max_packet: usize) -> Self {
+        PacketStream {
+            io,
+            rbuf: BytesMut::with_capacity(READ_CHUNK),
+            wbuf: BytesMut::with_capacity(READ_CHUNK),
+            max_packet,
+        }
+    }
+
+    pub fn get_ref(&self) -> &S {
+        &self.io
+    }
+
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.io
+    }
+
+    /// Give back the socket; fails if buffered, unread bytes would be lost
+    /// (e.g. a client that pipelined data behind its TLS request).
+    pub fn into_inner(self) -> Result<S, ProtocolError> {
+        if !self.rbuf.is_empty() {
+            return Err(ProtocolError::Malformed(
+                "unexpected data before the TLS handshake",
+            ));
+        }
+        Ok(self.io)
+    }
+
+    /// Queue one logical packet, splitting it into frames. `seq` is the id of
+    /// the first frame and is left at the id the next packet must use.
+    pub fn queue(&mut self, seq: &mut u8, payload: &[u8]) {
+        queue_frames(&mut self.wbuf, seq, payload);
+    }
+}
+
+/// Append `payload` as frames to `out`, advancing `seq`.
+pub fn queue_frames(out: &mut BytesMut, seq: &mut u8, payload: &[u8]) {
+    out.reserve(payload.len() + 4 * (payload.len() / MAX_FRAME + 1));
+    let mut rest = payload;
+    loop {
+        let n = rest.len().min(MAX_FRAME);
+        out.put_uint_le(n as u64, 3);
+        out.put_u8(*seq);
+        *seq = seq.wrapping_add(1);
+        out.put_slice(&rest[..n]);
+        rest = &rest[n..];
+        // A frame of exactly MAX_FRAME bytes announces a continuation, which
+        // may be empty.
+        if n < MAX_FRAME {
+            break;
+        }
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
+    /// Read more bytes into the read buffer; `Closed` on EOF.
+    pub async fn fill(&mut self) -> Result<usize, ProtocolError> {
+        if self.rbuf.capacity() - self.rbuf.len() < READ_CHUNK / 2 {
+            self.rbuf.reserve(READ_CHUNK);
+        }
+        let n = self.io.read_buf(&mut self.rbuf).await?;
+        if n == 0 {
+            return Err(ProtocolError::Closed);
+        }
+        Ok(n)
+    }
+
+    /// Wait until one whole frame is buffered and return its header.
+    pub async fn frame(&mut self) -> Result<FrameHeader, ProtocolError> {
+        loop {
+            if let Some(h) = complete_frame(&self.rbuf) {
+                return Ok(h);
+            }
+            self.reserve_for_frame()?;
+            self.fill().await?;
+        }
+    }
+
+    /// When a frame header is buffered, make room for the whole frame at
+    /// once (one allocation for a 16 MiB frame, not many), after checking it
+    /// against the packet limit so a hostile length cannot make us buffer.
+    pub fn reserve_for_frame(&mut self) -> Result<(), ProtocolError> {
+        if self.rbuf.len() >= 4 {
+            let len =
+                usize::from(self.rbuf[0]) | usize::from(self.rbuf[1]) << 8 | usize::from(self.rbuf[2]) << 16;
+            if len > self.max_packet {
+                return Err(ProtocolError::TooLarge {
+                    size: len,
+                    limit: self.max_packet,
+                });
+            }
+            let want = 4 + len;
+            if want > self.rbuf.len() {
+                self.rbuf.reserve(want - self.rbuf.len());
+            }
+        }
+        Ok(())
+    }
+
+    pub fn set_max_packet(&mut self, max_packet: usize) {
+        self.max_packet = max_packet;
+    }
+
+    /// Read one logical packet, joining continuation frames.
+    pub async fn read_packet(&mut self) -> Result<Packet, ProtocolError> {
+        let first = self.frame().await?;
+        if first.len > self.max_packet {
+            return Err(ProtocolError::TooLarge {
+                size: first.len,
+                limit: self.max_packet,
+            });
+        }
+        if first.len < MAX_FRAME {
+            self.rbuf.advance(4);
+            let payload = self.rbuf.split_to(first.len);
+            return Ok(Packet {
+                seq: first.seq,
+                payload,
+            });
+        }
+        let mut payload = BytesMut::new();
+        let mut seq = first.seq;
+        loop {
+            let h = self.frame().await?;
+            if h.seq != seq {
+                return Err(ProtocolError::Sequence {
+                    got: h.seq,
+                    expected: seq,
+                });
+            }
+            if payload.len() + h.len > self.max_packet {
+                return Err(ProtocolError::TooLarge {
+                    size: payload.len() + h.len,
+                    limit: self.max_packet,
+                });
+            }
+            self.rbuf.advance(4);
+            payload.extend_from_slice(&self.rbuf[..h.len]);
+            self.rbuf.advance(h.len);
+            if h.len < MAX_FRAME {
+                return Ok(Packet { seq: h.seq, payload });
+            }
+            seq = seq.wrapping_add(1);
+        }
+    }
+
+    /// Queue and flush one packet.
+    pub async fn write_packet(&mut self, seq: &mut u8, payload: &[u8]) -> Result<(), ProtocolError> {
+        self.queue(seq, payload);
+        self.flush().await
+    }
+
+    /// Write out everything queued.
+    pub async fn flush(&mut self) -> Result<(), ProtocolError> {
+        if !self.wbuf.is_empty() {
+            self.io.write_all(&self.wbuf).await?;
+            self.wbuf.clear();
+        }
+        self.io.flush().await?;
+        Ok(())
+    }
+
+    /// Write raw bytes (already framed) and flush.
+    pub async fn write_raw(&mut self, bytes: &[u8]) -> Result<(), ProtocolError> {
+        self.flush().await?;
+        self.io.write_all(bytes).await?;
+        self.io.flush().await?;
+        Ok(())
+    }
+
+    pub async fn shutdown(&mut self) {
+        let _ = self.flush().await;
+        let _ = self.io.shutdown().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_at_max_frame_adds_empty_continuation() {
+        let payload = vec![7u8; MAX_FRAME];
+        let mut out = BytesMut::new();
+        let mut seq = 0;
+        queue_frames(&mut out, &mut seq, &payload);
+        assert_eq!(seq, 2);
+        assert_eq!(out.len(), MAX_FRAME + 8);
+        assert_eq!(&out[MAX_FRAME + 4..], &[0, 0, 0, 1]);
+    }
+
+    #[tokio::test]
+    async fn read_joins_frames() {
+        let payload: Vec<u8> = (0..(MAX_FRAME + 10)).map(|i| i as u8).collect();
+        let mut framed = BytesMut::new();
+        let mut seq = 3;
+        queue_frames(&mut framed, &mut seq, &payload);
+        let (a, mut b) = tokio::io::duplex(1 << 20);
+        let writer = tokio::spawn(async move {
+            b.write_all(&framed).await.expect("write");
+            b
+        });
+        let mut ps = PacketStream::new(a, 1 << 30);
+        let p = ps.read_packet().await.expect("read");
+        assert_eq!(p.seq, 4);
+        assert_eq!(&p.payload[..], &payload[..]);
+        drop(writer);
+    }
+
+    #[tokio::test]
+    async fn oversized_packet_is_refused() {
+        let payload = vec![1u8; MAX_FRAME + 5];
+        let mut framed = BytesMut::new();
+        let mut seq = 0;
+        queue_frames(&mut framed, &mut seq, &payload);
+        let (a, mut b) = tokio::io::duplex(1 << 25);
+        b.write_all(&framed).await.expect("write");
+        let mut ps = PacketStream::new(a, 1024);
+        assert!(matches!(
+            ps.read_packet().await,
+            Err(ProtocolError::TooLarge { .. })
+        ));
+    }
+}

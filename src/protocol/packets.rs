@@ -1,0 +1,222 @@
+//! The few packets sluice builds or inspects itself: OK, ERR, EOF, and
+//! length-encoded integers.
+
+use bytes::{BufMut, BytesMut};
+
+use super::consts::CapabilityFlags;
+
+/// Read a length-encoded integer; returns the value and the bytes consumed.
+pub fn read_lenenc(buf: &[u8]) -> Option<(u64, usize)> {
+    let first = *buf.first()?;
+    match first {
+        0..=0xfa => Some((u64::from(first), 1)),
+        0xfc => {
+            let b = buf.get(1..3)?;
+            Some((u64::from(u16::from_le_bytes([b[0], b[1]])), 3))
+        }
+        0xfd => {
+            let b = buf.get(1..4)?;
+            Some((u64::from(b[0]) | u64::from(b[1]) << 8 | u64::from(b[2]) << 16, 4))
+        }
+        0xfe => {
+            let b: [u8; 8] = buf.get(1..9)?.try_into().ok()?;
+            Some((u64::from_le_bytes(b), 9))
+        }
+        // 0xfb is NULL in rows and 0xff is an error header: not integers.
+        _ => None,
+    }
+}
+
+pub fn put_lenenc(out: &mut BytesMut, v: u64) {
+    if v < 0xfb {
+        out.put_u8(v as u8);
+    } else if v <= 0xffff {
+        out.put_u8(0xfc);
+        out.put_u16_le(v as u16);
+    } else if v <= 0xff_ffff {
+        out.put_u8(0xfd);
+        out.put_uint_le(v, 3);
+    } else {
+        out.put_u8(0xfe);
+        out.put_u64_le(v);
+    }
+}
+
+pub fn put_lenenc_str(out: &mut BytesMut, s: &[u8]) {
+    put_lenenc(out, s.len() as u64);
+    out.put_slice(s);
+}
+
+/// What the status-carrying packets (OK, EOF) tell about the session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OkInfo {
+    pub affected_rows: u64,
+    pub last_insert_id: u64,
+    pub status: u16,
+    pub warnings: u16,
+}
+
+/// Parse an OK packet (header 0x00, or 0xFE when it replaces an EOF under
+/// CLIENT_DEPRECATE_EOF).
+pub fn parse_ok(payload: &[u8]) -> Option<OkInfo> {
+    let rest = payload.get(1..)?;
+    let (affected_rows, a) = read_lenenc(rest)?;
+    let rest = rest.get(a..)?;
+    let (last_insert_id, b) = read_lenenc(rest)?;
+    let rest = rest.get(b..)?;
+    let status = u16::from_le_bytes([*rest.first()?, *rest.get(1)?]);
+    let warnings = match rest.get(2..4) {
+        Some(w) => u16::from_le_bytes([w[0], w[1]]),
+        None => 0,
+    };
+    Some(OkInfo {
+        affected_rows,
+        last_insert_id,
+        status,
+        warnings,
+    })
+}
+
+/// Status flags of a classic EOF packet (0xFE, warnings, status).
+pub fn parse_eof_status(payload: &[u8]) -> Option<u16> {
+    let b = payload.get(3..5)?;
+    Some(u16::from_le_bytes([b[0], b[1]]))
+}
+
+/// Status flags of a terminating 0xFE packet under either EOF convention.
+pub fn terminator_status(payload: &[u8], deprecate_eof: bool) -> Option<u16> {
+    if deprecate_eof {
+        parse_ok(payload).map(|ok| ok.status)
+    } else {
+        parse_eof_status(payload)
+    }
+}
+
+/// A MySQL error as sent to a client: code, SQLSTATE and a sentence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrPacket {
+    pub code: u16,
+    pub state: [u8; 5],
+    pub message: String,
+}
+
+impl ErrPacket {
+    pub fn new(code: u16, state: &str, message: impl Into<String>) -> Self {
+        let mut st = *b"HY000";
+        if state.len() == 5 {
+            st.copy_from_slice(state.as_bytes());
+        }
+        ErrPacket {
+            code,
+            state: st,
+            message: message.into(),
+        }
+    }
+
+    pub fn encode(&self) -> BytesMut {
+        let mut out = BytesMut::with_capacity(9 + self.message.len());
+        out.put_u8(0xff);
+        out.put_u16_le(self.code);
+        out.put_u8(b'#');
+        out.put_slice(&self.state);
+        out.put_slice(self.message.as_bytes());
+        out
+    }
+
+    /// Parse an ERR packet (protocol 4.1 layout).
+    pub fn parse(payload: &[u8]) -> Option<ErrPacket> {
+        if payload.first() != Some(&0xff) || payload.len() < 3 {
+            return None;
+        }
+        let code = u16::from_le_bytes([payload[1], payload[2]]);
+        let rest = &payload[3..];
+        let (state, msg) = if rest.first() == Some(&b'#') && rest.len() >= 6 {
+            let mut st = [0u8; 5];
+            st.copy_from_slice(&rest[1..6]);
+            (st, &rest[6..])
+        } else {
+            (*b"HY000", rest)
+        };
+        Some(ErrPacket {
+            code,
+            state,
+            message: String::from_utf8_lossy(msg).into_owned(),
+        })
+    }
+}
+
+impl std::fmt::Display for ErrPacket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "ERROR {} ({}): {}",
+            self.code,
+            String::from_utf8_lossy(&self.state),
+            self.message
+        )
+    }
+}
+
+/// An OK packet as sluice sends it.
+pub fn ok_packet(affected_rows: u64, last_insert_id: u64, status: u16, warnings: u16) -> BytesMut {
+    let mut out = BytesMut::with_capacity(16);
+    out.put_u8(0x00);
+    put_lenenc(&mut out, affected_rows);
+    put_lenenc(&mut out, last_insert_id);
+    out.put_u16_le(status);
+    out.put_u16_le(warnings);
+    out
+}
+
+/// The packet that ends a result set: an EOF, or an OK with header 0xFE when
+/// the client asked for CLIENT_DEPRECATE_EOF.
+pub fn eof_packet(caps: CapabilityFlags, status: u16, warnings: u16) -> BytesMut {
+    if caps.contains(CapabilityFlags::CLIENT_DEPRECATE_EOF) {
+        let mut out = ok_packet(0, 0, status, warnings);
+        out[0] = 0xfe;
+        out
+    } else {
+        let mut out = BytesMut::with_capacity(5);
+        out.put_u8(0xfe);
+        out.put_u16_le(warnings);
+        out.put_u16_le(status);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lenenc_round_trip() {
+        for v in [0u64, 250, 251, 0xffff, 0x10000, 0xff_ffff, 0x100_0000, u64::MAX] {
+            let mut b = BytesMut::new();
+            put_lenenc(&mut b, v);
+            assert_eq!(read_lenenc(&b), Some((v, b.len())));
+        }
+        assert_eq!(read_lenenc(&[0xfc, 1]), None);
+        assert_eq!(read_lenenc(&[]), None);
+    }
+
+    #[test]
+    fn ok_round_trip() {
+        let p = ok_packet(3, 700, 0x0002, 1);
+        let ok = parse_ok(&p).expect("ok");
+        assert_eq!(
+            (ok.affected_rows, ok.last_insert_id, ok.status, ok.warnings),
+            (3, 700, 2, 1)
+        );
+    }
+
+    #[test]
+    fn err_round_trip() {
+        let e = ErrPacket::new(
+            1045,
+            "28000",
+            "Access denied for user 'x'@'y' (using password: YES)",
+        );
+        assert_eq!(ErrPacket::parse(&e.encode()), Some(e));
+        assert_eq!(ErrPacket::parse(&[0xff]), None);
+    }
+}
