@@ -22,6 +22,9 @@ pub async fn run(config: Config) -> Result<(), Error> {
     let shared = Arc::new(Shared::new(config, tls, metrics));
 
     learn_server_version(&shared).await;
+    for m in &shared.monitors {
+        m.spawn();
+    }
 
     let listener = TcpListener::bind(listen).await.map_err(|source| Error::Bind {
         addr: listen.to_string(),

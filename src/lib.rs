@@ -10,6 +10,7 @@ pub mod app;
 pub mod backend;
 pub mod config;
 pub mod error;
+pub mod freshness;
 pub mod frontend;
 pub mod logging;
 pub mod metrics;

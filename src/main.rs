@@ -1,11 +1,13 @@
 //! The `sluice` command line. Only argument handling lives here; the proxy
 //! itself is `sluice::app::run`.
 
-use clap::{Parser, Subcommand};
-use sluice::config::{self, Config};
+use clap::{Args, Parser, Subcommand};
+use sluice::config::{self, Config, Freshness};
+use sluice::freshness::triggers::{self, TriggerError};
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 const LONG_ABOUT: &str = "\
 sluice is a MySQL proxy. Clients connect to it as to one MySQL server; it sends \
@@ -16,8 +18,32 @@ the server would order and aggregate them.
 Example:
   sluice hash-password 's3cret'          # hash to put in password_hash
   sluice check-config config/sluice.yaml
+  sluice triggers install --schema shop  # track writes to shop's tables
   sluice serve --config config/sluice.yaml
   mysql -h 127.0.0.1 -P 6033 -u app -p";
+
+const TRIGGERS_ABOUT: &str = "\
+Manage the triggers that let sluice tell whether a replica is fresh.
+
+Every base table of the schema gets three triggers, sluice_ai_<table>, \
+sluice_au_<table> and sluice_ad_<table> (AFTER INSERT, UPDATE, DELETE). Each bumps \
+a row of the counter table `<freshness.schema>`.`counters` on the master; replication \
+carries the rows to the replicas, and sluice compares them. Triggers that are not \
+sluice's are never touched. Reads of a table without sluice's triggers go to the \
+master.
+
+The commands connect to the master of the group (--group, default the first group \
+of the configuration) with that master's user and password from the configuration; \
+the account needs CREATE, TRIGGER and SELECT on the schema and CREATE, INSERT, \
+UPDATE and DELETE on the counter schema (and SUPER, or \
+log_bin_trust_function_creators=1, when the binary log is on). The counter schema \
+and the number of slots come from the `freshness` section.
+
+Examples:
+  sluice triggers install --schema shop       # idempotent: run it again after CREATE TABLE
+  sluice triggers status --schema shop        # which tables are tracked
+  sluice triggers sql --schema shop --tables orders,customers > triggers.sql
+  sluice triggers uninstall --schema shop";
 
 #[derive(Parser)]
 #[command(
@@ -58,6 +84,64 @@ enum Command {
         /// The password (read from stdin when omitted)
         password: Option<String>,
     },
+    /// Install, inspect or remove the freshness triggers of a schema
+    #[command(long_about = TRIGGERS_ABOUT)]
+    Triggers {
+        #[command(subcommand)]
+        action: TriggersAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum TriggersAction {
+    /// Create the counter table and the missing triggers of every base table (idempotent)
+    #[command(
+        long_about = "Create the counter table, its rows, and sluice's three triggers on every \
+                            base table of the schema that lacks them. Sluice triggers with another \
+                            slot count or counter schema are replaced, stale ones (renamed tables) \
+                            dropped; other triggers are never touched. Running it again changes \
+                            nothing; run it after creating tables. Exits 1 if a statement failed \
+                            (e.g. a lock wait timeout behind a long transaction)."
+    )]
+    Install(TriggersTarget),
+    /// Drop sluice's triggers of the schema and its counter rows (other triggers are kept)
+    Uninstall(TriggersTarget),
+    /// Show, per base table, sluice's triggers, other triggers and whether reads may use replicas
+    #[command(
+        long_about = "Show, per base table of the schema, which of sluice's three triggers \
+                            exist, the other triggers on it, whether its counter rows exist, and \
+                            whether its reads may go to a replica; lists the tables without sluice \
+                            triggers (e.g. created after the install). Changes nothing; exits 0."
+    )]
+    Status(TriggersTarget),
+    /// Print the install script (SQL for the mariadb/mysql client) instead of running it
+    #[command(
+        long_about = "Print an SQL script that creates the counter table, its rows and the \
+                            triggers; run it with `mariadb ... < file.sql` (no DELIMITER needed). \
+                            With --tables no server is contacted (and a missing default \
+                            configuration file means the default counter schema and slots); \
+                            without it, the base tables are listed on the group's master."
+    )]
+    Sql {
+        #[command(flatten)]
+        target: TriggersTarget,
+        /// Comma-separated table names: generate for these without connecting to any server
+        #[arg(long, value_name = "T1,T2", value_delimiter = ',')]
+        tables: Option<Vec<String>>,
+    },
+}
+
+#[derive(Args)]
+struct TriggersTarget {
+    /// The schema (database) whose tables are tracked
+    #[arg(long, value_name = "DB")]
+    schema: String,
+    /// Configuration file (backend credentials, `freshness` section) [default: config/sluice.yaml]
+    #[arg(short, long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Backend group whose master to use [default: the first group]
+    #[arg(long, value_name = "NAME")]
+    group: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -66,6 +150,7 @@ fn main() -> ExitCode {
         Command::Serve { config } => serve(&config),
         Command::CheckConfig { file } => check_config(&file),
         Command::HashPassword { password } => hash_password(password),
+        Command::Triggers { action } => manage_triggers(action),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -141,4 +226,137 @@ fn read_password_from_stdin() -> Result<String, String> {
         .or_else(|| text.strip_suffix('\n'))
         .unwrap_or(&text);
     Ok(password.to_owned())
+}
+
+const DEFAULT_CONFIG: &str = "config/sluice.yaml";
+
+fn manage_triggers(action: TriggersAction) -> Result<(), Failure> {
+    // `sql --tables` needs no server, and no configuration file unless one is named.
+    if let TriggersAction::Sql {
+        target,
+        tables: Some(tables),
+    } = &action
+    {
+        let freshness = match &target.config {
+            Some(path) => load_config(path)?.freshness,
+            None if Path::new(DEFAULT_CONFIG).exists() => load_config(Path::new(DEFAULT_CONFIG))?.freshness,
+            None => Freshness::default(),
+        };
+        let tables: Vec<String> = tables.iter().filter(|t| !t.is_empty()).cloned().collect();
+        if tables.is_empty() {
+            return Err(Failure::Tool("--tables names no table".to_owned()));
+        }
+        print!(
+            "{}",
+            triggers::script(&freshness.schema, &target.schema, &tables, freshness.slots)
+        );
+        return Ok(());
+    }
+    let target = match &action {
+        TriggersAction::Install(t) | TriggersAction::Uninstall(t) | TriggersAction::Status(t) => t,
+        TriggersAction::Sql { target, .. } => target,
+    };
+    let config = load_config(target.config.as_deref().unwrap_or(Path::new(DEFAULT_CONFIG)))?;
+    let group = match &target.group {
+        Some(name) => config.groups.iter().find(|g| &g.name == name).ok_or_else(|| {
+            let names: Vec<&str> = config.groups.iter().map(|g| g.name.as_str()).collect();
+            format!(
+                "no group `{name}` in the configuration (groups: {})",
+                names.join(", ")
+            )
+        })?,
+        None => config
+            .groups
+            .first()
+            .ok_or_else(|| "the configuration has no group".to_owned())?,
+    };
+    let master = group.master.clone();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(async {
+        let connect = mysql_async::Conn::new(master_opts(&master)?);
+        // An operator waits gladly a little longer than the proxy would.
+        let timeout = config.backend.connect_timeout.max(Duration::from_secs(10));
+        let mut conn = match tokio::time::timeout(timeout, connect).await {
+            Ok(Ok(conn)) => conn,
+            Ok(Err(e)) => return Err(format!("cannot connect to the master {}: {e}", master.addr).into()),
+            Err(_) => {
+                return Err(format!(
+                    "cannot connect to the master {}: no answer within {timeout:?}",
+                    master.addr
+                )
+                .into())
+            }
+        };
+        let result = run_triggers_action(&mut conn, &action, &config.freshness, &target.schema).await;
+        let _ = conn.disconnect().await;
+        result
+    })
+}
+
+async fn run_triggers_action(
+    conn: &mut mysql_async::Conn,
+    action: &TriggersAction,
+    freshness: &Freshness,
+    db: &str,
+) -> Result<(), Failure> {
+    let counter_schema = freshness.schema.as_str();
+    let report = match action {
+        TriggersAction::Install(_) => triggers::install(conn, counter_schema, db, freshness.slots).await,
+        TriggersAction::Uninstall(_) => triggers::uninstall(conn, counter_schema, db).await,
+        TriggersAction::Status(_) => {
+            let status = triggers::status(conn, counter_schema, db)
+                .await
+                .map_err(|e| e.to_string())?;
+            print!("{status}");
+            return Ok(());
+        }
+        TriggersAction::Sql { .. } => {
+            let tables = triggers::base_tables(conn, db).await.map_err(|e| e.to_string())?;
+            if tables.is_empty() {
+                eprintln!(
+                    "sluice: schema `{db}` has no base tables: the script only creates the counter table"
+                );
+            }
+            print!(
+                "{}",
+                triggers::script(counter_schema, db, &tables, freshness.slots)
+            );
+            return Ok(());
+        }
+    };
+    match report {
+        Ok(report) => {
+            print!("{report}");
+            Ok(())
+        }
+        // The report says what was done and what failed.
+        Err(TriggerError::Incomplete(report)) => Err(Failure::Tool(report.to_string())),
+        Err(e) => Err(Failure::Tool(e.to_string())),
+    }
+}
+
+fn load_config(path: &Path) -> Result<Config, Failure> {
+    Config::load(path).map_err(|e| Failure::Located(e.to_string()))
+}
+
+/// Connection options for a backend from the configuration (`host:port`,
+/// `[v6]:port`), always over TCP.
+fn master_opts(backend: &config::Backend) -> Result<mysql_async::OptsBuilder, String> {
+    let (host, port) = backend
+        .addr
+        .rsplit_once(':')
+        .ok_or_else(|| format!("backend address `{}` has no port", backend.addr))?;
+    let port: u16 = port
+        .parse()
+        .map_err(|_| format!("backend address `{}` has an invalid port", backend.addr))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    Ok(mysql_async::OptsBuilder::default()
+        .ip_or_hostname(host)
+        .tcp_port(port)
+        .user(Some(backend.user.clone()))
+        .pass(Some(backend.password.clone()))
+        .prefer_socket(false))
 }

@@ -237,6 +237,55 @@ impl BackendConn {
         })
     }
 
+    /// Prepare a statement for sluice's own use (lazily, on a connection the
+    /// client did not prepare it on); the response is consumed here.
+    pub async fn prepare(&mut self, sql: &[u8]) -> Result<Result<u32, ErrPacket>, BackendError> {
+        let mut payload = Vec::with_capacity(1 + sql.len());
+        payload.push(crate::protocol::consts::COM_STMT_PREPARE);
+        payload.extend_from_slice(sql);
+        let mut seq = 0;
+        if let Err(e) = self.stream.write_packet(&mut seq, &payload).await {
+            self.broken = true;
+            return Err(e.into());
+        }
+        let mut tracker = ResponseTracker::new(ResponseKind::Prepare, self.deprecate_eof());
+        let mut err = None;
+        loop {
+            let p = match self.stream.read_packet().await {
+                Ok(p) => p,
+                Err(e) => {
+                    self.broken = true;
+                    return Err(e.into());
+                }
+            };
+            if p.payload.first() == Some(&0xff) {
+                err = ErrPacket::parse(&p.payload);
+            }
+            if tracker.feed(p.payload.len(), &p.payload) != Step::More {
+                break;
+            }
+        }
+        match (err, tracker.prepared) {
+            (Some(e), _) => Ok(Err(e)),
+            (None, Some(info)) => Ok(Ok(info.stmt_id)),
+            (None, None) => {
+                self.broken = true;
+                Err(ProtocolError::Malformed("prepare answered without a statement id").into())
+            }
+        }
+    }
+
+    /// COM_STMT_CLOSE (no response).
+    pub async fn close_stmt(&mut self, id: u32) -> Result<(), BackendError> {
+        let mut payload = [crate::protocol::consts::COM_STMT_CLOSE, 0, 0, 0, 0];
+        payload[1..5].copy_from_slice(&id.to_le_bytes());
+        let mut seq = 0;
+        self.stream.write_packet(&mut seq, &payload).await.map_err(|e| {
+            self.broken = true;
+            e.into()
+        })
+    }
+
     pub async fn init_db(&mut self, db: &str) -> Result<Result<(), ErrPacket>, BackendError> {
         let r = self.simple_command(COM_INIT_DB, db.as_bytes()).await?;
         if r.is_ok() {

@@ -172,6 +172,64 @@ impl ScalarKind for Timeout {
     }
 }
 
+/// A period that must be greater than zero (a zero interval would spin).
+pub(super) struct Interval;
+
+impl ScalarKind for Interval {
+    type Out = Duration;
+    const EXPECTING: &'static str = "a duration such as \"50ms\"";
+
+    fn parse(text: &str) -> Result<Duration, String> {
+        let duration = super::parse_duration(text)?;
+        if duration.is_zero() {
+            return Err(format!("interval `{text}` must be greater than zero"));
+        }
+        Ok(duration)
+    }
+}
+
+/// Any duration, zero included.
+pub(super) struct AnyDuration;
+
+impl ScalarKind for AnyDuration {
+    type Out = Duration;
+    const EXPECTING: &'static str = "a duration such as \"0ms\" or \"100ms\"";
+
+    fn parse(text: &str) -> Result<Duration, String> {
+        super::parse_duration(text)
+    }
+}
+
+/// A schema name sluice creates tables in: a valid MySQL identifier that is
+/// not a system schema.
+pub(super) struct SchemaName;
+
+impl ScalarKind for SchemaName {
+    type Out = String;
+    const EXPECTING: &'static str = "a schema name such as sluice";
+
+    fn parse(text: &str) -> Result<String, String> {
+        if text.is_empty() {
+            return Err("a schema name cannot be empty".to_owned());
+        }
+        if text.chars().count() > 64 {
+            return Err(format!("schema name `{text}` is longer than 64 characters"));
+        }
+        if text.ends_with(' ') || text.contains('\0') {
+            return Err(format!(
+                "schema name `{text}` cannot end with a space or contain a NUL character"
+            ));
+        }
+        let system = ["mysql", "information_schema", "performance_schema", "sys"];
+        if system.iter().any(|s| s.eq_ignore_ascii_case(text)) {
+            return Err(format!(
+                "`{text}` is a system schema: choose another, e.g. sluice"
+            ));
+        }
+        Ok(text.to_owned())
+    }
+}
+
 /// An `EnvFilter` directive, checked now so that a typo fails `check-config`
 /// instead of the start of `serve`.
 pub(super) struct LogLevel;
@@ -232,6 +290,44 @@ impl<T: TryFrom<u64>> Visitor<'_> for PositiveVisitor<T> {
         match u64::try_from(n) {
             Ok(n) => self.visit_u64(n),
             Err(_) => Err(E::custom(format!("{n} is negative: must be at least 1"))),
+        }
+    }
+}
+
+/// Deserializes an integer in `MIN..=MAX` (e.g. `slots`), rejected where it
+/// is written.
+pub(super) fn bounded<'de, T, const MIN: u64, const MAX: u64, D>(d: D) -> Result<T, D::Error>
+where
+    T: TryFrom<u64>,
+    D: Deserializer<'de>,
+{
+    d.deserialize_u64(BoundedVisitor::<T, MIN, MAX>(PhantomData))
+}
+
+struct BoundedVisitor<T, const MIN: u64, const MAX: u64>(PhantomData<T>);
+
+impl<T: TryFrom<u64>, const MIN: u64, const MAX: u64> Visitor<'_> for BoundedVisitor<T, MIN, MAX> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "an integer from {MIN} to {MAX}")
+    }
+
+    fn visit_u64<E: de::Error>(self, n: u64) -> Result<T, E> {
+        if !(MIN..=MAX).contains(&n) {
+            return Err(E::custom(format!(
+                "{n} is out of range: must be from {MIN} to {MAX}"
+            )));
+        }
+        T::try_from(n).map_err(|_| E::custom(format!("{n} is too large")))
+    }
+
+    fn visit_i64<E: de::Error>(self, n: i64) -> Result<T, E> {
+        match u64::try_from(n) {
+            Ok(n) => self.visit_u64(n),
+            Err(_) => Err(E::custom(format!(
+                "{n} is out of range: must be from {MIN} to {MAX}"
+            ))),
         }
     }
 }

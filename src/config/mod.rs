@@ -35,6 +35,8 @@ pub struct Config {
     /// At least one group; the first is the default group for unsharded tables.
     pub groups: Vec<Group>,
     pub backend: BackendSettings,
+    /// When a read may go to a replica (section `freshness:`).
+    pub freshness: Freshness,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +95,72 @@ pub struct BackendSettings {
     pub connect_timeout: Duration,
     /// Max pooled connections per backend. Default 256.
     pub pool_max: usize,
+}
+
+/// Freshness settings: which reads a replica may serve, and the counter
+/// table and probes that decide it. Every field has a default (see
+/// [`Freshness::default`]), so the whole section is optional.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Freshness {
+    /// The guarantee reads get. Default [`FreshnessMode::Causal`].
+    pub mode: FreshnessMode,
+    /// Schema of the counter table (`<schema>.counters`) on every group's
+    /// master; never tracked itself. Default "sluice".
+    pub schema: String,
+    /// Counter rows per table: writers update row `CONNECTION_ID() % slots`,
+    /// so up to `slots` writers of one table do not wait on each other's row
+    /// lock. 1..=1024, default 16. Used by `sluice triggers install`.
+    pub slots: u16,
+    /// How often the counters of the master and of each replica are read in
+    /// the background. Greater than zero; default 50ms.
+    pub probe_interval: Duration,
+    /// A probe that takes longer fails, and a failed probe makes its replica
+    /// not fresh. Greater than zero; default 500ms.
+    pub probe_timeout: Duration,
+    /// How long a read may wait for a replica to catch up before it goes to
+    /// the master instead. Default 0ms (never wait).
+    pub max_wait: Duration,
+    /// Consecutive successful probes before a replica that failed one serves
+    /// reads again (hysteresis against flapping). At least 1; default 2.
+    pub rise: u32,
+}
+
+impl Default for Freshness {
+    fn default() -> Self {
+        Freshness {
+            mode: FreshnessMode::Causal,
+            schema: "sluice".to_owned(),
+            slots: 16,
+            probe_interval: Duration::from_millis(50),
+            probe_timeout: Duration::from_millis(500),
+            max_wait: Duration::ZERO,
+            rise: 2,
+        }
+    }
+}
+
+/// `freshness.mode`: what a read routed to a replica is guaranteed to see.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FreshnessMode {
+    /// Every write committed on the master before the read began, from any
+    /// client (master and replica counters are compared for each read).
+    Strict,
+    /// Every write completed through this sluice before the read began; writes
+    /// that bypass sluice within about one `probe_interval`. No probe per read.
+    Causal,
+    /// No guarantee: plain read/write splitting, reads may be stale.
+    Off,
+}
+
+impl FreshnessMode {
+    /// As written in the configuration: `strict`, `causal`, `off`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FreshnessMode::Strict => "strict",
+            FreshnessMode::Causal => "causal",
+            FreshnessMode::Off => "off",
+        }
+    }
 }
 
 mod de;

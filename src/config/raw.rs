@@ -3,7 +3,10 @@
 //! consuming [`RawConfig::validate`] assembles the public [`Config`].
 
 use super::de::{self, ListItem};
-use super::{Backend, BackendSettings, Config, Credential, Group, LogConfig, LogFormat, TlsConfig, User};
+use super::{
+    Backend, BackendSettings, Config, Credential, Freshness, FreshnessMode, Group, LogConfig, LogFormat,
+    TlsConfig, User,
+};
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -39,6 +42,8 @@ pub(super) struct RawConfig {
     tls: Option<RawTls>,
     #[serde(default)]
     backend: RawBackendSettings,
+    #[serde(default)]
+    freshness: RawFreshness,
     #[serde(deserialize_with = "de::unique_list::<RawUser, _>")]
     users: Vec<User>,
     #[serde(deserialize_with = "de::unique_list::<RawGroup, _>")]
@@ -74,6 +79,7 @@ impl RawConfig {
             users: self.users,
             groups: self.groups,
             backend: self.backend.into(),
+            freshness: self.freshness.into(),
         })
     }
 }
@@ -184,6 +190,103 @@ impl From<RawBackendSettings> for BackendSettings {
             pool_max: raw.pool_max,
         }
     }
+}
+
+/// `freshness:`; defaults are those of [`Freshness::default`].
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping such as { mode: causal, probe_interval: 50ms }"
+)]
+struct RawFreshness {
+    #[serde(default)]
+    mode: RawFreshnessMode,
+    #[serde(
+        default = "default_schema",
+        deserialize_with = "de::parse::<de::SchemaName, _>"
+    )]
+    schema: String,
+    #[serde(
+        default = "default_slots",
+        deserialize_with = "de::bounded::<u16, 1, 1024, _>"
+    )]
+    slots: u16,
+    #[serde(
+        default = "default_probe_interval",
+        deserialize_with = "de::parse::<de::Interval, _>"
+    )]
+    probe_interval: Duration,
+    #[serde(
+        default = "default_probe_timeout",
+        deserialize_with = "de::parse::<de::Timeout, _>"
+    )]
+    probe_timeout: Duration,
+    #[serde(default, deserialize_with = "de::parse::<de::AnyDuration, _>")]
+    max_wait: Duration,
+    #[serde(default = "default_rise", deserialize_with = "de::positive")]
+    rise: u32,
+}
+
+impl Default for RawFreshness {
+    fn default() -> Self {
+        RawFreshness {
+            mode: RawFreshnessMode::default(),
+            schema: default_schema(),
+            slots: default_slots(),
+            probe_interval: default_probe_interval(),
+            probe_timeout: default_probe_timeout(),
+            max_wait: Duration::ZERO,
+            rise: default_rise(),
+        }
+    }
+}
+
+fn default_schema() -> String {
+    Freshness::default().schema
+}
+
+fn default_slots() -> u16 {
+    Freshness::default().slots
+}
+
+fn default_probe_interval() -> Duration {
+    Freshness::default().probe_interval
+}
+
+fn default_probe_timeout() -> Duration {
+    Freshness::default().probe_timeout
+}
+
+fn default_rise() -> u32 {
+    Freshness::default().rise
+}
+
+impl From<RawFreshness> for Freshness {
+    fn from(raw: RawFreshness) -> Self {
+        let mode = match raw.mode {
+            RawFreshnessMode::Strict => FreshnessMode::Strict,
+            RawFreshnessMode::Causal => FreshnessMode::Causal,
+            RawFreshnessMode::Off => FreshnessMode::Off,
+        };
+        Freshness {
+            mode,
+            schema: raw.schema,
+            slots: raw.slots,
+            probe_interval: raw.probe_interval,
+            probe_timeout: raw.probe_timeout,
+            max_wait: raw.max_wait,
+            rise: raw.rise,
+        }
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "lowercase", expecting = "strict, causal or off")]
+enum RawFreshnessMode {
+    Strict,
+    #[default]
+    Causal,
+    Off,
 }
 
 /// A client account. Exactly one of `password` / `password_hash`.

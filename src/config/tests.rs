@@ -50,6 +50,14 @@ fn defaults_apply_when_omitted() {
     assert_eq!(group.master.weight, 1);
     assert!(group.replicas.is_empty());
     assert!(matches!(&config.users[0].credential, Credential::Password(p) if p == "secret"));
+    assert_eq!(config.freshness, Freshness::default());
+    assert_eq!(config.freshness.mode, FreshnessMode::Causal);
+    assert_eq!(config.freshness.schema, "sluice");
+    assert_eq!(config.freshness.slots, 16);
+    assert_eq!(config.freshness.probe_interval, Duration::from_millis(50));
+    assert_eq!(config.freshness.probe_timeout, Duration::from_millis(500));
+    assert_eq!(config.freshness.max_wait, Duration::ZERO);
+    assert_eq!(config.freshness.rise, 2);
 }
 
 #[test]
@@ -63,6 +71,8 @@ fn example_file_is_valid() {
     assert_eq!(group.master.password, "sluice");
     assert_eq!(group.replicas.len(), 1);
     assert_eq!(group.replicas[0].addr, "127.0.0.1:3307");
+    // The example documents the defaults.
+    assert_eq!(config.freshness, Freshness::default());
 }
 
 #[test]
@@ -342,4 +352,54 @@ fn durations_parse() {
     ] {
         assert!(parse_duration(bad).is_err(), "{bad} should be rejected");
     }
+}
+
+#[test]
+fn freshness_section_is_read() {
+    let text = format!(
+        "{MINIMAL}freshness:\n  mode: strict\n  schema: sluice_ctr\n  slots: 1024\n  probe_interval: 10ms\n  \
+         probe_timeout: 2s\n  max_wait: 150ms\n  rise: 1\n"
+    );
+    let f = parse(&text).expect("freshness").freshness;
+    assert_eq!(f.mode, FreshnessMode::Strict);
+    assert_eq!(f.schema, "sluice_ctr");
+    assert_eq!(f.slots, 1024);
+    assert_eq!(f.probe_interval, Duration::from_millis(10));
+    assert_eq!(f.probe_timeout, Duration::from_secs(2));
+    assert_eq!(f.max_wait, Duration::from_millis(150));
+    assert_eq!(f.rise, 1);
+    // `off` is the string off in YAML 1.2, not a boolean.
+    let off = parse(&format!("{MINIMAL}freshness: {{ mode: off }}\n")).expect("off");
+    assert_eq!(off.freshness.mode, FreshnessMode::Off);
+    assert_eq!(off.freshness.slots, 16, "other fields keep their defaults");
+    let causal = parse(&format!("{MINIMAL}freshness: {{ mode: causal }}\n")).expect("causal");
+    assert_eq!(causal.freshness.mode, FreshnessMode::Causal);
+}
+
+#[test]
+fn bad_freshness_values_have_line() {
+    let cases = [
+        ("mode: eventual", "unknown variant `eventual`"),
+        ("slots: 0", "must be from 1 to 1024"),
+        ("slots: 1025", "must be from 1 to 1024"),
+        ("slots: -3", "an integer from 1 to 1024"),
+        ("slots: many", "an integer from 1 to 1024"),
+        ("rise: 0", "at least 1"),
+        ("probe_interval: 0ms", "interval `0ms` must be greater than zero"),
+        ("probe_interval: 50", "has no unit"),
+        ("probe_timeout: 0s", "greater than zero"),
+        ("max_wait: -1ms", "negative"),
+        ("schema: ''", "cannot be empty"),
+        ("schema: mysql", "system schema"),
+        ("schema: 'trailing '", "cannot end with a space"),
+        ("probes: 3", "unknown field `probes`"),
+    ];
+    for (line, needle) in cases {
+        let text = format!("{MINIMAL}freshness:\n  # comment\n  {line}\n");
+        assert_error(&text, 8, needle);
+    }
+    let long = format!("{MINIMAL}freshness:\n  schema: {}\n", "s".repeat(65));
+    assert_error(&long, 7, "longer than 64 characters");
+    let zero_wait = parse(&format!("{MINIMAL}freshness: {{ max_wait: 0ms }}\n")).expect("0ms wait");
+    assert_eq!(zero_wait.freshness.max_wait, Duration::ZERO);
 }

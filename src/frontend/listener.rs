@@ -10,6 +10,7 @@ use tracing::{info, warn, Instrument};
 
 use crate::backend::Topology;
 use crate::config::Config;
+use crate::freshness::monitor::GroupMonitor;
 use crate::metrics::Metrics;
 
 use super::session;
@@ -23,6 +24,8 @@ pub struct Shared {
     pub server_version: ArcSwap<String>,
     next_conn_id: AtomicU32,
     pub metrics: Arc<Metrics>,
+    /// Freshness state per backend group (same order as `topology.groups`).
+    pub monitors: Vec<Arc<GroupMonitor>>,
     /// Largest packet accepted from a client.
     pub max_packet: usize,
 }
@@ -34,6 +37,11 @@ pub const FALLBACK_VERSION: &str = "5.5.5-10.11.0-MariaDB-sluice";
 impl Shared {
     pub fn new(config: Config, tls: Option<TlsAcceptor>, metrics: Arc<Metrics>) -> Shared {
         let topology = Topology::from_config(&config);
+        let monitors = config
+            .groups
+            .iter()
+            .map(|g| GroupMonitor::new(g, &config.freshness))
+            .collect();
         Shared {
             config,
             topology,
@@ -41,6 +49,7 @@ impl Shared {
             server_version: ArcSwap::from_pointee(FALLBACK_VERSION.to_string()),
             next_conn_id: AtomicU32::new(1),
             metrics,
+            monitors,
             max_packet: 1 << 30,
         }
     }

@@ -27,14 +27,26 @@ pub enum RelayError {
     Client(ProtocolError),
 }
 
+/// How to relay one response.
+#[derive(Debug, Clone, Copy)]
+pub struct Opts {
+    pub kind: ResponseKind,
+    pub deprecate_eof: bool,
+    /// Leave the response's last packets in the client's buffer, unflushed:
+    /// the caller has something to do before the client may learn the
+    /// command completed (causal freshness after a write).
+    pub hold_final: bool,
+    /// COM_STMT_PREPARE: replace the backend's statement id with this one.
+    pub prepare_id: Option<u32>,
+}
+
 /// Send `payload` (one command) to the backend and relay the complete
 /// response. The backend connection is left at a command boundary on success.
 pub async fn command(
     client: &mut PacketStream<ClientIo>,
     backend: &mut PacketStream<TcpStream>,
     payload: &[u8],
-    kind: ResponseKind,
-    deprecate_eof: bool,
+    opts: Opts,
 ) -> Result<ResponseTracker, RelayError> {
     let mut seq = 0u8;
     backend
@@ -45,23 +57,28 @@ pub async fn command(
             relayed: false,
             last_seq: 0,
         })?;
-    response(client, backend, kind, deprecate_eof).await
+    response(client, backend, opts).await
 }
 
 /// Relay the response to a command already sent.
 pub async fn response(
     client: &mut PacketStream<ClientIo>,
     backend: &mut PacketStream<TcpStream>,
-    kind: ResponseKind,
-    deprecate_eof: bool,
+    opts: Opts,
 ) -> Result<ResponseTracker, RelayError> {
-    let mut tracker = ResponseTracker::new(kind, deprecate_eof);
+    let mut tracker = ResponseTracker::new(opts.kind, opts.deprecate_eof);
     let mut relayed = false;
     let mut last_seq = 0u8;
     loop {
         while let Some(h) = complete_frame(&backend.rbuf) {
+            let first = !relayed;
             let step = tracker.feed(h.len, &backend.rbuf[4..4 + h.len]);
+            let at = client.wbuf.len();
             client.wbuf.extend_from_slice(&backend.rbuf[..h.total()]);
+            if let (true, Some(id), Some(_)) = (first, opts.prepare_id, tracker.prepared) {
+                // OK header at at+4, statement id at at+5..at+9.
+                client.wbuf[at + 5..at + 9].copy_from_slice(&id.to_le_bytes());
+            }
             backend.rbuf.advance(h.total());
             relayed = true;
             last_seq = h.seq;
@@ -72,7 +89,9 @@ pub async fn response(
                     }
                 }
                 Step::Done => {
-                    client.flush().await.map_err(RelayError::Client)?;
+                    if !opts.hold_final {
+                        client.flush().await.map_err(RelayError::Client)?;
+                    }
                     return Ok(tracker);
                 }
                 Step::LocalInfile => {

@@ -1,16 +1,25 @@
-//! One client session: the command loop.
+//! One client session: the command loop and its routing.
 //!
-//! The session owns its client socket and the backend connection(s) serving
-//! it, in one task: a command is read, planned, written to the backend and
-//! its response relayed, with no channel hop in between.
+//! The session owns its client socket and the backend connections serving
+//! it (the master's and at most one replica's), in one task: a command is
+//! read, planned, written to a backend and its response relayed, with no
+//! channel hop in between.
 //!
-//! Session states (written down because later routing depends on them):
+//! Session state, and where it lives:
 //! - *Handshake* → *Ready* once authenticated and the default database, if
 //!   any, was accepted by the master.
-//! - *Ready*: reads a command. The backend connection is checked out on first
-//!   use and kept (pinned) for the session's life; it is synchronized with the
-//!   session's tracked state (default database) whenever it is (re)acquired.
-//! - A backend failure sends the client an error and drops the connection;
+//! - *Ready*: reads go to a fresh replica or the master (see `route`);
+//!   everything else to the master. Backend connections are checked out on
+//!   first use, kept for the session, and synchronized with the session's
+//!   tracked state (default database, replayable `SET`s) before each use.
+//! - *Pinned*: after temporary tables, user variables, LOCK TABLES or named
+//!   locks, every statement goes to the master for the rest of the session
+//!   (until COM_RESET_CONNECTION / COM_CHANGE_USER).
+//! - *In transaction* (the master's status flags say so, or autocommit is
+//!   off): everything to the master. *Read-only transaction*
+//!   (`START TRANSACTION READ ONLY` outside a transaction): everything to one
+//!   fresh replica until the transaction ends there.
+//! - A backend failure sends the client an error and drops that connection;
 //!   the session stays *Ready* and reconnects on its next command.
 //! - *Closed*: COM_QUIT, client EOF, or a client protocol error.
 
@@ -22,16 +31,23 @@ use tracing::{debug, info, warn};
 
 use crate::backend::{BackendError, PoolKey, Pooled};
 use crate::error;
+use crate::freshness::monitor::GroupMonitor;
+use crate::freshness::state::Scope;
 use crate::protocol::consts::*;
 use crate::protocol::packets::{ok_packet, ErrPacket};
 use crate::protocol::response::{ResponseKind, ResponseTracker};
 use crate::protocol::{PacketStream, ProtocolError};
-use crate::router::{self, Plan, SessionEffect};
+use crate::router::classify::{self, Classified, Kind, SetScope};
 
 use super::handshake::{self, Authed, HandshakeError};
 use super::io::ClientIo;
 use super::listener::Shared;
+use super::prepared::{self, Conn, Registry, Stmt};
 use super::relay::{self, RelayError};
+
+/// Replayable `SET` statements kept per session; beyond this the session is
+/// pinned to the master rather than growing without bound.
+const MAX_REPLAYED_SETS: usize = 64;
 
 pub async fn run(socket: TcpStream, peer: SocketAddr, conn_id: u32, shared: Arc<Shared>) {
     let authed = match handshake::handshake(socket, peer, conn_id, &shared).await {
@@ -60,8 +76,25 @@ type CmdResult = Result<(), Closed>;
 #[derive(Debug)]
 pub struct Closed;
 
+/// A backend connection held by the session, with what it has been told.
+struct Held {
+    conn: Pooled,
+    /// Changes whenever the session gets a new connection for this slot.
+    gen: u64,
+    /// How many of the session's replayable SETs this connection has run.
+    replayed: usize,
+}
+
+/// Where a statement goes and why (the reason is a metric label).
+#[derive(Debug, Clone, Copy)]
+struct Route {
+    conn: Conn,
+    reason: &'static str,
+}
+
 struct Session {
     shared: Arc<Shared>,
+    monitor: Arc<GroupMonitor>,
     client: PacketStream<ClientIo>,
     user: String,
     caps: CapabilityFlags,
@@ -69,13 +102,20 @@ struct Session {
     nonce: [u8; 20],
     /// The default database as the client sees it.
     db: Option<String>,
-    /// Status flags of the last server answer (autocommit, in transaction).
+    /// Status flags of the master's last answer (autocommit, in transaction).
     status: u16,
-    /// The pinned master connection.
-    master: Option<Pooled>,
+    master: Option<Held>,
+    replica: Option<(usize, Held)>,
+    next_gen: u64,
+    /// SET statements every backend connection of the session must run.
+    sets: Vec<Vec<u8>>,
+    /// Why the session is pinned to the master, if it is.
+    pin: Option<&'static str>,
+    /// The replica running the session's read-only transaction.
+    ro_tx: Option<usize>,
+    stmts: Registry,
     /// seq of the first reply packet (the one after the client's command).
     reply_seq: u8,
-    login_seq: u8,
 }
 
 impl Session {
@@ -84,8 +124,10 @@ impl Session {
             caps: (a.caps & format_capabilities()).bits(),
             collation: a.collation,
         };
+        let monitor = shared.monitors[0].clone();
         Session {
             shared,
+            monitor,
             client: a.client,
             user: a.user,
             caps: a.caps,
@@ -94,21 +136,25 @@ impl Session {
             db: a.db,
             status: SERVER_STATUS_AUTOCOMMIT,
             master: None,
-            reply_seq: 1,
-            login_seq: a.seq,
+            replica: None,
+            next_gen: 1,
+            sets: Vec::new(),
+            pin: None,
+            ro_tx: None,
+            stmts: Registry::default(),
+            reply_seq: a.seq,
         }
     }
 
     /// Finish the login: check the default database on the master, then OK.
     async fn accept_login(&mut self) -> CmdResult {
-        self.reply_seq = self.login_seq;
         if self.db.is_some() {
-            if let Err(e) = self.backend(Plan::master(0, router::Reason::Default)).await {
+            if let Err(e) = self.held(Conn::Master).await {
                 self.send_err(&e).await?;
                 return Err(Closed);
             }
         }
-        self.send_ok(0, 0).await
+        self.send_ok().await
     }
 
     async fn command_loop(&mut self) {
@@ -132,25 +178,23 @@ impl Session {
                 let _ = self.send_err(&error::bad_handshake("empty command packet")).await;
                 return;
             };
+            let p = &pkt.payload[..];
             let r = match cmd {
                 COM_QUIT => return,
-                COM_PING => self.send_ok(0, 0).await,
-                COM_QUERY => self.query(&pkt.payload).await,
-                COM_INIT_DB => self.init_db(&pkt.payload).await,
-                COM_FIELD_LIST => self
-                    .forward(&pkt.payload, ResponseKind::FieldList)
-                    .await
-                    .map(drop),
-                COM_STATISTICS | COM_STMT_RESET => {
-                    self.forward(&pkt.payload, ResponseKind::Single).await.map(drop)
-                }
-                COM_STMT_PREPARE => self.forward(&pkt.payload, ResponseKind::Prepare).await.map(drop),
-                COM_STMT_EXECUTE => self.forward(&pkt.payload, ResponseKind::Execute).await.map(drop),
-                COM_STMT_FETCH => self.forward(&pkt.payload, ResponseKind::Fetch).await.map(drop),
-                COM_STMT_CLOSE | COM_STMT_SEND_LONG_DATA => self.forward_no_reply(&pkt.payload).await,
-                COM_SET_OPTION => self.set_option(&pkt.payload).await,
-                COM_RESET_CONNECTION => self.reset_connection(&pkt.payload).await,
-                COM_CHANGE_USER => self.change_user(&pkt.payload).await,
+                COM_PING => self.send_ok().await,
+                COM_QUERY => self.query(p).await,
+                COM_INIT_DB => self.init_db(p).await,
+                COM_FIELD_LIST => self.simple(p, ResponseKind::FieldList).await,
+                COM_STATISTICS => self.simple(p, ResponseKind::Single).await,
+                COM_STMT_PREPARE => self.stmt_prepare(p).await,
+                COM_STMT_EXECUTE => self.stmt_execute(p).await,
+                COM_STMT_FETCH => self.stmt_follow(p, ResponseKind::Fetch).await,
+                COM_STMT_RESET => self.stmt_follow(p, ResponseKind::Single).await,
+                COM_STMT_SEND_LONG_DATA => self.stmt_long_data(p).await,
+                COM_STMT_CLOSE => self.stmt_close(p).await,
+                COM_SET_OPTION => self.set_option(p).await,
+                COM_RESET_CONNECTION => self.reset_connection(p).await,
+                COM_CHANGE_USER => self.change_user(p).await,
                 other => self.send_err(&error::unknown_command(other)).await,
             };
             if r.is_err() {
@@ -159,63 +203,254 @@ impl Session {
         }
     }
 
+    fn in_transaction(&self) -> bool {
+        self.status & SERVER_STATUS_IN_TRANS != 0 || self.status & SERVER_STATUS_AUTOCOMMIT == 0
+    }
+
+    /// `db.table` names for the freshness scope (unqualified names take the
+    /// session's default database).
+    fn qualify(&self, tables: &[String]) -> Option<Vec<String>> {
+        tables
+            .iter()
+            .map(|t| {
+                if t.contains('.') {
+                    Some(t.clone())
+                } else {
+                    self.db.as_ref().map(|db| format!("{db}.{t}"))
+                }
+            })
+            .collect()
+    }
+
+    /// Route a read that is allowed on a replica by its text.
+    async fn route_read(&mut self, tables: Option<&[String]>) -> Route {
+        if let Some(i) = self.ro_tx {
+            return Route {
+                conn: Conn::Replica(i),
+                reason: "read_only_transaction",
+            };
+        }
+        if let Some(pin) = self.pin {
+            return Route {
+                conn: Conn::Master,
+                reason: pin,
+            };
+        }
+        if self.in_transaction() {
+            return Route {
+                conn: Conn::Master,
+                reason: "transaction",
+            };
+        }
+        let qualified = tables.and_then(|t| self.qualify(t));
+        let scope = match &qualified {
+            Some(t) => Scope::Tables(t),
+            None => Scope::All,
+        };
+        let current = self.replica.as_ref().map(|(i, _)| *i);
+        match self.monitor.pick(scope, current).await {
+            Ok(i) => Route {
+                conn: Conn::Replica(i),
+                reason: "fresh_replica",
+            },
+            Err(f) => Route {
+                conn: Conn::Master,
+                reason: f.as_str(),
+            },
+        }
+    }
+
+    async fn route(&mut self, c: &Classified) -> Route {
+        let master = |reason| Route {
+            conn: Conn::Master,
+            reason,
+        };
+        match &c.kind {
+            Kind::Read => match c.force_master {
+                Some(r) if self.ro_tx.is_none() => master(r.as_str()),
+                _ => self.route_read(c.tables.as_deref()).await,
+            },
+            Kind::Begin { read_only: true } if !self.in_transaction() && self.pin.is_none() => {
+                self.route_read(None).await
+            }
+            // Inside a read-only transaction on a replica, everything stays
+            // there until it ends (a write fails there as it would anywhere).
+            _ if self.ro_tx.is_some() => self.route_read(None).await,
+            Kind::SessionSet(_) | Kind::Use(_) => master("session_state"),
+            Kind::Begin { .. } | Kind::Commit | Kind::Rollback => master("transaction"),
+            _ => master("write"),
+        }
+    }
+
     async fn query(&mut self, payload: &[u8]) -> CmdResult {
-        let (plan, effect) = router::plan_query(&payload[1..]);
-        let Some(tracker) = self.forward_planned(plan, payload, ResponseKind::Query).await? else {
+        let sql = &payload[1..];
+        let c = classify::classify(sql);
+        let route = self.route(&c).await;
+        let on_master = route.conn == Conn::Master;
+        let is_write = matches!(c.kind, Kind::Write | Kind::Commit) && on_master;
+        // A statement may also commit implicitly (SET autocommit=1, DDL, BEGIN
+        // inside a transaction): anything on the master while in a
+        // transaction may make writes visible.
+        let was_in_tx = self.in_transaction();
+        let hold = (is_write || (on_master && was_in_tx))
+            && self.monitor.mode == crate::config::FreshnessMode::Causal;
+        self.shared
+            .metrics
+            .route(route.conn == Conn::Master, route.reason);
+        let Some(tracker) = self
+            .run_on(route, payload, ResponseKind::Query, hold, None)
+            .await?
+        else {
             return Ok(());
         };
-        if let SessionEffect::UseDb(db) = effect {
-            if !tracker.error {
-                if let Some(conn) = self.master.as_mut() {
-                    conn.db = Some(db.clone());
+        let ok = !tracker.error;
+        // Effects on the session's tracked state.
+        match &c.kind {
+            Kind::Use(db) if ok => self.db = Some(db.clone()),
+            Kind::SessionSet(scope) if ok => {
+                let replay = matches!(
+                    scope,
+                    SetScope::Session | SetScope::UserVariable { also_session: true }
+                );
+                if replay {
+                    self.record_set(sql, route.conn);
                 }
-                self.db = Some(db);
+                if matches!(scope, SetScope::UserVariable { .. }) {
+                    self.pin = Some("user_variable");
+                }
             }
+            Kind::Begin { read_only: true } if ok => {
+                if let Conn::Replica(i) = route.conn {
+                    self.ro_tx = Some(i);
+                }
+            }
+            _ => {}
+        }
+        if ok {
+            if c.creates_temp_table {
+                self.pin = Some("temporary_table");
+            } else if c.sets_user_variable {
+                self.pin = Some("user_variable");
+            } else if c.locks_tables {
+                self.pin = Some("lock_tables");
+            } else if c.takes_named_lock {
+                self.pin = Some("named_lock");
+            }
+        }
+        if let Conn::Replica(_) = route.conn {
+            if self.ro_tx.is_some()
+                && tracker
+                    .last_status
+                    .is_some_and(|s| s & SERVER_STATUS_IN_TRANS == 0)
+            {
+                self.ro_tx = None;
+            }
+        }
+        if is_write && needs_global_bump(&c, sql) {
+            self.monitor.forget_tracked();
+            self.monitor.bump_global().await;
+        }
+        if (is_write || (on_master && was_in_tx)) && !self.in_transaction() {
+            self.monitor.after_write().await;
+        }
+        if hold {
+            self.client.flush().await.map_err(|_| Closed)?;
         }
         Ok(())
     }
 
+    /// Remember a SET that ran on `ran_on`, to replay it on the session's
+    /// other connections before they next serve it.
+    fn record_set(&mut self, sql: &[u8], ran_on: Conn) {
+        if self.sets.len() >= MAX_REPLAYED_SETS {
+            self.pin = Some("session_state");
+            return;
+        }
+        self.sets.push(sql.to_vec());
+        let n = self.sets.len();
+        if let Some(h) = self.slot(ran_on) {
+            if h.replayed + 1 == n {
+                h.replayed = n;
+            }
+        }
+    }
+
     async fn init_db(&mut self, payload: &[u8]) -> CmdResult {
         let db = String::from_utf8_lossy(&payload[1..]).into_owned();
-        let Some(tracker) = self.forward(payload, ResponseKind::Single).await? else {
+        let route = Route {
+            conn: Conn::Master,
+            reason: "session_state",
+        };
+        let Some(tracker) = self
+            .run_on(route, payload, ResponseKind::Single, false, None)
+            .await?
+        else {
             return Ok(());
         };
         if !tracker.error {
-            if let Some(conn) = self.master.as_mut() {
-                conn.db = Some(db.clone());
+            if let Some(m) = self.master.as_mut() {
+                m.conn.db = Some(db.clone());
             }
             self.db = Some(db);
         }
         Ok(())
     }
 
+    async fn simple(&mut self, payload: &[u8], kind: ResponseKind) -> CmdResult {
+        let route = Route {
+            conn: Conn::Master,
+            reason: "command",
+        };
+        self.run_on(route, payload, kind, false, None).await.map(drop)
+    }
+
     async fn set_option(&mut self, payload: &[u8]) -> CmdResult {
-        let r = self.forward(payload, ResponseKind::Single).await;
+        let r = self.simple(payload, ResponseKind::Single).await;
         // The option (multi-statements on/off) changes the connection's
         // behaviour for good; COM_RESET_CONNECTION does not undo it, so the
-        // connection must not serve another client afterwards.
-        if let Some(conn) = self.master.as_mut() {
-            conn.broken = true;
+        // connection must not serve another client afterwards. Replicas
+        // would not know it: keep this session on the master.
+        if let Some(m) = self.master.as_mut() {
+            m.conn.broken = true;
         }
-        r.map(drop)
+        self.pin = Some("set_option");
+        r
+    }
+
+    /// Forget all session state (after COM_RESET_CONNECTION/CHANGE_USER).
+    fn clear_state(&mut self) {
+        self.sets.clear();
+        self.pin = None;
+        self.ro_tx = None;
+        self.stmts.clear();
+        self.replica = None;
+        self.status = SERVER_STATUS_AUTOCOMMIT;
     }
 
     async fn reset_connection(&mut self, payload: &[u8]) -> CmdResult {
-        if self.master.is_none() {
-            self.status = SERVER_STATUS_AUTOCOMMIT;
-            return self.send_ok(0, 0).await;
+        if self.master.is_some() {
+            let route = Route {
+                conn: Conn::Master,
+                reason: "session_state",
+            };
+            let r = self
+                .run_on(route, payload, ResponseKind::Single, false, None)
+                .await?;
+            if let Some(m) = self.master.as_mut() {
+                // What the server keeps as default database after a reset is
+                // version-dependent: make the next command re-sync it.
+                m.conn.db = None;
+                m.replayed = 0;
+            }
+            self.clear_state();
+            if r.is_some_and(|t| t.error) {
+                return Ok(());
+            }
+            Ok(())
+        } else {
+            self.clear_state();
+            self.send_ok().await
         }
-        let r = self.forward(payload, ResponseKind::Single).await?;
-        if let Some(conn) = self.master.as_mut() {
-            // What the server keeps as default database after a reset is
-            // version-dependent: make the next command re-sync it.
-            conn.db = None;
-            conn.dirty = false;
-        }
-        if r.is_some_and(|t| !t.error) {
-            self.status = SERVER_STATUS_AUTOCOMMIT;
-        }
-        Ok(())
     }
 
     /// COM_CHANGE_USER: authenticate again, then start over with clean
@@ -239,8 +474,8 @@ impl Session {
             Some(u) => {
                 let plugin = req
                     .plugin
-                    .map(|p| mysql_common::packets::AuthPlugin::from_bytes(&p).into_owned());
-                let plugin = plugin.or(Some(mysql_common::packets::AuthPlugin::MysqlNativePassword));
+                    .map(|p| mysql_common::packets::AuthPlugin::from_bytes(&p).into_owned())
+                    .or(Some(mysql_common::packets::AuthPlugin::MysqlNativePassword));
                 handshake::authenticate(&mut self.client, &mut seq, u, plugin, &self.nonce, &req.auth)
                     .await
                     .map_err(|_| Closed)?
@@ -259,137 +494,411 @@ impl Session {
                 .await;
             return Err(Closed);
         }
-        // Give the old connection back (the pool resets it) and start clean.
+        // Give the connections back (the pool resets them) and start clean.
         self.master = None;
+        self.clear_state();
         self.user = req.user;
         if let Some(c) = req.collation {
             self.key.collation = c;
         }
         self.db = req.db;
-        self.status = SERVER_STATUS_AUTOCOMMIT;
         if self.db.is_some() {
-            if let Err(e) = self.backend(Plan::master(0, router::Reason::Default)).await {
+            if let Err(e) = self.held(Conn::Master).await {
                 self.send_err(&e).await?;
                 return Ok(());
             }
         }
-        self.send_ok(0, 0).await
+        self.send_ok().await
     }
 
-    async fn forward(
-        &mut self,
-        payload: &[u8],
-        kind: ResponseKind,
-    ) -> Result<Option<ResponseTracker>, Closed> {
-        self.forward_planned(Plan::master(0, router::Reason::Default), payload, kind)
-            .await
-    }
+    // ----- prepared statements -------------------------------------------
 
-    /// Send a command that has no response (COM_STMT_CLOSE, SEND_LONG_DATA).
-    async fn forward_no_reply(&mut self, payload: &[u8]) -> CmdResult {
-        let Ok(conn) = self.backend(Plan::master(0, router::Reason::Default)).await else {
-            // Nothing to answer with: the statement is gone with the backend.
-            return Ok(());
+    async fn stmt_prepare(&mut self, payload: &[u8]) -> CmdResult {
+        let sql = payload[1..].to_vec();
+        let c = classify::classify(&sql);
+        let read = c.kind == Kind::Read && c.force_master.is_none();
+        let route = Route {
+            conn: Conn::Master,
+            reason: "prepare",
         };
-        let mut seq = 0;
-        if conn.stream.write_packet(&mut seq, payload).await.is_err() {
-            conn.broken = true;
-            self.master = None;
+        // The id is reserved now so the relay can put it in the response.
+        let id = self.stmts.insert(Stmt::new(sql, read, c.tables.clone(), 0));
+        let tracker = self
+            .run_on(route, payload, ResponseKind::Prepare, false, Some(id))
+            .await?;
+        match tracker.and_then(|t| t.prepared) {
+            Some(info) => {
+                let gen = self.master.as_ref().map(|m| m.gen).unwrap_or(0);
+                if let Some(s) = self.stmts.stmts.get_mut(&id) {
+                    s.params = info.params;
+                    s.ids.insert(Conn::Master, (gen, info.stmt_id));
+                }
+            }
+            None => {
+                self.stmts.stmts.remove(&id);
+            }
         }
         Ok(())
     }
 
-    /// Run one command on the planned backend and relay its response.
-    /// `Ok(None)`: the command failed and the client got an error.
-    async fn forward_planned(
-        &mut self,
-        plan: Plan,
-        payload: &[u8],
-        kind: ResponseKind,
-    ) -> Result<Option<ResponseTracker>, Closed> {
-        if let Err(e) = self.backend(plan).await {
-            self.send_err(&e).await?;
-            return Ok(None);
-        }
-        let Some(mut conn) = self.master.take() else {
-            return Ok(None);
+    async fn stmt_execute(&mut self, payload: &[u8]) -> CmdResult {
+        let Some(id) = prepared::stmt_id(payload) else {
+            return self
+                .send_err(&error::bad_handshake("malformed COM_STMT_EXECUTE"))
+                .await;
         };
-        let deprecate_eof = conn.deprecate_eof();
-        conn.dirty = true;
-        match relay::command(&mut self.client, &mut conn.stream, payload, kind, deprecate_eof).await {
-            Ok(tracker) => {
-                if let Some(st) = tracker.last_status {
-                    self.status = st;
-                }
-                self.master = Some(conn);
-                Ok(Some(tracker))
+        let Some(stmt) = self.stmts.stmts.get(&id) else {
+            return self
+                .send_err(&error::unknown_stmt(id, "mysqld_stmt_execute"))
+                .await;
+        };
+        let (read, long_data, tables, params) = (stmt.read, stmt.long_data, stmt.tables.clone(), stmt.params);
+        let route = if read && !long_data {
+            self.route_read(tables.as_deref()).await
+        } else {
+            Route {
+                conn: Conn::Master,
+                reason: if long_data { "long_data" } else { "write" },
             }
-            Err(RelayError::Client(e)) => {
-                // The backend is mid-response: it cannot serve anyone else.
-                conn.broken = true;
-                debug!(error = %e, "client gone during a response");
-                Err(Closed)
+        };
+        self.shared
+            .metrics
+            .route(route.conn == Conn::Master, route.reason);
+        let Some(layout) = prepared::execute_layout(payload, params) else {
+            return self
+                .send_err(&error::bad_handshake("malformed COM_STMT_EXECUTE"))
+                .await;
+        };
+        let backend_id = match self.prepare_on(id, route.conn).await {
+            Ok(b) => b,
+            Err(e) => return self.send_err(&e).await,
+        };
+        let gen = self.gen_of(route.conn);
+        let Some(stmt) = self.stmts.stmts.get_mut(&id) else {
+            return Ok(());
+        };
+        let mut packet = if let (Some(at), false) = (layout.bound_at, layout.bound) {
+            let sent = stmt.types_sent.contains(&(route.conn, gen));
+            match (&stmt.types, sent) {
+                (Some(types), false) => prepared::inject_types(payload, at, types),
+                _ => payload.to_vec(),
             }
-            Err(RelayError::Backend {
-                err,
-                relayed,
-                last_seq,
-            }) => {
-                conn.broken = true;
-                let label = conn_label(&self.shared, plan);
-                warn!(backend = %label, error = %err, "backend failed during a command");
-                if relayed {
-                    self.reply_seq = last_seq.wrapping_add(1);
-                }
-                let e = error::backend_error_packet(&label, "", &BackendError::Protocol(err));
-                self.send_err(&e).await?;
-                Ok(None)
+        } else {
+            payload.to_vec()
+        };
+        if layout.bound {
+            stmt.types = prepared::bound_types(payload, &layout, params);
+            stmt.types_sent.clear();
+        }
+        if layout.bound_at.is_some() && !stmt.types_sent.contains(&(route.conn, gen)) {
+            stmt.types_sent.push((route.conn, gen));
+        }
+        stmt.long_data = false;
+        stmt.last_exec = Some((route.conn, gen));
+        prepared::set_stmt_id(&mut packet, backend_id);
+        let hold = !read && self.monitor.mode == crate::config::FreshnessMode::Causal;
+        let tracker = self
+            .run_on(route, &packet, ResponseKind::Execute, hold, None)
+            .await?;
+        if tracker.is_some() && !read {
+            if !self.in_transaction() {
+                self.monitor.after_write().await;
             }
+            if hold {
+                self.client.flush().await.map_err(|_| Closed)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The backend statement id of `id` on `conn`, preparing it there first
+    /// if needed.
+    async fn prepare_on(&mut self, id: u32, conn: Conn) -> Result<u32, ErrPacket> {
+        self.held(conn).await?;
+        let gen = self.gen_of(conn);
+        let stmt = self
+            .stmts
+            .stmts
+            .get(&id)
+            .ok_or_else(|| error::unknown_stmt(id, "mysqld_stmt_execute"))?;
+        if let Some(b) = stmt.id_on(conn, gen) {
+            return Ok(b);
+        }
+        let sql = stmt.sql.clone();
+        let label = self.label(conn);
+        let held = self.slot(conn).ok_or_else(|| lost(&label))?;
+        let b = match held.conn.prepare(&sql).await {
+            Ok(Ok(b)) => b,
+            Ok(Err(e)) => return Err(e),
+            Err(e) => return Err(error::backend_error_packet(&label, "", &e)),
+        };
+        if let Some(s) = self.stmts.stmts.get_mut(&id) {
+            s.ids.insert(conn, (gen, b));
+        }
+        Ok(b)
+    }
+
+    /// FETCH and RESET go where the statement last executed.
+    async fn stmt_follow(&mut self, payload: &[u8], kind: ResponseKind) -> CmdResult {
+        let Some(id) = prepared::stmt_id(payload) else {
+            return self
+                .send_err(&error::bad_handshake("malformed statement command"))
+                .await;
+        };
+        let Some(stmt) = self.stmts.stmts.get(&id) else {
+            let during = if kind == ResponseKind::Fetch {
+                "mysqld_stmt_fetch"
+            } else {
+                "mysqld_stmt_reset"
+            };
+            return self.send_err(&error::unknown_stmt(id, during)).await;
+        };
+        let conn = match stmt.last_exec {
+            Some((c, g)) if self.gen_of(c) == g => c,
+            _ => Conn::Master,
+        };
+        if kind == ResponseKind::Single {
+            if let Some(s) = self.stmts.stmts.get_mut(&id) {
+                s.long_data = false;
+            }
+        }
+        let backend_id = match self.prepare_on(id, conn).await {
+            Ok(b) => b,
+            Err(e) => return self.send_err(&e).await,
+        };
+        let mut packet = payload.to_vec();
+        prepared::set_stmt_id(&mut packet, backend_id);
+        let route = Route {
+            conn,
+            reason: "statement",
+        };
+        self.run_on(route, &packet, kind, false, None).await.map(drop)
+    }
+
+    async fn stmt_long_data(&mut self, payload: &[u8]) -> CmdResult {
+        let Some(id) = prepared::stmt_id(payload) else {
+            return Ok(());
+        };
+        if !self.stmts.stmts.contains_key(&id) {
+            return Ok(()); // no response is defined; the EXECUTE will fail
+        }
+        let Ok(backend_id) = self.prepare_on(id, Conn::Master).await else {
+            return Ok(());
+        };
+        if let Some(s) = self.stmts.stmts.get_mut(&id) {
+            s.long_data = true;
+        }
+        let mut packet = payload.to_vec();
+        prepared::set_stmt_id(&mut packet, backend_id);
+        if let Some(m) = self.master.as_mut() {
+            let mut seq = 0;
+            if m.conn.stream.write_packet(&mut seq, &packet).await.is_err() {
+                m.conn.broken = true;
+            }
+        }
+        Ok(())
+    }
+
+    async fn stmt_close(&mut self, payload: &[u8]) -> CmdResult {
+        let Some(id) = prepared::stmt_id(payload) else {
+            return Ok(());
+        };
+        let Some(stmt) = self.stmts.stmts.remove(&id) else {
+            return Ok(());
+        };
+        for (conn, (gen, backend_id)) in stmt.ids {
+            if self.gen_of(conn) != gen {
+                continue;
+            }
+            if let Some(h) = self.slot(conn) {
+                let _ = h.conn.close_stmt(backend_id).await;
+            }
+        }
+        Ok(())
+    }
+
+    // ----- backends -------------------------------------------------------
+
+    fn gen_of(&self, conn: Conn) -> u64 {
+        match conn {
+            Conn::Master => self.master.as_ref().map(|h| h.gen).unwrap_or(0),
+            Conn::Replica(i) => match &self.replica {
+                Some((j, h)) if *j == i => h.gen,
+                _ => 0,
+            },
         }
     }
 
-    /// Make sure the backend for `plan` is checked out and in sync with the
-    /// session (default database). Errors are ready to send to the client.
-    async fn backend(&mut self, plan: Plan) -> Result<&mut Pooled, ErrPacket> {
-        let group = self.shared.topology.groups.get(plan.group).ok_or_else(|| {
-            ErrPacket::new(errcode::CR_CONN_HOST_ERROR, "HY000", "sluice: no backend group")
-        })?;
-        let pool = group.master.clone();
-        if self.master.as_ref().is_some_and(|c| c.broken) {
-            self.master = None;
+    fn slot(&mut self, conn: Conn) -> Option<&mut Held> {
+        slot_of(&mut self.master, &mut self.replica, conn)
+    }
+
+    fn label(&self, conn: Conn) -> String {
+        let g = &self.shared.topology.groups[0];
+        match conn {
+            Conn::Master => g.master.label.clone(),
+            Conn::Replica(i) => g
+                .replicas
+                .get(i)
+                .map(|r| r.pool.label.clone())
+                .unwrap_or_default(),
         }
-        if self.master.is_none() {
-            let conn = pool
+    }
+
+    /// Make sure the connection for `conn` is checked out and in sync with
+    /// the session (default database, replayed SETs). Errors are ready to
+    /// send to the client.
+    async fn held(&mut self, conn: Conn) -> Result<(), ErrPacket> {
+        let group = &self.shared.topology.groups[0];
+        let pool = match conn {
+            Conn::Master => group.master.clone(),
+            Conn::Replica(i) => group
+                .replicas
+                .get(i)
+                .map(|r| r.pool.clone())
+                .ok_or_else(|| lost("replica"))?,
+        };
+        let present = match conn {
+            Conn::Master => self.master.as_ref().is_some_and(|h| !h.conn.broken),
+            Conn::Replica(i) => self
+                .replica
+                .as_ref()
+                .is_some_and(|(j, h)| *j == i && !h.conn.broken),
+        };
+        if !present {
+            let c = pool
                 .get(self.key)
                 .await
                 .map_err(|e| error::backend_error_packet(&pool.label, pool.addr(), &e))?;
-            if **self.shared.server_version.load() != conn.server_version {
+            if conn == Conn::Master && **self.shared.server_version.load() != c.server_version {
                 self.shared
                     .server_version
-                    .store(Arc::new(conn.server_version.clone()));
+                    .store(Arc::new(c.server_version.clone()));
             }
-            self.master = Some(conn);
+            let gen = self.next_gen;
+            self.next_gen += 1;
+            let held = Held {
+                conn: c,
+                gen,
+                replayed: 0,
+            };
+            match conn {
+                Conn::Master => self.master = Some(held),
+                Conn::Replica(i) => self.replica = Some((i, held)),
+            }
         }
         let db = self.db.clone();
-        let conn = self
-            .master
-            .as_mut()
-            .ok_or_else(|| ErrPacket::new(2013, "HY000", "sluice: backend lost"))?;
+        let sets = self.sets.clone();
+        let h = self.slot(conn).ok_or_else(|| lost(&pool.label))?;
         if let Some(db) = db {
-            if conn.db.as_deref() != Some(db.as_str()) {
-                conn.dirty = true;
-                match conn.init_db(&db).await {
+            if h.conn.db.as_deref() != Some(db.as_str()) {
+                h.conn.dirty = true;
+                match h.conn.init_db(&db).await {
                     Ok(Ok(())) => {}
                     Ok(Err(e)) => return Err(e),
                     Err(e) => return Err(error::backend_error_packet(&pool.label, pool.addr(), &e)),
                 }
             }
         }
-        Ok(conn)
+        while h.replayed < sets.len() {
+            h.conn.dirty = true;
+            let sql = String::from_utf8_lossy(&sets[h.replayed]).into_owned();
+            match h.conn.query_drop(&sql).await {
+                Ok(Ok(())) => h.replayed += 1,
+                Ok(Err(e)) => return Err(e),
+                Err(e) => return Err(error::backend_error_packet(&pool.label, pool.addr(), &e)),
+            }
+        }
+        Ok(())
     }
 
-    async fn send_ok(&mut self, affected: u64, insert_id: u64) -> CmdResult {
-        let p = ok_packet(affected, insert_id, self.status, 0);
+    /// Run one command on the routed backend and relay its response.
+    /// `Ok(None)`: the command failed and the client got an error. A read
+    /// that fails on a replica before any byte reached the client is retried
+    /// on the master.
+    async fn run_on(
+        &mut self,
+        route: Route,
+        payload: &[u8],
+        kind: ResponseKind,
+        hold: bool,
+        prepare_id: Option<u32>,
+    ) -> Result<Option<ResponseTracker>, Closed> {
+        let mut conn = route.conn;
+        loop {
+            if let Err(e) = self.held(conn).await {
+                if let Conn::Replica(_) = conn {
+                    if self.ro_tx.is_none() {
+                        debug!(error = %e, "replica unusable, reading from the master");
+                        self.replica = None;
+                        conn = Conn::Master;
+                        continue;
+                    }
+                }
+                self.send_err(&e).await?;
+                return Ok(None);
+            }
+            let label = self.label(conn);
+            let Some(h) = slot_of(&mut self.master, &mut self.replica, conn) else {
+                return Ok(None);
+            };
+            h.conn.dirty = true;
+            let opts = relay::Opts {
+                kind,
+                deprecate_eof: h.conn.deprecate_eof(),
+                hold_final: hold,
+                prepare_id,
+            };
+            match relay::command(&mut self.client, &mut h.conn.stream, payload, opts).await {
+                Ok(tracker) => {
+                    if conn == Conn::Master {
+                        if let Some(st) = tracker.last_status {
+                            self.status = st;
+                        }
+                    }
+                    return Ok(Some(tracker));
+                }
+                Err(RelayError::Client(e)) => {
+                    // The backend is mid-response: it cannot serve anyone else.
+                    h.conn.broken = true;
+                    debug!(error = %e, "client gone during a response");
+                    return Err(Closed);
+                }
+                Err(RelayError::Backend {
+                    err,
+                    relayed,
+                    last_seq,
+                }) => {
+                    h.conn.broken = true;
+                    warn!(backend = %label, error = %err, "backend failed during a command");
+                    if let (Conn::Replica(_), false, None) = (conn, relayed, self.ro_tx) {
+                        if kind == ResponseKind::Query {
+                            self.replica = None;
+                            conn = Conn::Master;
+                            continue;
+                        }
+                    }
+                    if conn == Conn::Master {
+                        self.master = None;
+                        // The server's transaction is gone with the connection.
+                        self.status = SERVER_STATUS_AUTOCOMMIT;
+                    } else {
+                        self.replica = None;
+                        self.ro_tx = None;
+                    }
+                    if relayed {
+                        self.reply_seq = last_seq.wrapping_add(1);
+                    }
+                    let e = error::backend_error_packet(&label, "", &BackendError::Protocol(err));
+                    self.send_err(&e).await?;
+                    return Ok(None);
+                }
+            }
+        }
+    }
+
+    async fn send_ok(&mut self) -> CmdResult {
+        let p = ok_packet(0, 0, self.status, 0);
         let mut seq = self.reply_seq;
         self.client.write_packet(&mut seq, &p).await.map_err(|_| Closed)
     }
@@ -403,13 +912,69 @@ impl Session {
     }
 }
 
-fn conn_label(shared: &Shared, plan: Plan) -> String {
-    shared
-        .topology
-        .groups
-        .get(plan.group)
-        .map(|g| g.master.label.clone())
-        .unwrap_or_default()
+/// The held connection for `conn` (a free function so callers can borrow
+/// the client socket at the same time).
+fn slot_of<'a>(
+    master: &'a mut Option<Held>,
+    replica: &'a mut Option<(usize, Held)>,
+    conn: Conn,
+) -> Option<&'a mut Held> {
+    match conn {
+        Conn::Master => master.as_mut(),
+        Conn::Replica(i) => match replica {
+            Some((j, h)) if *j == i => Some(h),
+            _ => None,
+        },
+    }
+}
+
+fn lost(label: &str) -> ErrPacket {
+    ErrPacket::new(
+        errcode::CR_SERVER_LOST,
+        "HY000",
+        format!("Lost connection to MySQL server during query (sluice: backend {label})"),
+    )
+}
+
+/// Statements after which sluice bumps the global counter row: they fire no
+/// trigger (DDL, TRUNCATE) or cannot be analysed (multi-statements, unknown),
+/// yet replicas must not be considered fresh before applying them.
+fn needs_global_bump(c: &Classified, sql: &[u8]) -> bool {
+    if c.force_master == Some(classify::MasterReason::MultiStatement) {
+        return true;
+    }
+    let (word, _) = crate::router::lexer::first_word(sql);
+    !matches!(
+        word.as_str(),
+        "INSERT"
+            | "UPDATE"
+            | "DELETE"
+            | "REPLACE"
+            | "LOAD"
+            | "CALL"
+            | "SELECT"
+            | "SET"
+            | "DO"
+            | "COMMIT"
+            | "BEGIN"
+            | "START"
+            | "ROLLBACK"
+            | "SAVEPOINT"
+            | "RELEASE"
+            | "XA"
+            | "KILL"
+            | "FLUSH"
+            | "HANDLER"
+            | "PREPARE"
+            | "EXECUTE"
+            | "DEALLOCATE"
+            | "CHECK"
+            | "CHECKSUM"
+            | "SHOW"
+            | "USE"
+            | "LOCK"
+            | "UNLOCK"
+    )
 }
 
 struct ChangeUser {

@@ -3,12 +3,14 @@
 
 pub mod http;
 
-use prometheus::{IntCounter, IntGauge, Registry};
+use prometheus::{IntCounter, IntCounterVec, IntGauge, Opts, Registry};
 
 pub struct Metrics {
     pub registry: Registry,
     pub client_connections_open: IntGauge,
     pub client_connections_total: IntCounter,
+    /// Statements by destination (master/replica) and routing reason.
+    pub routed: IntCounterVec,
 }
 
 impl Metrics {
@@ -20,8 +22,17 @@ impl Metrics {
         let client_connections_total =
             IntCounter::new("sluice_client_connections_total", "Client connections accepted.")
                 .expect("static metric");
+        let routed = IntCounterVec::new(
+            Opts::new(
+                "sluice_routed_statements_total",
+                "Statements routed, by destination (master, replica) and reason.",
+            ),
+            &["destination", "reason"],
+        )
+        .expect("static metric");
         for c in [
-            Box::new(client_connections_open.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(routed.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(client_connections_open.clone()),
             Box::new(client_connections_total.clone()),
         ] {
             registry.register(c).expect("unique metric names");
@@ -30,7 +41,14 @@ impl Metrics {
             registry,
             client_connections_open,
             client_connections_total,
+            routed,
         }
+    }
+
+    /// Count one routing decision. Reasons are a fixed set of static labels.
+    pub fn route(&self, to_master: bool, reason: &'static str) {
+        let dest = if to_master { "master" } else { "replica" };
+        self.routed.with_label_values(&[dest, reason]).inc();
     }
 
     pub fn client_connected(&self) {

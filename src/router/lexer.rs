@@ -89,6 +89,333 @@ pub fn use_database(sql: &[u8]) -> Option<String> {
     String::from_utf8(name).ok()
 }
 
+/// How the server reads quotes: its `sql_mode` flags `ANSI_QUOTES` (a
+/// double-quoted text is an identifier) and `NO_BACKSLASH_ESCAPES` (a
+/// backslash in a string is an ordinary character). The default is MySQL's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LexOptions {
+    pub ansi_quotes: bool,
+    pub no_backslash_escapes: bool,
+}
+
+/// One token of SQL text. Slices borrow the input; quoted tokens keep their
+/// delimiters (and their escapes), so nothing is allocated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Token<'a> {
+    /// A bare word: keyword or identifier (`[A-Za-z0-9_$]` and any byte >= 0x80).
+    Word(&'a [u8]),
+    /// A quoted identifier with its delimiters: `` `a``b` `` (or `"a"` under `ANSI_QUOTES`).
+    Quoted(&'a [u8]),
+    /// A string literal with its delimiters: `'it''s'`, `"a\"b"`.
+    Str(&'a [u8]),
+    /// An unsigned number: `42`, `1.5`, `2.5e-3`.
+    Number(&'a [u8]),
+    /// `@name`, `@'name'`, `` @`name` ``: the text after `@`.
+    UserVar(&'a [u8]),
+    /// `@@name`, `@@global.name`: the text after `@@`.
+    SysVar(&'a [u8]),
+    /// `:=`
+    Assign,
+    Semi,
+    LParen,
+    RParen,
+    Comma,
+    Dot,
+    Eq,
+    /// Any other byte of punctuation or operator.
+    Op(u8),
+    /// A string, quoted identifier or comment that never ends; the last token.
+    Unterminated,
+}
+
+/// A tokenizer over SQL bytes (any encoding, invalid UTF-8 included). It skips
+/// whitespace and comments, treats the content of executable comments
+/// (`/*! ... */`, `/*!50100 ... */`, `/*M! ... */`) as code, and remembers whether
+/// a comment named the master (`/*master*/`, `/* sluice:master */`).
+#[derive(Debug, Clone)]
+pub struct Tokens<'a> {
+    s: &'a [u8],
+    pos: usize,
+    opts: LexOptions,
+    in_exec: bool,
+    master_hint: bool,
+    done: bool,
+    /// End of the last word, string or quoted identifier: an `@` right there
+    /// separates a user from a host (`'u'@'h'`), it starts no variable.
+    name_end: usize,
+}
+
+impl<'a> Tokens<'a> {
+    pub fn new(s: &'a [u8]) -> Tokens<'a> {
+        Tokens::with_options(s, LexOptions::default())
+    }
+
+    pub fn with_options(s: &'a [u8], opts: LexOptions) -> Tokens<'a> {
+        Tokens {
+            s,
+            pos: 0,
+            opts,
+            in_exec: false,
+            master_hint: false,
+            done: false,
+            name_end: usize::MAX,
+        }
+    }
+
+    /// Whether a comment seen so far contains the word `master` (any case).
+    pub fn master_hint(&self) -> bool {
+        self.master_hint
+    }
+
+    /// Byte offset of the next unread byte.
+    pub fn offset(&self) -> usize {
+        self.pos
+    }
+
+    fn at(&self, i: usize) -> u8 {
+        self.s.get(i).copied().unwrap_or(0)
+    }
+
+    /// Skip whitespace and comments; false if a comment never ends.
+    fn skip_trivia(&mut self) -> bool {
+        loop {
+            let Some(&c) = self.s.get(self.pos) else {
+                return true;
+            };
+            match c {
+                b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c => self.pos += 1,
+                b'#' => self.skip_line(),
+                b'-' if self.at(self.pos + 1) == b'-'
+                    && (self.pos + 2 >= self.s.len() || self.at(self.pos + 2) <= b' ') =>
+                {
+                    self.skip_line()
+                }
+                b'/' if self.at(self.pos + 1) == b'*' => {
+                    let exec = if self.at(self.pos + 2) == b'!' {
+                        Some(3)
+                    } else if self.at(self.pos + 2) == b'M' && self.at(self.pos + 3) == b'!' {
+                        Some(4)
+                    } else {
+                        None
+                    };
+                    if let Some(skip) = exec {
+                        // Executable comment: its content (after an optional
+                        // server version) is code.
+                        self.pos += skip;
+                        let mut digits = 0;
+                        while digits < 6 && self.at(self.pos).is_ascii_digit() {
+                            self.pos += 1;
+                            digits += 1;
+                        }
+                        self.in_exec = true;
+                        continue;
+                    }
+                    let body_start = self.pos + 2;
+                    match find(&self.s[body_start.min(self.s.len())..], b"*/") {
+                        Some(n) => {
+                            if mentions_master(&self.s[body_start..body_start + n]) {
+                                self.master_hint = true;
+                            }
+                            self.pos = body_start + n + 2;
+                        }
+                        None => return false,
+                    }
+                }
+                b'*' if self.in_exec && self.at(self.pos + 1) == b'/' => {
+                    self.in_exec = false;
+                    self.pos += 2;
+                }
+                _ => return true,
+            }
+        }
+    }
+
+    fn skip_line(&mut self) {
+        let start = self.pos;
+        let end = match self.s[start..].iter().position(|&c| c == b'\n') {
+            Some(n) => start + n + 1,
+            None => self.s.len(),
+        };
+        if mentions_master(&self.s[start..end]) {
+            self.master_hint = true;
+        }
+        self.pos = end;
+    }
+
+    /// Past a quoted run starting at `self.pos` (on the opening quote `q`);
+    /// false if it never ends. Doubled quotes stand for one; a backslash
+    /// escapes the next byte when `escapes`.
+    fn skip_quoted(&mut self, q: u8, escapes: bool) -> bool {
+        let mut i = self.pos + 1;
+        while let Some(&c) = self.s.get(i) {
+            if c == b'\\' && escapes {
+                i += 2;
+            } else if c == q {
+                if self.at(i + 1) == q && i + 1 < self.s.len() {
+                    i += 2;
+                } else {
+                    self.pos = i + 1;
+                    return true;
+                }
+            } else {
+                i += 1;
+            }
+        }
+        self.pos = self.s.len();
+        false
+    }
+
+    fn quoted(&mut self, q: u8, ident: bool) -> Token<'a> {
+        let start = self.pos;
+        let escapes = !ident && !self.opts.no_backslash_escapes;
+        if !self.skip_quoted(q, escapes) {
+            self.done = true;
+            return Token::Unterminated;
+        }
+        self.name_end = self.pos;
+        let raw = &self.s[start..self.pos];
+        if ident {
+            Token::Quoted(raw)
+        } else {
+            Token::Str(raw)
+        }
+    }
+
+    fn is_ident_quote(&self, c: u8) -> bool {
+        c == b'`' || (c == b'"' && self.opts.ansi_quotes)
+    }
+
+    fn word_end(&self, from: usize) -> usize {
+        let mut i = from;
+        while self.s.get(i).is_some_and(|&c| is_ident_byte(c)) {
+            i += 1;
+        }
+        i
+    }
+}
+
+/// Bytes of an unquoted identifier.
+pub fn is_ident_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80
+}
+
+/// Whether a comment's text contains the word `master` (ASCII letters and
+/// digits around it make it part of another word; `_`, `:` etc. do not).
+fn mentions_master(body: &[u8]) -> bool {
+    body.windows(6).enumerate().any(|(i, w)| {
+        w.eq_ignore_ascii_case(b"master")
+            && (i == 0 || !body[i - 1].is_ascii_alphanumeric())
+            && !body.get(i + 6).is_some_and(|c| c.is_ascii_alphanumeric())
+    })
+}
+
+impl<'a> Iterator for Tokens<'a> {
+    type Item = Token<'a>;
+
+    fn next(&mut self) -> Option<Token<'a>> {
+        if self.done {
+            return None;
+        }
+        if !self.skip_trivia() {
+            self.done = true;
+            return Some(Token::Unterminated);
+        }
+        let start = self.pos;
+        let &c = self.s.get(start)?;
+        if is_ident_byte(c) {
+            let end = self.word_end(start);
+            if self.s[start..end].iter().all(u8::is_ascii_digit) {
+                // A number; identifiers may start with digits (`1abc`).
+                let mut i = end;
+                if self.at(i) == b'.' && self.at(i + 1).is_ascii_digit() {
+                    i = self.word_end(i + 1);
+                } else if self.at(i) == b'.' && !is_ident_byte(self.at(i + 1)) {
+                    i += 1;
+                }
+                self.pos = i;
+                return Some(Token::Number(&self.s[start..i]));
+            }
+            self.pos = end;
+            self.name_end = end;
+            return Some(Token::Word(&self.s[start..end]));
+        }
+        if c == b'\'' || c == b'"' {
+            let ident = self.is_ident_quote(c);
+            return Some(self.quoted(c, ident));
+        }
+        if c == b'`' {
+            return Some(self.quoted(c, true));
+        }
+        self.pos += 1;
+        let tok = match c {
+            b'@' if start == self.name_end => Token::Op(b'@'),
+            b'@' if self.at(start + 1) == b'@' => {
+                let end = {
+                    let mut i = start + 2;
+                    while self.s.get(i).is_some_and(|&c| is_ident_byte(c) || c == b'.') {
+                        i += 1;
+                    }
+                    i
+                };
+                if end == start + 2 {
+                    Token::Op(b'@')
+                } else {
+                    self.pos = end;
+                    Token::SysVar(&self.s[start + 2..end])
+                }
+            }
+            b'@' => {
+                let q = self.at(start + 1);
+                if q == b'\'' || q == b'"' || q == b'`' {
+                    self.pos = start + 1;
+                    match self.quoted(q, q == b'`') {
+                        Token::Unterminated => Token::Unterminated,
+                        _ => Token::UserVar(&self.s[start + 1..self.pos]),
+                    }
+                } else {
+                    let mut i = start + 1;
+                    while self.s.get(i).is_some_and(|&c| is_ident_byte(c) || c == b'.') {
+                        i += 1;
+                    }
+                    if i == start + 1 {
+                        Token::Op(b'@')
+                    } else {
+                        self.pos = i;
+                        Token::UserVar(&self.s[start + 1..i])
+                    }
+                }
+            }
+            b':' if self.at(start + 1) == b'=' => {
+                self.pos += 1;
+                Token::Assign
+            }
+            b';' => Token::Semi,
+            b'(' => Token::LParen,
+            b')' => Token::RParen,
+            b',' => Token::Comma,
+            b'.' => Token::Dot,
+            b'=' => Token::Eq,
+            _ => Token::Op(c),
+        };
+        Some(tok)
+    }
+}
+
+/// A quoted identifier's name: delimiters removed, doubled quotes undone;
+/// None if it is not valid UTF-8.
+pub fn unquote_ident(raw: &[u8]) -> Option<String> {
+    let (&q, rest) = raw.split_first()?;
+    let inner = rest.strip_suffix(&[q])?;
+    let s = std::str::from_utf8(inner).ok()?;
+    let qq = [q, q];
+    let qq = std::str::from_utf8(&qq).ok()?;
+    if s.contains(qq) {
+        Some(s.replace(qq, &qq[..1]))
+    } else {
+        Some(s.to_owned())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,440 @@
+//! Live freshness state of one backend group: background probes of the
+//! master's and each replica's counters over pooled connections
+//! (mysql_async), and the routing question "which replica may serve this
+//! read?" answered per mode.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwap;
+use mysql_async::prelude::Queryable;
+use rand::Rng;
+use tracing::{info, warn};
+
+use crate::config::{self, Freshness, FreshnessMode};
+
+use super::flight::Flight;
+use super::state::{Counters, LagHistory, Scope};
+
+/// Why a read that could have gone to a replica went to the master.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fallback {
+    /// The group has no replicas.
+    NoReplica,
+    /// Replicas are up but none has caught up far enough.
+    Stale,
+    /// No replica is healthy (probes failing, or not yet `rise` successes).
+    Down,
+    /// The read touches a table without sluice's triggers.
+    Untracked,
+    /// The master's counters could not be read (strict mode).
+    MasterProbeFailed,
+}
+
+impl Fallback {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Fallback::NoReplica => "no_replica",
+            Fallback::Stale => "stale",
+            Fallback::Down => "replica_down",
+            Fallback::Untracked => "untracked_table",
+            Fallback::MasterProbeFailed => "master_probe_failed",
+        }
+    }
+}
+
+pub struct ReplicaMonitor {
+    pub label: String,
+    pool: mysql_async::Pool,
+    weight: u32,
+    healthy: AtomicBool,
+    ok_streak: AtomicU32,
+    counters: ArcSwap<Counters>,
+    flight: Flight<Counters>,
+    /// Last estimates, for metrics.
+    pub lag_ms: AtomicU64,
+    pub lag_writes: AtomicU64,
+    pub probe_failures: AtomicU64,
+    pub last_probe_us: AtomicU64,
+}
+
+impl ReplicaMonitor {
+    pub fn is_healthy(&self) -> bool {
+        self.healthy.load(Ordering::Acquire)
+    }
+
+    pub fn counters(&self) -> Arc<Counters> {
+        self.counters.load_full()
+    }
+}
+
+pub struct GroupMonitor {
+    pub mode: FreshnessMode,
+    cfg: Freshness,
+    pub master_label: String,
+    master: mysql_async::Pool,
+    /// What replicas must reach: the newest master snapshot (background or
+    /// taken after a write through sluice), merged by max.
+    target: ArcSwap<Counters>,
+    master_flight: Flight<Counters>,
+    pub replicas: Vec<ReplicaMonitor>,
+    /// `db.table` names with all three sluice triggers; `None` until known.
+    tracked: ArcSwap<Option<HashSet<String>>>,
+    history: Mutex<LagHistory>,
+    warned_missing_table: AtomicBool,
+}
+
+fn pool_for(b: &config::Backend) -> mysql_async::Pool {
+    let (host, port) = match b.addr.rsplit_once(':') {
+        Some((h, p)) => (h.to_string(), p.parse().unwrap_or(3306)),
+        None => (b.addr.clone(), 3306),
+    };
+    let constraints = mysql_async::PoolConstraints::new(0, 4).unwrap_or_default();
+    let opts = mysql_async::OptsBuilder::default()
+        .ip_or_hostname(host)
+        .tcp_port(port)
+        .user(Some(b.user.clone()))
+        .pass(Some(b.password.clone()))
+        .prefer_socket(false)
+        .tcp_nodelay(true)
+        .stmt_cache_size(0)
+        .wait_timeout(Some(3600))
+        .pool_opts(
+            mysql_async::PoolOpts::default()
+                .with_constraints(constraints)
+                .with_inactive_connection_ttl(Duration::from_secs(60))
+                .with_reset_connection(false),
+        );
+    mysql_async::Pool::new(opts)
+}
+
+async fn read_counters(
+    pool: &mysql_async::Pool,
+    schema: &str,
+    timeout: Duration,
+) -> Result<Counters, String> {
+    let sql = format!(
+        "SELECT tbl, slot, n FROM `{}`.`counters`",
+        schema.replace('`', "``")
+    );
+    let fut = async {
+        let mut conn = pool.get_conn().await.map_err(|e| e.to_string())?;
+        let rows: Vec<(String, u16, u64)> = conn.query(sql).await.map_err(|e| e.to_string())?;
+        let mut c = Counters::default();
+        for (tbl, slot, n) in rows {
+            c.set(&tbl, usize::from(slot), n);
+        }
+        Ok(c)
+    };
+    match tokio::time::timeout(timeout, fut).await {
+        Ok(r) => r,
+        Err(_) => Err(format!("probe timed out after {timeout:?}")),
+    }
+}
+
+async fn ping(pool: &mysql_async::Pool, timeout: Duration) -> Result<Counters, String> {
+    let fut = async {
+        let mut conn = pool.get_conn().await.map_err(|e| e.to_string())?;
+        conn.ping().await.map_err(|e| e.to_string())?;
+        Ok(Counters::default())
+    };
+    match tokio::time::timeout(timeout, fut).await {
+        Ok(r) => r,
+        Err(_) => Err(format!("probe timed out after {timeout:?}")),
+    }
+}
+
+impl GroupMonitor {
+    pub fn new(group: &config::Group, cfg: &Freshness) -> Arc<GroupMonitor> {
+        let replicas = group
+            .replicas
+            .iter()
+            .enumerate()
+            .map(|(i, r)| ReplicaMonitor {
+                label: format!("{} replica{} {}", group.name, i, r.addr),
+                pool: pool_for(r),
+                weight: r.weight.max(1),
+                healthy: AtomicBool::new(false),
+                ok_streak: AtomicU32::new(0),
+                counters: ArcSwap::from_pointee(Counters::default()),
+                flight: Flight::new(),
+                lag_ms: AtomicU64::new(0),
+                lag_writes: AtomicU64::new(0),
+                probe_failures: AtomicU64::new(0),
+                last_probe_us: AtomicU64::new(0),
+            })
+            .collect();
+        Arc::new(GroupMonitor {
+            mode: cfg.mode,
+            cfg: cfg.clone(),
+            master_label: format!("{} master {}", group.name, group.master.addr),
+            master: pool_for(&group.master),
+            target: ArcSwap::from_pointee(Counters::default()),
+            master_flight: Flight::new(),
+            replicas,
+            tracked: ArcSwap::from_pointee(None),
+            history: Mutex::new(LagHistory::default()),
+            warned_missing_table: AtomicBool::new(false),
+        })
+    }
+
+    /// Start the background probe loops.
+    pub fn spawn(self: &Arc<Self>) {
+        if self.replicas.is_empty() {
+            return;
+        }
+        let me = self.clone();
+        tokio::spawn(async move { me.master_loop().await });
+        for i in 0..self.replicas.len() {
+            let me = self.clone();
+            tokio::spawn(async move { me.replica_loop(i).await });
+        }
+    }
+
+    async fn probe_master(&self) -> Result<Counters, String> {
+        read_counters(&self.master, &self.cfg.schema, self.cfg.probe_timeout).await
+    }
+
+    /// A master snapshot taken after now; merged into the target.
+    async fn master_snapshot(&self, ticket: u64) -> Result<Arc<Counters>, String> {
+        let r = self.master_flight.after(ticket, || self.probe_master()).await;
+        match r.as_ref() {
+            Ok(c) => {
+                let mut merged = (*self.target.load_full()).clone();
+                merged.merge_max(c);
+                if let Ok(mut h) = self.history.lock() {
+                    h.record(Instant::now(), merged.total());
+                }
+                let merged = Arc::new(merged);
+                self.target.store(merged.clone());
+                Ok(merged)
+            }
+            Err(e) => {
+                if e.contains("1146") && !self.warned_missing_table.swap(true, Ordering::Relaxed) {
+                    warn!(
+                        backend = %self.master_label,
+                        "the counter table {}.counters is missing: all reads go to the master until \
+                         `sluice triggers install` is run",
+                        self.cfg.schema
+                    );
+                }
+                Err(e.clone())
+            }
+        }
+    }
+
+    async fn master_loop(self: Arc<Self>) {
+        let mut tick = tokio::time::interval(self.cfg.probe_interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut last_tracked_refresh: Option<Instant> = None;
+        loop {
+            tick.tick().await;
+            if self.mode == FreshnessMode::Off {
+                continue;
+            }
+            let _ = self.master_snapshot(self.master_flight.ticket()).await;
+            if last_tracked_refresh.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+                last_tracked_refresh = Some(Instant::now());
+                self.refresh_tracked().await;
+            }
+        }
+    }
+
+    async fn refresh_tracked(&self) {
+        let fut = async {
+            let mut conn = self.master.get_conn().await.map_err(|e| e.to_string())?;
+            super::triggers::tracked_tables(&mut conn, &self.cfg.schema)
+                .await
+                .map_err(|e| e.to_string())
+        };
+        match tokio::time::timeout(self.cfg.probe_timeout * 4, fut).await {
+            Ok(Ok(set)) => self.tracked.store(Arc::new(Some(set))),
+            Ok(Err(e)) => warn!(error = %e, "cannot read the list of tables with triggers"),
+            Err(_) => warn!("reading the list of tables with triggers timed out"),
+        }
+    }
+
+    /// DDL went through sluice: the set of tables with triggers may have
+    /// changed, so trust none until it is read again.
+    pub fn forget_tracked(&self) {
+        self.tracked.store(Arc::new(None));
+    }
+
+    async fn probe_replica(&self, i: usize) -> Result<Counters, String> {
+        let r = &self.replicas[i];
+        let started = Instant::now();
+        let res = if self.mode == FreshnessMode::Off {
+            ping(&r.pool, self.cfg.probe_timeout).await
+        } else {
+            read_counters(&r.pool, &self.cfg.schema, self.cfg.probe_timeout).await
+        };
+        r.last_probe_us
+            .store(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+        match &res {
+            Ok(c) => {
+                r.counters.store(Arc::new(c.clone()));
+                let streak = r.ok_streak.fetch_add(1, Ordering::AcqRel) + 1;
+                if streak >= self.cfg.rise && !r.healthy.swap(true, Ordering::AcqRel) {
+                    info!(replica = %r.label, "replica healthy: in rotation");
+                }
+                let target = self.target.load();
+                let (mt, rt) = (target.total(), c.total());
+                r.lag_writes.store(mt.saturating_sub(rt), Ordering::Relaxed);
+                if let Ok(h) = self.history.lock() {
+                    r.lag_ms
+                        .store(h.lag(rt, Instant::now()).as_millis() as u64, Ordering::Relaxed);
+                }
+            }
+            Err(e) => {
+                r.ok_streak.store(0, Ordering::Release);
+                r.probe_failures.fetch_add(1, Ordering::Relaxed);
+                if r.healthy.swap(false, Ordering::AcqRel) {
+                    warn!(replica = %r.label, error = %e, "replica probe failed: out of rotation");
+                }
+            }
+        }
+        res
+    }
+
+    async fn replica_probe_shared(&self, i: usize, ticket: u64) -> Result<Counters, String> {
+        let r = &self.replicas[i];
+        let res = r.flight.after(ticket, || self.probe_replica(i)).await;
+        res.as_ref().clone()
+    }
+
+    async fn replica_loop(self: Arc<Self>, i: usize) {
+        let mut tick = tokio::time::interval(self.cfg.probe_interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let t = self.replicas[i].flight.ticket();
+            let _ = self.replica_probe_shared(i, t).await;
+        }
+    }
+
+    /// Are all tables of a read tracked by triggers? (`None` tables: unknown.)
+    pub fn tables_tracked(&self, tables: &[String]) -> bool {
+        match self.tracked.load().as_ref() {
+            Some(set) => tables.iter().all(|t| set.contains(t)),
+            None => false,
+        }
+    }
+
+    /// A statement that fires no trigger (DDL, TRUNCATE, unanalysable) ran
+    /// through sluice: bump the global row so no replica counts as fresh
+    /// before it has applied that statement too.
+    pub async fn bump_global(&self) {
+        if self.mode == FreshnessMode::Off || self.replicas.is_empty() {
+            return;
+        }
+        let sql = format!(
+            "INSERT INTO `{}`.`counters` (tbl, slot, n) VALUES ('{}', 0, 1) ON DUPLICATE KEY UPDATE n = n + 1",
+            self.cfg.schema.replace('`', "``"),
+            super::state::GLOBAL_ROW
+        );
+        let fut = async {
+            let mut conn = self.master.get_conn().await.map_err(|e| e.to_string())?;
+            conn.query_drop(sql).await.map_err(|e| e.to_string())
+        };
+        match tokio::time::timeout(self.cfg.probe_timeout, fut).await {
+            Ok(Ok(())) => {}
+            // Reads still cannot be stale: the tracked-table set was cleared
+            // and is re-read from the master before any replica is used.
+            Ok(Err(e)) => warn!(error = %e, "could not bump the global counter row"),
+            Err(_) => warn!("bumping the global counter row timed out"),
+        }
+    }
+
+    /// Causal mode: a write through sluice has completed; make sure the
+    /// target includes it before the client learns it completed.
+    pub async fn after_write(&self) {
+        if self.mode != FreshnessMode::Causal || self.replicas.is_empty() {
+            return;
+        }
+        let ticket = self.master_flight.ticket();
+        let _ = self.master_snapshot(ticket).await;
+    }
+
+    /// Choose a replica for a read, or say why the master must serve it.
+    /// `current`: the replica the session already holds (preferred if eligible).
+    pub async fn pick(&self, scope: Scope<'_>, current: Option<usize>) -> Result<usize, Fallback> {
+        if self.replicas.is_empty() {
+            return Err(Fallback::NoReplica);
+        }
+        if !self.replicas.iter().any(ReplicaMonitor::is_healthy) {
+            return Err(Fallback::Down);
+        }
+        if self.mode != FreshnessMode::Off {
+            if let Scope::Tables(t) = scope {
+                if !self.tables_tracked(t) {
+                    return Err(Fallback::Untracked);
+                }
+            } else if self.tracked.load().is_none() {
+                return Err(Fallback::Untracked);
+            }
+        }
+        let target = match self.mode {
+            FreshnessMode::Off => return self.choose(current, |_| true).ok_or(Fallback::Down),
+            FreshnessMode::Causal => self.target.load_full(),
+            FreshnessMode::Strict => {
+                let ticket = self.master_flight.ticket();
+                self.master_snapshot(ticket)
+                    .await
+                    .map_err(|_| Fallback::MasterProbeFailed)?
+            }
+        };
+        let fresh = |i: usize| self.replicas[i].counters().covers(&target, scope);
+        if let Some(i) = self.choose(current, fresh) {
+            return Ok(i);
+        }
+        // Cached replica counters are behind the target: ask the replicas
+        // now (strict always; causal only when waiting is allowed), and keep
+        // asking up to max_wait.
+        if self.mode == FreshnessMode::Causal && self.cfg.max_wait.is_zero() {
+            return Err(Fallback::Stale);
+        }
+        let deadline = Instant::now() + self.cfg.max_wait;
+        loop {
+            for i in 0..self.replicas.len() {
+                if self.replicas[i].is_healthy() {
+                    let t = self.replicas[i].flight.ticket();
+                    let _ = self.replica_probe_shared(i, t).await;
+                }
+            }
+            if let Some(i) = self.choose(current, fresh) {
+                return Ok(i);
+            }
+            if Instant::now() >= deadline {
+                return Err(Fallback::Stale);
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+
+    /// Weighted random choice among healthy replicas passing `ok`, keeping
+    /// `current` when it qualifies.
+    fn choose(&self, current: Option<usize>, ok: impl Fn(usize) -> bool) -> Option<usize> {
+        let eligible = |i: usize| self.replicas[i].is_healthy() && ok(i);
+        if let Some(c) = current {
+            if c < self.replicas.len() && eligible(c) {
+                return Some(c);
+            }
+        }
+        let cands: Vec<usize> = (0..self.replicas.len()).filter(|&i| eligible(i)).collect();
+        let total: u32 = cands.iter().map(|&i| self.replicas[i].weight).sum();
+        if total == 0 {
+            return None;
+        }
+        let mut x = rand::rng().random_range(0..total);
+        for &i in &cands {
+            let w = self.replicas[i].weight;
+            if x < w {
+                return Some(i);
+            }
+            x -= w;
+        }
+        cands.last().copied()
+    }
+}

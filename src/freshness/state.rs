@@ -1,0 +1,180 @@
+//! Counter snapshots and the freshness comparison: pure data, no I/O.
+//!
+//! A snapshot maps each counter row (`tbl`, `slot`) to its value. A replica
+//! holds every write the master had committed when snapshot `target` was
+//! taken iff, for every row in scope, the replica's value is at least the
+//! target's. Rows are compared one by one, never summed: a sum can be reached
+//! by a replica that is ahead on one slot and behind on another.
+
+use std::collections::HashMap;
+
+/// The row sluice bumps itself after statements that fire no trigger.
+pub const GLOBAL_ROW: &str = "*";
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// tbl → value per slot (index = slot).
+    pub rows: HashMap<String, Vec<u64>>,
+}
+
+/// Which counter rows a read depends on.
+#[derive(Debug, Clone, Copy)]
+pub enum Scope<'a> {
+    /// Every row (the tables read are unknown).
+    All,
+    /// These `db.table` rows plus the global row.
+    Tables(&'a [String]),
+}
+
+impl Counters {
+    pub fn set(&mut self, tbl: &str, slot: usize, n: u64) {
+        let v = self.rows.entry(tbl.to_string()).or_default();
+        if v.len() <= slot {
+            v.resize(slot + 1, 0);
+        }
+        v[slot] = n;
+    }
+
+    /// Raise every value to at least `other`'s (merging snapshots taken at
+    /// different times; counters only grow).
+    pub fn merge_max(&mut self, other: &Counters) {
+        for (tbl, vals) in &other.rows {
+            let mine = self.rows.entry(tbl.clone()).or_default();
+            if mine.len() < vals.len() {
+                mine.resize(vals.len(), 0);
+            }
+            for (m, o) in mine.iter_mut().zip(vals) {
+                *m = (*m).max(*o);
+            }
+        }
+    }
+
+    /// Sum of all values: only for lag estimation, never for freshness.
+    pub fn total(&self) -> u64 {
+        self.rows.values().flatten().fold(0u64, |a, b| a.wrapping_add(*b))
+    }
+
+    fn row_covers(&self, tbl: &str, target: &[u64]) -> bool {
+        let mine = self.rows.get(tbl).map(Vec::as_slice).unwrap_or(&[]);
+        target
+            .iter()
+            .enumerate()
+            .all(|(slot, t)| *t == 0 || mine.get(slot).is_some_and(|m| m >= t))
+    }
+
+    /// Does this (replica) snapshot hold everything `target` (master) holds,
+    /// for the rows in `scope`?
+    pub fn covers(&self, target: &Counters, scope: Scope<'_>) -> bool {
+        match scope {
+            Scope::All => target.rows.iter().all(|(tbl, vals)| self.row_covers(tbl, vals)),
+            Scope::Tables(tables) => {
+                let global_ok = target
+                    .rows
+                    .get(GLOBAL_ROW)
+                    .is_none_or(|vals| self.row_covers(GLOBAL_ROW, vals));
+                global_ok
+                    && tables.iter().all(|t| match target.rows.get(t.as_str()) {
+                        Some(vals) => self.row_covers(t, vals),
+                        None => true,
+                    })
+            }
+        }
+    }
+}
+
+/// Master totals over time, to turn "the replica is N writes behind" into
+/// "the replica is T ms behind": the replica's lag is the age of the oldest
+/// master sample it has not yet reached.
+#[derive(Debug, Default)]
+pub struct LagHistory {
+    samples: std::collections::VecDeque<(std::time::Instant, u64)>,
+}
+
+impl LagHistory {
+    const KEEP: usize = 4096;
+
+    pub fn record(&mut self, at: std::time::Instant, total: u64) {
+        if self.samples.back().is_some_and(|(_, t)| *t == total) {
+            return;
+        }
+        if self.samples.len() == Self::KEEP {
+            self.samples.pop_front();
+        }
+        self.samples.push_back((at, total));
+    }
+
+    /// Lag of a replica whose total was `replica_total` at `at`.
+    pub fn lag(&self, replica_total: u64, at: std::time::Instant) -> std::time::Duration {
+        // The first master sample above the replica's total: the replica has
+        // been missing that write at least since then.
+        match self.samples.iter().find(|(_, t)| *t > replica_total) {
+            Some((since, _)) => at.saturating_duration_since(*since),
+            None => std::time::Duration::ZERO,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snap(rows: &[(&str, &[u64])]) -> Counters {
+        let mut c = Counters::default();
+        for (t, vals) in rows {
+            for (i, v) in vals.iter().enumerate() {
+                c.set(t, i, *v);
+            }
+        }
+        c
+    }
+
+    #[test]
+    fn slot_by_slot_not_sum() {
+        let master = snap(&[("db.t", &[5, 5])]);
+        // Same sum, but behind on slot 1.
+        let replica = snap(&[("db.t", &[7, 3])]);
+        assert!(!replica.covers(&master, Scope::All));
+        let replica = snap(&[("db.t", &[5, 6])]);
+        assert!(replica.covers(&master, Scope::All));
+    }
+
+    #[test]
+    fn missing_rows_count_as_zero() {
+        let master = snap(&[("db.t", &[0, 1])]);
+        assert!(!Counters::default().covers(&master, Scope::All));
+        assert!(Counters::default().covers(&snap(&[("db.t", &[0, 0])]), Scope::All));
+    }
+
+    #[test]
+    fn per_table_scope_ignores_other_tables_but_not_global() {
+        let master = snap(&[("db.a", &[3]), ("db.b", &[9]), (GLOBAL_ROW, &[1])]);
+        let replica = snap(&[("db.a", &[3]), ("db.b", &[2]), (GLOBAL_ROW, &[1])]);
+        let a = vec!["db.a".to_string()];
+        let b = vec!["db.b".to_string()];
+        assert!(replica.covers(&master, Scope::Tables(&a)));
+        assert!(!replica.covers(&master, Scope::Tables(&b)));
+        assert!(!replica.covers(&master, Scope::All));
+        let behind_global = snap(&[("db.a", &[3]), (GLOBAL_ROW, &[0])]);
+        assert!(!behind_global.covers(&master, Scope::Tables(&a)));
+    }
+
+    #[test]
+    fn merge_takes_max() {
+        let mut a = snap(&[("t", &[1, 5])]);
+        a.merge_max(&snap(&[("t", &[3, 2, 7]), ("u", &[1])]));
+        assert_eq!(a, snap(&[("t", &[3, 5, 7]), ("u", &[1])]));
+    }
+
+    #[test]
+    fn lag_is_age_of_first_unreached_sample() {
+        let t0 = std::time::Instant::now();
+        let ms = std::time::Duration::from_millis;
+        let mut h = LagHistory::default();
+        h.record(t0, 10);
+        h.record(t0 + ms(100), 20);
+        h.record(t0 + ms(200), 30);
+        assert_eq!(h.lag(30, t0 + ms(250)), ms(0));
+        assert_eq!(h.lag(20, t0 + ms(250)), ms(50));
+        assert_eq!(h.lag(5, t0 + ms(250)), ms(250));
+    }
+}

@@ -1,0 +1,462 @@
+//! The counter table and the triggers that bump it: SQL generation (pure
+//! functions) and `install` / `uninstall` / `status` / `tracked_tables`
+//! against a master (mysql_async, text protocol: MySQL cannot PREPARE a
+//! `CREATE TRIGGER`, so every DDL statement is sent with `query_drop`, one
+//! statement per call).
+//!
+//! Every base table of a tracked schema gets three triggers,
+//! `sluice_ai_<table>`, `sluice_au_<table>`, `sluice_ad_<table>` (AFTER
+//! INSERT / UPDATE / DELETE), each a single statement:
+//!
+//! ```sql
+//! UPDATE `sluice`.`counters` SET n = n + 1 WHERE tbl = 'shop.orders' AND slot = CONNECTION_ID() % 16
+//! ```
+//!
+//! The rows are created at install time (`INSERT IGNORE`), so a trigger only
+//! ever updates an existing row: no insert, no gap lock. Writers are spread
+//! over `slots` rows per table by connection id; readers compare the rows
+//! slot by slot.
+//!
+//! Names are kept exactly as the server stores them: `tracked_tables`
+//! returns `db.table` with the case of `information_schema`. MariaDB on Linux
+//! (`lower_case_table_names=0`, the default) treats `Orders` and `orders` as
+//! two tables, so lowercasing would merge distinct tables. On a server with
+//! `lower_case_table_names=1` names are stored in lowercase, and whoever
+//! looks names up in the set should lowercase the names a query uses.
+//!
+//! A `db.table` key is ambiguous when names contain a dot (`a.b`+`c` and
+//! `a`+`b.c` share rows): both tables then bump the same rows, which makes the
+//! comparison coarser, never wrong; `uninstall` keeps rows that a remaining
+//! sluice trigger still uses.
+//!
+//! Layout: `sql` generates statements (pure), `catalog` reads
+//! information_schema and the counter table, `report` holds the error and
+//! report types; the four commands are below.
+
+mod catalog;
+mod report;
+mod sql;
+#[cfg(test)]
+mod tests;
+
+pub use catalog::base_tables;
+pub use report::{Report, Status, TableStatus, TriggerError, TriggerState};
+pub use sql::{
+    counter_key, counter_rows_sql, counter_table_sql, quote_ident, quote_literal, script, trigger_body,
+    trigger_name, trigger_sql, Event,
+};
+
+use catalog::{
+    cascade_parents, check_schema, counter_table_exists, finish, per_table, prepare_session, read_triggers,
+    row_coverage, schema_exists, Existing,
+};
+use mysql_async::prelude::Queryable;
+use mysql_async::Conn;
+use report::{server_code, sql_error};
+use sql::{bump_global_sql, create_trigger};
+use std::collections::{HashMap, HashSet};
+
+/// The counter table's name inside the counter schema.
+pub const COUNTER_TABLE: &str = "counters";
+/// The `tbl` value of the rows sluice bumps itself (TRUNCATE, DDL, ...).
+pub const GLOBAL_ROW: &str = "*";
+/// Largest accepted `slots` (the config enforces the same range).
+pub const MAX_SLOTS: u16 = 1024;
+/// MySQL/MariaDB identifiers are at most 64 characters.
+const MAX_NAME_CHARS: usize = 64;
+/// Characters of the table name kept in a shortened trigger name:
+/// `sluice_ai_` (10) + prefix (45) + `_` (1) + 8 hex digits = 64.
+const SHORT_PREFIX_CHARS: usize = MAX_NAME_CHARS - 10 - 1 - 8;
+/// `CREATE/DROP TRIGGER` wait for an exclusive metadata lock on the table;
+/// the server default (`lock_wait_timeout` = 1 day) would let one long
+/// transaction stall the install and every query queued behind it.
+const LOCK_WAIT_TIMEOUT_SECS: u32 = 10;
+/// Rows per `INSERT IGNORE` statement.
+const ROWS_PER_INSERT: usize = 1000;
+/// Schemas that are never tracked (beside the counter schema).
+const SYSTEM_SCHEMAS: &[&str] = &["mysql", "information_schema", "performance_schema", "sys"];
+
+// ---------------------------------------------------------------------------
+// install / uninstall / status / tracked_tables
+// ---------------------------------------------------------------------------
+
+/// Creates the counter table and its rows, and the sluice triggers of every
+/// base table of `db` that lacks them; replaces sluice triggers whose body
+/// differs (other slot count, other counter schema, renamed table) and drops
+/// stale ones. Triggers that are not sluice's are never touched. Idempotent:
+/// a second run changes nothing. Leaves `conn` with utf8mb4, a
+/// `lock_wait_timeout` of 10 s and without NO_BACKSLASH_ESCAPES.
+pub async fn install(
+    conn: &mut Conn,
+    counter_schema: &str,
+    db: &str,
+    slots: u16,
+) -> Result<Report, TriggerError> {
+    if !(1..=MAX_SLOTS).contains(&slots) {
+        return Err(TriggerError::Slots(slots));
+    }
+    check_schema(counter_schema, db)?;
+    if !schema_exists(conn, db).await? {
+        return Err(TriggerError::NoSuchSchema(db.to_owned()));
+    }
+    prepare_session(conn).await?;
+    let version: Option<String> = conn
+        .query_first("SELECT VERSION()")
+        .await
+        .map_err(sql_error("SELECT VERSION()"))?;
+    let mariadb = version.is_some_and(|v| v.contains("MariaDB"));
+    for sql in counter_table_sql(counter_schema) {
+        conn.query_drop(&sql)
+            .await
+            .map_err(sql_error("cannot create the counter table"))?;
+    }
+
+    let tables = base_tables(conn, db).await?;
+    let mut report = Report {
+        db: db.to_owned(),
+        tables: tables.len(),
+        ..Report::default()
+    };
+    // Which table and event each trigger name belongs to, in table order.
+    let mut plan: Vec<(String, &String, Event)> = Vec::new();
+    let mut wanted: HashMap<String, (String, Event)> = HashMap::new();
+    for table in &tables {
+        for event in Event::ALL {
+            let name = trigger_name(event, table);
+            plan.push((name.clone(), table, event));
+            if let Some((other, _)) = wanted.insert(name.clone(), (table.clone(), event)) {
+                return Err(TriggerError::NameClash {
+                    name,
+                    first: other,
+                    second: table.clone(),
+                });
+            }
+        }
+    }
+    let existing: HashMap<String, Existing> = read_triggers(conn, Some(db))
+        .await?
+        .into_iter()
+        .map(|t| (t.name.clone(), t))
+        .collect();
+    for (name, table, event) in &plan {
+        if let Some(t) = existing.get(name).filter(|t| !t.is_sluice()) {
+            return Err(TriggerError::NameTaken {
+                db: db.to_owned(),
+                name: t.name.clone(),
+                table: format!("{table} ({})", event.keyword()),
+            });
+        }
+    }
+
+    // Rows first: a trigger created below must find its rows at once.
+    let mut keys = vec![GLOBAL_ROW.to_owned()];
+    keys.extend(tables.iter().map(|t| counter_key(db, t)));
+    for sql in counter_rows_sql(counter_schema, &keys, slots) {
+        report.rows_inserted += affected_rows(conn, &sql, "cannot create the counter rows").await?;
+    }
+
+    // Stale sluice triggers: not wanted under their name (table renamed or
+    // dropped and recreated under another name).
+    for t in existing
+        .values()
+        .filter(|t| t.is_sluice() && !wanted.contains_key(&t.name))
+    {
+        let sql = format!(
+            "DROP TRIGGER IF EXISTS {}.{}",
+            quote_ident(db),
+            quote_ident(&t.name)
+        );
+        if per_table(
+            conn,
+            &sql,
+            &format!("DROP TRIGGER {}", t.name),
+            &t.table,
+            &mut report,
+        )
+        .await?
+        {
+            report.dropped.push(t.name.clone());
+        }
+    }
+    for (name, table, event) in &plan {
+        let (name, table) = (name.as_str(), table.as_str());
+        let current = existing.get(name);
+        let what = format!("CREATE TRIGGER {name}");
+        let done = match current {
+            Some(t)
+                if t.table == table
+                    && t.event == Some(*event)
+                    && t.sluice_slots(counter_schema) == Some(slots) =>
+            {
+                report.unchanged += 1;
+                continue;
+            }
+            // Same table: replaced in one statement, so no write slips
+            // through between a DROP and a CREATE.
+            Some(t) if mariadb && t.table == table => {
+                let sql = create_trigger(counter_schema, db, table, slots, *event, true);
+                per_table(conn, &sql, &what, table, &mut report).await?
+            }
+            Some(_) => {
+                let drop = format!("DROP TRIGGER IF EXISTS {}.{}", quote_ident(db), quote_ident(name));
+                per_table(conn, &drop, &format!("DROP TRIGGER {name}"), table, &mut report).await?
+                    && per_table(
+                        conn,
+                        &create_trigger(counter_schema, db, table, slots, *event, false),
+                        &what,
+                        table,
+                        &mut report,
+                    )
+                    .await?
+            }
+            None => {
+                let sql = create_trigger(counter_schema, db, table, slots, *event, false);
+                per_table(conn, &sql, &what, table, &mut report).await?
+            }
+        };
+        if done {
+            match current {
+                Some(_) => report.replaced.push(name.to_owned()),
+                None => report.created.push(name.to_owned()),
+            }
+        }
+    }
+
+    // Rows beyond the slot count are no longer bumped by this db's triggers,
+    // and rows of tables gone from the db (renamed, dropped) by no trigger.
+    let current: Vec<String> = tables.iter().map(|t| counter_key(db, t)).collect();
+    report.rows_deleted += delete_rows(conn, counter_schema, &current, Some(slots)).await?;
+    let orphans = unused_rows(conn, counter_schema, db, &current).await?;
+    report.rows_deleted += delete_rows(conn, counter_schema, &orphans, None).await?;
+
+    if !(report.created.is_empty() && report.replaced.is_empty() && report.dropped.is_empty()) {
+        // Whoever compares the `*` rows now waits for replicas to pass the
+        // install point (writes in a DROP/CREATE window are before it).
+        conn.query_drop(bump_global_sql(counter_schema, slots))
+            .await
+            .map_err(sql_error("cannot bump the `*` counter rows"))?;
+    }
+    finish(report)
+}
+
+/// Keys of `db`'s counter rows that neither `keep` nor any sluice trigger
+/// (in any schema) uses.
+async fn unused_rows(
+    conn: &mut Conn,
+    counter_schema: &str,
+    db: &str,
+    keep: &[String],
+) -> Result<Vec<String>, TriggerError> {
+    let mut in_use: HashSet<String> = read_triggers(conn, None)
+        .await?
+        .iter()
+        .filter(|t| t.is_sluice())
+        .map(|t| counter_key(&t.schema, &t.table))
+        .collect();
+    in_use.extend(keep.iter().cloned());
+    let prefix = format!("{db}.");
+    let mut keys: Vec<String> = row_coverage(conn, counter_schema, Some(db))
+        .await?
+        .into_keys()
+        .filter(|k| k.starts_with(&prefix) && !in_use.contains(k))
+        .collect();
+    keys.sort();
+    Ok(keys)
+}
+
+/// Deletes the rows of `keys` (all of them, or only slots `>= from_slot`).
+async fn delete_rows(
+    conn: &mut Conn,
+    counter_schema: &str,
+    keys: &[String],
+    from_slot: Option<u16>,
+) -> Result<u64, TriggerError> {
+    let mut deleted = 0;
+    for chunk in keys.chunks(ROWS_PER_INSERT) {
+        let list: Vec<String> = chunk.iter().map(|k| quote_literal(k)).collect();
+        let mut sql = format!(
+            "DELETE FROM {}.{} WHERE tbl IN ({})",
+            quote_ident(counter_schema),
+            quote_ident(COUNTER_TABLE),
+            list.join(", ")
+        );
+        if let Some(slot) = from_slot {
+            sql.push_str(&format!(" AND slot >= {slot}"));
+        }
+        deleted += affected_rows(conn, &sql, "cannot delete counter rows").await?;
+    }
+    Ok(deleted)
+}
+
+/// Runs a DML statement on the counter table and returns the affected rows.
+/// Deadlocks with concurrent writers of the same rows (other installs, the
+/// bumps of the `*` rows) are retried: the statement stands alone.
+async fn affected_rows(conn: &mut Conn, sql: &str, context: &str) -> Result<u64, TriggerError> {
+    let mut attempt = 1;
+    loop {
+        let result = match conn.query_iter(sql).await {
+            Ok(result) => result,
+            Err(e) if server_code(&e) == Some(1213) && attempt < 5 => {
+                attempt += 1;
+                continue;
+            }
+            Err(e) => return Err(sql_error(context)(e)),
+        };
+        let affected = result.affected_rows();
+        result.drop_result().await.map_err(sql_error(context))?;
+        return Ok(affected);
+    }
+}
+
+/// Drops sluice's triggers in `db` (never others) and the db's counter rows
+/// that no remaining sluice trigger uses. The counter table stays.
+pub async fn uninstall(conn: &mut Conn, counter_schema: &str, db: &str) -> Result<Report, TriggerError> {
+    if !schema_exists(conn, db).await? {
+        return Err(TriggerError::NoSuchSchema(db.to_owned()));
+    }
+    prepare_session(conn).await?;
+    let mut report = Report {
+        db: db.to_owned(),
+        tables: base_tables(conn, db).await?.len(),
+        ..Report::default()
+    };
+    for t in read_triggers(conn, Some(db))
+        .await?
+        .into_iter()
+        .filter(Existing::is_sluice)
+    {
+        let sql = format!(
+            "DROP TRIGGER IF EXISTS {}.{}",
+            quote_ident(db),
+            quote_ident(&t.name)
+        );
+        if per_table(
+            conn,
+            &sql,
+            &format!("DROP TRIGGER {}", t.name),
+            &t.table,
+            &mut report,
+        )
+        .await?
+        {
+            report.dropped.push(t.name);
+        }
+    }
+    if counter_table_exists(conn, counter_schema).await? {
+        let keys = unused_rows(conn, counter_schema, db, &[]).await?;
+        report.rows_deleted = delete_rows(conn, counter_schema, &keys, None).await?;
+    }
+    finish(report)
+}
+
+/// The sluice triggers, other triggers and counter rows of every base table
+/// of `db`, and the tables without any sluice trigger.
+pub async fn status(conn: &mut Conn, counter_schema: &str, db: &str) -> Result<Status, TriggerError> {
+    if !schema_exists(conn, db).await? {
+        return Err(TriggerError::NoSuchSchema(db.to_owned()));
+    }
+    let counter_table_exists = counter_table_exists(conn, counter_schema).await?;
+    let tables = base_tables(conn, db).await?;
+    let triggers = read_triggers(conn, Some(db)).await?;
+    let coverage = if counter_table_exists {
+        row_coverage(conn, counter_schema, Some(db)).await?
+    } else {
+        HashMap::new()
+    };
+    let cascades = cascade_parents(conn, Some(db)).await?;
+    let mut status = Status {
+        db: db.to_owned(),
+        counter_schema: counter_schema.to_owned(),
+        counter_table_exists,
+        tables: Vec::new(),
+        untracked: Vec::new(),
+    };
+    for table in tables {
+        let on_table: Vec<&Existing> = triggers.iter().filter(|t| t.table == table).collect();
+        let state = |event: Event| {
+            let name = trigger_name(event, &table);
+            match on_table.iter().find(|t| t.name == name) {
+                Some(t) if t.is_sluice() => match t.sluice_slots(counter_schema) {
+                    Some(slots) if t.event == Some(event) => TriggerState::Ok { slots },
+                    _ => TriggerState::Outdated,
+                },
+                // E.g. `sluice_ai_old` on a table renamed from `old`.
+                _ if on_table.iter().any(|t| t.is_sluice() && t.event == Some(event)) => {
+                    TriggerState::Outdated
+                }
+                _ => TriggerState::Missing,
+            }
+        };
+        let (insert, update, delete) = (state(Event::Insert), state(Event::Update), state(Event::Delete));
+        let key = counter_key(db, &table);
+        let needed = [insert, update, delete]
+            .iter()
+            .filter_map(|s| match s {
+                TriggerState::Ok { slots } => Some(u64::from(*slots)),
+                _ => None,
+            })
+            .max();
+        let rows_ok = match (needed, coverage.get(&key)) {
+            (Some(needed), Some(Some(have))) => *have >= needed,
+            _ => false,
+        };
+        let t = TableStatus {
+            user_triggers: on_table
+                .iter()
+                .filter(|t| !t.is_sluice())
+                .map(|t| t.name.clone())
+                .collect(),
+            cascaded_from: cascades
+                .get(&key)
+                .map(|p| p.iter().cloned().collect())
+                .unwrap_or_default(),
+            table,
+            insert,
+            update,
+            delete,
+            rows_ok,
+        };
+        if !t.has_any_sluice_trigger() {
+            status.untracked.push(t.table.clone());
+        }
+        status.tables.push(t);
+    }
+    Ok(status)
+}
+
+/// `db.table` (names exactly as stored, see the module docs) of every table,
+/// in every schema but the counter schema, that has all three sluice
+/// triggers for `counter_schema` and its counter rows, and that no foreign
+/// key cascades into from another table (cascaded changes fire no trigger).
+/// Reads of any other table must go to the master. An empty set when the
+/// counter table does not exist.
+pub async fn tracked_tables(conn: &mut Conn, counter_schema: &str) -> Result<HashSet<String>, TriggerError> {
+    if !counter_table_exists(conn, counter_schema).await? {
+        return Ok(HashSet::new());
+    }
+    let mut slots_by_table: HashMap<String, (u8, u16)> = HashMap::new();
+    for t in read_triggers(conn, None).await? {
+        if t.schema == counter_schema {
+            continue;
+        }
+        if let (Some(slots), Some(event)) = (t.sluice_slots(counter_schema), t.event) {
+            let entry = slots_by_table
+                .entry(counter_key(&t.schema, &t.table))
+                .or_default();
+            entry.0 |= 1 << (event as u8);
+            entry.1 = entry.1.max(slots);
+        }
+    }
+    let coverage = row_coverage(conn, counter_schema, None).await?;
+    let cascades = cascade_parents(conn, None).await?;
+    Ok(slots_by_table
+        .into_iter()
+        .filter(|(key, (events, slots))| {
+            let rows_ok = coverage
+                .get(key)
+                .is_some_and(|c| c.is_some_and(|n| n >= u64::from(*slots)));
+            *events == 0b111 && rows_ok && !cascades.contains_key(key)
+        })
+        .map(|(key, _)| key)
+        .collect())
+}

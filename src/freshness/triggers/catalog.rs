@@ -1,0 +1,251 @@
+//! Reading the server: information_schema, the counter table, and the
+//! session settings and error handling shared by the commands.
+
+use super::report::{hint, server_code, sql_error, Report, TriggerError};
+use super::sql::{
+    body_prefix, counter_key, quote_ident, quote_literal, trigger_name, Event,
+    SQL_MODE_WITHOUT_NO_BACKSLASH_ESCAPES,
+};
+use super::{COUNTER_TABLE, LOCK_WAIT_TIMEOUT_SECS, MAX_SLOTS, SYSTEM_SCHEMAS};
+use mysql_async::prelude::Queryable;
+use mysql_async::Conn;
+use std::collections::{BTreeSet, HashMap};
+
+/// A row of `information_schema.TRIGGERS`.
+#[derive(Debug, Clone)]
+pub(super) struct Existing {
+    pub(super) schema: String,
+    pub(super) name: String,
+    pub(super) event: Option<Event>,
+    pub(super) table: String,
+    pub(super) timing: String,
+    pub(super) body: String,
+}
+
+impl Existing {
+    /// Created by sluice: a sluice name and a body that bumps a counter table.
+    pub(super) fn is_sluice(&self) -> bool {
+        let named = Event::ALL.iter().any(|e| self.name.starts_with(e.name_prefix()));
+        named && self.body.starts_with("UPDATE `") && self.body.contains("` SET n = n + 1 WHERE tbl = '")
+    }
+
+    /// The slot count if this is exactly the sluice trigger of its table and
+    /// event for `counter_schema` (right name, AFTER, body for this table).
+    pub(super) fn sluice_slots(&self, counter_schema: &str) -> Option<u16> {
+        let event = self.event?;
+        if !self.timing.eq_ignore_ascii_case("AFTER") || self.name != trigger_name(event, &self.table) {
+            return None;
+        }
+        let key = counter_key(&self.schema, &self.table);
+        // MariaDB's information_schema shows string literals re-escaped with
+        // quotes doubled only (`\\` in the statement appears as `\`); MySQL
+        // shows the statement as written. Accept both spellings.
+        let quote_only = format!("'{}'", key.replace('\'', "''"));
+        [quote_only, quote_literal(&key)].iter().find_map(|literal| {
+            let digits = self.body.strip_prefix(&body_prefix(counter_schema, literal))?;
+            let slots: u16 = digits.parse().ok()?;
+            let canonical = slots.to_string() == digits;
+            (canonical && (1..=MAX_SLOTS).contains(&slots)).then_some(slots)
+        })
+    }
+}
+
+pub(super) async fn read_triggers(conn: &mut Conn, db: Option<&str>) -> Result<Vec<Existing>, TriggerError> {
+    let mut sql = "SELECT TRIGGER_SCHEMA, TRIGGER_NAME, EVENT_MANIPULATION, EVENT_OBJECT_TABLE, \
+                   ACTION_TIMING, ACTION_STATEMENT FROM information_schema.TRIGGERS"
+        .to_owned();
+    match db {
+        // information_schema compares case-insensitively: filter exactly below.
+        Some(db) => sql.push_str(&format!(" WHERE TRIGGER_SCHEMA = {}", quote_literal(db))),
+        None => sql.push_str(" WHERE TRIGGER_NAME LIKE 'sluice\\_a%'"),
+    }
+    let rows: Vec<(String, String, String, String, String, String)> = conn
+        .query(sql)
+        .await
+        .map_err(sql_error("cannot read information_schema.TRIGGERS"))?;
+    Ok(rows
+        .into_iter()
+        .filter(|row| db.is_none_or(|db| row.0 == db))
+        .map(|(schema, name, event, table, timing, body)| Existing {
+            schema,
+            name,
+            event: Event::from_keyword(&event),
+            table,
+            timing,
+            body,
+        })
+        .collect())
+}
+
+/// Base tables of `db` (including system-versioned ones), sorted by name.
+pub async fn base_tables(conn: &mut Conn, db: &str) -> Result<Vec<String>, TriggerError> {
+    let sql = format!(
+        "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = {} \
+         AND TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED')",
+        quote_literal(db)
+    );
+    let rows: Vec<(String, String)> = conn
+        .query(sql)
+        .await
+        .map_err(sql_error(format!("cannot list the tables of `{db}`")))?;
+    let mut tables: Vec<String> = rows
+        .into_iter()
+        .filter(|(s, _)| s == db)
+        .map(|(_, t)| t)
+        .collect();
+    tables.sort();
+    Ok(tables)
+}
+
+pub(super) async fn schema_exists(conn: &mut Conn, db: &str) -> Result<bool, TriggerError> {
+    let sql = format!(
+        "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = {}",
+        quote_literal(db)
+    );
+    let rows: Vec<String> = conn.query(sql).await.map_err(sql_error("cannot list schemas"))?;
+    Ok(rows.iter().any(|s| s == db))
+}
+
+pub(super) async fn counter_table_exists(
+    conn: &mut Conn,
+    counter_schema: &str,
+) -> Result<bool, TriggerError> {
+    let sql = format!(
+        "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = {} \
+         AND TABLE_NAME = {}",
+        quote_literal(counter_schema),
+        quote_literal(COUNTER_TABLE)
+    );
+    let rows: Vec<(String, String)> = conn
+        .query(sql)
+        .await
+        .map_err(sql_error("cannot look for the counter table"))?;
+    Ok(rows
+        .iter()
+        .any(|(s, t)| s == counter_schema && t == COUNTER_TABLE))
+}
+
+/// Per `tbl`: the slot count its rows cover (rows `0..n` all present), or
+/// `None` when the slots are not contiguous from 0.
+pub(super) async fn row_coverage(
+    conn: &mut Conn,
+    counter_schema: &str,
+    db: Option<&str>,
+) -> Result<HashMap<String, Option<u64>>, TriggerError> {
+    let mut sql = format!(
+        "SELECT tbl, COUNT(*), MIN(slot), MAX(slot) FROM {}.{}",
+        quote_ident(counter_schema),
+        quote_ident(COUNTER_TABLE)
+    );
+    if let Some(db) = db {
+        let prefix = format!("{db}.");
+        sql.push_str(&format!(
+            " WHERE LEFT(tbl, {}) = {}",
+            prefix.chars().count(),
+            quote_literal(&prefix)
+        ));
+    }
+    sql.push_str(" GROUP BY tbl");
+    let rows: Vec<(String, u64, u64, u64)> = conn
+        .query(sql)
+        .await
+        .map_err(sql_error("cannot read the counter table"))?;
+    Ok(rows
+        .into_iter()
+        .map(|(tbl, count, min, max)| (tbl, (min == 0 && max + 1 == count).then_some(count)))
+        .collect())
+}
+
+/// `child db.table` → parents whose foreign keys cascade (CASCADE, SET NULL,
+/// SET DEFAULT) into it. A self-reference is not listed: the parent's
+/// trigger bumps the same table's rows in the same transaction.
+pub(super) async fn cascade_parents(
+    conn: &mut Conn,
+    db: Option<&str>,
+) -> Result<HashMap<String, BTreeSet<String>>, TriggerError> {
+    let mut sql = "SELECT CONSTRAINT_SCHEMA, TABLE_NAME, UNIQUE_CONSTRAINT_SCHEMA, REFERENCED_TABLE_NAME \
+                   FROM information_schema.REFERENTIAL_CONSTRAINTS \
+                   WHERE (UPDATE_RULE NOT IN ('RESTRICT', 'NO ACTION') OR DELETE_RULE NOT IN ('RESTRICT', 'NO ACTION'))"
+        .to_owned();
+    if let Some(db) = db {
+        sql.push_str(&format!(" AND CONSTRAINT_SCHEMA = {}", quote_literal(db)));
+    }
+    let rows: Vec<(String, String, String, String)> = conn.query(sql).await.map_err(sql_error(
+        "cannot read information_schema.REFERENTIAL_CONSTRAINTS",
+    ))?;
+    let mut parents: HashMap<String, BTreeSet<String>> = HashMap::new();
+    for (schema, table, parent_schema, parent_table) in rows {
+        if db.is_some_and(|db| db != schema) || (schema == parent_schema && table == parent_table) {
+            continue;
+        }
+        parents
+            .entry(counter_key(&schema, &table))
+            .or_default()
+            .insert(counter_key(&parent_schema, &parent_table));
+    }
+    Ok(parents)
+}
+
+pub(super) fn check_schema(counter_schema: &str, db: &str) -> Result<(), TriggerError> {
+    if db == counter_schema {
+        return Err(TriggerError::CounterSchema(db.to_owned()));
+    }
+    if SYSTEM_SCHEMAS.iter().any(|s| s.eq_ignore_ascii_case(db)) {
+        return Err(TriggerError::SystemSchema(db.to_owned()));
+    }
+    Ok(())
+}
+
+/// Session settings for DDL: utf8mb4, no NO_BACKSLASH_ESCAPES (see
+/// [`quote_literal`]), a bounded metadata-lock wait. They stay set on `conn`.
+pub(super) async fn prepare_session(conn: &mut Conn) -> Result<(), TriggerError> {
+    for sql in [
+        "SET NAMES utf8mb4".to_owned(),
+        SQL_MODE_WITHOUT_NO_BACKSLASH_ESCAPES.to_owned(),
+        format!("SET SESSION lock_wait_timeout = {LOCK_WAIT_TIMEOUT_SECS}"),
+    ] {
+        conn.query_drop(&sql)
+            .await
+            .map_err(sql_error(format!("`{sql}` failed")))?;
+    }
+    Ok(())
+}
+
+/// Runs one statement of a per-table step. Lock wait timeouts are recorded
+/// in `report.failed` (the rest goes on); a vanished table in `skipped`.
+pub(super) async fn per_table(
+    conn: &mut Conn,
+    sql: &str,
+    what: &str,
+    table: &str,
+    report: &mut Report,
+) -> Result<bool, TriggerError> {
+    match conn.query_drop(sql).await {
+        Ok(()) => Ok(true),
+        Err(e) => match server_code(&e) {
+            Some(1146) => {
+                if !report.skipped.iter().any(|t| t == table) {
+                    report.skipped.push(table.to_owned());
+                }
+                Ok(false)
+            }
+            Some(1205) => {
+                report.failed.push((what.to_owned(), format!("{e}{}", hint(&e))));
+                Ok(false)
+            }
+            _ => Err(TriggerError::Sql {
+                context: format!("{what} failed"),
+                source: e,
+            }),
+        },
+    }
+}
+
+pub(super) fn finish(mut report: Report) -> Result<Report, TriggerError> {
+    report.dropped.sort();
+    if report.failed.is_empty() {
+        Ok(report)
+    } else {
+        Err(TriggerError::Incomplete(Box::new(report)))
+    }
+}

@@ -1,0 +1,249 @@
+//! SQL generation: pure functions, no I/O.
+
+use super::{COUNTER_TABLE, GLOBAL_ROW, MAX_NAME_CHARS, MAX_SLOTS, ROWS_PER_INSERT, SHORT_PREFIX_CHARS};
+use sha1::{Digest, Sha1};
+
+/// Removes NO_BACKSLASH_ESCAPES from the session: the trigger bodies escape
+/// backslashes in the table-name literal, which that mode would keep as two.
+pub(super) const SQL_MODE_WITHOUT_NO_BACKSLASH_ESCAPES: &str = "SET SESSION sql_mode = TRIM(BOTH ',' FROM \
+     REPLACE(CONCAT(',', @@SESSION.sql_mode, ','), ',NO_BACKSLASH_ESCAPES,', ','))";
+
+/// A write event with a sluice trigger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Event {
+    Insert,
+    Update,
+    Delete,
+}
+
+impl Event {
+    pub const ALL: [Event; 3] = [Event::Insert, Event::Update, Event::Delete];
+
+    /// As written in `CREATE TRIGGER` and in `information_schema.TRIGGERS`.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            Event::Insert => "INSERT",
+            Event::Update => "UPDATE",
+            Event::Delete => "DELETE",
+        }
+    }
+
+    /// The trigger name prefix: `sluice_ai_`, `sluice_au_`, `sluice_ad_`.
+    pub fn name_prefix(self) -> &'static str {
+        match self {
+            Event::Insert => "sluice_ai_",
+            Event::Update => "sluice_au_",
+            Event::Delete => "sluice_ad_",
+        }
+    }
+
+    pub(super) fn from_keyword(keyword: &str) -> Option<Event> {
+        Event::ALL
+            .into_iter()
+            .find(|e| e.keyword().eq_ignore_ascii_case(keyword))
+    }
+}
+
+/// An identifier in backticks, backticks doubled.
+pub fn quote_ident(name: &str) -> String {
+    format!("`{}`", name.replace('`', "``"))
+}
+
+/// A string literal: quotes doubled, backslashes escaped (the session must
+/// not use NO_BACKSLASH_ESCAPES; `install` and `script` make sure of it).
+pub fn quote_literal(value: &str) -> String {
+    format!("'{}'", value.replace('\\', "\\\\").replace('\'', "''"))
+}
+
+/// The `tbl` value of a table's counter rows: `db.table`.
+pub fn counter_key(db: &str, table: &str) -> String {
+    format!("{db}.{table}")
+}
+
+/// `sluice_ai_<table>` etc.; when that exceeds 64 characters, the prefix
+/// plus the first 45 characters of the table name, `_`, and the first 8 hex
+/// digits of SHA-1(table name): deterministic, unique in practice.
+pub fn trigger_name(event: Event, table: &str) -> String {
+    let full = format!("{}{table}", event.name_prefix());
+    if full.chars().count() <= MAX_NAME_CHARS {
+        return full;
+    }
+    let digest = Sha1::digest(table.as_bytes());
+    let hash: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
+    let prefix: String = table.chars().take(SHORT_PREFIX_CHARS).collect();
+    format!("{}{prefix}_{hash}", event.name_prefix())
+}
+
+/// The single statement a sluice trigger runs (what follows `FOR EACH ROW`).
+pub fn trigger_body(counter_schema: &str, db: &str, table: &str, slots: u16) -> String {
+    body_with_literal(counter_schema, &quote_literal(&counter_key(db, table)), slots)
+}
+
+pub(super) fn body_prefix(counter_schema: &str, literal: &str) -> String {
+    format!(
+        "UPDATE {}.{} SET n = n + 1 WHERE tbl = {literal} AND slot = CONNECTION_ID() % ",
+        quote_ident(counter_schema),
+        quote_ident(COUNTER_TABLE)
+    )
+}
+
+fn body_with_literal(counter_schema: &str, literal: &str, slots: u16) -> String {
+    format!("{}{}", body_prefix(counter_schema, literal), slots.max(1))
+}
+
+/// `CREATE DATABASE IF NOT EXISTS` and `CREATE TABLE IF NOT EXISTS` for the
+/// counter table. The table is utf8mb4 with a binary collation whatever the
+/// server's defaults: table names are case-sensitive and may be non-ASCII.
+pub fn counter_table_sql(counter_schema: &str) -> Vec<String> {
+    let schema = quote_ident(counter_schema);
+    vec![
+        format!("CREATE DATABASE IF NOT EXISTS {schema}"),
+        format!(
+            "CREATE TABLE IF NOT EXISTS {schema}.{} (\n  \
+             tbl  VARCHAR(192) NOT NULL COMMENT 'db.table the writes went to, or * for writes sluice bumps itself',\n  \
+             slot SMALLINT UNSIGNED NOT NULL COMMENT 'CONNECTION_ID() % slots: spreads row locks over several rows',\n  \
+             n    BIGINT UNSIGNED NOT NULL DEFAULT 0,\n  \
+             PRIMARY KEY (tbl, slot)\n\
+             ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+            quote_ident(COUNTER_TABLE)
+        ),
+    ]
+}
+
+/// `INSERT IGNORE` statements creating rows `0..slots` for each key (a
+/// `db.table` or [`GLOBAL_ROW`]), at most 1000 rows per statement.
+pub fn counter_rows_sql(counter_schema: &str, keys: &[String], slots: u16) -> Vec<String> {
+    let rows: Vec<String> = keys
+        .iter()
+        .flat_map(|key| {
+            let literal = quote_literal(key);
+            (0..slots.max(1)).map(move |slot| format!("({literal}, {slot})"))
+        })
+        .collect();
+    rows.chunks(ROWS_PER_INSERT)
+        .map(|chunk| {
+            format!(
+                "INSERT IGNORE INTO {}.{} (tbl, slot) VALUES {}",
+                quote_ident(counter_schema),
+                quote_ident(COUNTER_TABLE),
+                chunk.join(", ")
+            )
+        })
+        .collect()
+}
+
+/// The three `CREATE TRIGGER` statements of one table (INSERT, UPDATE,
+/// DELETE). `slots` must be 1..=1024 (0 is treated as 1).
+pub fn trigger_sql(counter_schema: &str, db: &str, table: &str, slots: u16) -> Vec<String> {
+    Event::ALL
+        .into_iter()
+        .map(|event| create_trigger(counter_schema, db, table, slots, event, false))
+        .collect()
+}
+
+pub(super) fn create_trigger(
+    counter_schema: &str,
+    db: &str,
+    table: &str,
+    slots: u16,
+    event: Event,
+    replace: bool,
+) -> String {
+    format!(
+        "CREATE {}TRIGGER {}.{} AFTER {} ON {}.{} FOR EACH ROW {}",
+        if replace { "OR REPLACE " } else { "" },
+        quote_ident(db),
+        quote_ident(&trigger_name(event, table)),
+        event.keyword(),
+        quote_ident(db),
+        quote_ident(table),
+        trigger_body(counter_schema, db, table, slots)
+    )
+}
+
+pub(super) fn bump_global_sql(counter_schema: &str, slots: u16) -> String {
+    format!(
+        "UPDATE {}.{} SET n = n + 1 WHERE tbl = {} AND slot = CONNECTION_ID() % {}",
+        quote_ident(counter_schema),
+        quote_ident(COUNTER_TABLE),
+        quote_literal(GLOBAL_ROW),
+        slots.max(1)
+    )
+}
+
+/// Text safe inside a `-- ` comment line: no line breaks or other control
+/// characters (a table name with a newline must not end the comment).
+pub(super) fn comment_safe(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
+/// A complete SQL script (for `sluice triggers sql`) that installs the
+/// counter table, its rows and the triggers of `tables` in `db`. No
+/// `DELIMITER` is needed: every trigger body is a single statement, so the
+/// `mariadb`/`mysql` client runs the script as is. Re-running it is safe
+/// (each trigger is dropped if present and created again).
+pub fn script(counter_schema: &str, db: &str, tables: &[String], slots: u16) -> String {
+    let slots = slots.clamp(1, MAX_SLOTS);
+    let counter = format!("{}.{}", quote_ident(counter_schema), quote_ident(COUNTER_TABLE));
+    let mut out = String::new();
+    let mut line = |text: &str| {
+        out.push_str(text);
+        out.push('\n');
+    };
+    line(&format!(
+        "-- sluice freshness triggers for schema {} ({} table{}, {slots} slots, counter table {}).",
+        comment_safe(&quote_ident(db)),
+        tables.len(),
+        if tables.len() == 1 { "" } else { "s" },
+        comment_safe(&counter)
+    ));
+    line(&format!(
+        "-- Generated by `sluice triggers sql --schema {}`; run it on the master:",
+        comment_safe(db)
+    ));
+    line("--   mariadb -h MASTER -u ADMIN -p < this.sql");
+    line("-- Safe to run again. Between a DROP TRIGGER and its CREATE, writes to that table");
+    line("-- bump no counter: run it when the table is quiet, or use `sluice triggers install`,");
+    line("-- which replaces a trigger in one statement on MariaDB. The last statement bumps");
+    line("-- the `*` rows so that sluice compares replicas past this point.");
+    line("SET NAMES utf8mb4;");
+    line(&format!("{SQL_MODE_WITHOUT_NO_BACKSLASH_ESCAPES};"));
+    line("");
+    line("-- The counter table (see sql/counter_table.sql).");
+    for statement in counter_table_sql(counter_schema) {
+        line(&format!("{statement};"));
+    }
+    line("");
+    line("-- Counter rows, created now so that triggers only UPDATE (no insert gap locks).");
+    let mut keys = vec![GLOBAL_ROW.to_owned()];
+    keys.extend(tables.iter().map(|t| counter_key(db, t)));
+    for key in &keys {
+        for statement in counter_rows_sql(counter_schema, std::slice::from_ref(key), slots) {
+            line(&format!("{statement};"));
+        }
+    }
+    for table in tables {
+        line("");
+        line(&format!(
+            "-- {}.{}",
+            comment_safe(&quote_ident(db)),
+            comment_safe(&quote_ident(table))
+        ));
+        for event in Event::ALL {
+            line(&format!(
+                "DROP TRIGGER IF EXISTS {}.{};",
+                quote_ident(db),
+                quote_ident(&trigger_name(event, table))
+            ));
+            line(&format!(
+                "{};",
+                create_trigger(counter_schema, db, table, slots, event, false)
+            ));
+        }
+    }
+    line("");
+    line(&format!("{};", bump_global_sql(counter_schema, slots)));
+    out
+}

@@ -1,0 +1,163 @@
+//! Unit tests of the SQL generation and of recognising existing triggers.
+//! tests/triggers.rs runs the rest against MariaDB.
+
+use super::catalog::{check_schema, Existing};
+use super::sql::body_prefix;
+use super::*;
+
+#[test]
+fn trigger_sql_for_a_plain_table() {
+    let sql = trigger_sql("sluice", "shop", "orders", 16);
+    assert_eq!(
+        sql,
+        [
+            "CREATE TRIGGER `shop`.`sluice_ai_orders` AFTER INSERT ON `shop`.`orders` FOR EACH ROW \
+             UPDATE `sluice`.`counters` SET n = n + 1 WHERE tbl = 'shop.orders' AND slot = CONNECTION_ID() % 16",
+            "CREATE TRIGGER `shop`.`sluice_au_orders` AFTER UPDATE ON `shop`.`orders` FOR EACH ROW \
+             UPDATE `sluice`.`counters` SET n = n + 1 WHERE tbl = 'shop.orders' AND slot = CONNECTION_ID() % 16",
+            "CREATE TRIGGER `shop`.`sluice_ad_orders` AFTER DELETE ON `shop`.`orders` FOR EACH ROW \
+             UPDATE `sluice`.`counters` SET n = n + 1 WHERE tbl = 'shop.orders' AND slot = CONNECTION_ID() % 16",
+        ]
+    );
+}
+
+#[test]
+fn names_are_quoted_as_identifiers_and_literals() {
+    let sql = trigger_sql("my`ctr", "we`ird'db", "o'r\\d`x", 4);
+    assert_eq!(
+        sql[0],
+        "CREATE TRIGGER `we``ird'db`.`sluice_ai_o'r\\d``x` AFTER INSERT ON `we``ird'db`.`o'r\\d``x` \
+         FOR EACH ROW UPDATE `my``ctr`.`counters` SET n = n + 1 \
+         WHERE tbl = 'we`ird''db.o''r\\\\d`x' AND slot = CONNECTION_ID() % 4"
+    );
+    assert_eq!(quote_ident("a`b"), "`a``b`");
+    assert_eq!(quote_literal("it's a \\ test"), "'it''s a \\\\ test'");
+    let rows = counter_rows_sql("s", &["d.t'\\".to_owned()], 2);
+    assert_eq!(
+        rows,
+        ["INSERT IGNORE INTO `s`.`counters` (tbl, slot) VALUES ('d.t''\\\\', 0), ('d.t''\\\\', 1)"]
+    );
+}
+
+#[test]
+fn long_names_are_shortened_deterministically() {
+    let exact = "t".repeat(54); // sluice_ai_ + 54 = 64: kept
+    assert_eq!(trigger_name(Event::Insert, &exact), format!("sluice_ai_{exact}"));
+    let long = "x".repeat(64);
+    let name = trigger_name(Event::Update, &long);
+    assert_eq!(name.chars().count(), 64);
+    assert!(
+        name.starts_with(&format!("sluice_au_{}_", "x".repeat(45))),
+        "{name}"
+    );
+    assert_eq!(name, trigger_name(Event::Update, &long), "deterministic");
+    // Same 45-character prefix, different tables: different names.
+    let other = format!("{}y", "x".repeat(63));
+    assert_ne!(trigger_name(Event::Update, &other), name);
+    let hash = &name[name.len() - 8..];
+    assert!(hash
+        .chars()
+        .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+    // Characters, not bytes: a multi-byte prefix is not cut inside a character.
+    let wide = "é".repeat(60);
+    let name = trigger_name(Event::Delete, &wide);
+    assert_eq!(name.chars().count(), 64);
+    assert!(name.starts_with(&format!("sluice_ad_{}_", "é".repeat(45))));
+    let first = trigger_name(Event::Delete, &wide);
+    assert_eq!(first, name);
+}
+
+#[test]
+fn existing_triggers_are_recognised() {
+    let existing = |name: &str, table: &str, body: String| Existing {
+        schema: "shop".into(),
+        name: name.into(),
+        event: Some(Event::Insert),
+        table: table.into(),
+        timing: "AFTER".into(),
+        body,
+    };
+    let ok = existing(
+        "sluice_ai_orders",
+        "orders",
+        trigger_body("sluice", "shop", "orders", 16),
+    );
+    assert!(ok.is_sluice());
+    assert_eq!(ok.sluice_slots("sluice"), Some(16));
+    assert_eq!(ok.sluice_slots("other"), None);
+    // Renamed table: the trigger moved with it but still bumps the old row.
+    let moved = existing(
+        "sluice_ai_orders",
+        "orders2",
+        trigger_body("sluice", "shop", "orders", 16),
+    );
+    assert!(moved.is_sluice());
+    assert_eq!(moved.sluice_slots("sluice"), None);
+    let user = existing(
+        "audit_orders",
+        "orders",
+        "INSERT INTO audit VALUES (NEW.id)".into(),
+    );
+    assert!(!user.is_sluice());
+    // MariaDB's information_schema spelling of a literal with a backslash.
+    let mariadb =
+        "UPDATE `sluice`.`counters` SET n = n + 1 WHERE tbl = 'shop.o''r\\d' AND slot = CONNECTION_ID() % 8";
+    let t = existing("sluice_ai_o'r\\d", "o'r\\d", mariadb.into());
+    assert_eq!(t.sluice_slots("sluice"), Some(8));
+    let verbatim = existing(
+        "sluice_ai_o'r\\d",
+        "o'r\\d",
+        trigger_body("sluice", "shop", "o'r\\d", 8),
+    );
+    assert_eq!(verbatim.sluice_slots("sluice"), Some(8));
+    for bad in ["0", "016", "1025", "16 ", "x"] {
+        let body = format!("{}{bad}", body_prefix("sluice", "'shop.orders'"));
+        assert_eq!(
+            existing("sluice_ai_orders", "orders", body).sluice_slots("sluice"),
+            None,
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn script_is_complete_and_comment_safe() {
+    let tables = vec!["orders".to_owned(), "evil\nDROP DATABASE shop; --".to_owned()];
+    let text = script("sluice", "shop", &tables, 16);
+    assert!(text.starts_with("-- sluice freshness triggers for schema `shop`"));
+    assert!(!text.contains("DELIMITER"));
+    assert_eq!(text.matches("CREATE TRIGGER").count(), 6);
+    assert_eq!(text.matches("DROP TRIGGER IF EXISTS").count(), 6);
+    assert!(text.contains("INSERT IGNORE INTO `sluice`.`counters` (tbl, slot) VALUES ('*', 0)"));
+    assert!(text.contains("('shop.orders', 15);"));
+    // The newline of the table name cannot end a comment line (inside
+    // quotes it is harmless; tests/triggers.rs runs a script through the
+    // mariadb client).
+    assert!(text.contains("\n-- `shop`.`evil?DROP DATABASE shop; --`\n"));
+    assert!(text.contains("`evil\nDROP DATABASE shop; --`"));
+    assert_eq!(text, script("sluice", "shop", &tables, 16), "deterministic");
+}
+
+#[test]
+fn counter_table_sql_matches_the_design() {
+    let sql = counter_table_sql("sluice");
+    assert_eq!(sql[0], "CREATE DATABASE IF NOT EXISTS `sluice`");
+    assert!(sql[1].starts_with("CREATE TABLE IF NOT EXISTS `sluice`.`counters` ("));
+    assert!(sql[1].contains("PRIMARY KEY (tbl, slot)"));
+    assert!(sql[1].ends_with("ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"));
+    let many = counter_rows_sql("sluice", &["a.b".to_owned(), "a.c".to_owned()], 1024);
+    assert_eq!(many.len(), 3, "2048 rows in statements of at most 1000");
+}
+
+#[test]
+fn schemas_that_are_never_tracked() {
+    assert!(matches!(
+        check_schema("sluice", "sluice"),
+        Err(TriggerError::CounterSchema(_))
+    ));
+    assert!(matches!(
+        check_schema("sluice", "MySQL"),
+        Err(TriggerError::SystemSchema(_))
+    ));
+    assert!(check_schema("sluice", "shop").is_ok());
+}

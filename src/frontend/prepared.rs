@@ -1,0 +1,172 @@
+//! Prepared statements across several backend connections.
+//!
+//! The client sees sluice's own statement ids. Each statement remembers its
+//! text, so it can be prepared lazily on whichever connection an EXECUTE is
+//! routed to, and the id it has there. Connections are identified by a
+//! generation number that changes whenever the session gets a new backend
+//! connection, so an id from a lost connection is never reused (an EXECUTE
+//! must never reach a server where the statement was not prepared).
+
+use std::collections::HashMap;
+
+/// Which backend connection of the session: the master, or replica `i`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Conn {
+    Master,
+    Replica(usize),
+}
+
+#[derive(Debug, Clone)]
+pub struct Stmt {
+    /// COM_STMT_PREPARE payload without the command byte.
+    pub sql: Vec<u8>,
+    /// May run on a replica (a plain read).
+    pub read: bool,
+    pub tables: Option<Vec<String>>,
+    pub params: u16,
+    /// (connection generation, backend statement id) per connection kind.
+    pub ids: HashMap<Conn, (u64, u32)>,
+    /// The parameter types last bound by the client (2 bytes per parameter).
+    pub types: Option<Vec<u8>>,
+    /// Connections (by generation) that have been sent `types`.
+    pub types_sent: Vec<(Conn, u64)>,
+    /// SEND_LONG_DATA went to the master: the next EXECUTE must follow it.
+    pub long_data: bool,
+    /// Where the last EXECUTE ran (FETCH and RESET follow it there).
+    pub last_exec: Option<(Conn, u64)>,
+}
+
+impl Stmt {
+    pub fn new(sql: Vec<u8>, read: bool, tables: Option<Vec<String>>, params: u16) -> Stmt {
+        Stmt {
+            sql,
+            read,
+            tables,
+            params,
+            ids: HashMap::new(),
+            types: None,
+            types_sent: Vec::new(),
+            long_data: false,
+            last_exec: None,
+        }
+    }
+
+    /// The backend id on `conn` at generation `gen`, if prepared there.
+    pub fn id_on(&self, conn: Conn, gen: u64) -> Option<u32> {
+        match self.ids.get(&conn) {
+            Some((g, id)) if *g == gen => Some(*id),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct Registry {
+    next_id: u32,
+    pub stmts: HashMap<u32, Stmt>,
+}
+
+impl Registry {
+    pub fn insert(&mut self, stmt: Stmt) -> u32 {
+        self.next_id = self.next_id.wrapping_add(1).max(1);
+        while self.stmts.contains_key(&self.next_id) {
+            self.next_id = self.next_id.wrapping_add(1).max(1);
+        }
+        self.stmts.insert(self.next_id, stmt);
+        self.next_id
+    }
+
+    pub fn clear(&mut self) {
+        self.stmts.clear();
+    }
+}
+
+/// The statement id of a COM_STMT_* packet (bytes 1..5).
+pub fn stmt_id(payload: &[u8]) -> Option<u32> {
+    let b = payload.get(1..5)?;
+    Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+pub fn set_stmt_id(payload: &mut [u8], id: u32) {
+    if let Some(b) = payload.get_mut(1..5) {
+        b.copy_from_slice(&id.to_le_bytes());
+    }
+}
+
+/// What a COM_STMT_EXECUTE says about parameter types.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ExecuteLayout {
+    pub cursor_flags: u8,
+    /// Offset of the new-params-bound flag, if the statement has parameters.
+    pub bound_at: Option<usize>,
+    pub bound: bool,
+}
+
+pub fn execute_layout(payload: &[u8], params: u16) -> Option<ExecuteLayout> {
+    let flags = *payload.get(5)?;
+    if params == 0 {
+        return Some(ExecuteLayout {
+            cursor_flags: flags,
+            bound_at: None,
+            bound: false,
+        });
+    }
+    let bitmap = usize::from(params).div_ceil(8);
+    let at = 10 + bitmap;
+    let bound = *payload.get(at)? == 1;
+    Some(ExecuteLayout {
+        cursor_flags: flags,
+        bound_at: Some(at),
+        bound,
+    })
+}
+
+/// The parameter types carried by an EXECUTE with the bound flag set.
+pub fn bound_types(payload: &[u8], layout: &ExecuteLayout, params: u16) -> Option<Vec<u8>> {
+    let at = layout.bound_at? + 1;
+    payload.get(at..at + 2 * usize::from(params)).map(<[u8]>::to_vec)
+}
+
+/// Rewrite an EXECUTE without types into one carrying `types`, for a
+/// connection that has not seen them.
+pub fn inject_types(payload: &[u8], bound_at: usize, types: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(payload.len() + types.len());
+    out.extend_from_slice(&payload[..bound_at]);
+    out.push(1);
+    out.extend_from_slice(types);
+    out.extend_from_slice(&payload[bound_at + 1..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn execute_layout_and_injection() {
+        // id 7, flags 0, iter 1, 2 params: bitmap 1 byte, bound=1, types, values
+        let mut p = vec![
+            0x17, 7, 0, 0, 0, 0, 1, 0, 0, 0, 0b00, 1, 3, 0, 253, 0, 1, 0, 0, 0, 1, b'x',
+        ];
+        let l = execute_layout(&p, 2).expect("layout");
+        assert_eq!(l.bound_at, Some(11));
+        assert!(l.bound);
+        assert_eq!(bound_types(&p, &l, 2), Some(vec![3, 0, 253, 0]));
+        // Same execute without types:
+        let without: Vec<u8> = [&p[..11], &[0u8][..], &p[16..]].concat();
+        let l2 = execute_layout(&without, 2).expect("layout");
+        assert!(!l2.bound);
+        assert_eq!(inject_types(&without, 11, &[3, 0, 253, 0]), p);
+        set_stmt_id(&mut p, 9);
+        assert_eq!(stmt_id(&p), Some(9));
+    }
+
+    #[test]
+    fn generations_invalidate_ids() {
+        let mut s = Stmt::new(b"SELECT ?".to_vec(), true, None, 1);
+        s.ids.insert(Conn::Master, (3, 41));
+        assert_eq!(s.id_on(Conn::Master, 3), Some(41));
+        assert_eq!(s.id_on(Conn::Master, 4), None);
+        assert_eq!(s.id_on(Conn::Replica(0), 3), None);
+    }
+}

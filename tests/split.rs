@@ -1,0 +1,374 @@
+//! Read/write splitting with freshness, against a real master and replicas.
+//! Every test asserts where reads went (by `@@server_id`, which differs per
+//! server), not only what they returned.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::cluster::*;
+use mysql_async::prelude::*;
+
+/// Create a database with one table `t (id INT PRIMARY KEY, v INT)`, install
+/// sluice's triggers on it, and wait until the replicas have it all.
+async fn tracked_db(cluster: &Cluster, prefix: &str) -> String {
+    let db = unique_name(prefix);
+    cluster.master.sql(&format!(
+        "CREATE DATABASE {db}; CREATE TABLE {db}.t (id INT PRIMARY KEY, v INT NOT NULL)"
+    ));
+    let pool = mysql_async::Pool::new(cluster.master.url(SLUICE_USER, SLUICE_PASSWORD, &db).as_str());
+    let mut conn = pool.get_conn().await.expect("connect to master");
+    sluice::freshness::triggers::install(&mut conn, "sluice", &db, 16)
+        .await
+        .expect("install triggers");
+    drop(conn);
+    pool.disconnect().await.expect("disconnect");
+    cluster.wait_replicas_caught_up();
+    db
+}
+
+fn server_id(s: &Server) -> u32 {
+    s.sql("SELECT @@server_id").parse().expect("server id")
+}
+
+async fn sluice_conn(s: &Sluice, db: &str) -> mysql_async::Conn {
+    mysql_async::Conn::from_url(s.app_url(db))
+        .await
+        .expect("connect through sluice")
+}
+
+async fn who(conn: &mut mysql_async::Conn, sql: &str) -> u32 {
+    let row: Option<(u32,)> = conn.query_first(sql).await.expect("query");
+    row.expect("a row").0
+}
+
+fn freshness_yaml(mode: &str) -> String {
+    format!("freshness:\n  mode: {mode}\n  probe_interval: 10ms\n  probe_timeout: 500ms\n")
+}
+
+/// Wait until sluice routes a plain read of `db.t` to a replica (probes
+/// have seen the replicas healthy and caught up).
+async fn wait_replica_reads(s: &Sluice, db: &str, master_id: u32) {
+    let mut conn = sluice_conn(s, db).await;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        if who(&mut conn, "SELECT @@server_id + 0 * COUNT(*) FROM t").await != master_id {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "reads never reached a replica; log:\n{}",
+            s.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn idle_caught_up_replica_takes_nearly_all_reads() {
+    let cluster = shared_cluster();
+    let db = tracked_db(cluster, "split_idle").await;
+    cluster.master.sql(&format!("INSERT INTO {db}.t VALUES (1, 10)"));
+    cluster.wait_replicas_caught_up();
+    let s = Sluice::start_for(cluster, &freshness_yaml("causal"));
+    let master_id = server_id(&cluster.master);
+    wait_replica_reads(&s, &db, master_id).await;
+    let mut conn = sluice_conn(&s, &db).await;
+    let mut on_replica = 0;
+    for _ in 0..200 {
+        if who(&mut conn, "SELECT @@server_id + 0 * COUNT(*) FROM t").await != master_id {
+            on_replica += 1;
+        }
+    }
+    assert!(on_replica >= 190, "only {on_replica}/200 reads on a replica");
+}
+
+#[tokio::test]
+async fn pinned_statements_go_to_the_master() {
+    let cluster = shared_cluster();
+    let db = tracked_db(cluster, "split_pin").await;
+    let s = Sluice::start_for(cluster, &freshness_yaml("causal"));
+    let master_id = server_id(&cluster.master);
+    wait_replica_reads(&s, &db, master_id).await;
+    let read = "SELECT @@server_id + 0 * COUNT(*) FROM t";
+
+    let mut c = sluice_conn(&s, &db).await;
+    // Transactions.
+    c.query_drop("BEGIN").await.expect("begin");
+    assert_eq!(who(&mut c, read).await, master_id, "read inside BEGIN");
+    c.query_drop("COMMIT").await.expect("commit");
+    c.query_drop("SET autocommit=0").await.expect("autocommit off");
+    assert_eq!(who(&mut c, read).await, master_id, "read with autocommit=0");
+    c.query_drop("SET autocommit=1").await.expect("autocommit on");
+    assert_ne!(who(&mut c, read).await, master_id, "read after autocommit=1");
+    // Locking reads and hints.
+    assert_eq!(who(&mut c, &format!("{read} FOR UPDATE")).await, master_id);
+    assert_eq!(
+        who(&mut c, &format!("{read} LOCK IN SHARE MODE")).await,
+        master_id
+    );
+    assert_eq!(who(&mut c, &format!("/*master*/ {read}")).await, master_id);
+    assert_eq!(
+        who(&mut c, &format!("/* sluice:master */ {read}")).await,
+        master_id
+    );
+    assert_eq!(
+        who(&mut c, "SELECT @@server_id + 0 * LAST_INSERT_ID()").await,
+        master_id
+    );
+    assert_eq!(
+        who(&mut c, "SELECT @@server_id + 0 * FOUND_ROWS()").await,
+        master_id
+    );
+    assert_eq!(
+        who(&mut c, "SELECT @@server_id + 0 * GET_LOCK('x', 0)").await,
+        master_id
+    );
+    drop(c);
+
+    // Temporary tables pin the session.
+    let mut c = sluice_conn(&s, &db).await;
+    assert_ne!(who(&mut c, read).await, master_id);
+    c.query_drop("CREATE TEMPORARY TABLE tmp (x INT)")
+        .await
+        .expect("temp table");
+    assert_eq!(who(&mut c, read).await, master_id, "read after temp table");
+    assert_eq!(
+        who(&mut c, "SELECT @@server_id + 0 * COUNT(*) FROM tmp").await,
+        master_id
+    );
+    drop(c);
+
+    // User variables pin the session.
+    let mut c = sluice_conn(&s, &db).await;
+    c.query_drop("SET @a = 5").await.expect("set user var");
+    let row: Option<(u32, i64)> = c.query_first("SELECT @@server_id, @a").await.expect("q");
+    assert_eq!(row, Some((master_id, 5)));
+    drop(c);
+
+    // A read-only transaction runs on a replica.
+    let mut c = sluice_conn(&s, &db).await;
+    c.query_drop("START TRANSACTION READ ONLY").await.expect("ro tx");
+    let a = who(&mut c, read).await;
+    let b = who(&mut c, read).await;
+    assert_ne!(a, master_id, "read-only transaction on a replica");
+    assert_eq!(a, b, "the whole read-only transaction on one replica");
+    c.query_drop("COMMIT").await.expect("commit");
+}
+
+#[tokio::test]
+async fn session_state_follows_reads_to_the_replica() {
+    let cluster = shared_cluster();
+    let db = tracked_db(cluster, "split_state").await;
+    let s = Sluice::start_for(cluster, &freshness_yaml("causal"));
+    let master_id = server_id(&cluster.master);
+    wait_replica_reads(&s, &db, master_id).await;
+    let mut c = sluice_conn(&s, "").await;
+    c.query_drop(format!("USE {db}")).await.expect("use");
+    c.query_drop("SET time_zone = '+05:00'").await.expect("tz");
+    c.query_drop("SET NAMES latin1").await.expect("names");
+    c.query_drop("SET SESSION sql_mode = 'ANSI_QUOTES'")
+        .await
+        .expect("sql_mode");
+    let row: Option<(u32, String, String, String, String)> = c
+        .query_first(
+            "SELECT @@server_id + 0 * COUNT(*), @@session.time_zone, @@character_set_client, \
+             @@session.sql_mode, DATABASE() FROM t",
+        )
+        .await
+        .expect("query");
+    let (sid, tz, cs, mode, dbname) = row.expect("row");
+    assert_ne!(sid, master_id, "the read went to a replica");
+    assert_eq!(
+        (tz.as_str(), cs.as_str(), mode.as_str(), dbname.as_str()),
+        ("+05:00", "latin1", "ANSI_QUOTES", db.as_str())
+    );
+}
+
+#[tokio::test]
+async fn prepared_statements_route_by_kind() {
+    let cluster = shared_cluster();
+    let db = tracked_db(cluster, "split_ps").await;
+    let s = Sluice::start_for(cluster, &freshness_yaml("causal"));
+    let master_id = server_id(&cluster.master);
+    wait_replica_reads(&s, &db, master_id).await;
+    let mut c = sluice_conn(&s, &db).await;
+    let ins = c.prep("INSERT INTO t VALUES (?, ?)").await.expect("prep insert");
+    let sel = c
+        .prep("SELECT @@server_id, v FROM t WHERE id = ?")
+        .await
+        .expect("prep select");
+    for i in 0..50 {
+        c.exec_drop(&ins, (i, i * 2)).await.expect("insert");
+        // Read-your-writes: the row is there whichever server answers.
+        let row: Option<(u32, i32)> = c.exec_first(&sel, (i,)).await.expect("select");
+        let (_, v) = row.unwrap_or_else(|| panic!("row {i} not visible right after its insert"));
+        assert_eq!(v, i * 2);
+    }
+    cluster.wait_replicas_caught_up();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut replica_reads = 0;
+    for i in 0..50 {
+        let row: Option<(u32, i32)> = c.exec_first(&sel, (i,)).await.expect("select");
+        let (sid, v) = row.expect("row");
+        assert_eq!(v, i * 2);
+        if sid != master_id {
+            replica_reads += 1;
+        }
+    }
+    assert!(
+        replica_reads >= 45,
+        "prepared reads on replicas: {replica_reads}/50"
+    );
+    c.close(sel).await.expect("close");
+}
+
+/// The hammer: writers read back their own rows immediately while a
+/// replica's SQL thread is stopped and started every ~0.5 s. No stale read
+/// in strict or causal mode (`off` runs alongside, for comparison).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn own_cluster_hammer_no_stale_reads() {
+    let cluster = Cluster::start(1);
+    let db = tracked_db(&cluster, "hammer").await;
+    let master_id = server_id(&cluster.master);
+    let secs: u64 = std::env::var("SLUICE_HAMMER_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20);
+    // `off` is measured for comparison only: it may serve stale reads.
+    let modes = ["strict", "causal", "off"];
+    let sluices: Vec<Sluice> = modes
+        .iter()
+        .map(|m| Sluice::start_for(&cluster, &freshness_yaml(m)))
+        .collect();
+    for s in &sluices {
+        wait_replica_reads(s, &db, master_id).await;
+    }
+    let stop_at = Instant::now() + Duration::from_secs(secs);
+    let toggler = {
+        let replica = cluster.replicas[0].url(SLUICE_USER, SLUICE_PASSWORD, "");
+        tokio::spawn(async move {
+            let mut c = mysql_async::Conn::from_url(replica).await.expect("replica admin");
+            let mut stopped = false;
+            while Instant::now() < stop_at {
+                let sql = if stopped {
+                    "START SLAVE SQL_THREAD"
+                } else {
+                    "STOP SLAVE SQL_THREAD"
+                };
+                c.query_drop(sql).await.expect("toggle sql thread");
+                stopped = !stopped;
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            c.query_drop("START SLAVE SQL_THREAD")
+                .await
+                .expect("restart sql thread");
+        })
+    };
+    let mut tasks = Vec::new();
+    for (m, s) in sluices.iter().enumerate() {
+        for w in 0..3 {
+            let url = s.app_url(&db);
+            tasks.push(tokio::spawn(async move {
+                let mut c = mysql_async::Conn::from_url(url).await.expect("connect");
+                let (mut reads, mut stale, mut on_replica) = (0u64, 0u64, 0u64);
+                let mut k: i64 = 0;
+                while Instant::now() < stop_at {
+                    let id = (m as i64 * 10 + w) * 1_000_000 + k;
+                    c.exec_drop("INSERT INTO t VALUES (?, ?)", (id, k))
+                        .await
+                        .expect("insert");
+                    let row: Option<(u32, i64)> = c
+                        .exec_first("SELECT @@server_id, v FROM t WHERE id = ?", (id,))
+                        .await
+                        .expect("read");
+                    reads += 1;
+                    match row {
+                        Some((sid, v)) if v == k => {
+                            if sid != master_id {
+                                on_replica += 1;
+                            }
+                        }
+                        _ => stale += 1,
+                    }
+                    // An update, then read it back.
+                    c.exec_drop("UPDATE t SET v = v + 1 WHERE id = ?", (id,))
+                        .await
+                        .expect("update");
+                    let row: Option<(u32, i64)> = c
+                        .query_first(format!("SELECT @@server_id, v FROM t WHERE id = {id}"))
+                        .await
+                        .expect("read");
+                    reads += 1;
+                    match row {
+                        Some((sid, v)) if v == k + 1 => {
+                            if sid != master_id {
+                                on_replica += 1;
+                            }
+                        }
+                        _ => stale += 1,
+                    }
+                    k += 1;
+                }
+                (m, reads, stale, on_replica)
+            }));
+        }
+    }
+    let mut totals = vec![(0u64, 0u64, 0u64); modes.len()];
+    for t in tasks {
+        let (m, reads, stale, on_replica) = t.await.expect("writer");
+        totals[m].0 += reads;
+        totals[m].1 += stale;
+        totals[m].2 += on_replica;
+    }
+    toggler.await.expect("toggler");
+    for (m, (reads, stale, on_replica)) in modes.iter().zip(&totals) {
+        println!(
+            "hammer mode={m}: {reads} reads, {stale} stale, {on_replica} on the replica ({:.1}%)",
+            100.0 * *on_replica as f64 / (*reads).max(1) as f64
+        );
+    }
+    for (m, (reads, stale, _)) in modes.iter().zip(&totals) {
+        assert!(*reads > 100, "mode {m}: too few reads ({reads})");
+        if *m != "off" {
+            assert_eq!(*stale, 0, "mode {m}: stale reads");
+        }
+    }
+}
+
+/// A paused replica (SIGSTOP) and a killed one: reads still succeed.
+#[tokio::test]
+async fn own_cluster_replica_down_or_paused_reads_still_succeed() {
+    let cluster = Cluster::start(1);
+    let db = tracked_db(&cluster, "down").await;
+    cluster.master.sql(&format!("INSERT INTO {db}.t VALUES (1, 1)"));
+    cluster.wait_replicas_caught_up();
+    let s = Sluice::start_for(&cluster, &freshness_yaml("causal"));
+    let master_id = server_id(&cluster.master);
+    wait_replica_reads(&s, &db, master_id).await;
+    let mut c = sluice_conn(&s, &db).await;
+    cluster.replicas[0].pause();
+    // Wait for the probe to notice (probe_timeout 500ms); reads meanwhile
+    // must not hang forever either: give each a generous bound.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let mut c2 = sluice_conn(&s, &db).await;
+    for _ in 0..20 {
+        let r = tokio::time::timeout(
+            Duration::from_secs(5),
+            who(&mut c2, "SELECT @@server_id + 0 * COUNT(*) FROM t"),
+        )
+        .await;
+        assert_eq!(r.expect("read did not hang"), master_id);
+    }
+    cluster.replicas[0].resume();
+    drop(c);
+    cluster.replicas[0].kill();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    c = sluice_conn(&s, &db).await;
+    for _ in 0..20 {
+        assert_eq!(
+            who(&mut c, "SELECT @@server_id + 0 * COUNT(*) FROM t").await,
+            master_id
+        );
+    }
+}
