@@ -20,6 +20,8 @@ pub async fn run(config: Config) -> Result<(), Error> {
     let admin = config.admin_listen;
     let metrics = Arc::new(Metrics::new());
     let shared = Arc::new(Shared::new(config, tls, metrics));
+    // metrics: per-backend series, and the collector of replica and pool state
+    shared.metrics.attach(&shared.topology, &shared.monitors);
 
     learn_server_version(&shared).await;
     for m in &shared.monitors {
@@ -51,14 +53,12 @@ async fn learn_server_version(shared: &Shared) {
     let Some(group) = shared.topology.default_group() else {
         return;
     };
-    let key = PoolKey {
-        caps: 0,
-        collation: 45,
-    };
+    let key = PoolKey::sluice_own();
     match group.master.get(key).await {
         Ok(conn) => {
             info!(version = %conn.server_version, backend = %group.master.label, "master reachable");
             shared.server_version.store(Arc::new(conn.server_version.clone()));
+            shared.learn_backend_ext(conn.server_mariadb_ext);
         }
         Err(e) => warn!(backend = %group.master.label, error = %e, "master not reachable at startup"),
     }

@@ -69,6 +69,14 @@ pub fn bad_handshake(why: &str) -> ErrPacket {
     )
 }
 
+pub fn malformed_packet() -> ErrPacket {
+    ErrPacket::new(
+        errcode::ER_MALFORMED_PACKET,
+        "HY000",
+        "Malformed communication packet",
+    )
+}
+
 pub fn packet_too_large(limit: usize) -> ErrPacket {
     ErrPacket::new(
         errcode::ER_NET_PACKET_TOO_LARGE,

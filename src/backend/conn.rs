@@ -29,6 +29,19 @@ pub struct PoolKey {
     pub caps: u32,
     /// The collation id the client sent in its handshake.
     pub collation: u8,
+    /// MariaDB extended capabilities (`consts::MARIADB_RELAYED_EXT` bits).
+    pub mariadb_ext: u32,
+}
+
+impl PoolKey {
+    /// The key of sluice's own connections (start-up checks, /readyz).
+    pub fn sluice_own() -> PoolKey {
+        PoolKey {
+            caps: 0,
+            collation: 45,
+            mariadb_ext: 0,
+        }
+    }
 }
 
 /// Where and as whom to connect.
@@ -47,6 +60,8 @@ pub struct BackendConn {
     pub caps: CapabilityFlags,
     pub key: PoolKey,
     pub server_version: String,
+    /// MariaDB extended capabilities the server offers (0 for MySQL).
+    pub server_mariadb_ext: u32,
     /// The default database as last set through this connection; `None` when
     /// unknown or none.
     pub db: Option<String>,
@@ -55,6 +70,11 @@ pub struct BackendConn {
     pub broken: bool,
     /// Set when session state may differ from a fresh connection's.
     pub dirty: bool,
+    /// Set when the connection may keep serving its session but must not
+    /// go back to the pool (e.g. after COM_SET_OPTION, which no reset undoes).
+    pub no_reuse: bool,
+    /// The greeting's scramble: COM_CHANGE_USER authenticates against it.
+    nonce: Vec<u8>,
 }
 
 impl std::fmt::Debug for BackendConn {
@@ -104,9 +124,17 @@ impl BackendConn {
         if !server_caps.contains(CapabilityFlags::CLIENT_PROTOCOL_41) {
             return Err(BackendError::Unsupported("server without protocol 4.1".into()));
         }
-        let wanted = base_capabilities() | CapabilityFlags::from_bits_truncate(key.caps);
+        let mut wanted = base_capabilities() | CapabilityFlags::from_bits_truncate(key.caps);
+        let server_ext = hs.mariadb_ext_capabilities().bits();
+        let ext = key.mariadb_ext & server_ext;
+        if ext != 0 {
+            // A client without CLIENT_MYSQL (bit 0) announces MariaDB
+            // extended capabilities in the handshake response.
+            wanted.remove(CapabilityFlags::CLIENT_LONG_PASSWORD);
+        }
         let caps = wanted & server_caps;
         let nonce = hs.nonce();
+        let nonce_for_auth = nonce.clone();
         let plugin = hs
             .auth_plugin()
             .map(|p| p.into_owned())
@@ -116,7 +144,7 @@ impl BackendConn {
             // Answer anything else with native; the server will switch us.
             _ => AuthPlugin::MysqlNativePassword,
         };
-        let data = plugin.gen_data(Some(&params.password), &nonce);
+        let data = plugin.gen_data(Some(&params.password), &nonce_for_auth);
         let mut scramble = Vec::new();
         if let Some(d) = &data {
             d.serialize(&mut scramble);
@@ -130,6 +158,9 @@ impl BackendConn {
             caps,
             None,
             BACKEND_MAX_PACKET as u32,
+        )
+        .with_mariadb_ext_capabilities(
+            mysql_common::constants::MariadbCapabilities::from_bits_truncate(ext),
         );
         let mut buf = Vec::new();
         resp.serialize(&mut buf);
@@ -145,9 +176,16 @@ impl BackendConn {
             caps,
             key,
             server_version: hs.server_version_str().into_owned(),
+            server_mariadb_ext: if server_caps.contains(CapabilityFlags::CLIENT_LONG_PASSWORD) {
+                0
+            } else {
+                server_ext
+            },
             db: None,
             broken: false,
             dirty: false,
+            no_reuse: false,
+            nonce,
         })
     }
 
@@ -307,6 +345,46 @@ impl BackendConn {
             Err(e) => {
                 self.broken = true;
                 Err(BackendError::Server(e))
+            }
+        }
+    }
+
+    /// Bring the connection back to the state of a fresh login with
+    /// COM_CHANGE_USER: like COM_RESET_CONNECTION (transactions, temporary
+    /// tables, variables, prepared statements) but also clears the default
+    /// database, which MariaDB keeps across a reset, and restores the
+    /// handshake collation.
+    pub async fn reset_as_new(&mut self, params: &ConnectParams) -> Result<(), BackendError> {
+        let plugin = AuthPlugin::MysqlNativePassword;
+        let mut scramble = Vec::new();
+        if let Some(d) = plugin.gen_data(Some(&params.password), &self.nonce) {
+            d.serialize(&mut scramble);
+        }
+        let mut payload = Vec::with_capacity(64 + params.user.len());
+        payload.push(crate::protocol::consts::COM_CHANGE_USER);
+        payload.extend_from_slice(params.user.as_bytes());
+        payload.push(0);
+        payload.push(scramble.len() as u8);
+        payload.extend_from_slice(&scramble);
+        payload.push(0); // no default database
+        payload.extend_from_slice(&u16::from(self.key.collation).to_le_bytes());
+        payload.extend_from_slice(plugin.as_bytes());
+        payload.push(0);
+        let mut seq = 0;
+        let r = async {
+            self.stream.write_packet(&mut seq, &payload).await?;
+            authenticate(&mut self.stream, params).await
+        }
+        .await;
+        match r {
+            Ok(()) => {
+                self.db = None;
+                self.dirty = false;
+                Ok(())
+            }
+            Err(e) => {
+                self.broken = true;
+                Err(e)
             }
         }
     }

@@ -27,13 +27,15 @@ impl managed::Manager for Manager {
     }
 
     async fn recycle(&self, conn: &mut BackendConn, _: &Metrics) -> RecycleResult<BackendError> {
-        if conn.broken {
-            return Err(RecycleError::message("connection broken"));
+        if conn.broken || conn.no_reuse {
+            return Err(RecycleError::message("connection not reusable"));
         }
-        if conn.dirty {
+        if conn.dirty || conn.db.is_some() {
             // One round trip that both cleans the session and proves the
             // server still holds the connection.
-            conn.reset().await.map_err(RecycleError::Backend)?;
+            conn.reset_as_new(&self.params)
+                .await
+                .map_err(RecycleError::Backend)?;
         } else {
             liveness(conn)?;
         }
@@ -58,6 +60,8 @@ pub struct BackendPool {
     params: ConnectParams,
     max_size: usize,
     pools: Mutex<HashMap<PoolKey, managed::Pool<Manager>>>,
+    /// Checkouts that waited, for metrics (read at scrape time).
+    pub waits: crate::metrics::WaitStats,
 }
 
 impl BackendPool {
@@ -67,6 +71,7 @@ impl BackendPool {
             params,
             max_size,
             pools: Mutex::new(HashMap::new()),
+            waits: Default::default(), // metrics
         })
     }
 
@@ -101,6 +106,8 @@ impl BackendPool {
     /// Check out a connection for `key`.
     pub async fn get(&self, key: PoolKey) -> Result<Pooled, BackendError> {
         let pool = self.pool_for(key)?;
+        // metrics: pool waits and wait time (no idle connection: this checkout waits)
+        let _wait = self.waits.begin(pool.status().available == 0);
         pool.get().await.map_err(|e| match e {
             managed::PoolError::Backend(b) => b,
             managed::PoolError::Timeout(t) => match t {

@@ -50,6 +50,10 @@ pub struct LogConfig {
     pub format: LogFormat,
     /// An EnvFilter directive such as "info" or "sluice=debug". Default "info".
     pub level: String,
+    /// Statements that take at least this long are logged at WARN with their
+    /// duration, destination and the start of their text (the slow-query
+    /// log). `0s` disables it. Default 1s.
+    pub slow_query: Duration,
 }
 
 #[derive(Debug, Clone)]

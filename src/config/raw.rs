@@ -87,13 +87,18 @@ impl RawConfig {
 #[derive(Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a mapping such as { format: text, level: info }"
+    expecting = "a mapping such as { format: text, level: info, slow_query: 1s }"
 )]
 struct RawLog {
     #[serde(default)]
     format: RawLogFormat,
     #[serde(default = "default_level", deserialize_with = "de::parse::<de::LogLevel, _>")]
     level: String,
+    #[serde(
+        default = "default_slow_query",
+        deserialize_with = "de::parse::<de::AnyDuration, _>"
+    )]
+    slow_query: Duration,
 }
 
 impl Default for RawLog {
@@ -101,12 +106,17 @@ impl Default for RawLog {
         RawLog {
             format: RawLogFormat::default(),
             level: default_level(),
+            slow_query: default_slow_query(),
         }
     }
 }
 
 fn default_level() -> String {
     "info".to_owned()
+}
+
+fn default_slow_query() -> Duration {
+    Duration::from_secs(1)
 }
 
 impl From<RawLog> for LogConfig {
@@ -118,6 +128,7 @@ impl From<RawLog> for LogConfig {
         LogConfig {
             format,
             level: raw.level,
+            slow_query: raw.slow_query,
         }
     }
 }

@@ -40,6 +40,7 @@ fn defaults_apply_when_omitted() {
     assert_eq!(config.admin_listen.to_string(), "127.0.0.1:9033");
     assert_eq!(config.log.format, LogFormat::Text);
     assert_eq!(config.log.level, "info");
+    assert_eq!(config.log.slow_query, Duration::from_secs(1));
     assert!(config.tls.is_none());
     assert_eq!(config.backend.connect_timeout, Duration::from_secs(2));
     assert_eq!(config.backend.pool_max, 256);
@@ -402,4 +403,22 @@ fn bad_freshness_values_have_line() {
     assert_error(&long, 7, "longer than 64 characters");
     let zero_wait = parse(&format!("{MINIMAL}freshness: {{ max_wait: 0ms }}\n")).expect("0ms wait");
     assert_eq!(zero_wait.freshness.max_wait, Duration::ZERO);
+}
+
+#[test]
+fn slow_query_threshold_is_read() {
+    let log = |v: &str| parse(&format!("{MINIMAL}log:\n  slow_query: {v}\n"));
+    assert_eq!(
+        log("250ms").expect("250ms").log.slow_query,
+        Duration::from_millis(250)
+    );
+    // 0s disables the slow-query log.
+    assert_eq!(log("0s").expect("0s").log.slow_query, Duration::ZERO);
+    assert_error(&format!("{MINIMAL}log:\n  slow_query: 2\n"), 7, "has no unit");
+    assert_error(&format!("{MINIMAL}log:\n  slow_query: -1s\n"), 7, "negative");
+    assert_error(
+        &format!("{MINIMAL}log:\n  slow_queries: 1s\n"),
+        7,
+        "unknown field `slow_queries`",
+    );
 }

@@ -58,6 +58,8 @@ pub struct ReplicaMonitor {
     pub lag_writes: AtomicU64,
     pub probe_failures: AtomicU64,
     pub last_probe_us: AtomicU64,
+    /// Probe round trips, exported by `metrics::topology` at scrape time.
+    pub probe_seconds: crate::metrics::AtomicHistogram,
 }
 
 impl ReplicaMonitor {
@@ -164,6 +166,7 @@ impl GroupMonitor {
                 lag_writes: AtomicU64::new(0),
                 probe_failures: AtomicU64::new(0),
                 last_probe_us: AtomicU64::new(0),
+                probe_seconds: crate::metrics::AtomicHistogram::default(), // metrics
             })
             .collect();
         Arc::new(GroupMonitor {
@@ -178,6 +181,11 @@ impl GroupMonitor {
             history: Mutex::new(LagHistory::default()),
             warned_missing_table: AtomicBool::new(false),
         })
+    }
+
+    /// The counters replicas must reach (for metrics: master counter, lag).
+    pub fn target(&self) -> Arc<Counters> {
+        self.target.load_full()
     }
 
     /// Start the background probe loops.
@@ -272,6 +280,7 @@ impl GroupMonitor {
         };
         r.last_probe_us
             .store(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+        r.probe_seconds.observe(started.elapsed()); // metrics: probe latency histogram
         match &res {
             Ok(c) => {
                 r.counters.store(Arc::new(c.clone()));

@@ -178,8 +178,11 @@ pub async fn install(
             report.dropped.push(t.name.clone());
         }
     }
+    // Tables with a trigger that could not be replaced keep the old slot count.
+    let mut unfinished: HashSet<&str> = HashSet::new();
     for (name, table, event) in &plan {
         let (name, table) = (name.as_str(), table.as_str());
+        let failures = report.failed.len();
         let current = existing.get(name);
         let what = format!("CREATE TRIGGER {name}");
         let done = match current {
@@ -220,12 +223,20 @@ pub async fn install(
                 None => report.created.push(name.to_owned()),
             }
         }
+        if report.failed.len() > failures {
+            unfinished.insert(table);
+        }
     }
 
     // Rows beyond the slot count are no longer bumped by this db's triggers,
     // and rows of tables gone from the db (renamed, dropped) by no trigger.
+    let resized: Vec<String> = tables
+        .iter()
+        .filter(|t| !unfinished.contains(t.as_str()))
+        .map(|t| counter_key(db, t))
+        .collect();
+    report.rows_deleted += delete_rows(conn, counter_schema, &resized, Some(slots)).await?;
     let current: Vec<String> = tables.iter().map(|t| counter_key(db, t)).collect();
-    report.rows_deleted += delete_rows(conn, counter_schema, &current, Some(slots)).await?;
     let orphans = unused_rows(conn, counter_schema, db, &current).await?;
     report.rows_deleted += delete_rows(conn, counter_schema, &orphans, None).await?;
 

@@ -34,6 +34,8 @@ pub struct Authed {
     pub user: String,
     pub caps: CapabilityFlags,
     pub collation: u8,
+    /// MariaDB extended capabilities agreed with the client.
+    pub mariadb_ext: u32,
     pub db: Option<String>,
     /// Sequence id for the next packet to the client (the final OK/ERR).
     pub seq: u8,
@@ -53,6 +55,7 @@ pub enum HandshakeError {
 }
 
 const NATIVE: &[u8] = b"mysql_native_password";
+const SHA2: &[u8] = b"caching_sha2_password";
 
 pub async fn handshake(
     socket: TcpStream,
@@ -84,6 +87,12 @@ async fn handshake_inner(
         offered |= CapabilityFlags::CLIENT_SSL;
     }
     let version = shared.server_version.load_full();
+    let offered_ext = shared.offered_ext();
+    if offered_ext != 0 {
+        // Like a MariaDB server: no CLIENT_MYSQL bit, extended capabilities
+        // in the greeting's reserved bytes.
+        offered.remove(CapabilityFlags::CLIENT_LONG_PASSWORD);
+    }
     let mut scramble_2 = nonce[8..].to_vec();
     scramble_2.push(0);
     let mut first8 = [0u8; 8];
@@ -98,7 +107,10 @@ async fn handshake_inner(
         GREETING_COLLATION,
         StatusFlags::from_bits_truncate(SERVER_STATUS_AUTOCOMMIT),
         Some(NATIVE),
-    );
+    )
+    .with_mariadb_ext_capabilities(mysql_common::constants::MariadbCapabilities::from_bits_truncate(
+        offered_ext,
+    ));
     let mut buf = Vec::new();
     greeting.serialize(&mut buf);
     let mut seq = 0u8;
@@ -116,10 +128,13 @@ async fn handshake_inner(
             )
             .await);
         };
-        let ClientIo::Plain(tcp) = client.into_inner()? else {
+        let (ClientIo::Plain(tcp), early) = client.into_parts() else {
             return Err(ProtocolError::Malformed("TLS requested twice").into());
         };
-        let tls = acceptor.accept(tcp).await.map_err(ProtocolError::Io)?;
+        let tls = acceptor
+            .accept(super::io::Prefixed::new(early, tcp))
+            .await
+            .map_err(ProtocolError::Io)?;
         client = PacketStream::new(ClientIo::Tls(Box::new(tls)), HANDSHAKE_MAX_PACKET);
         p = client.read_packet().await?;
         seq = p.seq.wrapping_add(1);
@@ -160,6 +175,11 @@ async fn handshake_inner(
         .filter(|d| !d.is_empty())
         .map(|d| String::from_utf8_lossy(d).into_owned());
     let collation = resp.collation();
+    let mariadb_ext = if client_caps.contains(CapabilityFlags::CLIENT_LONG_PASSWORD) {
+        0
+    } else {
+        resp.mariadb_ext_capabilities().bits() & offered_ext
+    };
     let scramble = resp.scramble_buf().to_vec();
     let plugin = resp.auth_plugin().map(|p| p.clone().into_owned());
     drop(resp);
@@ -187,6 +207,7 @@ async fn handshake_inner(
         user: user_name,
         caps,
         collation,
+        mariadb_ext,
         db,
         seq,
         nonce,
@@ -211,6 +232,25 @@ pub(crate) async fn authenticate(
         None | Some(AuthPlugin::MysqlNativePassword) => {
             Ok(auth::verify_native(&user.credential, nonce, scramble))
         }
+        // The client picked caching_sha2 but answered the greeting's native
+        // scramble with nothing (it expects a switch): ask it for a
+        // caching_sha2 scramble of our nonce, then verify as usual.
+        Some(AuthPlugin::CachingSha2Password)
+            if scramble.is_empty()
+                && !matches!(&user.credential, Credential::Password(p) if p.is_empty())
+                && (matches!(user.credential, Credential::Password(_)) || client.get_ref().is_tls()) =>
+        {
+            let reply = switch_plugin(client, seq, SHA2, nonce).await?;
+            Box::pin(authenticate(
+                client,
+                seq,
+                user,
+                Some(AuthPlugin::CachingSha2Password),
+                nonce,
+                &reply,
+            ))
+            .await
+        }
         Some(AuthPlugin::CachingSha2Password) => match &user.credential {
             Credential::Password(pw) => {
                 if !auth::verify_sha2_fast(pw, nonce, scramble) {
@@ -234,20 +274,32 @@ pub(crate) async fn authenticate(
     }
 }
 
-async fn switch_to_native(
+/// Send an auth switch request for `plugin` with our nonce; returns the
+/// client's answer.
+async fn switch_plugin(
     client: &mut PacketStream<ClientIo>,
     seq: &mut u8,
-    user: &User,
+    plugin: &[u8],
     nonce: &[u8; 20],
-) -> Result<bool, ProtocolError> {
-    let mut req = Vec::with_capacity(1 + NATIVE.len() + 1 + 21);
+) -> Result<Vec<u8>, ProtocolError> {
+    let mut req = Vec::with_capacity(1 + plugin.len() + 1 + 21);
     req.push(0xfe);
-    req.extend_from_slice(NATIVE);
+    req.extend_from_slice(plugin);
     req.push(0);
     req.extend_from_slice(nonce);
     req.push(0);
     client.write_packet(seq, &req).await?;
     let p = client.read_packet().await?;
     *seq = p.seq.wrapping_add(1);
-    Ok(auth::verify_native(&user.credential, nonce, &p.payload))
+    Ok(p.payload.to_vec())
+}
+
+async fn switch_to_native(
+    client: &mut PacketStream<ClientIo>,
+    seq: &mut u8,
+    user: &User,
+    nonce: &[u8; 20],
+) -> Result<bool, ProtocolError> {
+    let reply = switch_plugin(client, seq, NATIVE, nonce).await?;
+    Ok(auth::verify_native(&user.credential, nonce, &reply))
 }

@@ -10,7 +10,46 @@ use tokio_rustls::server::TlsStream;
 
 pub enum ClientIo {
     Plain(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
+    Tls(Box<TlsStream<Prefixed>>),
+}
+
+/// A socket with some bytes already read from it in front: what the client
+/// sent right after its SSL request belongs to the TLS handshake.
+pub struct Prefixed {
+    prefix: bytes::BytesMut,
+    pub inner: TcpStream,
+}
+
+impl Prefixed {
+    pub fn new(prefix: bytes::BytesMut, inner: TcpStream) -> Prefixed {
+        Prefixed { prefix, inner }
+    }
+}
+
+impl AsyncRead for Prefixed {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let me = self.get_mut();
+        if !me.prefix.is_empty() {
+            let n = me.prefix.len().min(buf.remaining());
+            buf.put_slice(&me.prefix.split_to(n));
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut me.inner).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Prefixed {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
 }
 
 impl ClientIo {
@@ -56,7 +95,7 @@ impl ClientIo {
     pub fn peer_ip(&self) -> Option<String> {
         let tcp = match self {
             ClientIo::Plain(s) => s,
-            ClientIo::Tls(s) => s.get_ref().0,
+            ClientIo::Tls(s) => &s.get_ref().0.inner,
         };
         tcp.peer_addr().ok().map(|a| a.ip().to_string())
     }

@@ -26,6 +26,8 @@ pub struct Shared {
     pub metrics: Arc<Metrics>,
     /// Freshness state per backend group (same order as `topology.groups`).
     pub monitors: Vec<Arc<GroupMonitor>>,
+    /// MariaDB extended capabilities of the master (0 until known).
+    backend_ext: std::sync::atomic::AtomicU32,
     /// Largest packet accepted from a client.
     pub max_packet: usize,
 }
@@ -47,11 +49,23 @@ impl Shared {
             topology,
             tls,
             server_version: ArcSwap::from_pointee(FALLBACK_VERSION.to_string()),
+            backend_ext: std::sync::atomic::AtomicU32::new(0),
             next_conn_id: AtomicU32::new(1),
             metrics,
             monitors,
             max_packet: 1 << 30,
         }
+    }
+
+    /// Record the master's MariaDB extended capabilities.
+    pub fn learn_backend_ext(&self, ext: u32) {
+        self.backend_ext.store(ext, Ordering::Relaxed);
+    }
+
+    /// The MariaDB extended capabilities sluice offers clients: those it can
+    /// relay that the master has.
+    pub fn offered_ext(&self) -> u32 {
+        self.backend_ext.load(Ordering::Relaxed) & crate::protocol::consts::MARIADB_RELAYED_EXT
     }
 
     pub fn next_conn_id(&self) -> u32 {

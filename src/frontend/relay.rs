@@ -75,6 +75,7 @@ pub async fn response(
             let step = tracker.feed(h.len, &backend.rbuf[4..4 + h.len]);
             let at = client.wbuf.len();
             client.wbuf.extend_from_slice(&backend.rbuf[..h.total()]);
+            tracker.relayed_bytes += h.total() as u64;
             if let (true, Some(id), Some(_)) = (first, opts.prepare_id, tracker.prepared) {
                 // OK header at at+4, statement id at at+5..at+9.
                 client.wbuf[at + 5..at + 9].copy_from_slice(&id.to_le_bytes());

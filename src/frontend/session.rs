@@ -27,7 +27,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tokio::net::TcpStream;
-use tracing::{debug, info, warn};
+use tracing::{debug, info, warn, Instrument};
 
 use crate::backend::{BackendError, PoolKey, Pooled};
 use crate::error;
@@ -53,10 +53,12 @@ pub async fn run(socket: TcpStream, peer: SocketAddr, conn_id: u32, shared: Arc<
     let authed = match handshake::handshake(socket, peer, conn_id, &shared).await {
         Ok(a) => a,
         Err(HandshakeError::Refused(e)) => {
+            shared.metrics.login_refused(e.code); // metrics: refused, error by kind
             info!(%peer, error = %e, "client refused");
             return;
         }
         Err(e) => {
+            shared.metrics.handshake_failed(&e); // metrics: refused, error by kind
             debug!(%peer, error = %e, "handshake failed");
             return;
         }
@@ -123,6 +125,7 @@ impl Session {
         let key = PoolKey {
             caps: (a.caps & format_capabilities()).bits(),
             collation: a.collation,
+            mariadb_ext: a.mariadb_ext,
         };
         let monitor = shared.monitors[0].clone();
         Session {
@@ -168,26 +171,36 @@ impl Session {
                 }
                 Err(e) => {
                     if !e.is_disconnect() {
+                        self.shared.metrics.client_protocol_error(); // metrics: errors by kind
                         info!(error = %e, "client protocol error");
                     }
                     return;
                 }
             };
             self.reply_seq = pkt.seq.wrapping_add(1);
-            let Some(&cmd) = pkt.payload.first() else {
-                let _ = self.send_err(&error::bad_handshake("empty command packet")).await;
-                return;
-            };
+            // metrics: bytes in
+            self.shared.metrics.client_bytes_in(pkt.payload.len());
+            // An empty packet is answered like an unknown command, as MariaDB does.
+            let cmd = pkt.payload.first().copied().unwrap_or(COM_SLEEP);
             let p = &pkt.payload[..];
             let r = match cmd {
                 COM_QUIT => return,
                 COM_PING => self.send_ok().await,
-                COM_QUERY => self.query(p).await,
+                // A span per statement (free unless DEBUG is enabled).
+                COM_QUERY => {
+                    self.query(p)
+                        .instrument(tracing::debug_span!("statement", command = "query"))
+                        .await
+                }
                 COM_INIT_DB => self.init_db(p).await,
                 COM_FIELD_LIST => self.simple(p, ResponseKind::FieldList).await,
                 COM_STATISTICS => self.simple(p, ResponseKind::Single).await,
                 COM_STMT_PREPARE => self.stmt_prepare(p).await,
-                COM_STMT_EXECUTE => self.stmt_execute(p).await,
+                COM_STMT_EXECUTE => {
+                    self.stmt_execute(p)
+                        .instrument(tracing::debug_span!("statement", command = "execute"))
+                        .await
+                }
                 COM_STMT_FETCH => self.stmt_follow(p, ResponseKind::Fetch).await,
                 COM_STMT_RESET => self.stmt_follow(p, ResponseKind::Single).await,
                 COM_STMT_SEND_LONG_DATA => self.stmt_long_data(p).await,
@@ -200,6 +213,7 @@ impl Session {
             if r.is_err() {
                 return;
             }
+            self.client.trim();
         }
     }
 
@@ -411,7 +425,7 @@ impl Session {
         // connection must not serve another client afterwards. Replicas
         // would not know it: keep this session on the master.
         if let Some(m) = self.master.as_mut() {
-            m.conn.broken = true;
+            m.conn.no_reuse = true;
         }
         self.pin = Some("set_option");
         r
@@ -543,9 +557,7 @@ impl Session {
 
     async fn stmt_execute(&mut self, payload: &[u8]) -> CmdResult {
         let Some(id) = prepared::stmt_id(payload) else {
-            return self
-                .send_err(&error::bad_handshake("malformed COM_STMT_EXECUTE"))
-                .await;
+            return self.send_err(&error::malformed_packet()).await;
         };
         let Some(stmt) = self.stmts.stmts.get(&id) else {
             return self
@@ -565,9 +577,7 @@ impl Session {
             .metrics
             .route(route.conn == Conn::Master, route.reason);
         let Some(layout) = prepared::execute_layout(payload, params) else {
-            return self
-                .send_err(&error::bad_handshake("malformed COM_STMT_EXECUTE"))
-                .await;
+            return self.send_err(&error::malformed_packet()).await;
         };
         let backend_id = match self.prepare_on(id, route.conn).await {
             Ok(b) => b,
@@ -641,9 +651,7 @@ impl Session {
     /// FETCH and RESET go where the statement last executed.
     async fn stmt_follow(&mut self, payload: &[u8], kind: ResponseKind) -> CmdResult {
         let Some(id) = prepared::stmt_id(payload) else {
-            return self
-                .send_err(&error::bad_handshake("malformed statement command"))
-                .await;
+            return self.send_err(&error::malformed_packet()).await;
         };
         let Some(stmt) = self.stmts.stmts.get(&id) else {
             let during = if kind == ResponseKind::Fetch {
@@ -774,6 +782,7 @@ impl Session {
                 self.shared
                     .server_version
                     .store(Arc::new(c.server_version.clone()));
+                self.shared.learn_backend_ext(c.server_mariadb_ext);
             }
             let gen = self.next_gen;
             self.next_gen += 1;
@@ -849,8 +858,15 @@ impl Session {
                 hold_final: hold,
                 prepare_id,
             };
+            let started = std::time::Instant::now(); // metrics: command latency, slow-query log
             match relay::command(&mut self.client, &mut h.conn.stream, payload, opts).await {
                 Ok(tracker) => {
+                    // metrics: latency per backend, server errors, slow-query log
+                    let slow = self.shared.config.log.slow_query;
+                    self.shared
+                        .metrics
+                        .command_done(0, conn, started, tracker.error, payload, slow);
+                    self.shared.metrics.relayed_bytes_out(tracker.relayed_bytes);
                     if conn == Conn::Master {
                         if let Some(st) = tracker.last_status {
                             self.status = st;
@@ -899,11 +915,13 @@ impl Session {
 
     async fn send_ok(&mut self) -> CmdResult {
         let p = ok_packet(0, 0, self.status, 0);
+        self.shared.metrics.client_bytes_out(p.len()); // metrics: bytes out
         let mut seq = self.reply_seq;
         self.client.write_packet(&mut seq, &p).await.map_err(|_| Closed)
     }
 
     async fn send_err(&mut self, e: &ErrPacket) -> CmdResult {
+        self.shared.metrics.error_code(e.code); // metrics: errors by kind
         let mut seq = self.reply_seq;
         self.client
             .write_packet(&mut seq, &e.encode())

@@ -58,10 +58,7 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
 async fn readyz(shared: &Shared) -> Response<Full<Bytes>> {
     let mut failures = Vec::new();
     for g in &shared.topology.groups {
-        let key = crate::backend::PoolKey {
-            caps: 0,
-            collation: 45,
-        };
+        let key = crate::backend::PoolKey::sluice_own();
         match g.master.get(key).await {
             Ok(mut c) => {
                 if let Err(e) = c.ping().await {

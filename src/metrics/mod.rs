@@ -1,39 +1,316 @@
 //! Prometheus metrics: one registry, typed handles, served over HTTP by
 //! `metrics::http`.
+//!
+//! Hot-path cost: every per-statement call below resolves its series once
+//! (label handles kept in arrays indexed by small enums or backend index)
+//! and then costs a few relaxed atomic adds; nothing is allocated or looked
+//! up by label strings per statement. Per-replica and per-pool values are not
+//! pushed at all: [`topology::TopologyCollector`] reads the freshness
+//! monitors' and pools' atomics when Prometheus scrapes.
+//!
+//! Labels are bounded: group and backend names come from the configuration,
+//! destinations, reasons and error kinds are fixed sets. Never SQL text or
+//! client addresses.
 
+pub mod atomic;
 pub mod http;
+pub mod slow;
+pub mod topology;
 
-use prometheus::{IntCounter, IntCounterVec, IntGauge, Opts, Registry};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use prometheus::{
+    Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
+};
+use tracing::warn;
+
+use crate::backend::Topology;
+use crate::freshness::monitor::GroupMonitor;
+use crate::frontend::handshake::HandshakeError;
+use crate::frontend::prepared::Conn;
+use crate::protocol::consts::{errcode, MAX_FRAME};
+
+pub use atomic::{AtomicHistogram, WaitStats};
+
+/// Where a statement went (the `destination` label).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Destination {
+    Master,
+    Replica,
+    /// Several shards (fan-out and merge).
+    Shards,
+}
+
+impl Destination {
+    pub const ALL: [Destination; 3] = [Destination::Master, Destination::Replica, Destination::Shards];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Destination::Master => "master",
+            Destination::Replica => "replica",
+            Destination::Shards => "shards",
+        }
+    }
+}
+
+/// Errors by kind (the `kind` label of `sluice_errors_total`): errors sent
+/// to clients, and client protocol violations that end a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// A backend could not be connected to (connect error, timeout, pool).
+    BackendUnreachable,
+    /// A backend connection broke during a command.
+    BackendLost,
+    /// A client login or COM_CHANGE_USER was refused.
+    AccessDenied,
+    /// A client broke the protocol (bad handshake, malformed or oversized
+    /// packet, unknown statement id).
+    ClientProtocol,
+    /// A command sluice does not support.
+    UnknownCommand,
+    /// The backend answered with an error (syntax, constraint, unknown
+    /// database, ...), or sluice refused the statement as a server would.
+    ServerError,
+}
+
+impl ErrorKind {
+    pub const ALL: [ErrorKind; 6] = [
+        ErrorKind::BackendUnreachable,
+        ErrorKind::BackendLost,
+        ErrorKind::AccessDenied,
+        ErrorKind::ClientProtocol,
+        ErrorKind::UnknownCommand,
+        ErrorKind::ServerError,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::BackendUnreachable => "backend_unreachable",
+            ErrorKind::BackendLost => "backend_lost",
+            ErrorKind::AccessDenied => "access_denied",
+            ErrorKind::ClientProtocol => "client_protocol",
+            ErrorKind::UnknownCommand => "unknown_command",
+            ErrorKind::ServerError => "server_error",
+        }
+    }
+
+    /// The kind of an error packet sluice sends, by its MySQL error code
+    /// (`crate::error` is where sluice picks those codes).
+    pub fn from_code(code: u16) -> ErrorKind {
+        match code {
+            errcode::CR_CONN_HOST_ERROR => ErrorKind::BackendUnreachable,
+            errcode::CR_SERVER_LOST => ErrorKind::BackendLost,
+            errcode::ER_ACCESS_DENIED_ERROR => ErrorKind::AccessDenied,
+            errcode::ER_UNKNOWN_COM_ERROR => ErrorKind::UnknownCommand,
+            errcode::ER_HANDSHAKE_ERROR
+            | errcode::ER_NET_PACKET_TOO_LARGE
+            | errcode::ER_NET_READ_ERROR
+            | errcode::ER_UNKNOWN_STMT_HANDLER
+            | errcode::ER_NOT_SUPPORTED_AUTH_MODE
+            | errcode::ER_MALFORMED_PACKET
+            | errcode::ER_SECURE_TRANSPORT_REQUIRED => ErrorKind::ClientProtocol,
+            _ => ErrorKind::ServerError,
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Every routing reason the router uses (`route.reason` in the session,
+/// [`crate::freshness::monitor::Fallback::as_str`],
+/// [`crate::router::classify::MasterReason::as_str`]). Known reasons get a
+/// pre-resolved counter; an unknown one still counts, through a label lookup.
+pub const REASONS: [&str; 28] = [
+    "write",
+    "transaction",
+    "session_state",
+    "command",
+    "prepare",
+    "statement",
+    "long_data",
+    "fresh_replica",
+    "read_only_transaction",
+    "user_variable",
+    "temporary_table",
+    "lock_tables",
+    "named_lock",
+    "set_option",
+    "no_replica",
+    "stale",
+    "replica_down",
+    "untracked_table",
+    "master_probe_failed",
+    "locking_read",
+    "select_into",
+    "lock_function",
+    "last_insert_id",
+    "found_rows",
+    "sequence",
+    "hint",
+    "multi_statement",
+    "side_effect",
+];
+
+/// Index into [`REASONS`]: a `match` on the string (length, then bytes), no
+/// hashing. Kept in the same order as [`REASONS`] (checked by a test).
+fn reason_index(reason: &str) -> Option<usize> {
+    Some(match reason {
+        "write" => 0,
+        "transaction" => 1,
+        "session_state" => 2,
+        "command" => 3,
+        "prepare" => 4,
+        "statement" => 5,
+        "long_data" => 6,
+        "fresh_replica" => 7,
+        "read_only_transaction" => 8,
+        "user_variable" => 9,
+        "temporary_table" => 10,
+        "lock_tables" => 11,
+        "named_lock" => 12,
+        "set_option" => 13,
+        "no_replica" => 14,
+        "stale" => 15,
+        "replica_down" => 16,
+        "untracked_table" => 17,
+        "master_probe_failed" => 18,
+        "locking_read" => 19,
+        "select_into" => 20,
+        "lock_function" => 21,
+        "last_insert_id" => 22,
+        "found_rows" => 23,
+        "sequence" => 24,
+        "hint" => 25,
+        "multi_statement" => 26,
+        "side_effect" => 27,
+        _ => return None,
+    })
+}
+
+/// Statement latency buckets (seconds): 100 µs to 10 s.
+pub const LATENCY_BUCKETS: &[f64] = &[
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+/// Shard fan-out buckets (number of shards a statement went to).
+pub const FANOUT_BUCKETS: &[f64] = &[1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 32.0, 64.0, 128.0];
+
+/// Pre-resolved series of one backend.
+struct BackendHandles {
+    /// The pool's label, e.g. "main replica0 127.0.0.1:3307" (for the
+    /// slow-query log, never a metric label).
+    label: String,
+    destination: Destination,
+    latency: Histogram,
+}
+
+type RouteCounters = [[OnceLock<IntCounter>; REASONS.len()]; 3];
 
 pub struct Metrics {
     pub registry: Registry,
     pub client_connections_open: IntGauge,
     pub client_connections_total: IntCounter,
-    /// Statements by destination (master/replica) and routing reason.
+    pub client_connections_refused: IntCounter,
+    /// Statements by destination (master/replica/shards) and routing reason.
     pub routed: IntCounterVec,
+    /// `routed` children, resolved on first use: [destination][reason].
+    routed_known: Box<RouteCounters>,
+    errors: [IntCounter; ErrorKind::ALL.len()],
+    bytes_received: IntCounter,
+    bytes_sent: IntCounter,
+    statement_duration: HistogramVec,
+    /// [group][0 = master, 1 + i = replica i], set by [`Metrics::attach`].
+    backends: OnceLock<Vec<Vec<BackendHandles>>>,
+    shard_fanout: Histogram,
+    merged_rows: IntCounter,
+}
+
+fn counter(name: &str, help: &str) -> IntCounter {
+    IntCounter::new(name, help).expect("static metric")
 }
 
 impl Metrics {
     pub fn new() -> Metrics {
         let registry = Registry::new();
-        let client_connections_open =
-            IntGauge::new("sluice_client_connections", "Client connections currently open.")
-                .expect("static metric");
-        let client_connections_total =
-            IntCounter::new("sluice_client_connections_total", "Client connections accepted.")
-                .expect("static metric");
+        let client_connections_open = IntGauge::new(
+            "sluice_client_connections_open",
+            "Client connections currently open (logging in or logged in).",
+        )
+        .expect("static metric");
+        let client_connections_total = counter(
+            "sluice_client_connections_total",
+            "Client TCP connections accepted.",
+        );
+        let client_connections_refused = counter(
+            "sluice_client_connections_refused_total",
+            "Client connections that never completed the login: access denied, handshake errors, \
+             or timeouts and disconnects during the handshake.",
+        );
         let routed = IntCounterVec::new(
             Opts::new(
                 "sluice_routed_statements_total",
-                "Statements routed, by destination (master, replica) and reason.",
+                "Statements routed, by destination (master, replica, shards) and reason.",
             ),
             &["destination", "reason"],
         )
         .expect("static metric");
+        let errors_vec = IntCounterVec::new(
+            Opts::new(
+                "sluice_errors_total",
+                "Errors sent to clients, and client protocol violations, by kind.",
+            ),
+            &["kind"],
+        )
+        .expect("static metric");
+        // Every kind exists from the start, at 0: a rate of errors is then 0,
+        // not "no data".
+        let errors = ErrorKind::ALL.map(|k| errors_vec.with_label_values(&[k.as_str()]));
+        let bytes_received = counter(
+            "sluice_client_received_bytes_total",
+            "Bytes of client commands received (MySQL packets with their headers; TLS overhead \
+             and LOCAL INFILE data not included).",
+        );
+        let bytes_sent = counter(
+            "sluice_client_sent_bytes_total",
+            "Bytes sent to clients: relayed backend responses and sluice's own packets, \
+             headers included (TLS overhead not included).",
+        );
+        let statement_duration = HistogramVec::new(
+            HistogramOpts::new(
+                "sluice_statement_duration_seconds",
+                "Time from sending a command to a backend until its whole response was relayed \
+                 to the client, by group, destination and backend.",
+            )
+            .buckets(LATENCY_BUCKETS.to_vec()),
+            &["group", "destination", "backend"],
+        )
+        .expect("static metric");
+        let shard_fanout = Histogram::with_opts(
+            HistogramOpts::new(
+                "sluice_shard_fanout",
+                "Number of shards a sharded statement was sent to.",
+            )
+            .buckets(FANOUT_BUCKETS.to_vec()),
+        )
+        .expect("static metric");
+        let merged_rows = counter(
+            "sluice_merged_rows_total",
+            "Rows read from shards by the cross-shard merge.",
+        );
         for c in [
             Box::new(routed.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(client_connections_open.clone()),
             Box::new(client_connections_total.clone()),
+            Box::new(client_connections_refused.clone()),
+            Box::new(errors_vec),
+            Box::new(bytes_received.clone()),
+            Box::new(bytes_sent.clone()),
+            Box::new(statement_duration.clone()),
+            Box::new(shard_fanout.clone()),
+            Box::new(merged_rows.clone()),
         ] {
             registry.register(c).expect("unique metric names");
         }
@@ -41,14 +318,144 @@ impl Metrics {
             registry,
             client_connections_open,
             client_connections_total,
+            client_connections_refused,
             routed,
+            routed_known: Box::new(std::array::from_fn(|_| std::array::from_fn(|_| OnceLock::new()))),
+            errors,
+            bytes_received,
+            bytes_sent,
+            statement_duration,
+            backends: OnceLock::new(),
+            shard_fanout,
+            merged_rows,
         }
     }
 
-    /// Count one routing decision. Reasons are a fixed set of static labels.
+    /// Connect the metrics to the live topology: resolve the per-backend
+    /// latency series and register the scrape-time collector of replica
+    /// freshness and pool state. Called once at startup (`app::run`); later
+    /// calls do nothing.
+    pub fn attach(&self, topology: &Topology, monitors: &[Arc<GroupMonitor>]) {
+        let handles = topology
+            .groups
+            .iter()
+            .map(|g| {
+                let mut v = Vec::with_capacity(1 + g.replicas.len());
+                let mut add = |label: &str, destination: Destination, backend: &str| {
+                    v.push(BackendHandles {
+                        label: label.to_owned(),
+                        destination,
+                        latency: self.statement_duration.with_label_values(&[
+                            g.name.as_str(),
+                            destination.as_str(),
+                            backend,
+                        ]),
+                    });
+                };
+                add(&g.master.label, Destination::Master, "master");
+                for (i, r) in g.replicas.iter().enumerate() {
+                    add(&r.pool.label, Destination::Replica, &topology::replica_name(i));
+                }
+                v
+            })
+            .collect();
+        if self.backends.set(handles).is_err() {
+            return;
+        }
+        let collector = topology::TopologyCollector::new(topology, monitors);
+        if let Err(e) = self.registry.register(Box::new(collector)) {
+            warn!(error = %e, "cannot register the replica and pool metrics");
+        }
+    }
+
+    /// Count one routing decision to the master or a replica.
     pub fn route(&self, to_master: bool, reason: &'static str) {
-        let dest = if to_master { "master" } else { "replica" };
-        self.routed.with_label_values(&[dest, reason]).inc();
+        let dest = if to_master {
+            Destination::Master
+        } else {
+            Destination::Replica
+        };
+        self.route_to(dest, reason);
+    }
+
+    /// Count one routing decision. Reasons are static labels; the ones in
+    /// [`REASONS`] cost an atomic load and add.
+    pub fn route_to(&self, dest: Destination, reason: &'static str) {
+        let d = dest as usize;
+        match reason_index(reason) {
+            Some(i) => self.routed_known[d][i]
+                .get_or_init(|| self.routed.with_label_values(&[dest.as_str(), REASONS[i]]))
+                .inc(),
+            None => self.routed.with_label_values(&[dest.as_str(), reason]).inc(),
+        }
+    }
+
+    /// A command relayed by backend `conn` of group `group` completed
+    /// (`failed`: the backend answered with an error). Records its latency
+    /// and logs it when it took at least `slow_query` (0 = never).
+    pub fn command_done(
+        &self,
+        group: usize,
+        conn: Conn,
+        started: Instant,
+        failed: bool,
+        payload: &[u8],
+        slow_query: Duration,
+    ) {
+        let elapsed = started.elapsed();
+        let index = match conn {
+            Conn::Master => 0,
+            Conn::Replica(i) => i + 1,
+        };
+        let backend = self
+            .backends
+            .get()
+            .and_then(|g| g.get(group))
+            .and_then(|b| b.get(index));
+        if let Some(b) = backend {
+            b.latency.observe(elapsed.as_secs_f64());
+        }
+        if failed {
+            self.error(ErrorKind::ServerError);
+        }
+        if !slow_query.is_zero() && elapsed >= slow_query {
+            let (dest, label) = match (backend, conn) {
+                (Some(b), _) => (b.destination, b.label.as_str()),
+                (None, Conn::Master) => (Destination::Master, ""),
+                (None, Conn::Replica(_)) => (Destination::Replica, ""),
+            };
+            slow::log(elapsed, dest.as_str(), label, payload);
+        }
+    }
+
+    pub fn error(&self, kind: ErrorKind) {
+        self.errors[kind.index()].inc();
+    }
+
+    /// A client broke the protocol after logging in (the session ends).
+    pub fn client_protocol_error(&self) {
+        self.error(ErrorKind::ClientProtocol);
+    }
+
+    /// An error packet with MySQL error `code` was sent to a client.
+    pub fn error_code(&self, code: u16) {
+        self.error(ErrorKind::from_code(code));
+    }
+
+    /// The login was refused with error `code` (sent to the client).
+    pub fn login_refused(&self, code: u16) {
+        self.client_connections_refused.inc();
+        self.error_code(code);
+    }
+
+    /// The handshake failed without a refusal. A client that broke the
+    /// protocol also counts as a `client_protocol` error; a timeout or a
+    /// plain disconnect does not.
+    pub fn handshake_failed(&self, e: &HandshakeError) {
+        self.client_connections_refused.inc();
+        if matches!(e, HandshakeError::Protocol(p) if !p.is_disconnect()) {
+            self.error(ErrorKind::ClientProtocol);
+        }
     }
 
     pub fn client_connected(&self) {
@@ -60,6 +467,33 @@ impl Metrics {
         self.client_connections_open.dec();
     }
 
+    /// A client packet with a payload of `len` bytes was read.
+    pub fn client_bytes_in(&self, len: usize) {
+        self.bytes_received.inc_by(framed_len(len));
+    }
+
+    /// A packet with a payload of `len` bytes was written to a client.
+    pub fn client_bytes_out(&self, len: usize) {
+        self.bytes_sent.inc_by(framed_len(len));
+    }
+
+    /// Bytes of a backend response relayed to the client (already framed).
+    pub fn relayed_bytes_out(&self, bytes: u64) {
+        self.bytes_sent.inc_by(bytes);
+    }
+
+    /// A sharded statement was sent to `shards` shards (called by the
+    /// sharding layer; counts the routing decision too).
+    pub fn shard_fanout(&self, shards: usize, reason: &'static str) {
+        self.shard_fanout.observe(shards as f64);
+        self.route_to(Destination::Shards, reason);
+    }
+
+    /// The cross-shard merge read `rows` rows from shards.
+    pub fn merged_rows(&self, rows: u64) {
+        self.merged_rows.inc_by(rows);
+    }
+
     /// The text exposition format.
     pub fn render(&self) -> String {
         let families = self.registry.gather();
@@ -69,8 +503,106 @@ impl Metrics {
     }
 }
 
+/// Bytes on the wire for a payload of `len`: 4-byte header per frame of at
+/// most 16 MiB - 1 (a payload of exactly a multiple gets an empty last frame).
+fn framed_len(len: usize) -> u64 {
+    (len + 4 * (len / MAX_FRAME + 1)) as u64
+}
+
 impl Default for Metrics {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reason_index_matches_reasons() {
+        for (i, r) in REASONS.iter().enumerate() {
+            assert_eq!(reason_index(r), Some(i), "{r}");
+        }
+        assert_eq!(reason_index("no_such_reason"), None);
+    }
+
+    #[test]
+    fn router_reasons_are_all_known() {
+        use crate::freshness::monitor::Fallback;
+        for f in [
+            Fallback::NoReplica,
+            Fallback::Stale,
+            Fallback::Down,
+            Fallback::Untracked,
+            Fallback::MasterProbeFailed,
+        ] {
+            assert!(reason_index(f.as_str()).is_some(), "{}", f.as_str());
+        }
+        use crate::router::classify::MasterReason as M;
+        for r in [
+            M::LockingRead,
+            M::SelectInto,
+            M::LockFunction,
+            M::LastInsertId,
+            M::FoundRows,
+            M::Sequence,
+            M::UserVariable,
+            M::Hint,
+            M::MultiStatement,
+            M::SideEffect,
+        ] {
+            assert!(reason_index(r.as_str()).is_some(), "{}", r.as_str());
+        }
+    }
+
+    #[test]
+    fn routes_and_errors_are_exported() {
+        let m = Metrics::new();
+        m.route(true, "write");
+        m.route(true, "write");
+        m.route(false, "fresh_replica");
+        m.route(true, "some_new_reason");
+        m.error_code(errcode::CR_SERVER_LOST);
+        m.login_refused(errcode::ER_ACCESS_DENIED_ERROR);
+        m.client_bytes_in(10);
+        m.shard_fanout(3, "sharded");
+        m.merged_rows(7);
+        let text = m.render();
+        for line in [
+            "sluice_routed_statements_total{destination=\"master\",reason=\"write\"} 2",
+            "sluice_routed_statements_total{destination=\"replica\",reason=\"fresh_replica\"} 1",
+            "sluice_routed_statements_total{destination=\"master\",reason=\"some_new_reason\"} 1",
+            "sluice_routed_statements_total{destination=\"shards\",reason=\"sharded\"} 1",
+            "sluice_errors_total{kind=\"backend_lost\"} 1",
+            "sluice_errors_total{kind=\"access_denied\"} 1",
+            "sluice_errors_total{kind=\"unknown_command\"} 0",
+            "sluice_client_connections_refused_total 1",
+            "sluice_client_received_bytes_total 14",
+            "sluice_shard_fanout_count 1",
+            "sluice_merged_rows_total 7",
+        ] {
+            assert!(text.contains(line), "missing {line} in\n{text}");
+        }
+    }
+
+    #[test]
+    fn error_codes_map_to_kinds() {
+        assert_eq!(ErrorKind::from_code(2003), ErrorKind::BackendUnreachable);
+        assert_eq!(ErrorKind::from_code(2013), ErrorKind::BackendLost);
+        assert_eq!(ErrorKind::from_code(1045), ErrorKind::AccessDenied);
+        assert_eq!(ErrorKind::from_code(1047), ErrorKind::UnknownCommand);
+        assert_eq!(ErrorKind::from_code(1153), ErrorKind::ClientProtocol);
+        assert_eq!(ErrorKind::from_code(1049), ErrorKind::ServerError);
+        for (i, k) in ErrorKind::ALL.iter().enumerate() {
+            assert_eq!(k.index(), i);
+        }
+    }
+
+    #[test]
+    fn framing_overhead() {
+        assert_eq!(framed_len(0), 4);
+        assert_eq!(framed_len(7), 11);
+        assert_eq!(framed_len(MAX_FRAME), (MAX_FRAME + 8) as u64);
     }
 }

@@ -11,7 +11,12 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use super::consts::MAX_FRAME;
 use super::error::ProtocolError;
 
-const READ_CHUNK: usize = 16 * 1024;
+/// Bytes reserved per read. Small, because every idle client holds one read
+/// buffer; it grows when a peer sends more (and `trim` gives it back).
+const READ_CHUNK: usize = 8 * 1024;
+/// Buffers that grew beyond this during a big transfer are released once
+/// they are empty again, so thousands of idle sessions stay small.
+const KEEP_CAPACITY: usize = 64 * 1024;
 
 /// One logical packet (continuation frames joined).
 #[derive(Debug)]
@@ -59,8 +64,8 @@ impl<S> PacketStream<S> {
     pub fn new(io: S, max_packet: usize) -> Self {
         PacketStream {
             io,
-            rbuf: BytesMut::with_capacity(READ_CHUNK),
-            wbuf: BytesMut::with_capacity(READ_CHUNK),
+            rbuf: BytesMut::new(),
+            wbuf: BytesMut::new(),
             max_packet,
         }
     }
@@ -73,15 +78,20 @@ impl<S> PacketStream<S> {
         &mut self.io
     }
 
-    /// Give back the socket; fails if buffered, unread bytes would be lost
-    /// (e.g. a client that pipelined data behind its TLS request).
-    pub fn into_inner(self) -> Result<S, ProtocolError> {
-        if !self.rbuf.is_empty() {
-            return Err(ProtocolError::Malformed(
-                "unexpected data before the TLS handshake",
-            ));
+    /// Give back the socket and any bytes read but not consumed (a client
+    /// may send its TLS ClientHello right behind the SSL request).
+    pub fn into_parts(self) -> (S, BytesMut) {
+        (self.io, self.rbuf)
+    }
+
+    /// Release buffers that grew large, once they are empty.
+    pub fn trim(&mut self) {
+        if self.rbuf.is_empty() && self.rbuf.capacity() > KEEP_CAPACITY {
+            self.rbuf = BytesMut::new();
         }
-        Ok(self.io)
+        if self.wbuf.is_empty() && self.wbuf.capacity() > KEEP_CAPACITY {
+            self.wbuf = BytesMut::new();
+        }
     }
 
     /// Queue one logical packet, splitting it into frames. `seq` is the id of

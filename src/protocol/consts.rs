@@ -56,6 +56,14 @@ pub fn offered_capabilities() -> CapabilityFlags {
         | CapabilityFlags::CLIENT_DEPRECATE_EOF
 }
 
+/// MariaDB extended capabilities sluice relays when the backend offers them.
+/// Only EXTENDED_METADATA (extra type info in column definitions, e.g.
+/// `format=json`, `type=uuid`): it changes nothing the relay parses. Left
+/// out: PROGRESS (progress packets inside responses), STMT_BULK_OPERATIONS
+/// (a command sluice does not route), CACHE_METADATA (EXECUTE answers
+/// without column definitions, which depend on the connection's cache).
+pub const MARIADB_RELAYED_EXT: u32 = 0x0000_0008;
+
 /// The client capabilities that change what the server sends or accepts.
 /// A backend connection serving a client must have exactly these bits equal
 /// to the client's, so its bytes can be relayed untouched.
@@ -84,6 +92,7 @@ pub mod errcode {
     pub const ER_NOT_SUPPORTED_YET: u16 = 1235;
     pub const ER_UNKNOWN_STMT_HANDLER: u16 = 1243;
     pub const ER_NOT_SUPPORTED_AUTH_MODE: u16 = 1251;
+    pub const ER_MALFORMED_PACKET: u16 = 1835;
     pub const ER_SECURE_TRANSPORT_REQUIRED: u16 = 3159;
     /// Client-side code, sent by sluice when it cannot reach a backend: drivers
     /// and applications already treat it as "database unreachable".

@@ -81,6 +81,9 @@ pub struct ResponseTracker {
     pub prepared: Option<PreparedInfo>,
     /// OK packet numbers of the last OK seen (affected rows, insert id).
     pub last_ok: Option<(u64, u64)>,
+    /// Bytes of this response relayed to the client, headers included
+    /// (maintained by the relay, for metrics).
+    pub relayed_bytes: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,6 +108,7 @@ impl ResponseTracker {
             error: false,
             prepared: None,
             last_ok: None,
+            relayed_bytes: 0,
         }
     }
 

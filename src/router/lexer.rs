@@ -296,8 +296,19 @@ impl<'a> Tokens<'a> {
 
 /// Bytes of an unquoted identifier.
 pub fn is_ident_byte(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80
+    IDENT[c as usize]
 }
+
+static IDENT: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        let c = i as u8;
+        t[i] = c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80;
+        i += 1;
+    }
+    t
+};
 
 /// Whether a comment's text contains the word `master` (ASCII letters and
 /// digits around it make it part of another word; `_`, `:` etc. do not).
@@ -435,5 +446,113 @@ mod tests {
         assert_eq!(use_database(b"USE a; SELECT 1"), None);
         assert_eq!(use_database(b"USER"), None);
         assert_eq!(use_database(b"USE"), None);
+    }
+
+    fn toks(s: &[u8]) -> Vec<Token<'_>> {
+        Tokens::new(s).collect()
+    }
+
+    #[test]
+    fn tokens() {
+        use Token::*;
+        assert_eq!(
+            toks(b"SELECT a.b, 'x''y' , \"z\\\"\" FROM `t``u`;"),
+            vec![
+                Word(b"SELECT"),
+                Word(b"a"),
+                Dot,
+                Word(b"b"),
+                Comma,
+                Str(b"'x''y'"),
+                Comma,
+                Str(b"\"z\\\"\""),
+                Word(b"FROM"),
+                Quoted(b"`t``u`"),
+                Semi
+            ]
+        );
+        assert_eq!(
+            toks(b"@a := @@global.x = @'q' (1.5) 12abc $d"),
+            vec![
+                UserVar(b"a"),
+                Assign,
+                SysVar(b"global.x"),
+                Eq,
+                UserVar(b"'q'"),
+                LParen,
+                Number(b"1.5"),
+                RParen,
+                Word(b"12abc"),
+                Word(b"$d")
+            ]
+        );
+        // user@host is no variable.
+        assert_eq!(
+            toks(b"'u'@'h' u@h"),
+            vec![
+                Str(b"'u'"),
+                Op(b'@'),
+                Str(b"'h'"),
+                Word(b"u"),
+                Op(b'@'),
+                Word(b"h")
+            ]
+        );
+        assert_eq!(
+            toks(b"1--2"),
+            vec![Number(b"1"), Op(b'-'), Op(b'-'), Number(b"2")]
+        );
+        assert_eq!(
+            toks(b"1 -- 2\n3 # 4\n5 /* 6 */ 7"),
+            vec![Number(b"1"), Number(b"3"), Number(b"5"), Number(b"7")]
+        );
+        assert_eq!(
+            toks(b"/*!40101 a */ b /*M!100100 c*/"),
+            vec![Word(b"a"), Word(b"b"), Word(b"c")]
+        );
+        assert_eq!(toks(b"'abc"), vec![Unterminated]);
+        assert_eq!(toks(b"a /* b"), vec![Word(b"a"), Unterminated]);
+        assert_eq!(toks(b""), vec![]);
+    }
+
+    #[test]
+    fn token_options() {
+        let ansi = LexOptions {
+            ansi_quotes: true,
+            no_backslash_escapes: false,
+        };
+        let t: Vec<_> = Tokens::with_options(b"\"a\"\"b\"", ansi).collect();
+        assert_eq!(t, vec![Token::Quoted(b"\"a\"\"b\"")]);
+        let nbe = LexOptions {
+            ansi_quotes: false,
+            no_backslash_escapes: true,
+        };
+        let t: Vec<_> = Tokens::with_options(b"'a\\' x", nbe).collect();
+        assert_eq!(t, vec![Token::Str(b"'a\\'"), Token::Word(b"x")]);
+        assert_eq!(toks(b"'a\\' x"), vec![Token::Unterminated]);
+    }
+
+    #[test]
+    fn master_hints() {
+        let hint = |s: &[u8]| {
+            let mut t = Tokens::new(s);
+            t.by_ref().for_each(drop);
+            t.master_hint()
+        };
+        assert!(hint(b"/*master*/ SELECT 1"));
+        assert!(hint(b"SELECT 1 -- sluice:MASTER"));
+        assert!(!hint(b"SELECT 'master'"));
+        assert!(!hint(b"/* masterful */"));
+        assert!(!hint(b"/*!master */"));
+    }
+
+    #[test]
+    fn unquote() {
+        assert_eq!(unquote_ident(b"`a``b`"), Some("a`b".into()));
+        assert_eq!(unquote_ident(b"\"a\"\"b\""), Some("a\"b".into()));
+        assert_eq!(unquote_ident(b"``"), Some(String::new()));
+        assert_eq!(unquote_ident(b"`\xff`"), None);
+        assert_eq!(unquote_ident(b"`"), None);
+        assert_eq!(unquote_ident(b""), None);
     }
 }

@@ -635,8 +635,13 @@ impl Server {
     }
 
     /// mysql_async URL: `mysql://user:password@127.0.0.1:PORT/db` (db may be "").
+    /// `prefer_socket=false`: otherwise mysql_async asks for `@@socket` and
+    /// silently moves to the server's unix socket.
     pub fn url(&self, user: &str, password: &str, db: &str) -> String {
-        format!("mysql://{user}:{password}@127.0.0.1:{}/{db}", self.port)
+        format!(
+            "mysql://{user}:{password}@127.0.0.1:{}/{db}?prefer_socket=false",
+            self.port
+        )
     }
 
     /// URL for the all-privileged `sluice` account.
@@ -655,7 +660,10 @@ impl Server {
 
     fn client(&self, conn: &[String], db: Option<&str>, sql: &str) -> Result<String, String> {
         let mut cmd = Command::new(&binaries().client);
-        cmd.arg("--no-defaults").args(conn).arg("--connect-timeout=10");
+        cmd.arg("--no-defaults")
+            .args(conn)
+            .arg("--connect-timeout=10")
+            .arg("--default-character-set=utf8mb4");
         if let Some(db) = db {
             cmd.arg(format!("--database={db}"));
         }
@@ -1163,9 +1171,14 @@ impl Sluice {
         panic!("could not start sluice: {last}");
     }
 
-    /// mysql_async URL through sluice.
+    /// mysql_async URL through sluice. `prefer_socket=false`: otherwise
+    /// mysql_async asks for `@@socket` and would bypass sluice through the
+    /// master's unix socket.
     pub fn url(&self, user: &str, password: &str, db: &str) -> String {
-        format!("mysql://{user}:{password}@127.0.0.1:{}/{db}", self.port)
+        format!(
+            "mysql://{user}:{password}@127.0.0.1:{}/{db}?prefer_socket=false",
+            self.port
+        )
     }
 
     /// URL for the `app` user.

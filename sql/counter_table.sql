@@ -1,0 +1,39 @@
+-- sluice's counter table: the freshness signal.
+--
+-- What it is: every base table that sluice tracks has three triggers (AFTER INSERT,
+-- AFTER UPDATE, AFTER DELETE; see triggers_example.sql) that add 1 to a row of this
+-- table, inside the writing transaction. Replication carries the rows to each replica.
+-- A replica holds every write the master had committed when sluice read a counter row
+-- on the master if the replica's copy of that row is at least that value; sluice
+-- compares row by row (slot by slot), never sums.
+--
+-- Why slots: one row bumped by every writer would serialize all writers of a table on
+-- that row's lock until they commit. A write updates row (db.table, CONNECTION_ID() % slots)
+-- instead, so up to `slots` concurrent connections (freshness.slots, default 16) do not
+-- wait for each other. Each slot is compared separately.
+--
+-- Why the rows are pre-created: the triggers only UPDATE a row that already exists
+-- (`sluice triggers install` inserts rows 0..slots-1 for every tracked table, plus the
+-- `*` rows). An INSERT ... ON DUPLICATE KEY UPDATE in a trigger would take insert-
+-- intention and gap locks and could deadlock concurrent writers; an UPDATE of an existing
+-- primary key takes one record lock.
+--
+-- tbl = '*' are the rows sluice bumps itself after statements that fire no trigger
+-- (TRUNCATE, DDL) when they pass through sluice.
+--
+-- The character set and binary collation are explicit (the server default may be
+-- latin1 and case-insensitive): table names are case-sensitive on Linux and may be
+-- non-ASCII, and `db.table` must never match another table's row.
+--
+-- The schema name `sluice` is the default of freshness.schema in the configuration;
+-- the schema is never tracked itself. `sluice triggers install` runs these statements;
+-- running them by hand is equivalent. No DELIMITER is needed.
+
+CREATE DATABASE IF NOT EXISTS `sluice`;
+
+CREATE TABLE IF NOT EXISTS `sluice`.`counters` (
+  tbl  VARCHAR(192) NOT NULL COMMENT 'db.table the writes went to, or * for writes sluice bumps itself',
+  slot SMALLINT UNSIGNED NOT NULL COMMENT 'CONNECTION_ID() % slots: spreads row locks over several rows',
+  n    BIGINT UNSIGNED NOT NULL DEFAULT 0,
+  PRIMARY KEY (tbl, slot)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

@@ -1,0 +1,45 @@
+-- The three sluice triggers of one table, `shop`.`orders`, with the default counter
+-- schema `sluice` and 16 slots. This is exactly what `sluice triggers install --schema shop`
+-- creates for that table; do not edit the bodies by hand: sluice recognizes its triggers
+-- by name and body, and `install` replaces a sluice trigger whose body differs.
+--
+-- For every base table of a schema, generate the full script (counter table, rows,
+-- triggers) with
+--
+--   sluice triggers sql --schema shop > shop-triggers.sql          # tables read from the master
+--   sluice triggers sql --schema shop --tables orders,customers    # no server contacted
+--
+-- and run it with `mariadb -h MASTER -u ADMIN -p < shop-triggers.sql`, or let sluice do
+-- it: `sluice triggers install --schema shop` (idempotent; run it again after CREATE TABLE).
+--
+-- Notes:
+-- * Each body is a single statement, so no DELIMITER is needed and the mariadb/mysql
+--   client runs this file as is. MySQL cannot PREPARE a CREATE TRIGGER: send each
+--   statement as a plain (text protocol) query.
+-- * Triggers are named sluice_ai_<table>, sluice_au_<table>, sluice_ad_<table>. When that
+--   is longer than 64 characters: sluice_ai_ + the first 45 characters of the table name
+--   + _ + the first 8 hex digits of SHA-1(table name).
+-- * They coexist with the table's own triggers (MariaDB >= 10.2.3 and MySQL >= 5.7.2
+--   allow several triggers per event and timing); sluice never touches other triggers.
+-- * Names are quoted as identifiers (backticks doubled) and, in the body, as a string
+--   literal (quotes doubled, backslashes escaped: do not run this under the
+--   NO_BACKSLASH_ESCAPES sql_mode, the generated script turns it off).
+-- * The rows must exist before the triggers fire (an UPDATE of a missing row changes
+--   nothing): counter_table.sql, then these rows, then the triggers.
+
+SET NAMES utf8mb4;
+
+INSERT IGNORE INTO `sluice`.`counters` (tbl, slot) VALUES
+  ('*', 0), ('*', 1), ('*', 2), ('*', 3), ('*', 4), ('*', 5), ('*', 6), ('*', 7),
+  ('*', 8), ('*', 9), ('*', 10), ('*', 11), ('*', 12), ('*', 13), ('*', 14), ('*', 15);
+INSERT IGNORE INTO `sluice`.`counters` (tbl, slot) VALUES
+  ('shop.orders', 0), ('shop.orders', 1), ('shop.orders', 2), ('shop.orders', 3),
+  ('shop.orders', 4), ('shop.orders', 5), ('shop.orders', 6), ('shop.orders', 7),
+  ('shop.orders', 8), ('shop.orders', 9), ('shop.orders', 10), ('shop.orders', 11),
+  ('shop.orders', 12), ('shop.orders', 13), ('shop.orders', 14), ('shop.orders', 15);
+
+-- AFTER, FOR EACH ROW, inside the writing transaction: the counter moves if and only if
+-- the write commits, and the bump reaches a replica in the same transaction as the write.
+CREATE TRIGGER `shop`.`sluice_ai_orders` AFTER INSERT ON `shop`.`orders` FOR EACH ROW UPDATE `sluice`.`counters` SET n = n + 1 WHERE tbl = 'shop.orders' AND slot = CONNECTION_ID() % 16;
+CREATE TRIGGER `shop`.`sluice_au_orders` AFTER UPDATE ON `shop`.`orders` FOR EACH ROW UPDATE `sluice`.`counters` SET n = n + 1 WHERE tbl = 'shop.orders' AND slot = CONNECTION_ID() % 16;
+CREATE TRIGGER `shop`.`sluice_ad_orders` AFTER DELETE ON `shop`.`orders` FOR EACH ROW UPDATE `sluice`.`counters` SET n = n + 1 WHERE tbl = 'shop.orders' AND slot = CONNECTION_ID() % 16;

@@ -1,0 +1,305 @@
+//! Per-replica and per-pool metrics, computed when Prometheus scrapes: a
+//! custom collector reads the freshness monitors' and backend pools'
+//! atomics. No background task, and nothing on the query path.
+//!
+//! Labels: `group` (the configured group name), `replica` / `backend`
+//! ("master", "replica0", "replica1", ... in configuration order). The
+//! address of each backend is in `sluice_backend_info`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use prometheus::core::{Collector, Desc};
+use prometheus::proto::{self, MetricType};
+
+use crate::backend::{BackendPool, Topology};
+use crate::config::FreshnessMode;
+use crate::freshness::monitor::GroupMonitor;
+use crate::freshness::state::Scope;
+
+/// The `replica`/`backend` label of replica `i` of a group.
+pub fn replica_name(i: usize) -> String {
+    format!("replica{i}")
+}
+
+struct Family {
+    name: &'static str,
+    help: &'static str,
+    kind: MetricType,
+    labels: &'static [&'static str],
+}
+
+const fn family(
+    name: &'static str,
+    help: &'static str,
+    kind: MetricType,
+    labels: &'static [&'static str],
+) -> Family {
+    Family {
+        name,
+        help,
+        kind,
+        labels,
+    }
+}
+
+const GAUGE: MetricType = MetricType::GAUGE;
+const COUNTER: MetricType = MetricType::COUNTER;
+const HISTOGRAM: MetricType = MetricType::HISTOGRAM;
+const BACKEND: &[&str] = &["group", "backend"];
+const REPLICA: &[&str] = &["group", "replica"];
+
+const BACKEND_INFO: usize = 0;
+const POOL_OPEN: usize = 1;
+const POOL_IN_USE: usize = 2;
+const POOL_WAITS: usize = 3;
+const POOL_WAIT_SECONDS: usize = 4;
+const MASTER_COUNTER: usize = 5;
+const REPLICA_COUNTER: usize = 6;
+const LAG_WRITES: usize = 7;
+const LAG_SECONDS: usize = 8;
+const HEALTHY: usize = 9;
+const FRESH: usize = 10;
+const PROBE_FAILURES: usize = 11;
+const PROBE_DURATION: usize = 12;
+
+const FAMILIES: [Family; 13] = [
+    family(
+        "sluice_backend_info",
+        "Configured backends: always 1, with the backend's address and role.",
+        GAUGE,
+        &["group", "backend", "role", "addr"],
+    ),
+    family(
+        "sluice_backend_pool_connections",
+        "Backend connections open in sluice's pools (idle or in use).",
+        GAUGE,
+        BACKEND,
+    ),
+    family(
+        "sluice_backend_pool_connections_in_use",
+        "Backend connections checked out by client sessions.",
+        GAUGE,
+        BACKEND,
+    ),
+    family(
+        "sluice_backend_pool_waits_total",
+        "Checkouts that found no idle backend connection and waited for a new or released one.",
+        COUNTER,
+        BACKEND,
+    ),
+    family(
+        "sluice_backend_pool_wait_seconds_total",
+        "Time spent by checkouts waiting for a backend connection.",
+        COUNTER,
+        BACKEND,
+    ),
+    family(
+        "sluice_master_counted_writes",
+        "Writes counted by sluice's triggers on the master (sum of the counter table, as last \
+         probed or seen after a write through sluice): the position replicas must reach.",
+        GAUGE,
+        &["group"],
+    ),
+    family(
+        "sluice_replica_counted_writes",
+        "Counted writes the replica has applied (sum of its counter table, as last probed).",
+        GAUGE,
+        REPLICA,
+    ),
+    family(
+        "sluice_replica_lag_writes",
+        "Replica lag in counted writes: master counter minus replica counter at the last probe.",
+        GAUGE,
+        REPLICA,
+    ),
+    family(
+        "sluice_replica_lag_seconds",
+        "Replica lag in time: how long ago the master reached the first counter value the \
+         replica has not reached yet (0 when caught up).",
+        GAUGE,
+        REPLICA,
+    ),
+    family(
+        "sluice_replica_healthy",
+        "1 when the replica's probes succeed (it is in rotation), else 0.",
+        GAUGE,
+        REPLICA,
+    ),
+    family(
+        "sluice_replica_fresh",
+        "1 when the replica is healthy and has every write the master had (all counter rows \
+         caught up), so it may serve any read; else 0.",
+        GAUGE,
+        REPLICA,
+    ),
+    family(
+        "sluice_replica_probe_failures_total",
+        "Replica probes that failed or timed out.",
+        COUNTER,
+        REPLICA,
+    ),
+    family(
+        "sluice_replica_probe_duration_seconds",
+        "Round-trip time of replica probes (reading the counter table).",
+        HISTOGRAM,
+        REPLICA,
+    ),
+];
+
+struct BackendView {
+    /// "master", "replica0", ...
+    name: String,
+    addr: String,
+    pool: Arc<BackendPool>,
+}
+
+struct GroupView {
+    name: String,
+    monitor: Option<Arc<GroupMonitor>>,
+    backends: Vec<BackendView>,
+}
+
+pub struct TopologyCollector {
+    groups: Vec<GroupView>,
+    descs: Vec<Desc>,
+}
+
+impl TopologyCollector {
+    /// `monitors` in the order of `topology.groups` (as in `Shared`).
+    pub fn new(topology: &Topology, monitors: &[Arc<GroupMonitor>]) -> TopologyCollector {
+        let groups = topology
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(gi, g)| {
+                let mut backends = vec![BackendView {
+                    name: "master".to_owned(),
+                    addr: g.master.addr().to_owned(),
+                    pool: g.master.clone(),
+                }];
+                backends.extend(g.replicas.iter().enumerate().map(|(i, r)| BackendView {
+                    name: replica_name(i),
+                    addr: r.pool.addr().to_owned(),
+                    pool: r.pool.clone(),
+                }));
+                GroupView {
+                    name: g.name.clone(),
+                    monitor: monitors.get(gi).cloned(),
+                    backends,
+                }
+            })
+            .collect();
+        let descs = FAMILIES
+            .iter()
+            .filter_map(|f| {
+                Desc::new(
+                    f.name.to_owned(),
+                    f.help.to_owned(),
+                    f.labels.iter().map(|l| (*l).to_owned()).collect(),
+                    HashMap::new(),
+                )
+                .ok()
+            })
+            .collect();
+        TopologyCollector { groups, descs }
+    }
+}
+
+fn labels(names: &[&str], values: &[&str]) -> Vec<proto::LabelPair> {
+    names
+        .iter()
+        .zip(values)
+        .map(|(n, v)| {
+            let mut l = proto::LabelPair::default();
+            l.set_name((*n).to_owned());
+            l.set_value((*v).to_owned());
+            l
+        })
+        .collect()
+}
+
+/// Samples of one family being built.
+struct Samples(Vec<proto::Metric>);
+
+impl Samples {
+    fn gauge(&mut self, f: &Family, values: &[&str], v: f64) {
+        let mut g = proto::Gauge::default();
+        g.set_value(v);
+        let mut m = proto::Metric::from_gauge(g);
+        m.set_label(labels(f.labels, values));
+        self.0.push(m);
+    }
+
+    fn counter(&mut self, f: &Family, values: &[&str], v: f64) {
+        let mut c = proto::Counter::default();
+        c.set_value(v);
+        let mut m = proto::Metric::from_label(labels(f.labels, values));
+        m.set_counter(c);
+        self.0.push(m);
+    }
+
+    fn histogram(&mut self, f: &Family, values: &[&str], h: proto::Histogram) {
+        let mut m = proto::Metric::from_label(labels(f.labels, values));
+        m.set_histogram(h);
+        self.0.push(m);
+    }
+}
+
+impl Collector for TopologyCollector {
+    fn desc(&self) -> Vec<&Desc> {
+        self.descs.iter().collect()
+    }
+
+    fn collect(&self) -> Vec<proto::MetricFamily> {
+        let mut s: Vec<Samples> = FAMILIES.iter().map(|_| Samples(Vec::new())).collect();
+        let f = &FAMILIES;
+        for g in &self.groups {
+            let group = g.name.as_str();
+            for b in &g.backends {
+                let role = if b.name == "master" { "master" } else { "replica" };
+                let key = [group, b.name.as_str()];
+                s[BACKEND_INFO].gauge(&f[BACKEND_INFO], &[group, &b.name, role, &b.addr], 1.0);
+                let (open, idle) = b.pool.status();
+                s[POOL_OPEN].gauge(&f[POOL_OPEN], &key, open as f64);
+                s[POOL_IN_USE].gauge(&f[POOL_IN_USE], &key, open.saturating_sub(idle) as f64);
+                s[POOL_WAITS].counter(&f[POOL_WAITS], &key, b.pool.waits.waits() as f64);
+                s[POOL_WAIT_SECONDS].counter(&f[POOL_WAIT_SECONDS], &key, b.pool.waits.wait_seconds());
+            }
+            let Some(mon) = &g.monitor else {
+                continue;
+            };
+            let target = mon.target();
+            s[MASTER_COUNTER].gauge(&f[MASTER_COUNTER], &[group], target.total() as f64);
+            for (i, r) in mon.replicas.iter().enumerate() {
+                let name = replica_name(i);
+                let key = [group, name.as_str()];
+                let counters = r.counters();
+                let healthy = r.is_healthy();
+                let fresh =
+                    healthy && (mon.mode == FreshnessMode::Off || counters.covers(&target, Scope::All));
+                let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+                s[REPLICA_COUNTER].gauge(&f[REPLICA_COUNTER], &key, counters.total() as f64);
+                s[LAG_WRITES].gauge(&f[LAG_WRITES], &key, load(&r.lag_writes) as f64);
+                s[LAG_SECONDS].gauge(&f[LAG_SECONDS], &key, load(&r.lag_ms) as f64 / 1000.0);
+                s[HEALTHY].gauge(&f[HEALTHY], &key, f64::from(u8::from(healthy)));
+                s[FRESH].gauge(&f[FRESH], &key, f64::from(u8::from(fresh)));
+                s[PROBE_FAILURES].counter(&f[PROBE_FAILURES], &key, load(&r.probe_failures) as f64);
+                s[PROBE_DURATION].histogram(&f[PROBE_DURATION], &key, r.probe_seconds.snapshot());
+            }
+        }
+        FAMILIES
+            .iter()
+            .zip(s)
+            .filter(|(_, samples)| !samples.0.is_empty())
+            .map(|(fam, samples)| {
+                let mut mf = proto::MetricFamily::default();
+                mf.set_name(fam.name.to_owned());
+                mf.set_help(fam.help.to_owned());
+                mf.set_field_type(fam.kind);
+                mf.set_metric(samples.0);
+                mf
+            })
+            .collect()
+    }
+}
