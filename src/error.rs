@@ -34,6 +34,12 @@ pub fn backend_error_packet(label: &str, addr: &str, err: &BackendError) -> ErrP
             "HY000",
             format!("Lost connection to MySQL server during query (sluice: backend {label}: {err})"),
         ),
+        // What the server itself says when it has no connection left.
+        BackendError::PoolFull { .. } => ErrPacket::new(
+            errcode::ER_CON_COUNT_ERROR,
+            "HY000",
+            format!("Too many connections (sluice: backend {label}: {err}; raise backend.pool_max)"),
+        ),
         BackendError::Unsupported(_) => ErrPacket::new(
             errcode::CR_CONN_HOST_ERROR,
             "HY000",

@@ -20,4 +20,7 @@ pub enum BackendError {
     Unsupported(String),
     #[error("pool: {0}")]
     Pool(String),
+    /// Every pooled connection is in use and none was freed in time.
+    #[error("all {max} connections to this backend are in use")]
+    PoolFull { max: usize },
 }

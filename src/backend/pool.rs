@@ -11,7 +11,40 @@ use deadpool::managed::{self, Metrics, RecycleError, RecycleResult};
 use super::conn::{BackendConn, ConnectParams, PoolKey};
 use super::error::BackendError;
 
-pub type Pooled = managed::Object<Manager>;
+/// A checked-out connection. Dropping it gives it back to its pool, except
+/// a connection that is broken or must not be reused: that one is detached
+/// and closed at once. (A pool only recycles on the next checkout, so a
+/// broken connection left in it would keep its socket, and a query the
+/// server is still streaming, alive until then.)
+pub struct Pooled(Option<managed::Object<Manager>>);
+
+impl std::ops::Deref for Pooled {
+    type Target = BackendConn;
+    fn deref(&self) -> &BackendConn {
+        // Always Some until drop.
+        self.0
+            .as_deref()
+            .unwrap_or_else(|| unreachable!("pooled connection used after drop"))
+    }
+}
+
+impl std::ops::DerefMut for Pooled {
+    fn deref_mut(&mut self) -> &mut BackendConn {
+        self.0
+            .as_deref_mut()
+            .unwrap_or_else(|| unreachable!("pooled connection used after drop"))
+    }
+}
+
+impl Drop for Pooled {
+    fn drop(&mut self) {
+        if let Some(obj) = self.0.take() {
+            if obj.broken || obj.no_reuse {
+                drop(managed::Object::take(obj));
+            }
+        }
+    }
+}
 
 pub struct Manager {
     params: ConnectParams,
@@ -108,10 +141,11 @@ impl BackendPool {
         let pool = self.pool_for(key)?;
         // metrics: pool waits and wait time (no idle connection: this checkout waits)
         let _wait = self.waits.begin(pool.status().available == 0);
-        pool.get().await.map_err(|e| match e {
+        pool.get().await.map(|o| Pooled(Some(o))).map_err(|e| match e {
             managed::PoolError::Backend(b) => b,
             managed::PoolError::Timeout(t) => match t {
                 managed::TimeoutType::Create => BackendError::Timeout(self.params.connect_timeout),
+                managed::TimeoutType::Wait => BackendError::PoolFull { max: self.max_size },
                 other => BackendError::Pool(format!("timed out waiting for a connection ({other:?})")),
             },
             other => BackendError::Pool(other.to_string()),

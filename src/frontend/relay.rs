@@ -38,6 +38,9 @@ pub struct Opts {
     pub hold_final: bool,
     /// COM_STMT_PREPARE: replace the backend's statement id with this one.
     pub prepare_id: Option<u32>,
+    /// (backend id, client id) of the statement a COM_STMT_* command names:
+    /// server errors that quote the id are rewritten to the client's.
+    pub stmt_ids: Option<(u32, u32)>,
 }
 
 /// Send `payload` (one command) to the backend and relay the complete
@@ -80,6 +83,9 @@ pub async fn response(
                 // OK header at at+4, statement id at at+5..at+9.
                 client.wbuf[at + 5..at + 9].copy_from_slice(&id.to_le_bytes());
             }
+            if let (Some((backend_id, client_id)), Some(0xff)) = (opts.stmt_ids, client.wbuf.get(at + 4)) {
+                rename_stmt_in_error(&mut client.wbuf, at, backend_id, client_id);
+            }
             backend.rbuf.advance(h.total());
             relayed = true;
             last_seq = h.seq;
@@ -120,6 +126,26 @@ pub async fn response(
             });
         }
     }
+}
+
+/// Rewrite "(backend id)" to "(client id)" in the ERR frame at `at` of `buf`
+/// (e.g. "Unknown prepared statement handler (311) given to ..."), so
+/// messages name the statement id the client knows.
+fn rename_stmt_in_error(buf: &mut bytes::BytesMut, at: usize, backend_id: u32, client_id: u32) {
+    let Some(err) = crate::protocol::packets::ErrPacket::parse(&buf[at + 4..]) else {
+        return;
+    };
+    let from = format!("({backend_id})");
+    if backend_id == client_id || !err.message.contains(&from) {
+        return;
+    }
+    let fixed = crate::protocol::packets::ErrPacket {
+        message: err.message.replacen(&from, &format!("({client_id})"), 1),
+        ..err
+    };
+    let mut seq = buf[at + 3];
+    buf.truncate(at);
+    crate::protocol::codec::queue_frames(buf, &mut seq, &fixed.encode());
 }
 
 /// Relay the client's file contents (frames up to an empty packet) to the

@@ -608,7 +608,14 @@ impl Session {
         prepared::set_stmt_id(&mut packet, backend_id);
         let hold = !read && self.monitor.mode == crate::config::FreshnessMode::Causal;
         let tracker = self
-            .run_on(route, &packet, ResponseKind::Execute, hold, None)
+            .run_on_stmt(
+                route,
+                &packet,
+                ResponseKind::Execute,
+                hold,
+                None,
+                Some((backend_id, id)),
+            )
             .await?;
         if tracker.is_some() && !read {
             if !self.in_transaction() {
@@ -680,7 +687,9 @@ impl Session {
             conn,
             reason: "statement",
         };
-        self.run_on(route, &packet, kind, false, None).await.map(drop)
+        self.run_on_stmt(route, &packet, kind, false, None, Some((backend_id, id)))
+            .await
+            .map(drop)
     }
 
     async fn stmt_long_data(&mut self, payload: &[u8]) -> CmdResult {
@@ -796,22 +805,21 @@ impl Session {
                 Conn::Replica(i) => self.replica = Some((i, held)),
             }
         }
-        let db = self.db.clone();
-        let sets = self.sets.clone();
-        let h = self.slot(conn).ok_or_else(|| lost(&pool.label))?;
-        if let Some(db) = db {
+        // Borrow the fields separately: nothing is cloned on this per-command path.
+        let h = slot_of(&mut self.master, &mut self.replica, conn).ok_or_else(|| lost(&pool.label))?;
+        if let Some(db) = &self.db {
             if h.conn.db.as_deref() != Some(db.as_str()) {
                 h.conn.dirty = true;
-                match h.conn.init_db(&db).await {
+                match h.conn.init_db(db).await {
                     Ok(Ok(())) => {}
                     Ok(Err(e)) => return Err(e),
                     Err(e) => return Err(error::backend_error_packet(&pool.label, pool.addr(), &e)),
                 }
             }
         }
-        while h.replayed < sets.len() {
+        while h.replayed < self.sets.len() {
             h.conn.dirty = true;
-            let sql = String::from_utf8_lossy(&sets[h.replayed]).into_owned();
+            let sql = String::from_utf8_lossy(&self.sets[h.replayed]).into_owned();
             match h.conn.query_drop(&sql).await {
                 Ok(Ok(())) => h.replayed += 1,
                 Ok(Err(e)) => return Err(e),
@@ -833,6 +841,20 @@ impl Session {
         hold: bool,
         prepare_id: Option<u32>,
     ) -> Result<Option<ResponseTracker>, Closed> {
+        self.run_on_stmt(route, payload, kind, hold, prepare_id, None)
+            .await
+    }
+
+    /// `run_on` for a COM_STMT_* command: `stmt_ids` = (backend id, client id).
+    async fn run_on_stmt(
+        &mut self,
+        route: Route,
+        payload: &[u8],
+        kind: ResponseKind,
+        hold: bool,
+        prepare_id: Option<u32>,
+        stmt_ids: Option<(u32, u32)>,
+    ) -> Result<Option<ResponseTracker>, Closed> {
         let mut conn = route.conn;
         loop {
             if let Err(e) = self.held(conn).await {
@@ -847,7 +869,6 @@ impl Session {
                 self.send_err(&e).await?;
                 return Ok(None);
             }
-            let label = self.label(conn);
             let Some(h) = slot_of(&mut self.master, &mut self.replica, conn) else {
                 return Ok(None);
             };
@@ -857,6 +878,7 @@ impl Session {
                 deprecate_eof: h.conn.deprecate_eof(),
                 hold_final: hold,
                 prepare_id,
+                stmt_ids,
             };
             let started = std::time::Instant::now(); // metrics: command latency, slow-query log
             match relay::command(&mut self.client, &mut h.conn.stream, payload, opts).await {
@@ -886,6 +908,7 @@ impl Session {
                     last_seq,
                 }) => {
                     h.conn.broken = true;
+                    let label = self.label(conn);
                     warn!(backend = %label, error = %err, "backend failed during a command");
                     if let (Conn::Replica(_), false, None) = (conn, relayed, self.ro_tx) {
                         if kind == ResponseKind::Query {
