@@ -13,6 +13,8 @@ pub mod error;
 pub mod freshness;
 pub mod frontend;
 pub mod logging;
+pub mod merge;
 pub mod metrics;
 pub mod protocol;
 pub mod router;
+pub mod shard;

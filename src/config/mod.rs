@@ -37,6 +37,14 @@ pub struct Config {
     pub backend: BackendSettings,
     /// When a read may go to a replica (section `freshness:`).
     pub freshness: Freshness,
+    /// Sharded tables (empty: no sharding).
+    pub sharding: Sharding,
+}
+
+/// `sharding:` — tables split into sub-tables `table_0..table_{N-1}`.
+#[derive(Debug, Clone, Default)]
+pub struct Sharding {
+    pub rules: crate::shard::ShardRules,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@
 use super::de::{self, ListItem};
 use super::{
     Backend, BackendSettings, Config, Credential, Freshness, FreshnessMode, Group, LogConfig, LogFormat,
-    TlsConfig, User,
+    Sharding, TlsConfig, User,
 };
 use serde::Deserialize;
 use std::net::SocketAddr;
@@ -44,6 +44,8 @@ pub(super) struct RawConfig {
     backend: RawBackendSettings,
     #[serde(default)]
     freshness: RawFreshness,
+    #[serde(default)]
+    sharding: RawSharding,
     #[serde(deserialize_with = "de::unique_list::<RawUser, _>")]
     users: Vec<User>,
     #[serde(deserialize_with = "de::unique_list::<RawGroup, _>")]
@@ -71,6 +73,7 @@ impl RawConfig {
                 ),
             });
         }
+        let sharding = self.sharding.resolve(&self.groups)?;
         Ok(Config {
             listen: self.listen,
             admin_listen: self.admin_listen,
@@ -80,6 +83,7 @@ impl RawConfig {
             groups: self.groups,
             backend: self.backend.into(),
             freshness: self.freshness.into(),
+            sharding,
         })
     }
 }
@@ -200,6 +204,125 @@ impl From<RawBackendSettings> for BackendSettings {
             connect_timeout: raw.connect_timeout,
             pool_max: raw.pool_max,
         }
+    }
+}
+
+/// `sharding:`: Atlas shorthand `db.table.column.N` entries and/or full rules.
+#[derive(Deserialize, Default)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping such as { tables: [\"shop.orders.customer_id.4\"] }"
+)]
+struct RawSharding {
+    #[serde(default)]
+    tables: Vec<RawAtlasTable>,
+    #[serde(default)]
+    rules: Vec<RawShardRule>,
+}
+
+/// One Atlas shorthand entry, checked while it is read (so errors name its line).
+struct RawAtlasTable(crate::shard::ShardRule);
+
+impl<'de> Deserialize<'de> for RawAtlasTable {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        crate::shard::parse_atlas(&s)
+            .map(RawAtlasTable)
+            .map_err(|e| serde::de::Error::custom(format!("`{s}`: {e}")))
+    }
+}
+
+/// The full form of a sharded table.
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping such as { table: shop.orders, key: customer_id, shards: 4 }"
+)]
+struct RawShardRule {
+    /// `db.table`
+    table: String,
+    key: String,
+    shards: u32,
+    #[serde(default)]
+    function: RawShardFn,
+    /// How string keys compare: `ci` (case-insensitive collations, default) or `bin`.
+    #[serde(default)]
+    key_collation: RawKeyCollation,
+    /// Group name per sub-table; empty: all in the first group.
+    #[serde(default)]
+    placement: Vec<String>,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum RawShardFn {
+    #[default]
+    Mod,
+    Hash,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum RawKeyCollation {
+    #[default]
+    Ci,
+    Bin,
+}
+
+impl RawSharding {
+    fn resolve(self, groups: &[Group]) -> Result<Sharding, SemanticError> {
+        let err = |message: String| SemanticError {
+            keys: &["sharding"],
+            message,
+        };
+        let mut tables: Vec<crate::shard::ShardRule> = self.tables.into_iter().map(|t| t.0).collect();
+        for r in self.rules {
+            let Some((db, table)) = r.table.split_once('.') else {
+                return Err(err(format!(
+                    "sharding.rules: table `{}` must be written db.table",
+                    r.table
+                )));
+            };
+            let function = match r.function {
+                RawShardFn::Mod => crate::shard::ShardFn::Mod,
+                RawShardFn::Hash => crate::shard::ShardFn::Hash,
+            };
+            let mut rule = crate::shard::ShardRule::new(db, table, &r.key, r.shards, function);
+            rule.collation = match r.key_collation {
+                RawKeyCollation::Ci => crate::shard::KeyCollation::Ci,
+                RawKeyCollation::Bin => crate::shard::KeyCollation::Bin,
+            };
+            if !r.placement.is_empty() {
+                if r.placement.len() != r.shards as usize {
+                    return Err(err(format!(
+                        "sharding.rules: {}: placement names {} groups for {} shards",
+                        r.table,
+                        r.placement.len(),
+                        r.shards
+                    )));
+                }
+                let mut placement = Vec::with_capacity(r.placement.len());
+                for name in &r.placement {
+                    match groups.iter().position(|g| &g.name == name) {
+                        Some(i) => placement.push(i),
+                        None => {
+                            return Err(err(format!(
+                                "sharding.rules: {}: placement names group `{name}`, which is not configured",
+                                r.table
+                            )))
+                        }
+                    }
+                }
+                rule.placement = placement;
+            }
+            tables.push(rule);
+        }
+        for t in &tables {
+            t.validate()
+                .map_err(|e| err(format!("sharding: {}.{}: {e}", t.db, t.table)))?;
+        }
+        let rules = crate::shard::ShardRules::new(tables).map_err(|e| err(format!("sharding: {e}")))?;
+        Ok(Sharding { rules })
     }
 }
 

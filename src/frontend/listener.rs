@@ -24,6 +24,8 @@ pub struct Shared {
     pub server_version: ArcSwap<String>,
     next_conn_id: AtomicU32,
     pub metrics: Arc<Metrics>,
+    /// Sharded tables (empty: sharding off).
+    pub shard_rules: crate::shard::ShardRules,
     /// Freshness state per backend group (same order as `topology.groups`).
     pub monitors: Vec<Arc<GroupMonitor>>,
     /// MariaDB extended capabilities of the master (0 until known).
@@ -39,6 +41,7 @@ pub const FALLBACK_VERSION: &str = "5.5.5-10.11.0-MariaDB-sluice";
 impl Shared {
     pub fn new(config: Config, tls: Option<TlsAcceptor>, metrics: Arc<Metrics>) -> Shared {
         let topology = Topology::from_config(&config);
+        let shard_rules = config.sharding.rules.clone();
         let monitors = config
             .groups
             .iter()
@@ -53,6 +56,7 @@ impl Shared {
             next_conn_id: AtomicU32::new(1),
             metrics,
             monitors,
+            shard_rules,
             max_packet: 1 << 30,
         }
     }

@@ -45,6 +45,9 @@ use super::listener::Shared;
 use super::prepared::{self, Conn, Registry, Stmt};
 use super::relay::{self, RelayError};
 
+#[path = "sharded.rs"]
+mod sharded;
+
 /// Replayable `SET` statements kept per session; beyond this the session is
 /// pinned to the master rather than growing without bound.
 const MAX_REPLAYED_SETS: usize = 64;
@@ -115,6 +118,8 @@ struct Session {
     pin: Option<&'static str>,
     /// The replica running the session's read-only transaction.
     ro_tx: Option<usize>,
+    /// The connection that ran the session's last statement.
+    last_conn: Conn,
     stmts: Registry,
     /// seq of the first reply packet (the one after the client's command).
     reply_seq: u8,
@@ -144,6 +149,7 @@ impl Session {
             sets: Vec::new(),
             pin: None,
             ro_tx: None,
+            last_conn: Conn::Master,
             stmts: Registry::default(),
             reply_seq: a.seq,
         }
@@ -279,6 +285,20 @@ impl Session {
             conn: Conn::Master,
             reason,
         };
+        // FOUND_ROWS() stays with the master, as the routing contract says
+        // (SQL_CALC_FOUND_ROWS reads are sent there too).
+        if c.refers_to_previous
+            && c.force_master != Some(classify::MasterReason::FoundRows)
+            && self.ro_tx.is_none()
+            && self.pin.is_none()
+        {
+            // SHOW WARNINGS, @@warning_count, FOUND_ROWS(), ...: the answer
+            // lives on the connection that ran the previous statement.
+            return Route {
+                conn: self.last_conn,
+                reason: "previous_statement",
+            };
+        }
         match &c.kind {
             Kind::Read => match c.force_master {
                 Some(r) if self.ro_tx.is_none() => master(r.as_str()),
@@ -298,7 +318,10 @@ impl Session {
 
     async fn query(&mut self, payload: &[u8]) -> CmdResult {
         let sql = &payload[1..];
-        let c = classify::classify(sql);
+        if self.try_sharded(sql).await? {
+            return Ok(());
+        }
+        let c = classify::classify_any_mode(sql);
         let route = self.route(&c).await;
         let on_master = route.conn == Conn::Master;
         let is_write = matches!(c.kind, Kind::Write | Kind::Commit) && on_master;
@@ -528,8 +551,11 @@ impl Session {
     // ----- prepared statements -------------------------------------------
 
     async fn stmt_prepare(&mut self, payload: &[u8]) -> CmdResult {
+        if let Some(e) = self.sharded_prepare_refusal(&payload[1..]) {
+            return self.send_err(&e).await;
+        }
         let sql = payload[1..].to_vec();
-        let c = classify::classify(&sql);
+        let c = classify::classify_any_mode(&sql);
         let read = c.kind == Kind::Read && c.force_master.is_none();
         let route = Route {
             conn: Conn::Master,
@@ -883,6 +909,7 @@ impl Session {
             let started = std::time::Instant::now(); // metrics: command latency, slow-query log
             match relay::command(&mut self.client, &mut h.conn.stream, payload, opts).await {
                 Ok(tracker) => {
+                    self.last_conn = conn;
                     // metrics: latency per backend, server errors, slow-query log
                     let slow = self.shared.config.log.slow_query;
                     self.shared

@@ -163,6 +163,36 @@ pub fn classify_with(sql: &[u8], opts: LexOptions) -> Classified {
     Scanner::new(sql, opts).run()
 }
 
+/// Classify without knowing the session's `sql_mode`: where strings end
+/// depends on NO_BACKSLASH_ESCAPES, so text with a backslash is classified
+/// both ways, and when the readings disagree the statement is treated as a
+/// write (it goes to the master untouched). Without a backslash both readings
+/// are the same and this costs nothing extra.
+pub fn classify_any_mode(sql: &[u8]) -> Classified {
+    let c = classify(sql);
+    if !sql.contains(&b'\\') {
+        return c;
+    }
+    let other = classify_with(
+        sql,
+        LexOptions {
+            ansi_quotes: false,
+            no_backslash_escapes: true,
+        },
+    );
+    if other.kind == c.kind
+        && other.force_master == c.force_master
+        && other.multi_statement == c.multi_statement
+    {
+        return c;
+    }
+    Classified {
+        kind: Kind::Write,
+        force_master: Some(MasterReason::SideEffect),
+        ..c
+    }
+}
+
 /// Is `autocommit` being set (for the session), and to what?
 /// (`SET autocommit=0`, `SET @@autocommit = OFF`, `SET SESSION autocommit=1`,
 /// `SET autocommit='ON'`, ...). The last assignment in the text wins. None when
@@ -1048,7 +1078,8 @@ fn ident_name(t: Token<'_>) -> Option<String> {
 
 struct Scanner<'a> {
     lx: Tokens<'a>,
-    /// The current token and the three before it.
+    /// Keywords of the current token and the three before it (None for
+    /// other words and for punctuation).
     hist: [Kw; 4],
     /// How the current statement starts.
     lead: Lead,
@@ -2661,5 +2692,23 @@ mod tests {
         for (r, label) in all {
             assert_eq!(r.as_str(), label);
         }
+    }
+}
+
+#[cfg(test)]
+mod any_mode_tests {
+    use super::*;
+
+    #[test]
+    fn backslash_ambiguity_goes_to_the_master() {
+        // One string under the default sql_mode, but a multi-statement with a
+        // DELETE under NO_BACKSLASH_ESCAPES: never a replica read.
+        let c = classify_any_mode(b"SELECT 'a\\' ; DELETE FROM t; -- '");
+        assert_eq!(c.kind, Kind::Write);
+        // Unambiguous backslashes keep their reading.
+        let c = classify_any_mode(b"SELECT 'a\\\\b' FROM t");
+        assert_eq!(c.kind, Kind::Read);
+        assert_eq!(c.force_master, None);
+        assert_eq!(classify_any_mode(b"SELECT 1").kind, Kind::Read);
     }
 }

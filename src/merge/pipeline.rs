@@ -1,0 +1,392 @@
+//! The merge pipeline: k-way merge → group merge → HAVING → DISTINCT → order_after →
+//! offset/limit, yielding the client's row payloads.
+
+use super::agg::{Acc, AggPlan};
+use super::having::{self, Tri};
+use super::kmerge::{cmp_rows, KMerge, OrderKey, RowSource};
+use super::spec::{AggKind, Expr, Limit, MergeSpec, SortKey};
+use super::value::{compare_opt, kind, orderable, ColumnMeta, Kind};
+use super::{MergeError, TextRow};
+use bytes::Bytes;
+use std::cmp::Ordering;
+use std::collections::HashSet;
+
+/// Merges shard results into the client's rows.
+pub struct Merger<S: RowSource> {
+    kmerge: KMerge<S>,
+    visible: usize,
+    limit: Option<Limit>,
+    distinct: bool,
+    group: Option<Grouping>,
+    out_metas: Vec<ColumnMeta>,
+    out_kinds: Vec<Kind>,
+    last_distinct: Option<TextRow>,
+    skipped: u64,
+    emitted: u64,
+    done: bool,
+}
+
+struct Grouping {
+    keys: Vec<(usize, Kind)>,
+    aggs: Vec<AggPlan>,
+    /// For each column, the index in `aggs` of the aggregate that produces it.
+    agg_at: Vec<Option<usize>>,
+    having: Option<Expr>,
+    order_after: Vec<OrderKey>,
+    pending: Option<TextRow>,
+    exhausted: bool,
+    sorted: Option<std::vec::IntoIter<TextRow>>,
+}
+
+fn invalid(msg: impl Into<String>) -> MergeError {
+    MergeError::InvalidSpec(msg.into())
+}
+
+fn unorderable() -> MergeError {
+    MergeError::Unsupported(
+        "ORDER BY, GROUP BY or DISTINCT on an ENUM, SET, JSON or GEOMETRY column across \
+         shards (the server orders them by internal value, not by their text)"
+            .to_string(),
+    )
+}
+
+/// Whether the first `keys.len()` sort keys name exactly the columns of `keys`.
+fn prefix_covers(order_by: &[SortKey], keys: &[usize]) -> bool {
+    order_by.len() >= keys.len() && {
+        let want: HashSet<usize> = keys.iter().copied().collect();
+        let got: HashSet<usize> = order_by[..keys.len()].iter().map(|k| k.col).collect();
+        want.len() == keys.len() && want == got
+    }
+}
+
+fn check_expr(e: &Expr, n: usize) -> Result<(), MergeError> {
+    match e {
+        Expr::Col(i) if *i >= n => Err(invalid(format!("HAVING column {i} out of range"))),
+        Expr::Col(_) | Expr::Lit(_) => Ok(()),
+        Expr::Cmp(a, _, b) | Expr::And(a, b) | Expr::Or(a, b) => {
+            check_expr(a, n)?;
+            check_expr(b, n)
+        }
+        Expr::Not(a) | Expr::IsNull(a) => check_expr(a, n),
+    }
+}
+
+impl<S: RowSource> Merger<S> {
+    /// Checks the spec against the shard columns (`metas`, one per shard column,
+    /// helpers included) and prepares the merge. [`MergeError::Unsupported`] means the
+    /// statement must be refused with error 1235; [`MergeError::InvalidSpec`] is a
+    /// planner bug.
+    pub fn new(sources: Vec<S>, spec: MergeSpec, metas: Vec<ColumnMeta>) -> Result<Self, MergeError> {
+        let n = metas.len();
+        if spec.visible == 0 || spec.visible > n {
+            return Err(invalid(format!(
+                "{} visible columns of {n} shard columns",
+                spec.visible
+            )));
+        }
+        for k in &spec.order_by {
+            let m = metas
+                .get(k.col)
+                .ok_or_else(|| invalid(format!("sort column {} out of range", k.col)))?;
+            if !orderable(m) {
+                return Err(unorderable());
+            }
+        }
+        let mut out_metas = metas.clone();
+        let group = match &spec.group {
+            None => None,
+            Some(g) => Some(Self::grouping(g, &spec, &metas, &mut out_metas)?),
+        };
+        if spec.distinct {
+            match &group {
+                None => {
+                    let all: Vec<usize> = (0..spec.visible).collect();
+                    if !prefix_covers(&spec.order_by, &all) {
+                        return Err(invalid(
+                            "DISTINCT needs the shards sorted by every visible column first",
+                        ));
+                    }
+                }
+                Some(g) => {
+                    // Groups are unique by their keys: DISTINCT is a no-op when every
+                    // key is visible, and cannot be streamed otherwise.
+                    if g.keys.iter().any(|(c, _)| *c >= spec.visible) {
+                        return Err(MergeError::Unsupported(
+                            "DISTINCT over grouped rows that do not select every GROUP BY column".to_string(),
+                        ));
+                    }
+                }
+            }
+        }
+        let out_kinds = out_metas.iter().map(kind).collect();
+        let kmerge = KMerge::new(sources, &spec.order_by, &metas)?;
+        Ok(Merger {
+            kmerge,
+            visible: spec.visible,
+            limit: spec.limit,
+            distinct: spec.distinct && group.is_none(),
+            group,
+            out_metas,
+            out_kinds,
+            last_distinct: None,
+            skipped: 0,
+            emitted: 0,
+            done: false,
+        })
+    }
+
+    fn grouping(
+        g: &super::spec::GroupSpec,
+        spec: &MergeSpec,
+        metas: &[ColumnMeta],
+        out_metas: &mut [ColumnMeta],
+    ) -> Result<Grouping, MergeError> {
+        let n = metas.len();
+        let mut keys = Vec::with_capacity(g.keys.len());
+        for &c in &g.keys {
+            let m = metas
+                .get(c)
+                .ok_or_else(|| invalid(format!("group key {c} out of range")))?;
+            keys.push((c, kind(m)));
+        }
+        if !prefix_covers(&spec.order_by, &g.keys) {
+            return Err(invalid("shards must sort partial groups by the group keys first"));
+        }
+        let mut agg_at: Vec<Option<usize>> = vec![None; n];
+        let mut aggs = Vec::with_capacity(g.aggs.len() + 1);
+        let mut distinct_col = None;
+        for a in &g.aggs {
+            if g.keys.contains(&a.col) {
+                return Err(invalid(format!(
+                    "column {} is both a key and an aggregate",
+                    a.col
+                )));
+            }
+            if agg_at.get(a.col).is_some_and(Option::is_some) {
+                return Err(invalid(format!("two aggregates in column {}", a.col)));
+            }
+            if a.kind == AggKind::CountDistinct {
+                if distinct_col.is_some_and(|c| c != a.col) {
+                    return Err(MergeError::Unsupported(
+                        "COUNT(DISTINCT) of two different expressions across shards".to_string(),
+                    ));
+                }
+                distinct_col = Some(a.col);
+            }
+            let plan = AggPlan::new(a, metas)?;
+            out_metas[a.col] = plan.output_meta(&metas[a.col]);
+            agg_at[a.col] = Some(aggs.len());
+            aggs.push(plan);
+        }
+        if let Some(x) = distinct_col {
+            if spec.order_by.get(g.keys.len()).map(|k| k.col) != Some(x) {
+                return Err(invalid(
+                    "COUNT(DISTINCT x) needs the shards sorted by the group keys, then x",
+                ));
+            }
+        }
+        // An AVG's count column is merged as a COUNT too (it may be visible or in HAVING).
+        let counts: Vec<usize> = aggs.iter().filter_map(AggPlan::avg_count_col).collect();
+        for c in counts {
+            if g.keys.contains(&c) {
+                return Err(invalid(format!("AVG count column {c} is a group key")));
+            }
+            if agg_at[c].is_none() {
+                agg_at[c] = Some(aggs.len());
+                aggs.push(AggPlan::count_of(c));
+            }
+        }
+        if let Some(h) = &g.having {
+            check_expr(h, n)?;
+        }
+        for k in &g.order_after {
+            let m = out_metas
+                .get(k.col)
+                .ok_or_else(|| invalid(format!("order_after column {} out of range", k.col)))?;
+            if !orderable(m) {
+                return Err(unorderable());
+            }
+        }
+        let order_after = OrderKey::resolve(&g.order_after, out_metas)?;
+        Ok(Grouping {
+            keys,
+            aggs,
+            agg_at,
+            having: g.having.clone(),
+            order_after,
+            pending: None,
+            exhausted: false,
+            sorted: None,
+        })
+    }
+
+    /// Metadata of the merged columns (helpers included; the client sees the first
+    /// `visible`). AVG columns become DECIMAL with 4 more decimals (or DOUBLE), and
+    /// COUNT(DISTINCT) columns BIGINT: column definitions sent to the client should say so.
+    pub fn output_metas(&self) -> &[ColumnMeta] {
+        &self.out_metas
+    }
+
+    /// Number of columns the client sees.
+    pub fn visible(&self) -> usize {
+        self.visible
+    }
+
+    /// Shard rows consumed by the merge so far.
+    pub fn rows_merged(&self) -> u64 {
+        self.kmerge.rows_pulled()
+    }
+
+    /// Rows returned to the client so far.
+    pub fn rows_returned(&self) -> u64 {
+        self.emitted
+    }
+
+    /// The next output row payload (text protocol, visible columns only), or `None` at
+    /// the end. Stops pulling from the sources as soon as the LIMIT is reached.
+    pub async fn next_row(&mut self) -> Result<Option<Bytes>, MergeError> {
+        loop {
+            if self.done {
+                return Ok(None);
+            }
+            if self.limit.is_some_and(|l| self.emitted >= l.count) {
+                self.done = true;
+                return Ok(None);
+            }
+            let Some(row) = self.next_stage().await? else {
+                self.done = true;
+                return Ok(None);
+            };
+            if self.limit.is_some_and(|l| self.skipped < l.offset) {
+                self.skipped += 1;
+                continue;
+            }
+            self.emitted += 1;
+            return Ok(Some(row.visible_payload(self.visible)));
+        }
+    }
+
+    /// The next row after grouping, HAVING, DISTINCT and order_after (before the limit).
+    async fn next_stage(&mut self) -> Result<Option<TextRow>, MergeError> {
+        let Some(g) = self.group.as_mut() else {
+            loop {
+                let Some(row) = self.kmerge.next().await? else {
+                    return Ok(None);
+                };
+                if self.distinct {
+                    let kinds = &self.out_kinds[..self.visible];
+                    if let Some(last) = &self.last_distinct {
+                        let same = kinds
+                            .iter()
+                            .enumerate()
+                            .all(|(i, k)| compare_opt(last.field(i), row.field(i), *k) == Ordering::Equal);
+                        if same {
+                            continue;
+                        }
+                    }
+                    self.last_distinct = Some(row.clone());
+                }
+                return Ok(Some(row));
+            }
+        };
+        if g.order_after.is_empty() {
+            return next_passing_group(g, &mut self.kmerge, &self.out_kinds).await;
+        }
+        if g.sorted.is_none() {
+            // Buffer the groups; with a LIMIT keep only the best offset+count.
+            let cap = self
+                .limit
+                .map(|l| usize::try_from(l.offset.saturating_add(l.count)).unwrap_or(usize::MAX));
+            let mut buf: Vec<(u64, TextRow)> = Vec::new();
+            let mut seq = 0u64;
+            let keys = g.order_after.clone();
+            let sort = |buf: &mut Vec<(u64, TextRow)>| {
+                buf.sort_by(|a, b| cmp_rows(&a.1, &b.1, &keys).then(a.0.cmp(&b.0)));
+            };
+            while let Some(row) = next_passing_group(g, &mut self.kmerge, &self.out_kinds).await? {
+                buf.push((seq, row));
+                seq += 1;
+                if let Some(cap) = cap {
+                    if buf.len() >= cap.saturating_mul(2).max(1024) {
+                        sort(&mut buf);
+                        buf.truncate(cap);
+                    }
+                }
+            }
+            sort(&mut buf);
+            if let Some(cap) = cap {
+                buf.truncate(cap);
+            }
+            let rows: Vec<TextRow> = buf.into_iter().map(|(_, r)| r).collect();
+            g.sorted = Some(rows.into_iter());
+        }
+        Ok(g.sorted.as_mut().and_then(Iterator::next))
+    }
+}
+
+/// The next merged group that passes HAVING.
+async fn next_passing_group<S: RowSource>(
+    g: &mut Grouping,
+    k: &mut KMerge<S>,
+    out_kinds: &[Kind],
+) -> Result<Option<TextRow>, MergeError> {
+    loop {
+        let Some(row) = next_group(g, k).await? else {
+            return Ok(None);
+        };
+        match &g.having {
+            Some(h) if having::eval(h, &row, out_kinds) != Tri::True => continue,
+            _ => return Ok(Some(row)),
+        }
+    }
+}
+
+/// Combines the consecutive rows of the next group (equal keys under each key's
+/// collation) into one row.
+async fn next_group<S: RowSource>(
+    g: &mut Grouping,
+    k: &mut KMerge<S>,
+) -> Result<Option<TextRow>, MergeError> {
+    let first = match g.pending.take() {
+        Some(r) => r,
+        None if g.exhausted => return Ok(None),
+        None => match k.next().await? {
+            Some(r) => r,
+            None => {
+                g.exhausted = true;
+                return Ok(None);
+            }
+        },
+    };
+    let mut accs: Vec<Acc> = g.aggs.iter().map(AggPlan::new_acc).collect();
+    for (a, acc) in g.aggs.iter().zip(accs.iter_mut()) {
+        a.accumulate(acc, &first)?;
+    }
+    loop {
+        match k.next().await? {
+            None => {
+                g.exhausted = true;
+                break;
+            }
+            Some(r) => {
+                let same = g
+                    .keys
+                    .iter()
+                    .all(|(c, kd)| compare_opt(first.field(*c), r.field(*c), *kd) == Ordering::Equal);
+                if !same {
+                    g.pending = Some(r);
+                    break;
+                }
+                for (a, acc) in g.aggs.iter().zip(accs.iter_mut()) {
+                    a.accumulate(acc, &r)?;
+                }
+            }
+        }
+    }
+    let outs: Vec<Option<Vec<u8>>> = g.aggs.iter().zip(accs).map(|(a, acc)| a.finish(acc)).collect();
+    let fields = (0..first.len()).map(|i| match g.agg_at.get(i).copied().flatten() {
+        Some(j) => outs[j].as_deref(),
+        None => first.field(i),
+    });
+    Ok(Some(TextRow::from_fields(fields)))
+}

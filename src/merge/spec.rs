@@ -1,0 +1,162 @@
+//! The merge contract: what the shard planner (`src/shard/`) tells the merger about a
+//! cross-shard SELECT. Plain data, no SQL text.
+//!
+//! Column indices always refer to the columns of each shard's result set (every shard
+//! runs the same rewritten statement, so all return the same columns). After grouping,
+//! the merged row keeps the same column positions: an aggregate's output replaces the
+//! shard's partial value in place, so `HAVING` and `order_after` use the same indices.
+
+/// How to merge the result sets of one statement sent to several shards.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MergeSpec {
+    /// Columns the client sees: the first `visible` columns of each shard's result;
+    /// later ones are helper columns (hidden sort keys, AVG counts) to strip.
+    pub visible: usize,
+    /// Order of the merged stream (column indices into the shard result; each shard
+    /// already returns rows in this order). For grouped queries this is the order in
+    /// which the shards return their partial groups: it must start with the group keys
+    /// (in any order and direction), followed by the `COUNT(DISTINCT x)` column if any.
+    /// Empty: no order (sources are concatenated in source order).
+    pub order_by: Vec<SortKey>,
+    /// Applied after merging (shards were asked for `LIMIT 0, offset+count`).
+    pub limit: Option<Limit>,
+    /// Shards return partial groups sorted by the group keys.
+    pub group: Option<GroupSpec>,
+    /// DISTINCT over the visible columns (shards return rows sorted by all visible
+    /// columns: the first `visible` entries of `order_by` must name each visible column).
+    pub distinct: bool,
+}
+
+impl MergeSpec {
+    /// A plain merge: all columns visible, no order, no limit, no grouping.
+    pub fn concat(visible: usize) -> Self {
+        MergeSpec {
+            visible,
+            order_by: Vec::new(),
+            limit: None,
+            group: None,
+            distinct: false,
+        }
+    }
+}
+
+/// One ORDER BY term.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SortKey {
+    pub col: usize,
+    pub desc: bool,
+}
+
+impl SortKey {
+    pub fn asc(col: usize) -> Self {
+        SortKey { col, desc: false }
+    }
+    pub fn desc(col: usize) -> Self {
+        SortKey { col, desc: true }
+    }
+}
+
+/// `LIMIT offset, count` of the original statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit {
+    pub offset: u64,
+    pub count: u64,
+}
+
+/// GROUP BY (or aggregates without GROUP BY: `keys` empty, one group).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupSpec {
+    /// Group key columns.
+    pub keys: Vec<usize>,
+    /// Aggregate columns (each holds the shard's partial aggregate).
+    pub aggs: Vec<AggSpec>,
+    /// HAVING, over the merged row (aggregates already final), three-valued logic.
+    pub having: Option<Expr>,
+    /// Final order when it differs from the group-key order (then groups are buffered:
+    /// memory O(groups), or O(offset+count) with a LIMIT).
+    pub order_after: Vec<SortKey>,
+}
+
+/// One aggregate column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AggSpec {
+    pub col: usize,
+    pub kind: AggKind,
+}
+
+/// How partial aggregates of one group combine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AggKind {
+    /// Shard column holds `COUNT(..)`: counts add.
+    Count,
+    /// Shard column holds `SUM(x)`: sums add (exactly for integers and DECIMAL).
+    Sum,
+    Min,
+    Max,
+    /// AVG = SUM(col) / COUNT in column `count_col`; output replaces `col`.
+    /// The shard column `col` holds `SUM(x)`, `count_col` holds `COUNT(x)`.
+    Avg {
+        count_col: usize,
+    },
+    /// COUNT(DISTINCT x): shards return rows grouped by (keys…, x) sorted by (keys…, x);
+    /// column `col` holds x. Counts distinct non-NULL x per group across shards; the
+    /// output (a BIGINT) replaces `col`.
+    CountDistinct,
+}
+
+/// A HAVING expression over the merged row, evaluated with SQL three-valued logic.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    Col(usize),
+    Lit(Value),
+    Cmp(Box<Expr>, CmpOp, Box<Expr>),
+    And(Box<Expr>, Box<Expr>),
+    Or(Box<Expr>, Box<Expr>),
+    Not(Box<Expr>),
+    IsNull(Box<Expr>),
+}
+
+impl Expr {
+    /// `Expr::Cmp` without the boxing noise.
+    pub fn cmp(a: Expr, op: CmpOp, b: Expr) -> Expr {
+        Expr::Cmp(Box::new(a), op, Box::new(b))
+    }
+    pub fn and(a: Expr, b: Expr) -> Expr {
+        Expr::And(Box::new(a), Box::new(b))
+    }
+    pub fn or(a: Expr, b: Expr) -> Expr {
+        Expr::Or(Box::new(a), Box::new(b))
+    }
+    #[allow(clippy::should_implement_trait)]
+    pub fn not(a: Expr) -> Expr {
+        Expr::Not(Box::new(a))
+    }
+    pub fn is_null(a: Expr) -> Expr {
+        Expr::IsNull(Box::new(a))
+    }
+}
+
+/// Comparison operators of HAVING.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// A literal (in HAVING) or a decoded binary-protocol value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Int(i64),
+    UInt(u64),
+    /// An exact decimal number as text, e.g. `-12.50` (a DECIMAL literal).
+    Decimal(String),
+    /// An approximate number (a literal written with an exponent, FLOAT/DOUBLE).
+    Double(f64),
+    /// A string literal (or a binary-protocol string / temporal value in text form).
+    Bytes(Vec<u8>),
+}

@@ -1,0 +1,544 @@
+//! GROUP BY and aggregates across shards.
+//!
+//! Each shard returns partial groups: the same select list with `AVG(x)` replaced in place
+//! by `SUM(x)` (aliased with the client's column name) plus a hidden `COUNT(x)`, and
+//! `COUNT(DISTINCT x)` replaced by `x` (then grouped by keys and `x`); hidden helper
+//! columns for group keys, ORDER BY terms and HAVING aggregates that are not selected;
+//! `GROUP BY` and `ORDER BY` written as positions of the shard's select list, so the shard
+//! groups and sorts by exactly the columns the merge reads; no HAVING (applied after the
+//! merge) and no LIMIT (the merge applies it).
+//!
+//! A selected column that is neither a group key nor an aggregate (MySQL without
+//! `ONLY_FULL_GROUP_BY` returns any value of the group) merges as MIN: one of the group's
+//! values, and the exact value when it is determined by the keys.
+
+use sqlparser::ast::{
+    DuplicateTreatment, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, Ident,
+    ObjectName, ObjectNamePart, OrderBy, OrderByExpr, OrderByOptions, OrderBySort, Select, SelectItem, Value,
+};
+use sqlparser::tokenizer::Token;
+
+use super::literal::literal;
+use super::plan::{Ctx, Refusal};
+use super::shape::{direction, find_visible, helper_expr, is_null, order_by_positions, Item};
+use super::spec::{self, AggKind, AggSpec, CmpOp, GroupSpec, Limit, MergeSpec, SortKey};
+use super::visitors::{expr_key, AggScan, MisreadOperators, MERGEABLE_AGGREGATES};
+use super::walk::function_name;
+
+fn refuse<T>(msg: String) -> Result<T, Refusal> {
+    Err(Refusal(msg))
+}
+
+/// `ORDER BY`/`GROUP BY` term: the position `col + 1` of the select list.
+pub(super) fn order_item(col: usize, desc: bool) -> OrderByExpr {
+    OrderByExpr {
+        expr: position(col),
+        options: OrderByOptions {
+            sort: Some(if desc { OrderBySort::Desc } else { OrderBySort::Asc }),
+            nulls_first: None,
+        },
+        with_fill: None,
+    }
+}
+
+fn position(col: usize) -> Expr {
+    Expr::value(Value::Number((col + 1).to_string(), false))
+}
+
+/// An aggregate call at the top of an expression.
+pub(super) enum AggCall {
+    Simple(AggKind),
+    Avg(Function),
+    CountDistinct(Expr),
+}
+
+/// Recognizes `COUNT(*)`, `COUNT(x)`, `COUNT(DISTINCT x)`, `SUM(x)`, `MIN(x)`, `MAX(x)`,
+/// `AVG(x)` (ALL or DISTINCT for MIN/MAX). Other forms of these functions are refused.
+pub(super) fn agg_call(e: &Expr, table: &str) -> Result<Option<AggCall>, Refusal> {
+    let Expr::Function(f) = e else { return Ok(None) };
+    let Some(name) = function_name(f) else {
+        return Ok(None);
+    };
+    if !MERGEABLE_AGGREGATES.contains(&name.as_str()) {
+        return Ok(None);
+    }
+    let odd = || {
+        refuse(format!(
+            "sluice: this use of {name}() on sharded table {table} is not supported across shards"
+        ))
+    };
+    let FunctionArguments::List(list) = &f.args else {
+        return odd();
+    };
+    if f.over.is_some()
+        || f.filter.is_some()
+        || f.null_treatment.is_some()
+        || !f.within_group.is_empty()
+        || !matches!(f.parameters, FunctionArguments::None)
+        || !list.clauses.is_empty()
+        || list.args.len() != 1
+    {
+        return odd();
+    }
+    let distinct = matches!(list.duplicate_treatment, Some(DuplicateTreatment::Distinct));
+    let arg = match &list.args[0] {
+        FunctionArg::Unnamed(FunctionArgExpr::Wildcard) if name == "COUNT" && !distinct => None,
+        FunctionArg::Unnamed(FunctionArgExpr::Expr(x)) => Some(x),
+        _ => return odd(),
+    };
+    Ok(Some(match (name.as_str(), distinct, arg) {
+        ("COUNT", false, _) => AggCall::Simple(AggKind::Count),
+        ("COUNT", true, Some(x)) => AggCall::CountDistinct(x.clone()),
+        ("SUM", false, Some(_)) => AggCall::Simple(AggKind::Sum),
+        ("MIN", _, Some(_)) => AggCall::Simple(AggKind::Min),
+        ("MAX", _, Some(_)) => AggCall::Simple(AggKind::Max),
+        ("AVG", false, Some(_)) => AggCall::Avg(f.clone()),
+        ("SUM" | "AVG", true, _) => {
+            return refuse(format!(
+                "sluice: {name}(DISTINCT …) on sharded table {table} is not supported across shards"
+            ))
+        }
+        _ => return odd(),
+    }))
+}
+
+fn renamed(f: &Function, name: &str) -> Expr {
+    let mut f = f.clone();
+    f.name = ObjectName(vec![ObjectNamePart::Identifier(Ident::new(name))]);
+    Expr::Function(f)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Key,
+    Agg,
+    /// Neither key nor aggregate: merged as MIN.
+    Any,
+    /// The hidden COUNT(x) of an AVG(x).
+    AvgCount,
+    CountDistinct,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Purpose {
+    Order,
+    Having,
+}
+
+pub(super) struct Grouped<'c, 'a> {
+    table: &'c str,
+    ctx: &'c Ctx<'a>,
+    items: Vec<Item>,
+    /// The client's expression of each column (visible ones, then helpers), for matching.
+    orig: Vec<Expr>,
+    kinds: Vec<Kind>,
+    /// The shard's select list.
+    shard_items: Vec<SelectItem>,
+    keys: Vec<usize>,
+    aggs: Vec<AggSpec>,
+    count_distinct: Option<usize>,
+}
+
+impl<'c, 'a> Grouped<'c, 'a> {
+    pub(super) fn new(items: Vec<Item>, table: &'c str, ctx: &'c Ctx<'a>) -> Self {
+        let shard_items = items
+            .iter()
+            .map(|(e, a)| match a {
+                Some(alias) => SelectItem::ExprWithAlias {
+                    expr: e.clone(),
+                    alias: alias.clone(),
+                },
+                None => SelectItem::UnnamedExpr(e.clone()),
+            })
+            .collect();
+        Grouped {
+            table,
+            ctx,
+            orig: items.iter().map(|(e, _)| e.clone()).collect(),
+            kinds: vec![Kind::Any; items.len()],
+            items,
+            shard_items,
+            keys: Vec::new(),
+            aggs: Vec::new(),
+            count_distinct: None,
+        }
+    }
+
+    fn push_helper(&mut self, shard_expr: Expr, orig: Expr, kind: Kind) -> usize {
+        self.shard_items.push(SelectItem::UnnamedExpr(shard_expr));
+        self.orig.push(orig);
+        self.kinds.push(kind);
+        self.orig.len() - 1
+    }
+
+    /// The client's column name of a selected aggregate call: its text as written (what
+    /// the server would name the column), else its rendering.
+    fn column_name(&self, f: &Function) -> Ident {
+        let text = self
+            .source_text(f)
+            .unwrap_or_else(|| Expr::Function(f.clone()).to_string());
+        Ident::with_quote('`', text.replace('`', "``"))
+    }
+
+    fn source_text(&self, f: &Function) -> Option<String> {
+        if !self.ctx.spliceable {
+            return None;
+        }
+        let first = f.name.0.first()?.as_ident()?;
+        let start = first.span.start;
+        let tokens = &self.ctx.tokens;
+        let i = tokens.iter().position(|t| t.span.start == start)?;
+        let mut depth = 0usize;
+        let mut end = None;
+        for t in &tokens[i..] {
+            match t.token {
+                Token::LParen => depth += 1,
+                Token::RParen => {
+                    depth = depth.checked_sub(1)?;
+                    if depth == 0 {
+                        end = Some(t.span.end);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let src = &self.ctx.src;
+        let text = src.text.get(src.offset(start)?..src.offset(end?)?)?;
+        let head = text.get(..first.value.len())?;
+        (head.eq_ignore_ascii_case(&first.value) && text.ends_with(')')).then(|| text.to_string())
+    }
+
+    /// Adds the hidden columns of an aggregate call, returning its column.
+    fn add_aggregate(&mut self, call: AggCall, e: &Expr, purpose: &str) -> Result<usize, Refusal> {
+        Ok(match call {
+            AggCall::Simple(kind) => {
+                let c = self.push_helper(e.clone(), e.clone(), Kind::Agg);
+                self.aggs.push(AggSpec { col: c, kind });
+                c
+            }
+            AggCall::Avg(f) => {
+                let s = self.push_helper(renamed(&f, "SUM"), e.clone(), Kind::Agg);
+                let n = self.push_helper(renamed(&f, "COUNT"), renamed(&f, "COUNT"), Kind::AvgCount);
+                self.aggs.push(AggSpec {
+                    col: s,
+                    kind: AggKind::Avg { count_col: n },
+                });
+                s
+            }
+            AggCall::CountDistinct(_) => {
+                return refuse(format!(
+                    "sluice: COUNT(DISTINCT …) in {purpose} must be the selected one (sharded table {})",
+                    self.table
+                ))
+            }
+        })
+    }
+
+    /// The column an ORDER BY or HAVING term denotes, adding hidden columns as needed.
+    fn operand(&mut self, e: &Expr, purpose: Purpose) -> Result<usize, Refusal> {
+        let table = self.table;
+        let what = match purpose {
+            Purpose::Order => "ORDER BY",
+            Purpose::Having => "HAVING",
+        };
+        let key = expr_key(e);
+        if let Some(call) = agg_call(e, table)? {
+            if let Some(c) = self.orig.iter().position(|x| expr_key(x) == key) {
+                return Ok(c);
+            }
+            return self.add_aggregate(call, e, what);
+        }
+        if let Some(c) = find_visible(e, &self.items, purpose == Purpose::Order, table)? {
+            return Ok(c);
+        }
+        if let Some(c) = self.orig.iter().position(|x| expr_key(x) == key) {
+            return Ok(c);
+        }
+        if AggScan::of(e)?.any_aggregate() {
+            return refuse(format!(
+                "sluice: an aggregate inside an expression (like SUM(x)+1) on sharded table {table} \
+                 is not supported across shards"
+            ));
+        }
+        match purpose {
+            Purpose::Order => {
+                let shard_expr = helper_expr(e, &self.items, table)?;
+                let c = self.push_helper(shard_expr, e.clone(), Kind::Any);
+                self.aggs.push(AggSpec {
+                    col: c,
+                    kind: AggKind::Min,
+                });
+                Ok(c)
+            }
+            Purpose::Having => refuse(format!(
+                "sluice: HAVING on sharded table {table} may only use selected columns, group keys, \
+                 aggregates and literals"
+            )),
+        }
+    }
+
+    fn having(&mut self, e: &Expr) -> Result<spec::Expr, Refusal> {
+        use sqlparser::ast::{BinaryOperator as B, InTarget, UnaryOperator};
+        let cmp = |op: &B| match op {
+            B::Eq => Some(CmpOp::Eq),
+            B::NotEq => Some(CmpOp::Ne),
+            B::Lt => Some(CmpOp::Lt),
+            B::LtEq => Some(CmpOp::Le),
+            B::Gt => Some(CmpOp::Gt),
+            B::GtEq => Some(CmpOp::Ge),
+            _ => None,
+        };
+        Ok(match e {
+            Expr::Nested(x) => self.having(x)?,
+            Expr::BinaryOp {
+                left,
+                op: B::And,
+                right,
+            } => spec::Expr::and(self.having(left)?, self.having(right)?),
+            Expr::BinaryOp {
+                left,
+                op: B::Or,
+                right,
+            } => spec::Expr::or(self.having(left)?, self.having(right)?),
+            Expr::BinaryOp { left, op, right } if cmp(op).is_some() => {
+                let op = cmp(op).unwrap_or(CmpOp::Eq);
+                spec::Expr::cmp(self.having_operand(left)?, op, self.having_operand(right)?)
+            }
+            Expr::UnaryOp {
+                op: UnaryOperator::Not,
+                expr,
+            } => spec::Expr::not(self.having(expr)?),
+            Expr::IsNull(x) => spec::Expr::is_null(self.having_operand(x)?),
+            Expr::IsNotNull(x) => spec::Expr::not(spec::Expr::is_null(self.having_operand(x)?)),
+            Expr::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => {
+                let x = self.having_operand(expr)?;
+                let b = spec::Expr::and(
+                    spec::Expr::cmp(x.clone(), CmpOp::Ge, self.having_operand(low)?),
+                    spec::Expr::cmp(x, CmpOp::Le, self.having_operand(high)?),
+                );
+                if *negated {
+                    spec::Expr::not(b)
+                } else {
+                    b
+                }
+            }
+            Expr::In {
+                expr,
+                target: InTarget::List(list),
+                negated,
+                ..
+            } if !list.is_empty() => {
+                let x = self.having_operand(expr)?;
+                let mut acc: Option<spec::Expr> = None;
+                for item in list {
+                    let eq = spec::Expr::cmp(x.clone(), CmpOp::Eq, self.having_operand(item)?);
+                    acc = Some(match acc {
+                        Some(a) => spec::Expr::or(a, eq),
+                        None => eq,
+                    });
+                }
+                let Some(any) = acc else {
+                    return refuse("sluice: empty IN list".into());
+                };
+                if *negated {
+                    spec::Expr::not(any)
+                } else {
+                    any
+                }
+            }
+            _ => {
+                return refuse(format!(
+                    "sluice: the HAVING condition {e} on sharded table {} is not supported across shards",
+                    self.table
+                ))
+            }
+        })
+    }
+
+    fn having_operand(&mut self, e: &Expr) -> Result<spec::Expr, Refusal> {
+        if let Some(l) = literal(e) {
+            return Ok(spec::Expr::Lit(l.to_spec()));
+        }
+        Ok(spec::Expr::Col(self.operand(e, Purpose::Having)?))
+    }
+
+    /// Rewrites `sel` into the shard's statement and returns the merge spec and the
+    /// shard's ORDER BY.
+    pub(super) fn build(
+        mut self,
+        sel: &mut Select,
+        order: &[OrderByExpr],
+        group_exprs: Vec<Expr>,
+        limit: Option<(u64, u64)>,
+    ) -> Result<(MergeSpec, Option<OrderBy>), Refusal> {
+        let table = self.table;
+        let visible = self.items.len();
+
+        // Group keys.
+        for g in &group_exprs {
+            if AggScan::of(g)?.any_aggregate() {
+                return refuse(format!("sluice: GROUP BY an aggregate on sharded table {table}"));
+            }
+            let col = match find_visible(g, &self.items, true, table)? {
+                Some(c) => {
+                    if AggScan::of(&self.items[c].0)?.any_aggregate() {
+                        return refuse(format!("sluice: GROUP BY an aggregate on sharded table {table}"));
+                    }
+                    c
+                }
+                None => {
+                    let shard_expr = helper_expr(g, &self.items, table)?;
+                    self.push_helper(shard_expr, g.clone(), Kind::Key)
+                }
+            };
+            if !self.keys.contains(&col) {
+                self.keys.push(col);
+                self.kinds[col] = Kind::Key;
+            }
+        }
+
+        // Selected columns.
+        for i in 0..visible {
+            if self.kinds[i] == Kind::Key {
+                continue;
+            }
+            let (e, alias) = self.items[i].clone();
+            match agg_call(&e, table)? {
+                Some(AggCall::Simple(kind)) => {
+                    self.aggs.push(AggSpec { col: i, kind });
+                    self.kinds[i] = Kind::Agg;
+                }
+                Some(AggCall::Avg(f)) => {
+                    let alias = alias.unwrap_or_else(|| self.column_name(&f));
+                    self.shard_items[i] = SelectItem::ExprWithAlias {
+                        expr: renamed(&f, "SUM"),
+                        alias,
+                    };
+                    let n = self.push_helper(renamed(&f, "COUNT"), renamed(&f, "COUNT"), Kind::AvgCount);
+                    self.aggs.push(AggSpec {
+                        col: i,
+                        kind: AggKind::Avg { count_col: n },
+                    });
+                    self.kinds[i] = Kind::Agg;
+                }
+                Some(AggCall::CountDistinct(x)) => {
+                    if self.count_distinct.is_some() {
+                        return refuse(format!(
+                            "sluice: more than one COUNT(DISTINCT …) on sharded table {table} is not \
+                             supported across shards"
+                        ));
+                    }
+                    let alias = match alias {
+                        Some(a) => a,
+                        None => match &e {
+                            Expr::Function(f) => self.column_name(f),
+                            _ => Ident::with_quote('`', e.to_string().replace('`', "``")),
+                        },
+                    };
+                    self.shard_items[i] = SelectItem::ExprWithAlias { expr: x, alias };
+                    self.count_distinct = Some(i);
+                    self.aggs.push(AggSpec {
+                        col: i,
+                        kind: AggKind::CountDistinct,
+                    });
+                    self.kinds[i] = Kind::CountDistinct;
+                }
+                None => {
+                    if AggScan::of(&e)?.any_aggregate() {
+                        return refuse(format!(
+                            "sluice: an aggregate inside an expression (like SUM(x)+1) on sharded \
+                             table {table} is not supported across shards"
+                        ));
+                    }
+                    self.aggs.push(AggSpec {
+                        col: i,
+                        kind: AggKind::Min,
+                    });
+                    self.kinds[i] = Kind::Any;
+                }
+            }
+        }
+
+        // ORDER BY, then HAVING (both may add hidden columns).
+        let mut client_sort: Vec<SortKey> = Vec::new();
+        for o in order {
+            let desc = direction(o, table)?;
+            if is_null(&o.expr) {
+                continue;
+            }
+            let col = self.operand(&o.expr, Purpose::Order)?;
+            if !client_sort.iter().any(|k| k.col == col) {
+                client_sort.push(SortKey { col, desc });
+            }
+        }
+        let having = match sel.having.take() {
+            Some(h) if MisreadOperators::in_expr(&h) => {
+                return refuse(format!(
+                    "sluice: HAVING with || or XOR on sharded table {table} is not supported across shards"
+                ))
+            }
+            Some(h) => Some(self.having(&h)?),
+            None => None,
+        };
+
+        if self.count_distinct.is_some()
+            && self
+                .kinds
+                .iter()
+                .any(|k| matches!(k, Kind::Agg | Kind::Any | Kind::AvgCount))
+        {
+            return refuse(format!(
+                "sluice: COUNT(DISTINCT …) on sharded table {table} is supported across shards only \
+                 with group keys beside it"
+            ));
+        }
+
+        // The shards' order: the client's when it only uses group keys, else the keys.
+        let keys_only = !client_sort.is_empty() && client_sort.iter().all(|k| self.kinds[k.col] == Kind::Key);
+        let (mut shard_sort, order_after) = if keys_only {
+            let mut s = client_sort.clone();
+            for &k in &self.keys {
+                if !s.iter().any(|x| x.col == k) {
+                    s.push(SortKey::asc(k));
+                }
+            }
+            (s, Vec::new())
+        } else {
+            let s: Vec<SortKey> = self.keys.iter().map(|&k| SortKey::asc(k)).collect();
+            let after = if self.keys.is_empty() {
+                Vec::new()
+            } else {
+                client_sort
+            };
+            (s, after)
+        };
+        let mut group_cols = self.keys.clone();
+        if let Some(c) = self.count_distinct {
+            shard_sort.push(SortKey::asc(c));
+            group_cols.push(c);
+        }
+
+        sel.projection = self.shard_items;
+        sel.group_by = GroupByExpr::Expressions(group_cols.iter().map(|&c| position(c)).collect(), vec![]);
+        let merge = MergeSpec {
+            visible,
+            order_by: shard_sort.clone(),
+            limit: limit.map(|(offset, count)| Limit { offset, count }),
+            group: Some(GroupSpec {
+                keys: self.keys,
+                aggs: self.aggs,
+                having,
+                order_after,
+            }),
+            distinct: false,
+        };
+        let shard_order = (!shard_sort.is_empty()).then(|| order_by_positions(&shard_sort));
+        Ok((merge, shard_order))
+    }
+}

@@ -1,0 +1,60 @@
+//! Table sharding: a logical table split into sub-tables (`post_reply_0 … post_reply_{N-1}`),
+//! with statements planned so that every answer is exact or refused.
+//!
+//! * [`rule`]: shard rules (Atlas shorthand `db.table.column.N` or the full form) and the
+//!   placement of key values (`Mod`: Euclidean remainder; `Hash`: CRC32 of the key
+//!   normalized by its collation kind).
+//! * [`plan()`] / [`plan_with_params`]: one statement → [`ShardPlan`] (per-shard SQL rewritten
+//!   on the sqlparser AST, and the [`crate::merge::MergeSpec`] of the answers), `Ok(None)` when
+//!   no sharded table is involved, or a [`Refusal`] sentence for error 1235.
+//!
+//! Pure code: no sockets, no I/O.
+//!
+//! # Decisions worth knowing
+//!
+//! * Parsing always uses the MySQL dialect with unescaping off, so string literals reach the
+//!   shards byte for byte. The per-shard text of queries and writes is the rendering of the
+//!   rewritten AST (comments other than `/*+ hints */` and `/*! … */` contents are dropped;
+//!   `0x141` becomes `X'0141'`, `_utf8mb4'a'` becomes `_utf8mb4 'a'`, adjacent literals are
+//!   joined). DDL keeps the client's text with only the table name token replaced (see
+//!   `ddl.rs`: sqlparser renders some DDL wrongly).
+//! * A statement routed to one shard is sent as written (table renamed, IN lists pruned) with
+//!   a plain spec; merge limitations (GROUP_CONCAT, window functions, …) only apply when
+//!   several shards answer.
+//! * A contradiction (`tid = 1 AND tid = 2`) asks shard 0 alone, so the answer still has its
+//!   columns (or the aggregate of no rows). Duplicates in IN lists are kept.
+//! * `SELECT *`: the number of visible columns is only known from the shards' answer;
+//!   [`ShardPlan::Select`] carries `wildcard_helpers` and [`bind_merge`] makes the spec.
+//! * Without a wildcard, shards sort and group by select-list positions (`ORDER BY 2 DESC`,
+//!   `GROUP BY 1`), so they order exactly by the columns the merge compares.
+//! * Names: a GROUP BY/HAVING name equal to a select alias is taken as the alias (MySQL
+//!   prefers a table column of that name; sluice has no schema). Table names compare
+//!   case-sensitively (MariaDB on Linux) unless [`ShardRules::with_lower_case_table_names`].
+//! * sqlparser 0.64 misreads the precedence of `||` and `XOR`; a WHERE holding them is not
+//!   routed or pruned (sent unchanged to every shard), a HAVING holding them is refused.
+//! * Prepared statements: string parameters are escaped for the default `sql_mode` (backslash
+//!   escapes on, as sqlparser's MySQL dialect assumes); non-UTF-8 bytes become `X'…'`.
+
+pub mod plan;
+pub mod rule;
+
+mod ddl;
+mod dml;
+mod group;
+mod literal;
+mod route;
+mod select;
+mod shape;
+mod text;
+mod visitors;
+mod walk;
+
+/// The merge contract (`src/merge/spec.rs`, re-exported by `crate::merge`).
+use crate::merge as spec;
+
+pub use plan::{bind_merge, plan, plan_with_params, Part, Refusal, ShardPlan};
+pub use rule::{crc32, normalize_key, parse_atlas, KeyCollation, KeyValue, ShardFn, ShardRule, ShardRules};
+pub use text::{count_placeholders, ParamValue};
+
+#[cfg(test)]
+mod tests;

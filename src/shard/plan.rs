@@ -1,0 +1,385 @@
+//! Planning one statement against the shard rules: which sub-tables it goes to, the SQL
+//! each receives (rewritten on the AST), and how the answers merge.
+//!
+//! Entry points: [`plan`] for text statements, [`plan_with_params`] for prepared ones.
+//! `Ok(None)`: the statement touches no sharded table (the caller treats it normally).
+//! `Err(Refusal)`: it does, and sluice cannot answer it exactly; the caller answers with
+//! MySQL error 1235 (`ER_NOT_SUPPORTED_YET`) and the refusal's sentence. Never a wrong or a
+//! partial result.
+//!
+//! Every plan has at least one part. Select parts whose plan has one part carry the
+//! client's statement unchanged except for the sub-table name and pruned IN lists, with a
+//! plain `MergeSpec` (no order, limit or grouping): their result can be relayed as is.
+
+use sqlparser::ast::{ObjectName, OrderBy, Query, SetExpr, Statement, TableFactor};
+use sqlparser::tokenizer::{Token, TokenWithSpan};
+
+use super::rule::{ShardRule, ShardRules};
+use super::spec::MergeSpec;
+use super::text::{pad_odd_hex, parse, placeholders, substitute, tokenize, ParamValue, Source};
+use super::walk::{idents, walk, walk_select, Visit};
+use super::{ddl, dml, select};
+
+/// Why sluice refuses a statement: a sentence for the client (error 1235).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal(pub String);
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+/// The statement one sub-table receives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Part {
+    pub shard: u32,
+    /// Backend group holding the sub-table.
+    pub group: usize,
+    pub sql: String,
+}
+
+/// How a statement on a sharded table runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ShardPlan {
+    /// Rows from several shards merged per the spec.
+    Select {
+        parts: Vec<Part>,
+        merge: MergeSpec,
+        /// `Some(h)` when the select list holds `*` or `t.*`: the number of visible columns
+        /// is then only known from the shards' column count `c` (it is `c - h`, the last
+        /// `h` columns being helpers). `merge` is written as if `visible` were 0, its
+        /// column indices counting from the first helper; [`bind_merge`] gives the real spec.
+        wildcard_helpers: Option<usize>,
+    },
+    /// INSERT/UPDATE/DELETE/REPLACE: affected rows summed; DDL on the logical table: the
+    /// same statement per sub-table.
+    Write { parts: Vec<Part>, ddl: bool },
+}
+
+impl ShardPlan {
+    pub fn parts(&self) -> &[Part] {
+        match self {
+            ShardPlan::Select { parts, .. } | ShardPlan::Write { parts, .. } => parts,
+        }
+    }
+}
+
+/// The merge spec of a Select plan for shards returning `shard_columns` columns: `merge`
+/// itself when the select list has no wildcard (checking the count), else `merge` with
+/// `visible = shard_columns - h` and every column index shifted by it.
+pub fn bind_merge(
+    merge: &MergeSpec,
+    wildcard_helpers: Option<usize>,
+    shard_columns: usize,
+) -> Result<MergeSpec, Refusal> {
+    let Some(h) = wildcard_helpers else {
+        let needed = merge.visible + helper_count(merge);
+        if shard_columns < needed {
+            return Err(Refusal(format!(
+                "sluice: the shards returned {shard_columns} columns where {needed} were expected"
+            )));
+        }
+        return Ok(merge.clone());
+    };
+    let Some(shift) = shard_columns.checked_sub(h) else {
+        return Err(Refusal(format!(
+            "sluice: the shards returned {shard_columns} columns, fewer than the {h} helpers"
+        )));
+    };
+    let mut m = merge.clone();
+    m.visible = shift;
+    for k in &mut m.order_by {
+        k.col += shift;
+    }
+    if let Some(g) = &mut m.group {
+        // Grouping with a wildcard is refused; nothing to shift, kept for completeness.
+        for k in &mut g.keys {
+            *k += shift;
+        }
+        for a in &mut g.aggs {
+            a.col += shift;
+        }
+        for k in &mut g.order_after {
+            k.col += shift;
+        }
+    }
+    Ok(m)
+}
+
+/// Highest column index the spec uses, minus the visible ones (0 when none).
+fn helper_count(m: &MergeSpec) -> usize {
+    let mut max = m.order_by.iter().map(|k| k.col + 1).max().unwrap_or(0);
+    if let Some(g) = &m.group {
+        max = max
+            .max(g.keys.iter().map(|k| k + 1).max().unwrap_or(0))
+            .max(g.aggs.iter().map(|a| a.col + 1).max().unwrap_or(0));
+    }
+    max.saturating_sub(m.visible)
+}
+
+/// Plans a text statement (COM_QUERY). `current_db` resolves unqualified table names.
+///
+/// A statement with `?` placeholders that touches a sharded table is refused here: plan it
+/// with [`plan_with_params`].
+pub fn plan(sql: &str, current_db: Option<&str>, rules: &ShardRules) -> Result<Option<ShardPlan>, Refusal> {
+    plan_inner(sql, None, current_db, rules)
+}
+
+/// Plans a prepared statement with its parameter values: each `?` is replaced by the
+/// literal of its value (NULL, a number, a DOUBLE literal with an exponent, a string
+/// escaped for the default `sql_mode`, or `X'…'` for bytes that are not UTF-8) before
+/// planning, so the key routes and the parts carry plain text to run on each shard.
+pub fn plan_with_params(
+    sql: &str,
+    params: &[ParamValue],
+    current_db: Option<&str>,
+    rules: &ShardRules,
+) -> Result<Option<ShardPlan>, Refusal> {
+    plan_inner(sql, Some(params), current_db, rules)
+}
+
+fn plan_inner(
+    sql: &str,
+    params: Option<&[ParamValue]>,
+    current_db: Option<&str>,
+    rules: &ShardRules,
+) -> Result<Option<ShardPlan>, Refusal> {
+    if rules.is_empty() || !rules.mentioned_in(sql) {
+        return Ok(None);
+    }
+    let tokens = tokenize(sql).map_err(|e| {
+        Refusal(format!(
+            "sluice: cannot read a statement that names a sharded table: {e}"
+        ))
+    })?;
+    let Some(named) = mentions_tokens(rules, &tokens) else {
+        return Ok(None);
+    };
+    let src = Source::new(sql);
+    let placeholder_count = placeholders(&tokens);
+    let mut tokens = match params {
+        Some(p) => substitute(tokens, p)?,
+        None => tokens,
+    };
+    pad_odd_hex(&mut tokens, &src);
+    let mut stmts = parse(tokens.clone()).map_err(|e| {
+        Refusal(format!(
+            "sluice: cannot parse this statement on sharded table {named}: {e}"
+        ))
+    })?;
+    let stmt = match stmts.len() {
+        0 => return Ok(None),
+        1 => stmts.remove(0),
+        _ => {
+            return Err(Refusal(format!(
+                "sluice: several statements in one query on sharded table {named} are not supported"
+            )))
+        }
+    };
+    let ctx = Ctx {
+        rules,
+        db: current_db,
+        src,
+        tokens,
+        spliceable: params.is_none() || placeholder_count == 0,
+    };
+    let planned = plan_statement(stmt, &ctx)?;
+    if planned.is_some() && params.is_none() && placeholder_count > 0 {
+        return Err(Refusal(
+            "sluice: a statement with ? placeholders on a sharded table is planned with its \
+             parameter values (prepared statements)"
+                .into(),
+        ));
+    }
+    Ok(planned)
+}
+
+fn plan_statement(stmt: Statement, ctx: &Ctx<'_>) -> Result<Option<ShardPlan>, Refusal> {
+    match stmt {
+        Statement::Query(q) => select::plan_query(*q, ctx),
+        Statement::Insert(i) => dml::plan_insert(i, ctx),
+        Statement::Update(u) => dml::plan_update(u, ctx),
+        Statement::Delete(d) => dml::plan_delete(d, ctx),
+        Statement::CreateTable(_)
+        | Statement::AlterTable(_)
+        | Statement::Drop { .. }
+        | Statement::Truncate(_)
+        | Statement::CreateIndex(_)
+        | Statement::RenameTable(_) => ddl::plan_ddl(&stmt, ctx),
+        _ => match mentions_tokens(ctx.rules, &ctx.tokens) {
+            Some(t) => Err(Refusal(format!(
+                "sluice: {} on sharded table {t} is not supported",
+                statement_kind(&ctx.tokens)
+            ))),
+            None => Ok(None),
+        },
+    }
+}
+
+/// The leading keywords of a statement (`SHOW CREATE TABLE`, `CREATE VIEW`, `DESCRIBE`).
+fn statement_kind(tokens: &[TokenWithSpan]) -> String {
+    let words: Vec<String> = tokens
+        .iter()
+        .filter(|t| !matches!(t.token, Token::Whitespace(_)))
+        .map_while(|t| match &t.token {
+            Token::Word(w)
+                if w.quote_style.is_none() && w.keyword != sqlparser::keywords::Keyword::NoKeyword =>
+            {
+                Some(w.value.to_ascii_uppercase())
+            }
+            _ => None,
+        })
+        .take(3)
+        .collect();
+    if words.is_empty() {
+        "this statement".into()
+    } else {
+        words.join(" ")
+    }
+}
+
+/// The first sharded table name that appears as an identifier token.
+fn mentions_tokens(rules: &ShardRules, tokens: &[TokenWithSpan]) -> Option<String> {
+    tokens.iter().find_map(|t| match &t.token {
+        Token::Word(w) if rules.is_table_name(&w.value) => Some(w.value.clone()),
+        _ => None,
+    })
+}
+
+/// What planning needs besides the AST.
+pub(crate) struct Ctx<'a> {
+    pub rules: &'a ShardRules,
+    pub db: Option<&'a str>,
+    pub src: Source<'a>,
+    /// The tokens the statement was parsed from (placeholders substituted).
+    pub tokens: Vec<TokenWithSpan>,
+    /// Token locations match the original text (no parameter was substituted).
+    pub spliceable: bool,
+}
+
+/// A table name resolved to a shard rule.
+pub(crate) struct Resolved<'a> {
+    pub rule: &'a ShardRule,
+    /// The database the name resolves to.
+    pub db: String,
+}
+
+impl<'a> Ctx<'a> {
+    /// The rule of the table `name` denotes, if it is sharded.
+    pub(crate) fn resolve(&self, name: &ObjectName) -> Option<Resolved<'a>> {
+        let ids = idents(name)?;
+        let (db, table) = match ids.as_slice() {
+            [t] => (self.db?.to_string(), t.value.as_str()),
+            [d, t] => (d.value.clone(), t.value.as_str()),
+            _ => return None,
+        };
+        let rule = self.rules.get(&db, table)?;
+        Some(Resolved { rule, db })
+    }
+
+    /// The first sharded table name appearing as an identifier in `text` (conservative:
+    /// a column or alias of that name counts too).
+    pub(crate) fn mentions_text(&self, text: &str) -> Option<String> {
+        if !self.rules.mentioned_in(text) {
+            return None;
+        }
+        match tokenize(text) {
+            Ok(tokens) => mentions_tokens(self.rules, &tokens),
+            Err(_) => Some(text.to_string()),
+        }
+    }
+
+    /// The first sharded table a query reads: in FROM and JOIN, derived tables, subqueries
+    /// of any expression, CTEs and set operations (a correlated reference such as
+    /// `post_reply.user_id` is not a read). Parts the walk cannot read are judged by their
+    /// text (conservative).
+    pub(crate) fn query_mentions(&self, q: &Query) -> Option<String> {
+        let mut v = ReadsSharded {
+            ctx: self,
+            found: None,
+        };
+        match v.query(&mut q.clone()) {
+            Ok(()) => v.found,
+            Err(_) => self.mentions_text(&q.to_string()),
+        }
+    }
+}
+
+/// Finds the sharded tables a query reads (see [`Ctx::query_mentions`]).
+struct ReadsSharded<'c, 'a> {
+    ctx: &'c Ctx<'a>,
+    found: Option<String>,
+}
+
+impl ReadsSharded<'_, '_> {
+    fn set_expr(&mut self, body: &mut SetExpr, order_by: Option<&mut OrderBy>) -> Result<(), Refusal> {
+        match body {
+            SetExpr::Select(sel) => {
+                for twj in &sel.from {
+                    self.factor(&twj.relation);
+                    for j in &twj.joins {
+                        self.factor(&j.relation);
+                    }
+                }
+                walk_select(sel, order_by, self)
+            }
+            SetExpr::Query(q) => self.query(q),
+            SetExpr::SetOperation { left, right, .. } => {
+                self.set_expr(left, None)?;
+                self.set_expr(right, None)
+            }
+            SetExpr::Values(v) => {
+                for row in &mut v.rows {
+                    for e in &mut row.content {
+                        walk(e, self)?;
+                    }
+                }
+                Ok(())
+            }
+            other => {
+                if self.found.is_none() {
+                    self.found = self.ctx.mentions_text(&other.to_string());
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn factor(&mut self, f: &TableFactor) {
+        if self.found.is_some() {
+            return;
+        }
+        match f {
+            TableFactor::Table { name, args: None, .. } => {
+                self.found = self.ctx.resolve(name).map(|r| r.rule.table.clone());
+            }
+            TableFactor::NestedJoin { table_with_joins, .. } => {
+                self.factor(&table_with_joins.relation);
+                for j in &table_with_joins.joins {
+                    self.factor(&j.relation);
+                }
+            }
+            // Derived tables are reached as subqueries by `walk_select`.
+            TableFactor::Derived { .. } => {}
+            other => self.found = self.ctx.mentions_text(&other.to_string()),
+        }
+    }
+}
+
+impl Visit for ReadsSharded<'_, '_> {
+    fn query(&mut self, q: &mut Query) -> Result<(), Refusal> {
+        if self.found.is_some() {
+            return Ok(());
+        }
+        if let Some(with) = &mut q.with {
+            for cte in &mut with.cte_tables {
+                self.query(&mut cte.query)?;
+            }
+        }
+        let Query { body, order_by, .. } = q;
+        self.set_expr(body, order_by.as_mut())
+    }
+}

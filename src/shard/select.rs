@@ -1,0 +1,382 @@
+//! SELECT on a sharded table: checks, routing, the per-shard statement and the merge spec.
+
+use sqlparser::ast::{
+    Distinct, Expr, JoinOperator, LimitClause, ObjectNamePart, OrderByKind, Query, Select, SelectFlavor,
+    SelectItem, SelectItemQualifiedWildcardKind, SetExpr, Statement, TableAlias, TableFactor, TableWithJoins,
+    Value,
+};
+
+use super::literal::unsigned;
+use super::plan::{Ctx, Part, Refusal, Resolved, ShardPlan};
+use super::route::KeyCtx;
+use super::shape::{has_wildcard, shape};
+use super::spec::MergeSpec;
+use super::visitors::{NoShardedSubquery, Requalify};
+use super::walk::walk_select;
+
+fn refuse<T>(msg: String) -> Result<T, Refusal> {
+    Err(Refusal(msg))
+}
+
+fn refuse_if_mentioned(ctx: &Ctx<'_>, q: &Query, what: &str) -> Result<Option<ShardPlan>, Refusal> {
+    match ctx.query_mentions(q) {
+        Some(t) => refuse(format!(
+            "sluice: {what} involving sharded table {t} is not supported"
+        )),
+        None => Ok(None),
+    }
+}
+
+/// Where the sharded table sits in FROM.
+struct Found<'a> {
+    from: usize,
+    /// None: the first table of `from`; Some(k): the table of join k.
+    join: Option<usize>,
+    res: Resolved<'a>,
+}
+
+fn select_mut(q: &mut Query) -> Result<&mut Select, Refusal> {
+    match q.body.as_mut() {
+        SetExpr::Select(s) => Ok(s),
+        _ => refuse("sluice: internal error: not a SELECT".into()),
+    }
+}
+
+fn factor_mut(s: &mut Select, from: usize, join: Option<usize>) -> Option<&mut TableFactor> {
+    let twj = s.from.get_mut(from)?;
+    match join {
+        None => Some(&mut twj.relation),
+        Some(k) => twj.joins.get_mut(k).map(|j| &mut j.relation),
+    }
+}
+
+pub(super) fn plan_query(mut q: Query, ctx: &Ctx<'_>) -> Result<Option<ShardPlan>, Refusal> {
+    if q.with.is_some() {
+        return refuse_if_mentioned(ctx, &q, "WITH (a common table expression)");
+    }
+    match q.body.as_ref() {
+        SetExpr::Select(_) => {}
+        SetExpr::SetOperation { .. } => {
+            return refuse_if_mentioned(ctx, &q, "UNION, INTERSECT or EXCEPT");
+        }
+        _ => return refuse_if_mentioned(ctx, &q, "this form of query"),
+    }
+
+    let found = {
+        let sel = select_mut(&mut q)?;
+        scan_from(&sel.from, ctx)?
+    };
+    let Some(found) = found else {
+        // No sharded table in FROM: the statement is ours only through a subquery.
+        let Query { body, order_by, .. } = &mut q;
+        if let SetExpr::Select(sel) = body.as_mut() {
+            walk_select(sel, order_by.as_mut(), &mut NoShardedSubquery { ctx })?;
+        }
+        return Ok(None);
+    };
+    let rule = found.res.rule;
+    let table = rule.table.clone();
+
+    check_query_clauses(&q, &table)?;
+    {
+        let Query { body, order_by, .. } = &mut q;
+        let SetExpr::Select(sel) = body.as_mut() else {
+            return refuse("sluice: internal error: not a SELECT".into());
+        };
+        check_select_clauses(sel, &table)?;
+        check_joins(sel, &found, &table)?;
+        walk_select(sel, order_by.as_mut(), &mut NoShardedSubquery { ctx })?;
+    }
+
+    // How the statement names the table; `db.t.c` references become `t.c` (the sub-table
+    // is aliased `t` when the client gave no alias).
+    let (qualifiers, written_name) = {
+        let sel = select_mut(&mut q)?;
+        let Some(TableFactor::Table { name, alias, .. }) = factor_mut(sel, found.from, found.join) else {
+            return refuse("sluice: internal error: table not found".into());
+        };
+        let written = name.0.last().and_then(ObjectNamePart::as_ident).cloned();
+        match alias {
+            Some(a) => (vec![vec![a.name.value.clone()]], written),
+            None => (
+                vec![vec![table.clone()], vec![found.res.db.clone(), table.clone()]],
+                written,
+            ),
+        }
+    };
+    let Some(written_name) = written_name else {
+        return refuse("sluice: internal error: table name".into());
+    };
+    {
+        let mut rq = Requalify {
+            db: &found.res.db,
+            table: &table,
+            sub: None,
+        };
+        let Query { body, order_by, .. } = &mut q;
+        if let SetExpr::Select(sel) = body.as_mut() {
+            walk_select(sel, order_by.as_mut(), &mut rq)?;
+            for item in &mut sel.projection {
+                if let SelectItem::QualifiedWildcard(SelectItemQualifiedWildcardKind::ObjectName(n), _) = item
+                {
+                    rq.qualifier(n);
+                }
+            }
+        }
+    }
+
+    let key = KeyCtx { rule, qualifiers };
+    let shards = key.route(select_mut(&mut q)?.selection.as_ref());
+
+    // One shard holds every row the statement can see: it runs as the client wrote it.
+    let (template, merge, wildcard_helpers) = if shards.len() == 1 {
+        let sel = select_mut(&mut q)?;
+        let wildcard = has_wildcard(sel);
+        let visible = if wildcard { 0 } else { sel.projection.len() };
+        (q, MergeSpec::concat(visible), wildcard.then_some(0))
+    } else {
+        let limit = parse_limit(&q.limit_clause, &table)?;
+        shape(q, limit, &table, ctx)?
+    };
+
+    let mut parts = Vec::with_capacity(shards.len());
+    for &s in &shards {
+        let mut q = template.clone();
+        let sel = select_mut(&mut q)?;
+        if let Some(TableFactor::Table { name, alias, .. }) = factor_mut(sel, found.from, found.join) {
+            if let Some(ObjectNamePart::Identifier(last)) = name.0.last_mut() {
+                last.value = rule.sub_table(s);
+            }
+            if alias.is_none() {
+                *alias = Some(TableAlias {
+                    explicit: true,
+                    name: written_name.clone(),
+                    columns: vec![],
+                    at: None,
+                });
+            }
+        }
+        if let Some(w) = &mut sel.selection {
+            key.prune(w, s);
+        }
+        parts.push(Part {
+            shard: s,
+            group: rule.group_of(s),
+            sql: Statement::Query(Box::new(q)).to_string(),
+        });
+    }
+    Ok(Some(ShardPlan::Select {
+        parts,
+        merge,
+        wildcard_helpers,
+    }))
+}
+
+/// Finds the sharded table of FROM; refuses two of them, and sharded tables inside derived
+/// tables, parenthesized joins or table functions.
+fn scan_from<'a>(from: &[TableWithJoins], ctx: &Ctx<'a>) -> Result<Option<Found<'a>>, Refusal> {
+    let mut found: Vec<Found<'a>> = Vec::new();
+    for (i, twj) in from.iter().enumerate() {
+        let factors = std::iter::once((None, &twj.relation))
+            .chain(twj.joins.iter().enumerate().map(|(k, j)| (Some(k), &j.relation)));
+        for (join, f) in factors {
+            match f {
+                TableFactor::Table { name, args: None, .. } => {
+                    if let Some(res) = ctx.resolve(name) {
+                        found.push(Found { from: i, join, res });
+                    }
+                }
+                TableFactor::Derived { subquery, .. } => {
+                    if let Some(t) = ctx.query_mentions(subquery) {
+                        return refuse(format!(
+                            "sluice: a sharded table inside a subquery (derived table in FROM) \
+                             is not supported ({t})"
+                        ));
+                    }
+                }
+                TableFactor::NestedJoin { .. } => {
+                    if let Some(t) = ctx.mentions_text(&f.to_string()) {
+                        return refuse(format!(
+                            "sluice: a parenthesized join involving sharded table {t} is not supported"
+                        ));
+                    }
+                }
+                other => {
+                    if let Some(t) = ctx.mentions_text(&other.to_string()) {
+                        return refuse(format!(
+                            "sluice: this FROM item involving sharded table {t} is not supported"
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    if found.len() > 1 {
+        return refuse("sluice: a JOIN of two sharded tables is not supported".into());
+    }
+    Ok(found.pop())
+}
+
+fn check_query_clauses(q: &Query, table: &str) -> Result<(), Refusal> {
+    if q.fetch.is_some()
+        || q.for_clause.is_some()
+        || q.settings.is_some()
+        || q.format_clause.is_some()
+        || !q.pipe_operators.is_empty()
+    {
+        return refuse(format!(
+            "sluice: this query syntax on sharded table {table} is not supported"
+        ));
+    }
+    if let Some(ob) = &q.order_by {
+        if ob.interpolate.is_some() || matches!(ob.kind, OrderByKind::All(_)) {
+            return refuse(format!(
+                "sluice: this ORDER BY on sharded table {table} is not supported"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_select_clauses(s: &Select, table: &str) -> Result<(), Refusal> {
+    if s.into.is_some() {
+        return refuse(format!(
+            "sluice: SELECT … INTO on sharded table {table} is not supported"
+        ));
+    }
+    if s.select_modifiers.as_ref().is_some_and(|m| m.sql_calc_found_rows) {
+        return refuse(format!(
+            "sluice: SQL_CALC_FOUND_ROWS on sharded table {table} is not supported"
+        ));
+    }
+    if matches!(s.distinct, Some(Distinct::On(_)))
+        || s.top.is_some()
+        || s.exclude.is_some()
+        || s.prewhere.is_some()
+        || !s.lateral_views.is_empty()
+        || !s.connect_by.is_empty()
+        || !s.cluster_by.is_empty()
+        || !s.distribute_by.is_empty()
+        || !s.sort_by.is_empty()
+        || s.qualify.is_some()
+        || s.value_table_mode.is_some()
+        || s.flavor != SelectFlavor::Standard
+    {
+        return refuse(format!(
+            "sluice: this SELECT syntax on sharded table {table} is not supported"
+        ));
+    }
+    if s.projection
+        .iter()
+        .any(|i| matches!(i, SelectItem::ExprWithAliases { .. }))
+    {
+        return refuse(format!(
+            "sluice: this SELECT syntax on sharded table {table} is not supported"
+        ));
+    }
+    Ok(())
+}
+
+/// A join of the sharded table with other tables is answered per shard when every row of
+/// the result comes from a row of the sharded table: inner and cross joins, the sharded
+/// table on the kept side of LEFT/RIGHT joins. Its sub-tables must share one backend group,
+/// where the other tables are expected to be.
+fn check_joins(s: &Select, found: &Found<'_>, table: &str) -> Result<(), Refusal> {
+    let Some(twj) = s.from.get(found.from) else {
+        return Ok(());
+    };
+    let others = s.from.len() > 1 || !twj.joins.is_empty();
+    if others && found.res.rule.spans_groups() {
+        return refuse(format!(
+            "sluice: a JOIN with sharded table {table} needs all its sub-tables in one backend group"
+        ));
+    }
+    let outer = || {
+        refuse(format!(
+            "sluice: an outer JOIN in which sharded table {table} is the optional side is not supported"
+        ))
+    };
+    let keeps_right = |op: &JoinOperator| {
+        matches!(
+            op,
+            JoinOperator::Right(_) | JoinOperator::RightOuter(_) | JoinOperator::FullOuter(_)
+        )
+    };
+    let plain = |op: &JoinOperator| {
+        matches!(
+            op,
+            JoinOperator::Join(_)
+                | JoinOperator::Inner(_)
+                | JoinOperator::CrossJoin(_)
+                | JoinOperator::StraightJoin(_)
+                | JoinOperator::Left(_)
+                | JoinOperator::LeftOuter(_)
+                | JoinOperator::Right(_)
+                | JoinOperator::RightOuter(_)
+                | JoinOperator::FullOuter(_)
+        )
+    };
+    let start = match found.join {
+        None => 0,
+        Some(k) => {
+            let op = &twj.joins[k].join_operator;
+            if !plain(op) {
+                return refuse(format!(
+                    "sluice: this JOIN with sharded table {table} is not supported"
+                ));
+            }
+            if matches!(
+                op,
+                JoinOperator::Left(_) | JoinOperator::LeftOuter(_) | JoinOperator::FullOuter(_)
+            ) {
+                return outer();
+            }
+            k + 1
+        }
+    };
+    for j in &twj.joins[start..] {
+        if !plain(&j.join_operator) {
+            return refuse(format!(
+                "sluice: this JOIN with sharded table {table} is not supported"
+            ));
+        }
+        if keeps_right(&j.join_operator) {
+            return outer();
+        }
+    }
+    Ok(())
+}
+
+/// `LIMIT n`, `LIMIT o, n`, `LIMIT n OFFSET o` → (o, n).
+fn parse_limit(l: &Option<LimitClause>, table: &str) -> Result<Option<(u64, u64)>, Refusal> {
+    let Some(l) = l else { return Ok(None) };
+    let (offset, count) = match l {
+        LimitClause::OffsetCommaLimit { offset, limit } => (Some(offset), limit),
+        LimitClause::LimitOffset {
+            limit: Some(limit),
+            offset,
+            limit_by,
+        } if limit_by.is_empty() => (offset.as_ref().map(|o| &o.value), limit),
+        _ => {
+            return refuse(format!(
+                "sluice: this LIMIT on sharded table {table} is not supported"
+            ))
+        }
+    };
+    let num = |e: &Expr| -> Result<u64, Refusal> {
+        if let Expr::Value(v) = e {
+            if matches!(v.value, Value::Placeholder(_)) {
+                return refuse(format!(
+                    "sluice: LIMIT with placeholders on sharded table {table} is not supported \
+                     without the parameter values"
+                ));
+            }
+        }
+        unsigned(e).ok_or_else(|| Refusal(format!("sluice: LIMIT on sharded table {table} must be a number")))
+    };
+    let o = match offset {
+        Some(o) => num(o)?,
+        None => 0,
+    };
+    Ok(Some((o, num(count)?)))
+}
