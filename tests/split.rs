@@ -160,7 +160,10 @@ async fn pinned_statements_go_to_the_master() {
         if a != master_id {
             break;
         }
-        assert!(Instant::now() < deadline, "no read-only transaction reached a replica");
+        assert!(
+            Instant::now() < deadline,
+            "no read-only transaction reached a replica"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -325,7 +328,18 @@ async fn own_cluster_hammer_no_stale_reads() {
     }
     let mut totals = vec![(0u64, 0u64, 0u64); modes.len()];
     for t in tasks {
-        let (m, reads, stale, on_replica) = t.await.expect("writer");
+        let (m, reads, stale, on_replica) = match t.await {
+            Ok(r) => r,
+            Err(e) => panic!(
+                "writer failed: {e}\nmaster error log:\n{}\nsluice logs:\n{}",
+                cluster.master.error_log_tail(40),
+                sluices
+                    .iter()
+                    .map(|s| s.log())
+                    .collect::<Vec<_>>()
+                    .join("\n---\n")
+            ),
+        };
         totals[m].0 += reads;
         totals[m].1 += stale;
         totals[m].2 += on_replica;

@@ -232,17 +232,24 @@ impl BackendConn {
         }
     }
 
-    /// Run a statement and discard any result; returns the server's ERR if it failed.
-    pub async fn query_drop(&mut self, sql: &str) -> Result<Result<(), ErrPacket>, BackendError> {
+    /// Send one command and consume its whole response (sluice's own
+    /// statements: nothing is relayed). Returns the response's tracker and the
+    /// first ERR it contained.
+    async fn command_consume(
+        &mut self,
+        cmd: u8,
+        arg: &[u8],
+        kind: ResponseKind,
+    ) -> Result<(ResponseTracker, Option<ErrPacket>), BackendError> {
+        let mut payload = Vec::with_capacity(1 + arg.len());
+        payload.push(cmd);
+        payload.extend_from_slice(arg);
         let mut seq = 0;
-        let mut payload = Vec::with_capacity(1 + sql.len());
-        payload.push(COM_QUERY);
-        payload.extend_from_slice(sql.as_bytes());
         if let Err(e) = self.stream.write_packet(&mut seq, &payload).await {
             self.broken = true;
             return Err(e.into());
         }
-        let mut tracker = ResponseTracker::new(ResponseKind::Query, self.deprecate_eof());
+        let mut tracker = ResponseTracker::new(kind, self.deprecate_eof());
         let mut first_err = None;
         loop {
             let p = match self.stream.read_packet().await {
@@ -257,9 +264,9 @@ impl BackendConn {
             }
             match tracker.feed(p.payload.len(), &p.payload) {
                 Step::More => {}
-                Step::Done => break,
+                Step::Done => return Ok((tracker, first_err)),
                 Step::LocalInfile => {
-                    // Never expected from sluice's own statements: refuse it.
+                    // Never expected from sluice's own statements: send no file.
                     let mut s = p.seq.wrapping_add(1);
                     if let Err(e) = self.stream.write_packet(&mut s, &[]).await {
                         self.broken = true;
@@ -269,7 +276,14 @@ impl BackendConn {
                 }
             }
         }
-        Ok(match first_err {
+    }
+
+    /// Run a statement and discard any result; returns the server's ERR if it failed.
+    pub async fn query_drop(&mut self, sql: &str) -> Result<Result<(), ErrPacket>, BackendError> {
+        let (_, err) = self
+            .command_consume(COM_QUERY, sql.as_bytes(), ResponseKind::Query)
+            .await?;
+        Ok(match err {
             Some(e) => Err(e),
             None => Ok(()),
         })
@@ -278,31 +292,13 @@ impl BackendConn {
     /// Prepare a statement for sluice's own use (lazily, on a connection the
     /// client did not prepare it on); the response is consumed here.
     pub async fn prepare(&mut self, sql: &[u8]) -> Result<Result<u32, ErrPacket>, BackendError> {
-        let mut payload = Vec::with_capacity(1 + sql.len());
-        payload.push(crate::protocol::consts::COM_STMT_PREPARE);
-        payload.extend_from_slice(sql);
-        let mut seq = 0;
-        if let Err(e) = self.stream.write_packet(&mut seq, &payload).await {
-            self.broken = true;
-            return Err(e.into());
-        }
-        let mut tracker = ResponseTracker::new(ResponseKind::Prepare, self.deprecate_eof());
-        let mut err = None;
-        loop {
-            let p = match self.stream.read_packet().await {
-                Ok(p) => p,
-                Err(e) => {
-                    self.broken = true;
-                    return Err(e.into());
-                }
-            };
-            if p.payload.first() == Some(&0xff) {
-                err = ErrPacket::parse(&p.payload);
-            }
-            if tracker.feed(p.payload.len(), &p.payload) != Step::More {
-                break;
-            }
-        }
+        let (tracker, err) = self
+            .command_consume(
+                crate::protocol::consts::COM_STMT_PREPARE,
+                sql,
+                ResponseKind::Prepare,
+            )
+            .await?;
         match (err, tracker.prepared) {
             (Some(e), _) => Ok(Err(e)),
             (None, Some(info)) => Ok(Ok(info.stmt_id)),

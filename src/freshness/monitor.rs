@@ -18,6 +18,9 @@ use crate::config::{self, Freshness, FreshnessMode};
 use super::flight::Flight;
 use super::state::{Counters, LagHistory, Scope};
 
+/// How often the set of tables with sluice's triggers is re-read.
+const TRACKED_REFRESH: Duration = Duration::from_secs(30);
+
 /// Why a read that could have gone to a replica went to the master.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fallback {
@@ -84,6 +87,8 @@ pub struct GroupMonitor {
     pub replicas: Vec<ReplicaMonitor>,
     /// `db.table` names with all three sluice triggers; `None` until known.
     tracked: ArcSwap<Option<HashSet<String>>>,
+    /// Set by `forget_tracked`: re-read the set at the next probe.
+    tracked_forgotten: AtomicBool,
     history: Mutex<LagHistory>,
     warned_missing_table: AtomicBool,
 }
@@ -178,6 +183,7 @@ impl GroupMonitor {
             master_flight: Flight::new(),
             replicas,
             tracked: ArcSwap::from_pointee(None),
+            tracked_forgotten: AtomicBool::new(false),
             history: Mutex::new(LagHistory::default()),
             warned_missing_table: AtomicBool::new(false),
         })
@@ -243,7 +249,12 @@ impl GroupMonitor {
                 continue;
             }
             let _ = self.master_snapshot(self.master_flight.ticket()).await;
-            if last_tracked_refresh.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+            // The list of tables with triggers comes from information_schema,
+            // which opens every table: read it rarely (a busy MariaDB 10.11
+            // was seen crashing in such a query under concurrent load), and
+            // at once after DDL through sluice cleared it.
+            let due = last_tracked_refresh.is_none_or(|t| t.elapsed() >= TRACKED_REFRESH);
+            if due || self.tracked_forgotten.swap(false, Ordering::AcqRel) {
                 last_tracked_refresh = Some(Instant::now());
                 self.refresh_tracked().await;
             }
@@ -268,6 +279,7 @@ impl GroupMonitor {
     /// changed, so trust none until it is read again.
     pub fn forget_tracked(&self) {
         self.tracked.store(Arc::new(None));
+        self.tracked_forgotten.store(true, Ordering::Release);
     }
 
     async fn probe_replica(&self, i: usize) -> Result<Counters, String> {

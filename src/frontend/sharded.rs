@@ -220,7 +220,8 @@ impl Session {
         if rules.is_empty() || !rules.mentioned_in(&text) {
             return None;
         }
-        let params = vec![crate::shard::ParamValue::Int(0); crate::shard::count_placeholders(&text).unwrap_or(0)];
+        let params =
+            vec![crate::shard::ParamValue::Int(0); crate::shard::count_placeholders(&text).unwrap_or(0)];
         match crate::shard::plan_with_params(&text, &params, self.db.as_deref(), rules) {
             Ok(None) => None,
             _ => Some(not_supported(
@@ -410,23 +411,10 @@ impl Session {
             .await
             .map_err(|e| crate::error::backend_error_packet(&pool.label, pool.addr(), &e))?;
         conn.dirty = true;
-        if let Some(db) = &self.db {
-            if conn.db.as_deref() != Some(db.as_str()) {
-                match conn.init_db(db).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => return Err(e),
-                    Err(e) => return Err(crate::error::backend_error_packet(&pool.label, pool.addr(), &e)),
-                }
-            }
-        }
-        for set in &self.sets {
-            let sql = String::from_utf8_lossy(set).into_owned();
-            match conn.query_drop(&sql).await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => return Err(e),
-                Err(e) => return Err(crate::error::backend_error_packet(&pool.label, pool.addr(), &e)),
-            }
-        }
+        let mut replayed = 0;
+        super::sync_conn(&mut conn, self.db.as_deref(), &self.sets, &mut replayed)
+            .await
+            .map_err(|e| e.into_packet(&pool))?;
         Ok(conn)
     }
 
