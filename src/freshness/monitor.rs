@@ -117,21 +117,35 @@ fn pool_for(b: &config::Backend) -> mysql_async::Pool {
     mysql_async::Pool::new(opts)
 }
 
+/// The pseudo-slot that carries the server's GTID position in a probe's
+/// answer (real slots are below 1024).
+const GTID_SLOT: u16 = 65535;
+
+/// Read the counter rows and, in the same round trip, the server's GTID
+/// position: `gtid_binlog_pos` on the master (everything committed),
+/// `gtid_slave_pos` on a replica (everything applied). The GTID position
+/// covers writes no trigger counts (DDL, TRUNCATE, tables without triggers)
+/// for reads whose tables are not known.
 async fn read_counters(
     pool: &mysql_async::Pool,
     schema: &str,
+    gtid_var: &str,
     timeout: Duration,
 ) -> Result<Counters, String> {
     let sql = format!(
-        "SELECT tbl, slot, n FROM `{}`.`counters`",
+        "SELECT tbl, slot, n FROM `{}`.`counters` UNION ALL SELECT @@global.{gtid_var}, {GTID_SLOT}, 0",
         schema.replace('`', "``")
     );
     let fut = async {
         let mut conn = pool.get_conn().await.map_err(|e| e.to_string())?;
-        let rows: Vec<(String, u16, u64)> = conn.query(sql).await.map_err(|e| e.to_string())?;
+        let rows: Vec<(Option<String>, u16, u64)> = conn.query(sql).await.map_err(|e| e.to_string())?;
         let mut c = Counters::default();
         for (tbl, slot, n) in rows {
-            c.set(&tbl, usize::from(slot), n);
+            match (tbl, slot) {
+                (Some(pos), GTID_SLOT) => c.gtid = super::state::parse_gtid_pos(&pos),
+                (Some(tbl), _) => c.set(&tbl, usize::from(slot), n),
+                (None, _) => {}
+            }
         }
         Ok(c)
     };
@@ -208,7 +222,13 @@ impl GroupMonitor {
     }
 
     async fn probe_master(&self) -> Result<Counters, String> {
-        read_counters(&self.master, &self.cfg.schema, self.cfg.probe_timeout).await
+        read_counters(
+            &self.master,
+            &self.cfg.schema,
+            "gtid_binlog_pos",
+            self.cfg.probe_timeout,
+        )
+        .await
     }
 
     /// A master snapshot taken after now; merged into the target.
@@ -288,7 +308,13 @@ impl GroupMonitor {
         let res = if self.mode == FreshnessMode::Off {
             ping(&r.pool, self.cfg.probe_timeout).await
         } else {
-            read_counters(&r.pool, &self.cfg.schema, self.cfg.probe_timeout).await
+            read_counters(
+                &r.pool,
+                &self.cfg.schema,
+                "gtid_slave_pos",
+                self.cfg.probe_timeout,
+            )
+            .await
         };
         r.last_probe_us
             .store(started.elapsed().as_micros() as u64, Ordering::Relaxed);

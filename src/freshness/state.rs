@@ -15,6 +15,22 @@ pub const GLOBAL_ROW: &str = "*";
 pub struct Counters {
     /// tbl → value per slot (index = slot).
     pub rows: HashMap<String, Vec<u64>>,
+    /// The server's GTID position (domain → sequence number) when the
+    /// counters were read; `None` when the server has none (not MariaDB).
+    pub gtid: Option<HashMap<u32, u64>>,
+}
+
+/// Parse a MariaDB GTID position such as `0-1-6159,1-2-33` (domain-server-seq).
+pub fn parse_gtid_pos(pos: &str) -> Option<HashMap<u32, u64>> {
+    let mut out = HashMap::new();
+    for part in pos.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let mut it = part.split('-');
+        let (Some(d), Some(_server), Some(seq), None) = (it.next(), it.next(), it.next(), it.next()) else {
+            return None;
+        };
+        out.insert(d.parse().ok()?, seq.parse().ok()?);
+    }
+    Some(out)
 }
 
 /// Which counter rows a read depends on.
@@ -38,6 +54,13 @@ impl Counters {
     /// Raise every value to at least `other`'s (merging snapshots taken at
     /// different times; counters only grow).
     pub fn merge_max(&mut self, other: &Counters) {
+        if let Some(theirs) = &other.gtid {
+            let mine = self.gtid.get_or_insert_with(HashMap::new);
+            for (d, seq) in theirs {
+                let m = mine.entry(*d).or_insert(0);
+                *m = (*m).max(*seq);
+            }
+        }
         for (tbl, vals) in &other.rows {
             let mine = self.rows.entry(tbl.clone()).or_default();
             if mine.len() < vals.len() {
@@ -54,6 +77,17 @@ impl Counters {
         self.rows.values().flatten().fold(0u64, |a, b| a.wrapping_add(*b))
     }
 
+    /// Has this (replica) position applied every transaction of `target`'s?
+    /// Without a position on the master side there is nothing to compare; a
+    /// replica without one cannot prove anything.
+    fn gtid_covers(&self, target: &Counters) -> bool {
+        match (&self.gtid, &target.gtid) {
+            (_, None) => true,
+            (None, Some(t)) => t.is_empty(),
+            (Some(mine), Some(t)) => t.iter().all(|(d, seq)| mine.get(d).is_some_and(|m| m >= seq)),
+        }
+    }
+
     fn row_covers(&self, tbl: &str, target: &[u64]) -> bool {
         let mine = self.rows.get(tbl).map(Vec::as_slice).unwrap_or(&[]);
         target
@@ -66,7 +100,11 @@ impl Counters {
     /// for the rows in `scope`?
     pub fn covers(&self, target: &Counters, scope: Scope<'_>) -> bool {
         match scope {
-            Scope::All => target.rows.iter().all(|(tbl, vals)| self.row_covers(tbl, vals)),
+            // The tables read are unknown: every counter row, and every
+            // transaction the master had (writes no trigger counted too).
+            Scope::All => {
+                target.rows.iter().all(|(tbl, vals)| self.row_covers(tbl, vals)) && self.gtid_covers(target)
+            }
             Scope::Tables(tables) => {
                 let global_ok = target
                     .rows
@@ -156,6 +194,24 @@ mod tests {
         assert!(!replica.covers(&master, Scope::All));
         let behind_global = snap(&[("db.a", &[3]), (GLOBAL_ROW, &[0])]);
         assert!(!behind_global.covers(&master, Scope::Tables(&a)));
+    }
+
+    #[test]
+    fn unknown_tables_need_the_gtid_position_too() {
+        let mut master = snap(&[("db.a", &[3])]);
+        master.gtid = parse_gtid_pos("0-1-10,1-2-5");
+        let mut replica = snap(&[("db.a", &[3])]);
+        replica.gtid = parse_gtid_pos("0-1-9,1-2-5");
+        // Counters equal, but a write no trigger counted is missing.
+        assert!(!replica.covers(&master, Scope::All));
+        let a = vec!["db.a".to_string()];
+        assert!(replica.covers(&master, Scope::Tables(&a)));
+        replica.gtid = parse_gtid_pos("0-1-10,1-2-7");
+        assert!(replica.covers(&master, Scope::All));
+        replica.gtid = None;
+        assert!(!replica.covers(&master, Scope::All));
+        assert_eq!(parse_gtid_pos(""), Some(HashMap::new()));
+        assert_eq!(parse_gtid_pos("x"), None);
     }
 
     #[test]

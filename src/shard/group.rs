@@ -411,6 +411,14 @@ impl<'c, 'a> Grouped<'c, 'a> {
             let (e, alias) = self.items[i].clone();
             match agg_call(&e, table)? {
                 Some(AggCall::Simple(kind)) => {
+                    // Keep the client's spelling as the column name (the
+                    // server names `count( * )` as written, not re-rendered).
+                    if let (None, Expr::Function(f)) = (&alias, &e) {
+                        self.shard_items[i] = SelectItem::ExprWithAlias {
+                            expr: e.clone(),
+                            alias: self.column_name(f),
+                        };
+                    }
                     self.aggs.push(AggSpec { col: i, kind });
                     self.kinds[i] = Kind::Agg;
                 }

@@ -495,7 +495,7 @@ fn plain_aggregates() {
         select("SELECT COUNT(*), SUM(x), MIN(create_time), MAX(id), COUNT(subject) FROM post_reply");
     assert_eq!(
         parts[3].1,
-        "SELECT COUNT(*), SUM(x), MIN(create_time), MAX(id), COUNT(subject) FROM post_reply_3 AS post_reply"
+        "SELECT COUNT(*) AS `COUNT(*)`, SUM(x) AS `SUM(x)`, MIN(create_time) AS `MIN(create_time)`, MAX(id) AS `MAX(id)`, COUNT(subject) AS `COUNT(subject)` FROM post_reply_3 AS post_reply"
     );
     assert_eq!(
         merge,
@@ -609,7 +609,7 @@ fn group_order_by_keys_needs_no_final_sort() {
         select("SELECT a, b, COUNT(*) FROM post_reply GROUP BY a, b ORDER BY b DESC LIMIT 3");
     assert_eq!(
         parts[0].1,
-        "SELECT a, b, COUNT(*) FROM post_reply_0 AS post_reply GROUP BY 1, 2 ORDER BY 2 DESC, 1 ASC"
+        "SELECT a, b, COUNT(*) AS `COUNT(*)` FROM post_reply_0 AS post_reply GROUP BY 1, 2 ORDER BY 2 DESC, 1 ASC"
     );
     assert_eq!(merge.order_by, vec![desc(1), asc(0)]);
     assert_eq!(merge.group.unwrap().order_after, vec![]);
@@ -620,7 +620,7 @@ fn group_keys_not_selected_become_helpers() {
     let (parts, merge, _) = select("SELECT COUNT(*) FROM post_reply GROUP BY user_id HAVING user_id > 3");
     assert_eq!(
         parts[0].1,
-        "SELECT COUNT(*), user_id FROM post_reply_0 AS post_reply GROUP BY 2 ORDER BY 2 ASC"
+        "SELECT COUNT(*) AS `COUNT(*)`, user_id FROM post_reply_0 AS post_reply GROUP BY 2 ORDER BY 2 ASC"
     );
     assert_eq!(merge.visible, 1);
     let g = merge.group.unwrap();
@@ -633,7 +633,7 @@ fn group_keys_not_selected_become_helpers() {
     let (parts, merge, _) = select("SELECT user_id AS u, COUNT(*) FROM post_reply GROUP BY u");
     assert_eq!(
         parts[0].1,
-        "SELECT user_id AS u, COUNT(*) FROM post_reply_0 AS post_reply GROUP BY 1 ORDER BY 1 ASC"
+        "SELECT user_id AS u, COUNT(*) AS `COUNT(*)` FROM post_reply_0 AS post_reply GROUP BY 1 ORDER BY 1 ASC"
     );
     assert_eq!(merge.group.unwrap().keys, vec![0]);
     let (_, merge, _) = select("SELECT user_id, COUNT(*) FROM post_reply GROUP BY 1");

@@ -1,0 +1,2613 @@
+//! Sharded tables, differentially: the logical table `post_reply` (4 sub-tables,
+//! `tid mod 4`, created and loaded through sluice) against an unsharded reference table
+//! `ref` holding the same rows directly on the master. Every generated query runs through
+//! sluice on `post_reply` and directly on `ref`; the answers must be identical (column
+//! names, values as bytes/NULL, and the row order wherever ORDER BY fixes it).
+//!
+//! Also: writes checked against the same writes on the reference (affected rows and the
+//! resulting contents), statements sluice must refuse (error 1235 with a sentence, and
+//! nothing written), literals that must reach the sub-tables byte for byte (also under
+//! NO_BACKSLASH_ESCAPES and ANSI_QUOTES), a string key under a hash rule, and (on a
+//! cluster of its own, since it stops replication) the freshness of scatter reads.
+//!
+//! sluice runs with `freshness: off` against the shared cluster (reads go to the
+//! replicas), so every read phase first waits until the replicas have applied everything.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::cluster::*;
+use mysql_async::prelude::*;
+use mysql_async::{Conn, Row, Value};
+
+/// Rows of the differential data set (the issue asks for at least 100k).
+const N_ROWS: u32 = 100_000;
+/// Rows per multi-row INSERT while loading.
+const BATCH: usize = 1000;
+/// The tids of the seed's query (two per shard).
+const SEED_TIDS: [u32; 8] = [228596, 225232, 228689, 228601, 228638, 209218, 224795, 228839];
+/// The seed's query, exactly as the issue quotes it.
+const SEED_QUERY: &str = "SELECT * FROM post_reply WHERE user_id=123 AND tid IN(228596, 225232, 228689, 228601, 228638, 209218, 224795, 228839) ORDER BY create_time DESC LIMIT 20, 20";
+/// The same with the article's backticks and line break.
+const SEED_QUERY_ARTICLE: &str = "SELECT * FROM post_reply WHERE `user_id`=123 AND `tid` \nIN(228596, 225232, 228689, 228601, 228638, 209218, 224795, 228839) ORDER BY `create_time` DESC LIMIT 20, 20";
+/// Hot tids besides the seed's: skew, and several on the same shard.
+const HOT_TIDS: [u32; 4] = [4, 8, 12, 1001];
+/// Error 1235, ER_NOT_SUPPORTED_YET.
+const NOT_SUPPORTED: u16 = 1235;
+
+const COLUMNS: &str = "id, tid, user_id, subject, create_time, message, score, tag, amount";
+
+/// The seed's schema (with its Chinese comments: DDL must reach the sub-tables as written)
+/// plus a nullable INT, a utf8mb4_general_ci VARCHAR and a DECIMAL.
+fn schema(table: &str) -> String {
+    format!(
+        "CREATE TABLE `{table}` (
+  `id` int(11) unsigned NOT NULL COMMENT '回复id',
+  `tid` int(11) unsigned NOT NULL DEFAULT '0' COMMENT '帖子id',
+  `user_id` int(11) unsigned NOT NULL DEFAULT '0' COMMENT '用户id',
+  `subject` varchar(80) NOT NULL DEFAULT '' COMMENT '回复标题',
+  `create_time` datetime NOT NULL DEFAULT '2000-01-01 00:00:00' COMMENT '发表时间',
+  `message` mediumtext NOT NULL COMMENT '回复内容',
+  `score` int NULL,
+  `tag` varchar(32) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NULL,
+  `amount` decimal(12,2) NOT NULL DEFAULT '0.00',
+  PRIMARY KEY (`id`),
+  KEY `idx_tid_time` (`tid`, `create_time`),
+  KEY `idx_user` (`user_id`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci"
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// Deterministic data
+// ---------------------------------------------------------------------------------------
+
+/// SplitMix64: a small deterministic generator (same data and queries on every run).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    fn range(&mut self, lo: i64, hi: i64) -> i64 {
+        lo + self.below((hi - lo + 1) as u64) as i64
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn chance(&mut self, p: f64) -> bool {
+        self.unit() < p
+    }
+    fn word(&mut self, v: &[&'static str]) -> &'static str {
+        v[self.below(v.len() as u64) as usize]
+    }
+    fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
+        &v[self.below(v.len() as u64) as usize]
+    }
+}
+
+/// Subjects: case variants, quotes, backslashes, multibyte, emoji, trailing spaces.
+const SUBJECTS: &[&str] = &[
+    "Re: hello",
+    "re: HELLO",
+    "RE: Hello",
+    "It's fine",
+    "say \"hi\"",
+    "back\\slash",
+    "C:\\path\\to\\",
+    "tab\there",
+    "new\nline",
+    "100% sure_",
+    "回复标题",
+    "帖子 回复",
+    "emoji 🙂",
+    "emoji 😀",
+    "Ärger",
+    "ärger",
+    "straße",
+    "STRASSE",
+    "naïve café",
+    "  leading",
+    "trailing  ",
+    "",
+    "'",
+    "\\",
+    "\\'",
+    "''",
+    "a\\'b",
+    "日本語テキスト",
+    "한국어 제목",
+    "mixed 'quote' \\ and 😀",
+    "zeta",
+    "Zeta",
+];
+
+/// Tags (utf8mb4_general_ci): strings that differ only in case, accents, trailing spaces,
+/// and supplementary characters (all equal to each other under general_ci).
+const TAGS: &[&str] = &[
+    "alpha", "Alpha", "ALPHA", "alpha ", "beta", "BETA", "Beta", "gamma", "Ärger", "ärger", "AERGER",
+    "straße", "strase", "STRASSE", "🙂", "😀", "x🙂", "x😀", "", " ", "é", "E", "e", "O'Brien", "o'brien",
+    "back\\", "BACK\\",
+];
+
+/// Days from 1970-01-01 to (y, m, d) (Howard Hinnant's civil_from_days, inverted use).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m as u32, d as u32)
+}
+
+/// `YYYY-MM-DD HH:MM:SS` of seconds since the epoch.
+fn datetime(secs: i64) -> String {
+    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
+    let s = secs.rem_euclid(86_400);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        s / 3600,
+        s / 60 % 60,
+        s % 60
+    )
+}
+
+/// 2021-01-01 00:00:00 and 2019-06-01 00:00:00, in seconds since the epoch.
+const T2021: i64 = 18_628 * 86_400;
+const T2019: i64 = 18_048 * 86_400;
+
+#[derive(Clone, Debug)]
+struct Reply {
+    id: u32,
+    tid: u32,
+    user: u32,
+    subject: String,
+    time: String,
+    message: String,
+    score: Option<i32>,
+    tag: Option<String>,
+    amount: String,
+}
+
+/// A string literal, backslash-escaped; a quote is written `\'` or `''` (`doubled`).
+fn lit(s: &str, doubled: bool) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('\'');
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' if doubled => out.push_str("''"),
+            '\'' => out.push_str("\\'"),
+            '\0' => out.push_str("\\0"),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+impl Reply {
+    fn values(&self) -> String {
+        let doubled = self.id % 2 == 1;
+        format!(
+            "({}, {}, {}, {}, '{}', {}, {}, {}, {})",
+            self.id,
+            self.tid,
+            self.user,
+            lit(&self.subject, doubled),
+            self.time,
+            lit(&self.message, !doubled),
+            self.score.map_or("NULL".to_string(), |s| s.to_string()),
+            self.tag
+                .as_deref()
+                .map_or("NULL".to_string(), |t| lit(t, doubled)),
+            self.amount
+        )
+    }
+}
+
+fn amount(cents: i64) -> String {
+    let sign = if cents < 0 { "-" } else { "" };
+    format!("{sign}{}.{:02}", cents.abs() / 100, cents.abs() % 100)
+}
+
+/// Row `id` of the data set. Every 500th row belongs to user 123 on a seed tid with a
+/// create_time no other row has, so the seed's query (ORDER BY create_time alone) has one
+/// right answer; elsewhere create_time values repeat (about 2.5 rows per minute).
+fn reply(rng: &mut Rng, id: u32) -> Reply {
+    let seed_block = id % 500 == 0;
+    let tid = if seed_block {
+        SEED_TIDS[(id / 500 % 8) as usize]
+    } else if rng.chance(0.30) {
+        if rng.chance(0.7) {
+            *rng.pick(&SEED_TIDS)
+        } else {
+            *rng.pick(&HOT_TIDS)
+        }
+    } else {
+        200_000 + rng.below(40_000) as u32
+    };
+    let user = if seed_block {
+        123
+    } else {
+        let mut u = if rng.chance(0.02) {
+            123
+        } else {
+            1 + (rng.unit().powi(3) * 5000.0) as u32
+        };
+        if u == 123 && SEED_TIDS.contains(&tid) {
+            u = 124;
+        }
+        u
+    };
+    let time = if seed_block {
+        datetime(T2019 + i64::from(id) * 37)
+    } else {
+        datetime(T2021 + rng.range(0, 40_000) * 60)
+    };
+    let subject = match rng.below(4) {
+        0 => rng.pick(SUBJECTS).to_string(),
+        1 => format!("{} #{}", rng.pick(SUBJECTS), rng.below(50)),
+        2 => format!("{} {}", rng.pick(TAGS), rng.pick(SUBJECTS)),
+        _ => format!("post {}", rng.below(3000)),
+    };
+    let subject: String = subject.chars().take(80).collect();
+    let mut message = format!("message {id}: ");
+    for _ in 0..rng.below(4) {
+        message.push_str(rng.word(SUBJECTS));
+        message.push(' ');
+    }
+    let score = (!rng.chance(0.15)).then(|| rng.range(-100, 100) as i32);
+    let tag = (!rng.chance(0.06)).then(|| rng.pick(TAGS).to_string());
+    let amount = amount(rng.range(-1_000_000, 1_000_000));
+    Reply {
+        id,
+        tid,
+        user,
+        subject,
+        time,
+        message,
+        score,
+        tag,
+        amount,
+    }
+}
+
+fn insert_sql(table: &str, rows: &[Reply]) -> String {
+    let mut sql = format!("INSERT INTO {table} ({COLUMNS}) VALUES ");
+    for (i, r) in rows.iter().enumerate() {
+        if i > 0 {
+            sql.push_str(",\n");
+        }
+        sql.push_str(&r.values());
+    }
+    sql
+}
+
+// ---------------------------------------------------------------------------------------
+// Running and comparing
+// ---------------------------------------------------------------------------------------
+
+type Cell = Option<Vec<u8>>;
+
+#[derive(Clone, Debug, PartialEq)]
+struct Answer {
+    columns: Vec<String>,
+    /// Column type and decimals of each column, as the column definitions announce them.
+    types: Vec<String>,
+    rows: Vec<Vec<Cell>>,
+}
+
+#[derive(Debug)]
+enum Failure {
+    /// Error packet from the server (or sluice): code and message.
+    Server(u16, String),
+    /// Anything else (connection lost, driver error).
+    Other(String),
+}
+
+impl Failure {
+    fn code(&self) -> Option<u16> {
+        match self {
+            Failure::Server(c, _) => Some(*c),
+            Failure::Other(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Server(c, m) => write!(f, "ERROR {c}: {m}"),
+            Failure::Other(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+fn failure(e: mysql_async::Error) -> Failure {
+    match e {
+        mysql_async::Error::Server(s) => Failure::Server(s.code, s.message),
+        other => Failure::Other(other.to_string()),
+    }
+}
+
+fn cell(v: Value) -> Cell {
+    match v {
+        Value::NULL => None,
+        Value::Bytes(b) => Some(b),
+        // The text protocol only yields bytes; keep anything else visible.
+        other => Some(format!("{other:?}").into_bytes()),
+    }
+}
+
+/// Runs one text statement; its (first) result set.
+async fn run(conn: &mut Conn, sql: &str) -> Result<Answer, Failure> {
+    let mut result = conn.query_iter(sql).await.map_err(failure)?;
+    let columns: Vec<String> = result
+        .columns()
+        .map(|c| c.iter().map(|c| c.name_str().into_owned()).collect())
+        .unwrap_or_default();
+    let types: Vec<String> = result
+        .columns()
+        .map(|c| {
+            c.iter()
+                .map(|c| format!("{:?}({})", c.column_type(), c.decimals()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let rows: Vec<Row> = result.collect().await.map_err(failure)?;
+    result.drop_result().await.map_err(failure)?;
+    let rows = rows
+        .into_iter()
+        .map(|r| r.unwrap().into_iter().map(cell).collect())
+        .collect();
+    Ok(Answer { columns, types, rows })
+}
+
+/// Runs a write; its affected-row count.
+async fn write(conn: &mut Conn, sql: &str) -> Result<u64, Failure> {
+    conn.query_drop(sql).await.map_err(failure)?;
+    Ok(conn.affected_rows())
+}
+
+async fn connect(url: &str) -> Conn {
+    Conn::from_url(url)
+        .await
+        .unwrap_or_else(|e| panic!("connect {url}: {e}"))
+}
+
+fn show_cell(c: &Cell) -> String {
+    match c {
+        None => "NULL".into(),
+        Some(b) => format!("{:?}", String::from_utf8_lossy(b)),
+    }
+}
+
+fn show_row(r: &[Cell]) -> String {
+    let s = r.iter().map(show_cell).collect::<Vec<_>>().join(", ");
+    if s.chars().count() > 400 {
+        format!("({}…)", s.chars().take(400).collect::<String>())
+    } else {
+        format!("({s})")
+    }
+}
+
+fn short(sql: &str) -> String {
+    let one_line = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() > 300 {
+        format!("{}…", one_line.chars().take(300).collect::<String>())
+    } else {
+        one_line
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Order {
+    /// ORDER BY determines the order completely: compare row by row.
+    Full,
+    /// No (complete) order: compare as multisets.
+    Multiset,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Shape {
+    /// A shape the issue lists as supported: a refusal fails the suite.
+    Supported,
+    /// Anything else: answered exactly, or refused with 1235.
+    Extra,
+}
+
+#[derive(Clone, Debug)]
+struct Q {
+    kind: &'static str,
+    sql: String,
+    order: Order,
+    shape: Shape,
+    /// Columns whose value is one representative of a group of strings equal under
+    /// utf8mb4_general_ci (GROUP BY / DISTINCT / MIN / MAX of `tag` or `subject`): which
+    /// spelling the server shows is not determined, so these cells only have to be equal
+    /// under the collation.
+    ci_cols: Vec<usize>,
+    /// The collation of those columns.
+    ci_collation: &'static str,
+    /// The answer must have at least this many rows (checks the data covers the query).
+    min_rows: usize,
+}
+
+impl Q {
+    fn new(kind: &'static str, sql: impl Into<String>) -> Q {
+        Q {
+            kind,
+            sql: sql.into(),
+            order: Order::Full,
+            shape: Shape::Supported,
+            ci_cols: Vec::new(),
+            ci_collation: "utf8mb4_general_ci",
+            min_rows: 0,
+        }
+    }
+    fn multiset(mut self) -> Q {
+        self.order = Order::Multiset;
+        self
+    }
+    fn extra(mut self) -> Q {
+        self.shape = Shape::Extra;
+        self
+    }
+    fn ci(mut self, cols: &[usize]) -> Q {
+        self.ci_cols = cols.to_vec();
+        self
+    }
+    fn collation(mut self, c: &'static str) -> Q {
+        self.ci_collation = c;
+        self
+    }
+    fn at_least(mut self, n: usize) -> Q {
+        self.min_rows = n;
+        self
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02X}")).collect()
+}
+
+/// Are two strings equal under `collation`? Asked of the server.
+async fn ci_equal(direct: &mut Conn, collation: &str, a: &Cell, b: &Cell) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => {
+            let charset = collation.split('_').next().unwrap_or("utf8mb4");
+            let sql = format!(
+                "SELECT CONVERT(CONVERT(X'{}' USING utf8mb4) USING {charset}) COLLATE {collation} \
+                 = CONVERT(CONVERT(X'{}' USING utf8mb4) USING {charset})",
+                hex(a),
+                hex(b)
+            );
+            matches!(
+                run(direct, &sql).await.ok().and_then(|r| r.rows.into_iter().next()),
+                Some(row) if row.first() == Some(&Some(b"1".to_vec()))
+            )
+        }
+        _ => false,
+    }
+}
+
+/// Compares sluice's answer with the reference's; Ok(rows compared) or a description.
+async fn compare(q: &Q, want: &Answer, got: &Answer, direct: &mut Conn) -> Result<usize, String> {
+    if want.columns != got.columns {
+        return Err(format!(
+            "column names differ: reference {:?}, sluice {:?}",
+            want.columns, got.columns
+        ));
+    }
+    if want.rows.len() != got.rows.len() {
+        let (mut w, mut g) = (want.rows.clone(), got.rows.clone());
+        w.sort();
+        g.sort();
+        let missing = w.iter().find(|r| g.binary_search(r).is_err());
+        let extra = g.iter().find(|r| w.binary_search(r).is_err());
+        return Err(format!(
+            "{} rows from the reference, {} through sluice; e.g. missing {}, unexpected {}",
+            want.rows.len(),
+            got.rows.len(),
+            missing.map_or("-".into(), |r| show_row(r)),
+            extra.map_or("-".into(), |r| show_row(r)),
+        ));
+    }
+    let (w, g) = match q.order {
+        Order::Full => (want.rows.clone(), got.rows.clone()),
+        Order::Multiset => {
+            let (mut w, mut g) = (want.rows.clone(), got.rows.clone());
+            w.sort();
+            g.sort();
+            (w, g)
+        }
+    };
+    for (i, (a, b)) in w.iter().zip(&g).enumerate() {
+        if a == b {
+            continue;
+        }
+        let mut same = a.len() == b.len();
+        for (c, (x, y)) in a.iter().zip(b).enumerate() {
+            if !same {
+                break;
+            }
+            if x != y {
+                same = q.ci_cols.contains(&c) && ci_equal(direct, q.ci_collation, x, y).await;
+            }
+        }
+        if !same {
+            return Err(format!(
+                "row {i} differs{}:\n      reference: {}\n      sluice:    {}",
+                if q.order == Order::Multiset {
+                    " (rows sorted, no ORDER BY)"
+                } else {
+                    ""
+                },
+                show_row(a),
+                show_row(b)
+            ));
+        }
+    }
+    Ok(w.len())
+}
+
+#[derive(Default)]
+struct Tally {
+    queries: usize,
+    rows: usize,
+    mismatches: Vec<String>,
+    /// (kind, shape, query, message) of every 1235 answer.
+    refused: Vec<(&'static str, Shape, String, String)>,
+    both_failed: Vec<String>,
+    /// Answers equal in names and values whose column types differ.
+    type_diffs: Vec<String>,
+    slowest: Vec<(Duration, String)>,
+}
+
+impl Tally {
+    async fn check(&mut self, q: &Q, sluice: &mut Conn, sluice_url: &str, direct: &mut Conn, in_tx: bool) {
+        let t0 = Instant::now();
+        let want = run(direct, &q.sql.replace("post_reply", "ref")).await;
+        if in_tx {
+            sluice.query_drop("BEGIN").await.expect("BEGIN through sluice");
+        }
+        let got = run(sluice, &q.sql).await;
+        if in_tx && sluice.query_drop("COMMIT").await.is_err() {
+            *sluice = connect(sluice_url).await;
+        }
+        let label = format!(
+            "[{}{}] {}",
+            q.kind,
+            if in_tx { ", in a transaction" } else { "" },
+            short(&q.sql)
+        );
+        self.queries += 1;
+        self.slowest.push((t0.elapsed(), label.clone()));
+        match (want, got) {
+            (_, Err(Failure::Server(NOT_SUPPORTED, msg))) => {
+                self.refused.push((q.kind, q.shape, q.sql.clone(), msg));
+            }
+            (Ok(w), Ok(g)) => match compare(q, &w, &g, direct).await {
+                Ok(n) => {
+                    self.rows += n;
+                    if w.types != g.types {
+                        self.type_diffs.push(format!(
+                            "{label}\n    reference {:?}\n    sluice    {:?}",
+                            w.types, g.types
+                        ));
+                    }
+                    if w.rows.len() < q.min_rows {
+                        self.mismatches.push(format!(
+                            "{label}\n    the data set gives only {} rows, the suite expects at least {}",
+                            w.rows.len(),
+                            q.min_rows
+                        ));
+                    }
+                }
+                Err(why) => self.mismatches.push(format!("{label}\n    {why}")),
+            },
+            (Err(e), Err(g)) if e.code().is_some() && e.code() == g.code() => {
+                self.both_failed.push(format!("{label}: {e}"));
+            }
+            (Ok(w), Err(e)) => {
+                self.mismatches.push(format!(
+                    "{label}\n    sluice failed: {e} (the reference returned {} rows)",
+                    w.rows.len()
+                ));
+                if e.code().is_none() {
+                    *sluice = connect(sluice_url).await;
+                }
+            }
+            (Err(e), Ok(g)) => self.mismatches.push(format!(
+                "{label}\n    the reference failed: {e}, sluice returned {} rows",
+                g.rows.len()
+            )),
+            (Err(e), Err(g)) => {
+                self.mismatches
+                    .push(format!("{label}\n    reference: {e}\n    sluice:    {g}"));
+                if g.code().is_none() {
+                    *sluice = connect(sluice_url).await;
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Query generation
+// ---------------------------------------------------------------------------------------
+
+/// Tids for routing: hot ones, cold existing ones, and some that do not exist.
+fn some_tid(rng: &mut Rng, data: &[Reply]) -> u32 {
+    match rng.below(4) {
+        0 => *rng.pick(&SEED_TIDS),
+        1 => *rng.pick(&HOT_TIDS),
+        2 => data[rng.below(data.len() as u64) as usize].tid,
+        _ => 1 + rng.below(100) as u32 * 4 + rng.below(4) as u32, // mostly absent
+    }
+}
+
+fn tid_list(rng: &mut Rng, data: &[Reply], n: usize) -> String {
+    let mut v: Vec<String> = (0..n).map(|_| some_tid(rng, data).to_string()).collect();
+    if rng.chance(0.3) {
+        let dup = v[0].clone();
+        v.push(dup); // a duplicate value in the list
+    }
+    v.join(", ")
+}
+
+fn some_user(rng: &mut Rng, data: &[Reply]) -> u32 {
+    match rng.below(4) {
+        0 => *rng.pick(&[1, 2, 3, 123]),
+        1 => 999_999, // no rows
+        _ => data[rng.below(data.len() as u64) as usize].user,
+    }
+}
+
+/// A condition that does not restrict the shards.
+fn scatter_filter(rng: &mut Rng, data: &[Reply]) -> String {
+    match rng.below(12) {
+        0 => format!("user_id = {}", some_user(rng, data)),
+        1 => format!("score > {}", rng.range(-100, 100)),
+        2 => "score IS NULL".into(),
+        3 => format!("score BETWEEN {} AND {}", rng.range(-100, 0), rng.range(0, 100)),
+        4 => format!("tag = {}", lit(rng.word(TAGS), false)),
+        5 => "tag IS NULL".into(),
+        6 => "amount < 0".into(),
+        7 => "amount BETWEEN -100.50 AND 100.25".into(),
+        8 => {
+            let d = rng.range(0, 25);
+            format!(
+                "create_time >= '{}' AND create_time < '{}'",
+                datetime(T2021 + d * 86_400),
+                datetime(T2021 + (d + 2) * 86_400)
+            )
+        }
+        9 => "subject LIKE 'Re:%'".into(),
+        10 => format!("id < {}", rng.range(1000, 20_000)),
+        _ => format!("id % 7 = {}", rng.below(7)),
+    }
+}
+
+/// A condition that is small enough to list every matching row.
+fn selective_filter(rng: &mut Rng, data: &[Reply]) -> String {
+    match rng.below(5) {
+        0 => format!("user_id = {}", some_user(rng, data)),
+        1 => format!("tid = {}", some_tid(rng, data)),
+        2 => format!("tid IN ({})", tid_list(rng, data, 3)),
+        3 => format!("id BETWEEN {0} AND {0} + 3000", rng.range(1, 90_000)),
+        _ => format!(
+            "user_id IN ({}, {}) AND score > 50",
+            some_user(rng, data),
+            some_user(rng, data)
+        ),
+    }
+}
+
+/// `LIMIT n`, `LIMIT o, n` or `LIMIT n OFFSET o`.
+fn limit(rng: &mut Rng, max_offset: i64) -> String {
+    let n = rng.range(1, 50);
+    let o = if rng.chance(0.2) {
+        0
+    } else {
+        rng.range(0, max_offset)
+    };
+    match rng.below(3) {
+        0 => format!("LIMIT {n}"),
+        1 => format!("LIMIT {o}, {n}"),
+        _ => format!("LIMIT {n} OFFSET {o}"),
+    }
+}
+
+const SORT_KEYS: &[&str] = &[
+    "create_time",
+    "score",
+    "tag",
+    "amount",
+    "user_id",
+    "subject",
+    "tid",
+    "message",
+];
+const SELECTABLE: &[&str] = &[
+    "id",
+    "tid",
+    "user_id",
+    "subject",
+    "create_time",
+    "score",
+    "tag",
+    "amount",
+];
+
+fn dir(rng: &mut Rng) -> &'static str {
+    rng.word(&["", " ASC", " DESC"])
+}
+
+/// ORDER BY 1-3 keys plus `id` (unique): the order is fully determined.
+fn order_by(rng: &mut Rng) -> String {
+    let n = 1 + rng.below(3) as usize;
+    let mut keys: Vec<&str> = Vec::new();
+    while keys.len() < n {
+        let k = *rng.pick(SORT_KEYS);
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let mut terms: Vec<String> = keys.iter().map(|k| format!("{k}{}", dir(rng))).collect();
+    terms.push(format!("id{}", dir(rng)));
+    format!("ORDER BY {}", terms.join(", "))
+}
+
+fn select_list(rng: &mut Rng) -> String {
+    if rng.chance(0.3) {
+        return "*".into();
+    }
+    let mut cols: Vec<&str> = SELECTABLE.iter().copied().filter(|_| rng.chance(0.5)).collect();
+    if cols.is_empty() {
+        cols.push("id");
+    }
+    cols.join(", ")
+}
+
+fn generate(data: &[Reply]) -> Vec<Q> {
+    let mut rng = Rng(0x5eed_0004);
+    let r = &mut rng;
+    let mut qs = Vec::new();
+
+    // --- The seed's query, its neighbours and pages --------------------------------------
+    qs.push(Q::new("seed query", SEED_QUERY).at_least(20));
+    qs.push(Q::new("seed query", SEED_QUERY_ARTICLE).at_least(20));
+    let seed_in = "tid IN(228596, 225232, 228689, 228601, 228638, 209218, 224795, 228839)";
+    for lim in [
+        "LIMIT 20",
+        "LIMIT 0, 20",
+        "LIMIT 40, 20",
+        "LIMIT 20 OFFSET 180",
+        "LIMIT 190, 20",
+        "LIMIT 1000, 20",
+    ] {
+        qs.push(Q::new(
+            "seed pages",
+            format!(
+                "SELECT * FROM post_reply WHERE user_id=123 AND {seed_in} ORDER BY create_time DESC {lim}"
+            ),
+        ));
+    }
+    qs.push(Q::new(
+        "seed pages",
+        format!("SELECT * FROM post_reply WHERE user_id=123 AND {seed_in} ORDER BY create_time ASC, id DESC LIMIT 20, 20"),
+    ).at_least(20));
+    qs.push(Q::new(
+        "seed pages",
+        format!("SELECT id, subject FROM post_reply WHERE {seed_in} ORDER BY create_time DESC, id DESC LIMIT 20, 20"),
+    ).at_least(20));
+
+    // --- Routing by the key ----------------------------------------------------------------
+    for _ in 0..15 {
+        let t = some_tid(r, data);
+        qs.push(Q::new(
+            "key =",
+            format!(
+                "SELECT * FROM post_reply WHERE tid = {t} ORDER BY create_time DESC, id DESC {}",
+                limit(r, 300)
+            ),
+        ));
+    }
+    for _ in 0..15 {
+        let n = 2 + r.below(9) as usize;
+        qs.push(Q::new(
+            "key IN",
+            format!(
+                "SELECT id, tid, subject, score FROM post_reply WHERE tid IN ({}) {} {}",
+                tid_list(r, data, n),
+                order_by(r),
+                limit(r, 2000)
+            ),
+        ));
+    }
+    for _ in 0..10 {
+        qs.push(Q::new(
+            "key OR",
+            format!(
+                "SELECT id, tid, user_id, create_time FROM post_reply WHERE tid = {} OR tid = {} OR tid IN ({}) ORDER BY create_time, id {}",
+                some_tid(r, data),
+                some_tid(r, data),
+                tid_list(r, data, 2),
+                limit(r, 2000)
+            ),
+        ));
+    }
+    for _ in 0..6 {
+        qs.push(Q::new(
+            "key OR + AND",
+            format!(
+                "SELECT * FROM post_reply WHERE (tid = {} OR tid IN ({})) AND user_id = {} ORDER BY id DESC",
+                some_tid(r, data),
+                tid_list(r, data, 3),
+                some_user(r, data)
+            ),
+        ));
+    }
+    qs.push(Q::new(
+        "key as string",
+        "SELECT id, tid FROM post_reply WHERE tid = '228596' ORDER BY id LIMIT 30",
+    ));
+    qs.push(Q::new(
+        "key as string",
+        "SELECT COUNT(*) FROM post_reply WHERE tid IN ('4', '8', ' 12 ', '228839')",
+    ));
+    qs.push(Q::new(
+        "key, one shard",
+        "SELECT id, tid FROM post_reply WHERE tid IN (4, 8, 12, 228596, 225232) ORDER BY tid DESC, id LIMIT 50, 25",
+    ));
+    qs.push(Q::new(
+        "key, contradiction",
+        "SELECT * FROM post_reply WHERE tid = 4 AND tid = 1001",
+    ));
+    qs.push(Q::new(
+        "key, contradiction",
+        "SELECT COUNT(*), SUM(amount) FROM post_reply WHERE tid IN (228596) AND tid IN (228689)",
+    ));
+    qs.push(Q::new(
+        "key, absent",
+        "SELECT * FROM post_reply WHERE tid IN (1, 2, 3, 5, 6, 7) ORDER BY id",
+    ));
+    for _ in 0..5 {
+        qs.push(
+            Q::new(
+                "key IN, no ORDER BY",
+                format!(
+                    "SELECT id, user_id, tag FROM post_reply WHERE tid IN ({})",
+                    tid_list(r, data, 4)
+                ),
+            )
+            .multiset(),
+        );
+    }
+
+    // --- ORDER BY 1-3 keys, LIMIT forms, full scans ----------------------------------------
+    for i in 0..60 {
+        let list = select_list(r);
+        let filter = match i % 3 {
+            0 => String::new(),
+            1 => format!("WHERE {}", scatter_filter(r, data)),
+            _ => format!("WHERE {}", selective_filter(r, data)),
+        };
+        let lim = if i % 3 == 2 && r.chance(0.5) {
+            String::new()
+        } else {
+            limit(r, 5000)
+        };
+        qs.push(Q::new(
+            "ORDER BY + LIMIT",
+            format!("SELECT {list} FROM post_reply {filter} {} {lim}", order_by(r)),
+        ));
+    }
+    qs.push(
+        Q::new(
+            "deep page",
+            "SELECT * FROM post_reply ORDER BY create_time, id LIMIT 50000, 20",
+        )
+        .at_least(20),
+    );
+    qs.push(
+        Q::new(
+            "deep page",
+            "SELECT id, create_time FROM post_reply ORDER BY create_time DESC, id DESC LIMIT 20 OFFSET 99000",
+        )
+        .at_least(20),
+    );
+    qs.push(Q::new(
+        "deep page",
+        "SELECT id FROM post_reply ORDER BY id LIMIT 99990, 20",
+    ));
+    qs.push(Q::new(
+        "deep page",
+        "SELECT id FROM post_reply ORDER BY score, id LIMIT 500000, 5",
+    ));
+    qs.push(Q::new(
+        "deep page",
+        "SELECT id, tag FROM post_reply ORDER BY tag DESC, id LIMIT 30000, 30",
+    ));
+    for _ in 0..10 {
+        qs.push(Q::new(
+            "ORDER BY not selected",
+            format!(
+                "SELECT id, subject FROM post_reply WHERE {} ORDER BY create_time DESC, score, id {}",
+                scatter_filter(r, data),
+                limit(r, 500)
+            ),
+        ));
+    }
+    qs.push(Q::new(
+        "ORDER BY not selected",
+        "SELECT subject FROM post_reply WHERE user_id = 2 ORDER BY amount DESC, id",
+    ));
+    qs.push(Q::new(
+        "ORDER BY not selected",
+        "SELECT tid, create_time FROM post_reply ORDER BY score DESC, tag, id LIMIT 100, 10",
+    ));
+    qs.push(Q::new(
+        "full scan",
+        "SELECT id, tid, score FROM post_reply WHERE user_id = 1 ORDER BY score DESC, id",
+    ));
+    qs.push(
+        Q::new("full scan", "SELECT id, tid, user_id, amount FROM post_reply")
+            .multiset()
+            .at_least(N_ROWS as usize),
+    );
+    qs.push(Q::new("full scan", "SELECT * FROM post_reply WHERE score = 17").multiset());
+
+    // --- Aggregates ------------------------------------------------------------------------
+    qs.push(Q::new("aggregates", "SELECT COUNT(*) FROM post_reply"));
+    qs.push(Q::new(
+        "aggregates",
+        "SELECT count( * ), Sum(amount), avg( score ) FROM post_reply",
+    ));
+    qs.push(Q::new(
+        "aggregates",
+        "SELECT COUNT(*) AS n, SUM(amount) total, MIN(amount), MAX(amount), AVG(amount) AS mean FROM post_reply",
+    ));
+    for _ in 0..10 {
+        qs.push(Q::new(
+            "aggregates",
+            format!(
+                "SELECT COUNT(*), SUM(amount), MIN(amount), MAX(amount), AVG(amount), MIN(create_time), MAX(create_time) FROM post_reply WHERE {}",
+                scatter_filter(r, data)
+            ),
+        ));
+    }
+    for _ in 0..8 {
+        qs.push(Q::new(
+            "aggregates over NULLs",
+            format!(
+                "SELECT COUNT(score), COUNT(*), SUM(score), MIN(score), MAX(score), AVG(score), COUNT(tag) FROM post_reply WHERE {}",
+                scatter_filter(r, data)
+            ),
+        ));
+    }
+    for w in [
+        "user_id = 999999",
+        "tid = 7",
+        "tid IN (1, 2, 3)",
+        "amount > 999999",
+    ] {
+        qs.push(Q::new(
+            "aggregates, empty set",
+            format!("SELECT COUNT(*), COUNT(score), SUM(score), AVG(amount), MIN(tag), MAX(create_time) FROM post_reply WHERE {w}"),
+        ));
+    }
+    qs.push(Q::new(
+        "aggregates, all NULL",
+        "SELECT COUNT(score), SUM(score), AVG(score), MIN(score), MAX(score) FROM post_reply WHERE score IS NULL",
+    ));
+    qs.push(Q::new(
+        "aggregates, all NULL",
+        "SELECT COUNT(tag), MIN(tag), MAX(tag) FROM post_reply WHERE tag IS NULL AND tid IN (4, 228596, 228689, 228638)",
+    ));
+    qs.push(
+        Q::new(
+            "aggregates, strings",
+            "SELECT MIN(tag), MAX(tag), MIN(subject), MAX(subject) FROM post_reply",
+        )
+        .ci(&[0, 1, 2, 3]),
+    );
+    qs.push(
+        Q::new(
+            "aggregates, strings",
+            "SELECT MIN(tag), MAX(subject), COUNT(*) FROM post_reply WHERE user_id = 123",
+        )
+        .ci(&[0, 1]),
+    );
+    for t in SEED_TIDS.iter().take(3) {
+        qs.push(Q::new(
+            "aggregates, one shard",
+            format!("SELECT COUNT(*), SUM(amount), AVG(score) FROM post_reply WHERE tid = {t}"),
+        ));
+    }
+    for w in [
+        "",
+        "WHERE user_id < 50",
+        "WHERE tid IN (228596, 228689, 4, 1001)",
+        "WHERE score IS NULL",
+    ] {
+        qs.push(Q::new(
+            "COUNT(DISTINCT)",
+            format!("SELECT COUNT(DISTINCT user_id) FROM post_reply {w}"),
+        ));
+    }
+    qs.push(Q::new(
+        "COUNT(DISTINCT)",
+        "SELECT COUNT(DISTINCT tag) FROM post_reply",
+    ));
+    qs.push(Q::new(
+        "COUNT(DISTINCT)",
+        "SELECT COUNT(DISTINCT score) AS scores FROM post_reply WHERE amount > 0",
+    ));
+    qs.push(Q::new(
+        "COUNT(DISTINCT)",
+        "SELECT COUNT(DISTINCT create_time) FROM post_reply",
+    ));
+    qs.push(Q::new(
+        "COUNT(DISTINCT) + GROUP BY",
+        "SELECT tid, COUNT(DISTINCT user_id) FROM post_reply WHERE tid IN (228596, 228689, 228638, 224795, 4, 1001) GROUP BY tid ORDER BY tid",
+    ));
+    qs.push(Q::new(
+        "COUNT(DISTINCT) + GROUP BY",
+        "SELECT user_id, COUNT(DISTINCT tid) FROM post_reply WHERE user_id < 20 GROUP BY user_id ORDER BY user_id DESC",
+    ));
+    qs.push(
+        Q::new(
+            "COUNT(DISTINCT) + GROUP BY",
+            "SELECT tag, COUNT(DISTINCT score) FROM post_reply GROUP BY tag ORDER BY tag",
+        )
+        .ci(&[0]),
+    );
+
+    // --- GROUP BY, HAVING ----------------------------------------------------------------
+    for _ in 0..10 {
+        let w = if r.chance(0.5) {
+            format!("WHERE {}", scatter_filter(r, data))
+        } else {
+            String::new()
+        };
+        qs.push(Q::new(
+            "GROUP BY + HAVING",
+            format!(
+                "SELECT tid, COUNT(*), SUM(amount), AVG(score), MAX(create_time) FROM post_reply {w} GROUP BY tid HAVING COUNT(*) > {} ORDER BY tid{} {}",
+                r.range(0, 5),
+                dir(r),
+                limit(r, 200)
+            ),
+        ));
+    }
+    for _ in 0..6 {
+        qs.push(Q::new(
+            "GROUP BY, ORDER BY aggregate",
+            format!(
+                "SELECT user_id, COUNT(*) AS c, MAX(create_time), SUM(score) FROM post_reply GROUP BY user_id HAVING c >= {} ORDER BY c DESC, user_id {}",
+                r.range(1, 40),
+                limit(r, 100)
+            ),
+        ));
+    }
+    qs.push(Q::new(
+        "GROUP BY, ORDER BY aggregate",
+        "SELECT user_id FROM post_reply GROUP BY user_id ORDER BY COUNT(*) DESC, user_id LIMIT 10",
+    ));
+    qs.push(Q::new(
+        "GROUP BY, ORDER BY aggregate",
+        "SELECT tid, AVG(amount) FROM post_reply WHERE tid < 300000 GROUP BY tid ORDER BY AVG(amount) DESC, tid LIMIT 15",
+    ));
+    qs.push(
+        Q::new(
+            "GROUP BY ci strings",
+            "SELECT tag, COUNT(*), MIN(id), SUM(amount) FROM post_reply GROUP BY tag ORDER BY tag",
+        )
+        .ci(&[0]),
+    );
+    qs.push(
+        Q::new(
+            "GROUP BY ci strings",
+            "SELECT tag, COUNT(*) FROM post_reply WHERE tid IN (228596, 228689) GROUP BY tag HAVING COUNT(*) > 10 ORDER BY tag DESC",
+        )
+        .ci(&[0]),
+    );
+    qs.push(
+        Q::new(
+            "GROUP BY ci strings",
+            "SELECT subject, COUNT(*) AS n FROM post_reply WHERE user_id < 30 GROUP BY subject ORDER BY n DESC, subject LIMIT 40",
+        )
+        .ci(&[0]),
+    );
+    qs.push(Q::new(
+        "GROUP BY NULL group",
+        "SELECT score, COUNT(*), SUM(amount) FROM post_reply GROUP BY score ORDER BY score",
+    ));
+    qs.push(Q::new(
+        "GROUP BY NULL group",
+        "SELECT score, COUNT(*) FROM post_reply WHERE user_id = 3 GROUP BY score ORDER BY score DESC",
+    ));
+    qs.push(Q::new(
+        "GROUP BY expression",
+        "SELECT DATE(create_time) AS d, COUNT(*), MIN(amount) FROM post_reply GROUP BY d ORDER BY d LIMIT 30",
+    ));
+    qs.push(Q::new(
+        "GROUP BY two keys",
+        "SELECT tid, user_id, COUNT(*) FROM post_reply WHERE tid IN (4, 8, 228596, 228689, 228638) GROUP BY tid, user_id ORDER BY tid, user_id LIMIT 60, 50",
+    ));
+    qs.push(
+        Q::new(
+            "GROUP BY, no ORDER BY",
+            "SELECT tid, COUNT(*) FROM post_reply WHERE tid < 1000000 GROUP BY tid HAVING COUNT(*) > 3",
+        )
+        .multiset(),
+    );
+    for h in [
+        "SUM(amount) > 0 AND COUNT(*) BETWEEN 2 AND 50",
+        "MAX(score) IS NULL OR MIN(score) < -90",
+        "COUNT(*) IN (1, 3, 5)",
+        "NOT (COUNT(*) > 2)",
+        "AVG(score) >= 10",
+        "c > 3 AND MAX(create_time) < '2021-01-20 00:00:00'",
+    ] {
+        qs.push(Q::new(
+            "HAVING forms",
+            format!(
+                "SELECT user_id, COUNT(*) AS c FROM post_reply WHERE user_id BETWEEN 100 AND 600 GROUP BY user_id HAVING {h} ORDER BY user_id"
+            ),
+        ));
+    }
+
+    // --- DISTINCT ---------------------------------------------------------------------------
+    for _ in 0..5 {
+        qs.push(Q::new(
+            "DISTINCT",
+            format!(
+                "SELECT DISTINCT tid FROM post_reply WHERE user_id = {} ORDER BY tid{}",
+                some_user(r, data),
+                dir(r)
+            ),
+        ));
+    }
+    for _ in 0..5 {
+        qs.push(Q::new(
+            "DISTINCT",
+            format!(
+                "SELECT DISTINCT user_id, tid FROM post_reply WHERE {} ORDER BY user_id DESC, tid {}",
+                scatter_filter(r, data),
+                limit(r, 100)
+            ),
+        ));
+    }
+    qs.push(Q::new("DISTINCT", "SELECT DISTINCT tag FROM post_reply ORDER BY tag").ci(&[0]));
+    qs.push(
+        Q::new(
+            "DISTINCT",
+            "SELECT DISTINCT score FROM post_reply WHERE tid IN (228596, 228601, 228638, 224795)",
+        )
+        .multiset(),
+    );
+    qs.push(Q::new(
+        "DISTINCT",
+        "SELECT DISTINCT DATE(create_time) FROM post_reply ORDER BY 1 DESC LIMIT 5",
+    ));
+    qs.push(Q::new(
+        "DISTINCT",
+        "SELECT DISTINCT create_time FROM post_reply ORDER BY create_time LIMIT 1000, 10",
+    ));
+
+    // --- Shapes beyond the issue's list: answered exactly, or refused --------------------
+    for sql in [
+        "SELECT GROUP_CONCAT(id ORDER BY id) FROM post_reply WHERE tid = 4",
+        "SELECT GROUP_CONCAT(id ORDER BY id) FROM post_reply WHERE user_id = 123",
+        "SELECT id, ROW_NUMBER() OVER (ORDER BY id) FROM post_reply WHERE user_id = 123 ORDER BY id",
+        "SELECT id FROM post_reply WHERE tid = 4 UNION SELECT id FROM post_reply WHERE tid = 8 ORDER BY id",
+        "SELECT COUNT(*) FROM post_reply WHERE user_id IN (SELECT user_id FROM post_reply WHERE tid = 4)",
+        "SELECT COUNT(*) FROM (SELECT tid FROM post_reply WHERE user_id = 123) d",
+        "SELECT COUNT(DISTINCT user_id), COUNT(*) FROM post_reply",
+        "SELECT SUM(amount) + 1, COUNT(*) * 2 FROM post_reply",
+        "SELECT SUM(DISTINCT score) FROM post_reply",
+        "SELECT STDDEV(score) FROM post_reply WHERE tid = 4",
+        "SELECT * FROM post_reply WHERE user_id = 123 ORDER BY 5 DESC, 1 LIMIT 10",
+        "SELECT id, score FROM post_reply WHERE user_id = 2 ORDER BY 2 DESC, 1 LIMIT 10",
+        "SELECT id AS i, score AS s FROM post_reply WHERE user_id = 2 ORDER BY s, i LIMIT 10",
+        "SELECT id, LENGTH(subject) FROM post_reply WHERE user_id = 5 ORDER BY LENGTH(subject) DESC, id",
+        "SELECT id FROM post_reply WHERE user_id = 5 ORDER BY amount * -1, id",
+        "SELECT p.id, r.user_id FROM post_reply p JOIN ref r ON r.id = p.id WHERE p.tid IN (228596, 4) ORDER BY p.id LIMIT 30",
+        "SELECT a.id FROM post_reply a JOIN post_reply b ON a.id = b.id WHERE a.tid = 4 ORDER BY a.id LIMIT 5",
+        "SELECT tid, COUNT(*) FROM post_reply WHERE tid IN (4, 8) GROUP BY tid WITH ROLLUP",
+        "SELECT DISTINCT * FROM post_reply WHERE tid = 1001 ORDER BY id",
+        "SELECT SQL_CALC_FOUND_ROWS id FROM post_reply WHERE user_id = 7 ORDER BY id LIMIT 3",
+        "SELECT id FROM post_reply WHERE subject LIKE '%\\\\%' ORDER BY id LIMIT 20",
+        "SELECT id FROM post_reply WHERE tid NOT IN (4, 8) AND user_id = 9 ORDER BY id",
+        "SELECT id, tid FROM post_reply WHERE tid BETWEEN 4 AND 12 ORDER BY id LIMIT 40",
+        "SELECT COUNT(*) FROM post_reply WHERE tid = 4 OR user_id = 123",
+        "SELECT 1 + 1, COUNT(*) FROM post_reply",
+        "SELECT id FROM post_reply ORDER BY id LIMIT 0",
+        "SELECT MAX(id) - MIN(id) FROM post_reply",
+        "SELECT user_id, COUNT(*) FROM post_reply GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 5",
+        "SELECT id FROM post_reply WHERE id = 77 FOR UPDATE",
+        "SELECT post_reply.id, post_reply.tid FROM post_reply WHERE post_reply.tid = 8 ORDER BY post_reply.id LIMIT 5",
+    ] {
+        qs.push(Q::new("beyond the list", sql).extra());
+    }
+    // '' = ' ' (PAD SPACE): which spelling names the group is not determined.
+    qs.push(
+        Q::new(
+            "beyond the list",
+            "SELECT UPPER(tag) AS t, COUNT(*) FROM post_reply GROUP BY UPPER(tag) ORDER BY t",
+        )
+        .extra()
+        .ci(&[0]),
+    );
+    qs
+}
+
+// ---------------------------------------------------------------------------------------
+// Setup helpers
+// ---------------------------------------------------------------------------------------
+
+fn sharding_yaml(db: &str) -> String {
+    format!(
+        "log:\n  level: warn\nfreshness:\n  mode: \"off\"\nsharding:\n  tables: [\"{db}.post_reply.tid.4\"]\n  rules:\n    - {{ table: {db}.t2, key: name, shards: 4, function: hash, key_collation: ci }}\n"
+    )
+}
+
+/// Creates database `db` on the master, `post_reply` through sluice (4 sub-tables) and the
+/// reference `ref` directly.
+async fn create_tables(cluster: &Cluster, s: &Sluice, db: &str) -> (Conn, Conn) {
+    cluster.master.sql(&format!("CREATE DATABASE {db}"));
+    let mut direct = connect(&cluster.master.url(SLUICE_USER, SLUICE_PASSWORD, db)).await;
+    let mut sl = connect(&s.app_url(db)).await;
+    sl.query_drop(schema("post_reply"))
+        .await
+        .unwrap_or_else(|e| panic!("CREATE TABLE post_reply through sluice: {e}"));
+    direct.query_drop(schema("ref")).await.expect("CREATE TABLE ref");
+    let tables: Vec<String> = direct
+        .query(format!(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = '{db}' ORDER BY table_name"
+        ))
+        .await
+        .expect("list tables");
+    assert_eq!(
+        tables,
+        [
+            "post_reply_0",
+            "post_reply_1",
+            "post_reply_2",
+            "post_reply_3",
+            "ref"
+        ],
+        "CREATE TABLE post_reply through sluice must create exactly the 4 sub-tables"
+    );
+    // The DDL reached every sub-table as written (comments in Chinese included).
+    let comments: Vec<(String, String)> = direct
+        .query(format!(
+            "SELECT table_name, column_comment FROM information_schema.columns WHERE table_schema = '{db}' AND column_name = 'tid' ORDER BY table_name"
+        ))
+        .await
+        .expect("column comments");
+    for (t, c) in comments {
+        assert_eq!(c, "帖子id", "comment of {t}.tid");
+    }
+    (sl, direct)
+}
+
+/// Rows per sub-table, checking that each holds only its own tids.
+async fn check_placement(direct: &mut Conn, table: &str) -> Vec<u64> {
+    let mut counts = Vec::new();
+    for k in 0..4 {
+        let (n, wrong): (u64, u64) = direct
+            .query_first(format!(
+                "SELECT COUNT(*), COALESCE(SUM(tid % 4 <> {k}), 0) FROM {table}_{k}"
+            ))
+            .await
+            .expect("count sub-table")
+            .expect("a row");
+        assert_eq!(wrong, 0, "{table}_{k} holds {wrong} rows of another shard");
+        counts.push(n);
+    }
+    counts
+}
+
+async fn fingerprint(direct: &mut Conn, db: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in [
+        "post_reply_0",
+        "post_reply_1",
+        "post_reply_2",
+        "post_reply_3",
+        "ref",
+    ] {
+        let a = run(direct, &format!("SELECT * FROM {t} ORDER BY id"))
+            .await
+            .unwrap_or_else(|e| panic!("read {t}: {e}"));
+        out.push(format!("{t}: {:?}", a.rows));
+    }
+    let tables = run(
+        direct,
+        &format!("SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = '{db}' ORDER BY table_name"),
+    )
+    .await
+    .expect("tables");
+    out.push(format!("tables: {:?}", tables.rows));
+    let cols = run(
+        direct,
+        &format!("SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = '{db}' ORDER BY table_name, ordinal_position"),
+    )
+    .await
+    .expect("columns");
+    out.push(format!("columns: {:?}", cols.rows));
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// The differential suite
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn differential_reads_and_writes() {
+    let t_start = Instant::now();
+    let cluster = shared_cluster();
+    let db = unique_name("shard_diff");
+    let s = Sluice::start_for(cluster, &sharding_yaml(&db));
+    let sluice_url = s.app_url(&db);
+    let (mut sl, mut direct) = create_tables(cluster, &s, &db).await;
+
+    // --- Load: the same multi-row INSERTs through sluice and directly -------------------
+    let mut rng = Rng(0xa7_1a5);
+    let data: Vec<Reply> = (1..=N_ROWS).map(|id| reply(&mut rng, id)).collect();
+    let t_load = Instant::now();
+    let mut affected_sluice = 0u64;
+    let mut affected_ref = 0u64;
+    for chunk in data.chunks(BATCH) {
+        let sharded_sql = insert_sql("post_reply", chunk);
+        let ref_sql = insert_sql("ref", chunk);
+        let (a, b) = tokio::join!(write(&mut sl, &sharded_sql), write(&mut direct, &ref_sql));
+        affected_sluice +=
+            a.unwrap_or_else(|e| panic!("multi-row INSERT through sluice failed: {e}\n{}", s.log()));
+        affected_ref += b.unwrap_or_else(|e| panic!("INSERT into ref failed: {e}"));
+    }
+    assert_eq!(affected_ref, u64::from(N_ROWS));
+    assert_eq!(
+        affected_sluice,
+        u64::from(N_ROWS),
+        "affected rows of the multi-row INSERTs through sluice (summed over sub-tables)"
+    );
+    let counts = check_placement(&mut direct, "post_reply").await;
+    assert_eq!(
+        counts.iter().sum::<u64>(),
+        u64::from(N_ROWS),
+        "rows in the sub-tables: {counts:?}"
+    );
+    let load_time = t_load.elapsed();
+    cluster.wait_replicas_caught_up_within(Duration::from_secs(120));
+    let loaded_time = t_load.elapsed();
+
+    // --- Reads --------------------------------------------------------------------------
+    let queries = generate(&data);
+    let mut tally = Tally::default();
+    let t_reads = Instant::now();
+    for (i, q) in queries.iter().enumerate() {
+        tally.check(q, &mut sl, &sluice_url, &mut direct, false).await;
+        // Every 6th supported query again inside a transaction: the buffered path on the
+        // session's master connection.
+        if i % 6 == 0 && q.shape == Shape::Supported {
+            tally.check(q, &mut sl, &sluice_url, &mut direct, true).await;
+        }
+    }
+    let reads_time = t_reads.elapsed();
+
+    // --- Writes -------------------------------------------------------------------------
+    let t_writes = Instant::now();
+    let mut write_mismatches = Vec::new();
+    let mut writes_run = 0usize;
+    let mut refused_writes: Vec<String> = Vec::new();
+    let statements = write_statements(&data);
+    for w in &statements {
+        writes_run += 1;
+        let (a, b) = match w {
+            Write::One(sql) | Write::MayRefuse(sql) => {
+                let a = write(&mut sl, sql).await;
+                if let (Write::MayRefuse(_), Err(Failure::Server(NOT_SUPPORTED, m))) = (w, &a) {
+                    refused_writes.push(format!("{} -> {m}", short(sql)));
+                    continue;
+                }
+                let b = write(&mut direct, &sql.replace("post_reply", "ref")).await;
+                (a, b)
+            }
+            Write::Tx { stmts, commit } => {
+                let end = if *commit { "COMMIT" } else { "ROLLBACK" };
+                let mut got = Ok(0);
+                let mut want = Ok(0);
+                sl.query_drop("BEGIN").await.expect("BEGIN");
+                direct.query_drop("BEGIN").await.expect("BEGIN");
+                for sql in stmts {
+                    let g = write(&mut sl, sql).await;
+                    let r = write(&mut direct, &sql.replace("post_reply", "ref")).await;
+                    got = got.and_then(|n| g.map(|m| n + m));
+                    want = want.and_then(|n| r.map(|m| n + m));
+                }
+                sl.query_drop(end).await.expect("end transaction");
+                direct.query_drop(end).await.expect("end transaction");
+                (got, want)
+            }
+        };
+        let label = match w {
+            Write::One(sql) | Write::MayRefuse(sql) => short(sql),
+            Write::Tx { stmts, commit } => format!(
+                "BEGIN; {}; {}",
+                stmts.iter().map(|s| short(s)).collect::<Vec<_>>().join("; "),
+                if *commit { "COMMIT" } else { "ROLLBACK" }
+            ),
+        };
+        match (&a, &b) {
+            (Ok(x), Ok(y)) if x == y => {}
+            (Err(x), Err(y)) if x.code().is_some() && x.code() == y.code() => {}
+            _ => write_mismatches.push(format!(
+                "{label}\n    sluice: {}\n    reference: {}",
+                a.as_ref()
+                    .map_or_else(|e| e.to_string(), |n| format!("{n} affected rows")),
+                b.as_ref()
+                    .map_or_else(|e| e.to_string(), |n| format!("{n} affected rows")),
+            )),
+        }
+        if matches!(&a, Err(Failure::Other(_))) {
+            sl = connect(&sluice_url).await;
+        }
+    }
+    check_placement(&mut direct, "post_reply").await;
+    cluster.wait_replicas_caught_up_within(Duration::from_secs(60));
+    // The whole table after the writes, through sluice (merged by id) and directly.
+    let mut contents = Tally::default();
+    for sql in [
+        "SELECT * FROM post_reply ORDER BY id",
+        "SELECT COUNT(*), SUM(amount), COUNT(score), SUM(score), AVG(amount) FROM post_reply",
+        "SELECT COUNT(DISTINCT user_id) FROM post_reply",
+    ] {
+        contents
+            .check(
+                &Q::new("contents after writes", sql),
+                &mut sl,
+                &sluice_url,
+                &mut direct,
+                false,
+            )
+            .await;
+    }
+    write_mismatches.extend(contents.mismatches.iter().cloned());
+    write_mismatches.extend(
+        contents
+            .refused
+            .iter()
+            .map(|(_, _, q, m)| format!("{q}: refused: {m}")),
+    );
+    let writes_time = t_writes.elapsed();
+
+    // --- Report -------------------------------------------------------------------------
+    let refused_supported: Vec<_> = tally.refused.iter().filter(|r| r.1 == Shape::Supported).collect();
+    eprintln!(
+        "timing: load {:.1?} (+ replicas caught up: {:.1?}), {} reads {:.1?}, {} writes {:.1?}, total {:.1?}",
+        load_time,
+        loaded_time,
+        tally.queries,
+        reads_time,
+        writes_run,
+        writes_time,
+        t_start.elapsed()
+    );
+    tally.slowest.sort_by_key(|s| std::cmp::Reverse(s.0));
+    for (d, q) in tally.slowest.iter().take(5) {
+        eprintln!("slowest: {d:.1?} {q}");
+    }
+    if !tally.refused.is_empty() {
+        eprintln!("refused with error 1235 ({}):", tally.refused.len());
+        for (kind, shape, sql, msg) in &tally.refused {
+            eprintln!(
+                "  [{kind}{}] {}\n      -> {msg}",
+                if *shape == Shape::Supported {
+                    ", SUPPORTED SHAPE"
+                } else {
+                    ""
+                },
+                short(sql)
+            );
+        }
+    }
+    for t in &tally.type_diffs {
+        eprintln!("column types differ: {t}");
+    }
+    for f in &tally.both_failed {
+        eprintln!("failed on both sides alike: {f}");
+    }
+    for m in &tally.mismatches {
+        eprintln!("MISMATCH {m}");
+    }
+    for m in &write_mismatches {
+        eprintln!("WRITE MISMATCH {m}");
+    }
+    for m in &refused_writes {
+        eprintln!(
+            "write refused with 1235 (allowed for this shape, not applied to the reference either): {m}"
+        );
+    }
+    println!(
+        "sharding differential: {} queries, {} rows compared, {} mismatches, {} refused ({} of them supported shapes); {} writes, {} write mismatches, {} refused; {} answers with other column types",
+        tally.queries,
+        tally.rows,
+        tally.mismatches.len(),
+        tally.refused.len(),
+        refused_supported.len(),
+        writes_run,
+        write_mismatches.len(),
+        refused_writes.len(),
+        tally.type_diffs.len()
+    );
+    assert!(
+        tally.mismatches.is_empty() && refused_supported.is_empty() && write_mismatches.is_empty(),
+        "{} read mismatches, {} supported shapes refused, {} write mismatches (details above)",
+        tally.mismatches.len(),
+        refused_supported.len(),
+        write_mismatches.len()
+    );
+    drop(sl);
+    drop(direct);
+    cluster.master.sql(&format!("DROP DATABASE {db}"));
+}
+
+enum Write {
+    One(String),
+    /// Refused (1235) or applied like on the reference: a shape beyond the issue's list.
+    MayRefuse(String),
+    /// Statements in one explicit transaction, committed or rolled back.
+    Tx {
+        stmts: Vec<String>,
+        commit: bool,
+    },
+}
+
+/// The same writes for both tables (`post_reply` is replaced by `ref` for the reference).
+/// Rows that already exist are always given their own tid (a row's placement is its tid;
+/// a "duplicate" with another tid is another row of another sub-table by design).
+fn write_statements(data: &[Reply]) -> Vec<Write> {
+    let mut rng = Rng(0x3217e5);
+    let r = &mut rng;
+    let next_id = N_ROWS + 1;
+    let new_rows: Vec<Reply> = (next_id..next_id + 300).map(|id| reply(r, id)).collect();
+    let existing = |r: &mut Rng| data[r.below(data.len() as u64) as usize].clone();
+    let mut w = vec![Write::One(insert_sql("post_reply", &new_rows))];
+    // A key given as a string, and the INSERT … SET form.
+    w.push(Write::One(format!(
+        "INSERT INTO post_reply ({COLUMNS}) VALUES ({}, '228596', 5, 'string key', '2021-02-01 10:00:00', 'm', 1, 'alpha', 1.50), ({}, '8', 6, 'string key 2', '2021-02-01 10:00:00', 'm', NULL, NULL, -1.50)",
+        next_id + 300,
+        next_id + 301
+    )));
+    // The server reads ' 12 ' as 12 (and 12.0 too); sluice may refuse such keys.
+    w.push(Write::MayRefuse(format!(
+        "INSERT INTO post_reply ({COLUMNS}) VALUES ({}, ' 12 ', 6, 'spaced string key', '2021-02-01 10:00:00', 'm', NULL, NULL, 2.00)",
+        next_id + 303
+    )));
+    w.push(Write::MayRefuse(format!(
+        "INSERT INTO post_reply ({COLUMNS}) VALUES ({}, 12.0, 6, 'decimal key', '2021-02-01 10:00:00', 'm', NULL, NULL, 2.00)",
+        next_id + 304
+    )));
+    w.push(Write::One(format!(
+        "INSERT INTO post_reply SET id = {}, tid = 1001, user_id = 7, subject = 'set form', create_time = '2021-02-02 00:00:00', message = 'it''s \\\\ set', amount = 3.25",
+        next_id + 302
+    )));
+    // UPDATE by key, by IN + condition, broadcast, no match, unchanged values.
+    w.push(Write::One(
+        "UPDATE post_reply SET score = score + 1 WHERE tid = 228596".into(),
+    ));
+    w.push(Write::One("UPDATE post_reply SET subject = CONCAT(subject, ' (edited)'), amount = amount * 2 WHERE tid IN (228689, 4, 8) AND user_id < 100".into()));
+    w.push(Write::One(
+        "UPDATE post_reply SET tag = 'UPDATED', message = 'it''s \\\\ edited 🙂' WHERE score = 42".into(),
+    ));
+    w.push(Write::One(
+        "UPDATE post_reply SET score = 0 WHERE user_id = 999999".into(),
+    ));
+    w.push(Write::One(
+        "UPDATE post_reply SET score = score WHERE tid = 4".into(),
+    ));
+    w.push(Write::One(
+        "UPDATE post_reply SET amount = -amount WHERE tid = 228601 OR tid = 12 OR (tid = 228839 AND score > 50)".into(),
+    ));
+    w.push(Write::One(
+        "UPDATE post_reply SET score = -1 WHERE tid = 8 ORDER BY id LIMIT 5".into(),
+    ));
+    w.push(Write::One(
+        "UPDATE post_reply SET score = NULL, tag = NULL WHERE user_id = 3 AND amount > 0".into(),
+    ));
+    // DELETE by key, broadcast, with OR, single-shard with LIMIT.
+    w.push(Write::One(
+        "DELETE FROM post_reply WHERE tid = 209218 AND score IS NULL".into(),
+    ));
+    w.push(Write::One("DELETE FROM post_reply WHERE user_id = 77".into()));
+    w.push(Write::One(
+        "DELETE FROM post_reply WHERE amount BETWEEN -5.00 AND 5.00".into(),
+    ));
+    w.push(Write::One(
+        "DELETE FROM post_reply WHERE tid = 224795 OR tid = 228839 AND score > 90".into(),
+    ));
+    w.push(Write::One(
+        "DELETE FROM post_reply WHERE tid = 4 ORDER BY id DESC LIMIT 3".into(),
+    ));
+    w.push(Write::One("DELETE FROM post_reply WHERE tid IN (1, 2, 3)".into()));
+    // INSERT … ON DUPLICATE KEY UPDATE: existing rows (own tid) and new ones, changed and
+    // unchanged.
+    let mut rows: Vec<Reply> = (0..20).map(|_| existing(r)).collect();
+    for (k, row) in rows.iter_mut().enumerate() {
+        if k % 3 == 0 {
+            row.score = Some(1000 + k as i32);
+        }
+    }
+    rows.extend((0..10).map(|k| reply(r, next_id + 400 + k)));
+    w.push(Write::One(format!(
+        "{} ON DUPLICATE KEY UPDATE score = VALUES(score), subject = CONCAT(post_reply.subject, '+')",
+        insert_sql("post_reply", &rows)
+    )));
+    let rows: Vec<Reply> = (0..10).map(|_| existing(r)).collect();
+    w.push(Write::One(format!(
+        "{} ON DUPLICATE KEY UPDATE score = score",
+        insert_sql("post_reply", &rows)
+    )));
+    // REPLACE: existing rows with new values, and new rows.
+    let mut rows: Vec<Reply> = (0..15).map(|_| existing(r)).collect();
+    for row in rows.iter_mut() {
+        row.subject = format!("replaced {}", row.id);
+        row.amount = "9.99".into();
+    }
+    rows.extend((0..5).map(|k| reply(r, next_id + 500 + k)));
+    w.push(Write::One(insert_sql("post_reply", &rows).replacen(
+        "INSERT INTO",
+        "REPLACE INTO",
+        1,
+    )));
+    // INSERT IGNORE with a duplicate.
+    let mut rows = vec![existing(r)];
+    rows.push(reply(r, next_id + 600));
+    w.push(Write::One(insert_sql("post_reply", &rows).replacen(
+        "INSERT INTO",
+        "INSERT IGNORE INTO",
+        1,
+    )));
+    // A multi-row INSERT over all shards whose last row is a duplicate: error 1062 on both
+    // sides, and no row of it written anywhere (the reference rolls back the statement;
+    // sluice must roll back the other sub-tables too).
+    let mut rows: Vec<Reply> = (0..8).map(|k| reply(r, next_id + 700 + k)).collect();
+    for (k, row) in rows.iter_mut().enumerate() {
+        row.tid = SEED_TIDS[k];
+    }
+    rows.push(data[10].clone());
+    w.push(Write::One(insert_sql("post_reply", &rows)));
+    // Explicit transactions: rolled back, then committed.
+    let rows: Vec<Reply> = (0..12).map(|k| reply(r, next_id + 800 + k)).collect();
+    w.push(Write::Tx {
+        stmts: vec![
+            insert_sql("post_reply", &rows),
+            "UPDATE post_reply SET score = 7 WHERE user_id = 5".into(),
+            "DELETE FROM post_reply WHERE tid = 1001 AND score < 0".into(),
+        ],
+        commit: false,
+    });
+    w.push(Write::Tx {
+        stmts: vec![
+            insert_sql("post_reply", &rows),
+            "UPDATE post_reply SET score = 7 WHERE user_id = 5".into(),
+            "DELETE FROM post_reply WHERE tid = 1001 AND score < 0".into(),
+        ],
+        commit: true,
+    });
+    w
+}
+
+// ---------------------------------------------------------------------------------------
+// Refusals: error 1235 with a sentence, and nothing written
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn unsupported_statements_are_refused_and_write_nothing() {
+    let cluster = shared_cluster();
+    let db = unique_name("shard_refuse");
+    let s = Sluice::start_for(cluster, &sharding_yaml(&db));
+    let (mut sl, mut direct) = create_tables(cluster, &s, &db).await;
+    let mut rng = Rng(77);
+    let data: Vec<Reply> = (1..=400).map(|id| reply(&mut rng, id)).collect();
+    write(&mut sl, &insert_sql("post_reply", &data))
+        .await
+        .expect("load through sluice");
+    write(&mut direct, &insert_sql("ref", &data))
+        .await
+        .expect("load ref");
+    let before = fingerprint(&mut direct, &db).await;
+
+    let row =
+        |id: u32, tid: &str| format!("({id}, {tid}, 1, 's', '2021-01-01 00:00:00', 'm', 1, 'alpha', 1.00)");
+    let cols = COLUMNS;
+    let refused: Vec<String> = vec![
+        // Reads that cannot be answered exactly.
+        "SELECT * FROM post_reply a JOIN post_reply b ON a.id = b.id".into(),
+        "SELECT * FROM ref r LEFT JOIN post_reply p ON p.id = r.id".into(),
+        "SELECT GROUP_CONCAT(subject) FROM post_reply".into(),
+        "SELECT * FROM post_reply ORDER BY 2".into(),
+        "WITH c AS (SELECT * FROM post_reply) SELECT * FROM c".into(),
+        // The key column changes.
+        "UPDATE post_reply SET tid = 5 WHERE id = 1".into(),
+        "UPDATE post_reply SET tid = tid + 4, subject = 'moved'".into(),
+        "UPDATE post_reply SET subject = 'x', `TID` = 1 WHERE tid = 4".into(),
+        format!(
+            "INSERT INTO post_reply ({cols}) VALUES {} ON DUPLICATE KEY UPDATE tid = 3",
+            row(1, "4")
+        ),
+        // INSERTs sluice cannot place.
+        format!("INSERT INTO post_reply VALUES {}", row(9001, "4")),
+        "INSERT INTO post_reply (id, subject) VALUES (9002, 'no key')".into(),
+        format!(
+            "INSERT INTO post_reply ({cols}) VALUES {}, {}",
+            row(9003, "4"),
+            row(9004, "NULL")
+        ),
+        format!(
+            "INSERT INTO post_reply ({cols}) VALUES {}, {}",
+            row(9005, "8"),
+            row(9006, "1 + 1")
+        ),
+        format!(
+            "INSERT INTO post_reply ({cols}) VALUES {}, {}",
+            row(9007, "8"),
+            row(9008, "'12abc'")
+        ),
+        format!("INSERT INTO post_reply ({cols}) VALUES {}", row(9009, "4.5")),
+        format!("INSERT INTO post_reply ({cols}) SELECT {cols} FROM ref WHERE id < 10"),
+        "INSERT INTO ref SELECT * FROM post_reply WHERE tid = 4".into(),
+        // Multi-shard UPDATE/DELETE with ORDER BY/LIMIT, multi-table, subqueries.
+        "UPDATE post_reply SET subject = 'x' ORDER BY id LIMIT 3".into(),
+        "DELETE FROM post_reply ORDER BY id LIMIT 3".into(),
+        "DELETE FROM post_reply WHERE id IN (SELECT id FROM post_reply WHERE tid = 4)".into(),
+        "UPDATE post_reply p JOIN ref r ON r.id = p.id SET p.subject = 'joined'".into(),
+        "DELETE p FROM post_reply p JOIN ref r ON r.id = p.id".into(),
+        "UPDATE ref SET subject = (SELECT MAX(subject) FROM post_reply)".into(),
+        "DELETE FROM ref WHERE id IN (SELECT id FROM post_reply)".into(),
+        // DDL and other statements.
+        "CREATE TABLE copy1 LIKE post_reply".into(),
+        "CREATE TABLE copy2 AS SELECT * FROM post_reply".into(),
+        "CREATE VIEW v1 AS SELECT * FROM post_reply".into(),
+        "ALTER TABLE post_reply DROP COLUMN tid".into(),
+        "RENAME TABLE post_reply TO renamed".into(),
+        "ALTER TABLE post_reply RENAME TO renamed".into(),
+        // Several statements in one query.
+        "SELECT 1 FROM post_reply WHERE tid = 4; DELETE FROM post_reply".into(),
+        "UPDATE post_reply SET score = 0 WHERE tid = 4; DELETE FROM ref".into(),
+        // String keys the hash rule cannot place exactly (emoji under a ci rule).
+        "INSERT INTO t2 (id, name) VALUES (1, '🙂')".into(),
+    ];
+    let mut failures = Vec::new();
+    let mut sentences = Vec::new();
+    for sql in &refused {
+        match write(&mut sl, sql).await {
+            Err(Failure::Server(NOT_SUPPORTED, msg)) => {
+                if !(msg.starts_with("sluice") && msg.len() > 25) {
+                    failures.push(format!("{sql}\n    1235 without a sentence: {msg:?}"));
+                }
+                sentences.push(format!("{} -> {msg}", short(sql)));
+            }
+            Err(Failure::Other(e)) => {
+                failures.push(format!("{sql}\n    connection failure instead of 1235: {e}"));
+                sl = connect(&s.app_url(&db)).await;
+            }
+            other => failures.push(format!("{sql}\n    expected error 1235, got {other:?}")),
+        }
+        let now = fingerprint(&mut direct, &db).await;
+        if now != before {
+            failures.push(format!("{sql}\n    was refused (or not) but changed the data"));
+            panic!(
+                "{}\nafter `{sql}` the tables or their contents changed",
+                failures.join("\n")
+            );
+        }
+    }
+
+    // Prepared statements on the sharded table are refused (for now), also writes.
+    let prepared: Vec<(&str, Vec<Value>)> = vec![
+        ("SELECT * FROM post_reply WHERE tid = ?", vec![Value::from(4)]),
+        ("SELECT COUNT(*) FROM post_reply", vec![]),
+        (
+            "INSERT INTO post_reply (id, tid, user_id, subject, create_time, message) VALUES (?, ?, 1, 's', '2021-01-01', 'm')",
+            vec![Value::from(9100), Value::from(4)],
+        ),
+        ("UPDATE post_reply SET score = ? WHERE tid = ?", vec![Value::from(5), Value::from(4)]),
+        ("DELETE FROM post_reply WHERE tid = ?", vec![Value::from(4)]),
+    ];
+    for (sql, params) in prepared {
+        let params = if params.is_empty() {
+            mysql_async::Params::Empty
+        } else {
+            mysql_async::Params::Positional(params)
+        };
+        match sl.exec_drop(sql, params).await.map_err(failure) {
+            Err(Failure::Server(NOT_SUPPORTED, msg)) => {
+                sentences.push(format!("(prepared) {sql} -> {msg}"));
+            }
+            Err(Failure::Other(e)) => {
+                failures.push(format!(
+                    "prepared {sql}\n    connection failure instead of 1235: {e}"
+                ));
+                sl = connect(&s.app_url(&db)).await;
+            }
+            other => failures.push(format!("prepared {sql}\n    expected error 1235, got {other:?}")),
+        }
+        assert_eq!(
+            fingerprint(&mut direct, &db).await,
+            before,
+            "prepared `{sql}` changed the data"
+        );
+    }
+
+    // A multi-row INSERT over several sub-tables that fails on one (duplicate id there):
+    // the server's error, and none of its rows anywhere.
+    let dup = &data[5];
+    let sql = format!(
+        "INSERT INTO post_reply ({cols}) VALUES {}, {}, {}, {}",
+        row(9200, "4"),
+        row(9201, "5"),
+        row(9202, "6"),
+        row(dup.id, &dup.tid.to_string())
+    );
+    match write(&mut sl, &sql).await {
+        Err(Failure::Server(1062, _)) => {}
+        other => failures.push(format!("{sql}\n    expected error 1062, got {other:?}")),
+    }
+    assert_eq!(
+        fingerprint(&mut direct, &db).await,
+        before,
+        "a failed multi-shard INSERT left rows behind"
+    );
+    // The session still works and sees the data unchanged.
+    let n: Option<u64> = sl
+        .query_first("SELECT COUNT(*) FROM post_reply")
+        .await
+        .expect("count after refusals");
+    assert_eq!(n, Some(400));
+
+    eprintln!("refused statements and their sentences:");
+    for l in &sentences {
+        eprintln!("  {l}");
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    drop(sl);
+    drop(direct);
+    cluster.master.sql(&format!("DROP DATABASE {db}"));
+}
+
+// ---------------------------------------------------------------------------------------
+// Literals, byte for byte
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn literals_arrive_byte_for_byte() {
+    let cluster = shared_cluster();
+    let db = unique_name("shard_lit");
+    let s = Sluice::start_for(cluster, &sharding_yaml(&db));
+    let (mut sl, mut direct) = create_tables(cluster, &s, &db).await;
+
+    // (literal as written in SQL, the bytes the server must store). The second half is
+    // written differentially: whatever the server makes of it directly is the truth.
+    let cases: Vec<(&str, Option<&str>)> = vec![
+        ("'plain'", Some("plain")),
+        ("'it''s'", Some("it's")),
+        ("'it\\'s'", Some("it's")),
+        ("'back\\\\slash'", Some("back\\slash")),
+        ("'C:\\\\path\\\\'", Some("C:\\path\\")),
+        ("'\\\\'", Some("\\")),
+        ("'\\\\\\''", Some("\\'")),
+        ("'say \"hi\"'", Some("say \"hi\"")),
+        ("'\"'", Some("\"")),
+        ("'tab\\there'", Some("tab\there")),
+        ("'line\\nbreak'", Some("line\nbreak")),
+        ("'raw\nnewline'", Some("raw\nnewline")),
+        ("'nul\\0byte'", Some("nul\0byte")),
+        ("'回复标题 帖子'", Some("回复标题 帖子")),
+        ("'emoji 🙂😀 and ZWJ 👩‍💻'", Some("emoji 🙂😀 and ZWJ 👩‍💻")),
+        ("'combining e\u{301}'", Some("combining e\u{301}")),
+        ("'한국어'", Some("한국어")),
+        ("'what? ?'", Some("what? ?")),
+        (
+            "'post_reply and post_reply_0'",
+            Some("post_reply and post_reply_0"),
+        ),
+        ("'/* post_reply */ -- x'", Some("/* post_reply */ -- x")),
+        ("'`tid` = 4'", Some("`tid` = 4")),
+        ("\"double quoted\"", Some("double quoted")),
+        ("\"it's \\\"dq\\\"\"", Some("it's \"dq\"")),
+        ("'100% \\% \\_'", None),
+        ("'\\Z \\b \\r'", None),
+        ("'\\x \\q'", None),
+        ("_utf8mb4'introducer'", None),
+        ("X'E59B9EE5A48D'", None),
+        ("'con' 'cat' \"enated\"", None),
+        ("CONCAT('a\\'', \"b\\\\\", 'c''')", None),
+        ("''", Some("")),
+        ("'  trailing  '", Some("  trailing  ")),
+    ];
+    let mut failures = Vec::new();
+    let mut lookups = Vec::new();
+    for (i, (literal, expected)) in cases.iter().enumerate() {
+        let id = 1 + i as u32;
+        let tid = 4 + i as u32; // every shard in turn
+        let values =
+            format!("({id}, {tid}, 1, {literal}, '2021-01-01 00:00:00', {literal}, NULL, {literal}, 0)");
+        let sql_sharded = format!("INSERT INTO post_reply ({COLUMNS}) VALUES {values}");
+        let sql_ref = format!("INSERT INTO ref ({COLUMNS}) VALUES {values}");
+        let want = write(&mut direct, &sql_ref).await;
+        let got = write(&mut sl, &sql_sharded).await;
+        match (&want, &got) {
+            (Ok(1), Ok(1)) => {}
+            (_, Err(Failure::Server(NOT_SUPPORTED, m))) => {
+                eprintln!("literal {literal}: refused ({m}); the reference: {want:?}");
+                direct
+                    .query_drop(format!("DELETE FROM ref WHERE id = {id}"))
+                    .await
+                    .expect("delete from ref");
+                continue;
+            }
+            (Err(w), Err(g)) if w.code() == g.code() => continue,
+            _ => {
+                failures.push(format!("{literal}: reference {want:?}, sluice {got:?}"));
+                continue;
+            }
+        }
+        let read = |t: String| format!("SELECT subject, message, tag FROM {t} WHERE id = {id}");
+        let stored = run(&mut direct, &read(format!("post_reply_{}", tid % 4)))
+            .await
+            .expect("read sub-table");
+        let reference = run(&mut direct, &read("ref".into())).await.expect("read ref");
+        if stored.rows != reference.rows || stored.rows.len() != 1 {
+            failures.push(format!(
+                "{literal}: stored {:?}, reference {:?}",
+                stored.rows.iter().map(|r| show_row(r)).collect::<Vec<_>>(),
+                reference.rows.iter().map(|r| show_row(r)).collect::<Vec<_>>()
+            ));
+            continue;
+        }
+        if let Some(exp) = expected {
+            for c in &stored.rows[0] {
+                if c.as_deref() != Some(exp.as_bytes()) {
+                    failures.push(format!("{literal}: stored {}, expected {:?}", show_cell(c), exp));
+                }
+            }
+        }
+        // To find again through sluice by the same literal (one shard by key, and all).
+        for (col, by_key) in [("subject", true), ("message", false)] {
+            let q = |t: &str| {
+                if by_key {
+                    format!("SELECT id FROM {t} WHERE {col} = {literal} AND tid = {tid}")
+                } else {
+                    format!("SELECT id FROM {t} WHERE {col} = {literal} ORDER BY id")
+                }
+            };
+            lookups.push((q("post_reply"), q("ref")));
+        }
+    }
+    // sluice reads from the replicas (freshness off): let them catch up.
+    cluster.wait_replicas_caught_up_within(Duration::from_secs(120));
+    for (q, q_ref) in &lookups {
+        let w = run(&mut direct, q_ref).await;
+        let g = run(&mut sl, q).await;
+        match (w, g) {
+            (Ok(w), Ok(g)) if w == g && !w.rows.is_empty() => {}
+            (w, g) => failures.push(format!("{q}\n    reference {w:?}\n    sluice {g:?}")),
+        }
+    }
+    // In the default sql_mode "x" is a string: sorting or grouping by it is by a constant.
+    for sql in [
+        "SELECT id FROM post_reply WHERE tid IN (4, 5, 6, 7, 8, 9) ORDER BY \"create_time\" DESC, id LIMIT 5",
+        "SELECT id, \"tid\" FROM post_reply ORDER BY \"tid\", id DESC LIMIT 5",
+        "SELECT \"k\" AS k, COUNT(*) FROM post_reply GROUP BY \"k\"",
+        "SELECT COUNT(*), MAX(\"tid\") FROM post_reply WHERE subject = \"plain\" OR message = \"it's\"",
+    ] {
+        let q = Q::new("double-quoted strings", sql);
+        let w = run(&mut direct, &sql.replace("post_reply", "ref")).await;
+        let g = run(&mut sl, sql).await;
+        match (w, g) {
+            (Ok(w), Ok(g)) => {
+                if let Err(e) = compare(&q, &w, &g, &mut direct).await {
+                    failures.push(format!("{sql}\n    {e}"));
+                }
+            }
+            (_, Err(Failure::Server(NOT_SUPPORTED, m))) => {
+                eprintln!("double-quoted string query refused: {sql} -> {m}")
+            }
+            (w, g) => failures.push(format!("{sql}\n    reference {w:?}\n    sluice {g:?}")),
+        }
+    }
+    // UPDATE with literals, by key and broadcast.
+    for sql in [
+        "UPDATE post_reply SET subject = 'upd \\\\ it''s 🙂' WHERE tid = 5",
+        "UPDATE post_reply SET message = CONCAT(message, '\\'', \"\\\\\") WHERE id = 3",
+    ] {
+        let a = write(&mut sl, sql).await;
+        let b = write(&mut direct, &sql.replace("post_reply", "ref")).await;
+        match (&a, &b) {
+            (Ok(x), Ok(y)) if x == y => {}
+            _ => failures.push(format!("{sql}: sluice {a:?}, reference {b:?}")),
+        }
+    }
+    let sub: Vec<Answer> = {
+        let mut v = Vec::new();
+        for k in 0..4 {
+            v.push(
+                run(
+                    &mut direct,
+                    &format!("SELECT id, subject, message, tag FROM post_reply_{k}"),
+                )
+                .await
+                .expect("read"),
+            );
+        }
+        v
+    };
+    let mut all: Vec<Vec<Cell>> = sub.into_iter().flat_map(|a| a.rows).collect();
+    all.sort();
+    let mut reference = run(&mut direct, "SELECT id, subject, message, tag FROM ref")
+        .await
+        .expect("read ref")
+        .rows;
+    reference.sort();
+    if all != reference {
+        failures.push("after the UPDATEs the sub-tables differ from the reference".into());
+    }
+
+    // NO_BACKSLASH_ESCAPES: a backslash is an ordinary character. sluice must either keep
+    // the bytes or refuse; never store something else.
+    sl.query_drop("SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')")
+        .await
+        .expect("set sql_mode through sluice");
+    direct
+        .query_drop("SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')")
+        .await
+        .expect("set sql_mode");
+    let values = "(900, 7, 1, 'C:\\path\\', '2021-01-01 00:00:00', 'a\\''b', NULL, '\\', 0)";
+    let want = write(
+        &mut direct,
+        &format!("INSERT INTO ref ({COLUMNS}) VALUES {values}"),
+    )
+    .await;
+    let got = write(
+        &mut sl,
+        &format!("INSERT INTO post_reply ({COLUMNS}) VALUES {values}"),
+    )
+    .await;
+    match (&want, &got) {
+        (Ok(_), Ok(_)) => {
+            let q = |t: &str| format!("SELECT subject, message, tag FROM {t} WHERE id = 900");
+            let a = run(&mut direct, &q("post_reply_3")).await.map(|a| a.rows);
+            let b = run(&mut direct, &q("ref")).await.map(|a| a.rows);
+            match (a, b) {
+                (Ok(a), Ok(b)) if a == b => {}
+                (a, b) => failures.push(format!("NO_BACKSLASH_ESCAPES: stored {a:?}, reference {b:?}")),
+            }
+        }
+        (Ok(_), Err(Failure::Server(NOT_SUPPORTED, m))) => {
+            eprintln!("NO_BACKSLASH_ESCAPES literal refused: {m}");
+            direct
+                .query_drop("DELETE FROM ref WHERE id = 900")
+                .await
+                .expect("delete from ref");
+        }
+        _ => failures.push(format!(
+            "NO_BACKSLASH_ESCAPES: reference {want:?}, sluice {got:?}"
+        )),
+    }
+
+    // ANSI_QUOTES: "x" is an identifier (a column), not a string. Merged reads that sort,
+    // group or select by such a name must follow the column, or be refused.
+    let ansi = "SET SESSION sql_mode = 'ANSI_QUOTES'";
+    sl.query_drop(ansi).await.expect("set sql_mode through sluice");
+    direct.query_drop(ansi).await.expect("set sql_mode");
+    cluster.wait_replicas_caught_up_within(Duration::from_secs(120));
+    for sql in [
+        "SELECT id, \"subject\" FROM post_reply WHERE tid IN (4, 5, 6, 7, 8, 9) ORDER BY \"id\" DESC LIMIT 4",
+        "SELECT id FROM post_reply ORDER BY \"tid\" DESC, id LIMIT 5",
+        "SELECT \"tid\" % 4 AS s, COUNT(*) FROM post_reply GROUP BY \"tid\" % 4 ORDER BY s",
+        "SELECT MAX(\"id\"), SUM(\"tid\") FROM post_reply",
+        "SELECT COUNT(DISTINCT \"tid\") FROM post_reply",
+    ] {
+        let q = Q::new("ANSI_QUOTES", sql);
+        let w = run(&mut direct, &sql.replace("post_reply", "ref")).await;
+        let g = run(&mut sl, sql).await;
+        match (w, g) {
+            (Ok(w), Ok(g)) => {
+                if let Err(e) = compare(&q, &w, &g, &mut direct).await {
+                    failures.push(format!("{sql} (ANSI_QUOTES)\n    {e}"));
+                }
+            }
+            (_, Err(Failure::Server(NOT_SUPPORTED, m))) => {
+                eprintln!("ANSI_QUOTES query refused: {sql} -> {m}")
+            }
+            (w, g) => failures.push(format!(
+                "{sql} (ANSI_QUOTES)\n    reference {w:?}\n    sluice {g:?}"
+            )),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    drop(sl);
+    drop(direct);
+    cluster.master.sql(&format!("DROP DATABASE {db}"));
+}
+
+// ---------------------------------------------------------------------------------------
+// Strings under each column's collation
+// ---------------------------------------------------------------------------------------
+
+/// ORDER BY, GROUP BY, DISTINCT, COUNT(DISTINCT), MIN/MAX of string columns must follow
+/// the column's collation ("strings under the column's collation"), whatever the
+/// connection's collation is: general_ci, unicode_ci (punctuation before letters,
+/// 'ß' = 'ss'), unicode_520_ci, a NO PAD collation, _bin, VARBINARY and latin1.
+#[tokio::test]
+#[ignore = "known defect, issue 4 open: the merge compares strings under the connection's collation, not the column's (unicode_ci, nopad, latin1 columns merge wrongly)"]
+async fn string_collations_merge_like_the_server() {
+    let cluster = shared_cluster();
+    let db = unique_name("shard_coll");
+    let s = Sluice::start_for(cluster, &sharding_yaml(&db));
+    cluster.master.sql(&format!("CREATE DATABASE {db}"));
+    let mut direct = connect(&cluster.master.url(SLUICE_USER, SLUICE_PASSWORD, &db)).await;
+    let mut sl = connect(&s.app_url(&db)).await;
+    // (column, its collation for equality checks; None: bytes)
+    let cols: [(&str, &str, Option<&str>); 7] = [
+        (
+            "gen",
+            "VARCHAR(40) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci",
+            Some("utf8mb4_general_ci"),
+        ),
+        (
+            "uni",
+            "VARCHAR(40) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci",
+            Some("utf8mb4_unicode_ci"),
+        ),
+        (
+            "u520",
+            "VARCHAR(40) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_520_ci",
+            Some("utf8mb4_unicode_520_ci"),
+        ),
+        (
+            "nopad",
+            "VARCHAR(40) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_nopad_ci",
+            Some("utf8mb4_general_nopad_ci"),
+        ),
+        (
+            "bin",
+            "VARCHAR(40) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
+            Some("utf8mb4_bin"),
+        ),
+        ("vb", "VARBINARY(40)", None),
+        (
+            "lat",
+            "VARCHAR(40) CHARACTER SET latin1 COLLATE latin1_swedish_ci",
+            Some("latin1_swedish_ci"),
+        ),
+    ];
+    let ddl = |t: &str| {
+        let defs: Vec<String> = cols.iter().map(|(c, ty, _)| format!("{c} {ty} NULL")).collect();
+        format!(
+            "CREATE TABLE {t} (id INT PRIMARY KEY, tid INT NOT NULL, {})",
+            defs.join(", ")
+        )
+    };
+    sl.query_drop(ddl("post_reply"))
+        .await
+        .expect("CREATE TABLE post_reply through sluice");
+    direct.query_drop(ddl("ref")).await.expect("CREATE TABLE ref");
+    let labels = [
+        "a_b", "aB", "a-b", "a b", "A.b", "ab", "Ab", "é", "e", "E", "z", "_", "1", "a'b", "ß", "ss", "s",
+        "Æ", "ae", "中", "🙂", "😀", "-", "a", "", " ", "a ", "Ä", "\\", "Ö", "o", "ü", "y",
+    ];
+    let mut rng = Rng(99);
+    let mut values = Vec::new();
+    for id in 1..=600u32 {
+        let mut row = vec![id.to_string(), rng.below(1000).to_string()];
+        for (c, _, _) in &cols {
+            let l = *rng.pick(&labels);
+            let latin1 = l
+                .chars()
+                .all(|ch| (ch as u32) < 0x80 || ('\u{a0}'..='\u{ff}').contains(&ch));
+            row.push(if rng.chance(0.05) || (*c == "lat" && !latin1) {
+                "NULL".into()
+            } else {
+                lit(l, false)
+            });
+        }
+        values.push(format!("({})", row.join(", ")));
+    }
+    let names: Vec<&str> = cols.iter().map(|c| c.0).collect();
+    let insert = format!(
+        "INSERT INTO post_reply (id, tid, {}) VALUES {}",
+        names.join(", "),
+        values.join(", ")
+    );
+    let a = write(&mut sl, &insert).await.expect("insert through sluice");
+    let b = write(&mut direct, &insert.replace("INTO post_reply", "INTO ref"))
+        .await
+        .expect("insert ref");
+    assert_eq!(a, b);
+    cluster.wait_replicas_caught_up_within(Duration::from_secs(120));
+
+    let mut failures = Vec::new();
+    let mut summary = Vec::new();
+    for (c, _, coll) in &cols {
+        let ci = |q: Q, k: &[usize]| match coll {
+            Some(name) => q.ci(k).collation(name),
+            None => q,
+        };
+        let queries = [
+            Q::new(
+                "ORDER BY",
+                format!("SELECT id, {c} FROM post_reply ORDER BY {c}, id"),
+            ),
+            Q::new(
+                "ORDER BY DESC + LIMIT",
+                format!("SELECT id, {c} FROM post_reply ORDER BY {c} DESC, id DESC LIMIT 50, 100"),
+            ),
+            ci(
+                Q::new(
+                    "GROUP BY",
+                    format!("SELECT {c}, COUNT(*) FROM post_reply GROUP BY {c} ORDER BY {c}"),
+                ),
+                &[0],
+            ),
+            ci(
+                Q::new(
+                    "DISTINCT",
+                    format!("SELECT DISTINCT {c} FROM post_reply ORDER BY {c} DESC"),
+                ),
+                &[0],
+            ),
+            Q::new(
+                "COUNT(DISTINCT)",
+                format!("SELECT COUNT(DISTINCT {c}) FROM post_reply"),
+            ),
+            ci(
+                Q::new("MIN/MAX", format!("SELECT MIN({c}), MAX({c}) FROM post_reply")),
+                &[0, 1],
+            ),
+        ];
+        let mut bad = 0;
+        for q in &queries {
+            let w = run(&mut direct, &q.sql.replace("post_reply", "ref")).await;
+            let g = run(&mut sl, &q.sql).await;
+            let problem = match (w, g) {
+                (Ok(w), Ok(g)) => compare(q, &w, &g, &mut direct).await.err(),
+                (_, Err(Failure::Server(NOT_SUPPORTED, m))) => {
+                    eprintln!("collations: refused: {} -> {m}", q.sql);
+                    None
+                }
+                (w, g) => Some(format!("reference {w:?}\n    sluice {g:?}")),
+            };
+            if let Some(p) = problem {
+                bad += 1;
+                failures.push(format!(
+                    "[{} on {c}, {}] {}\n    {p}",
+                    q.kind,
+                    coll.unwrap_or("bytes"),
+                    q.sql
+                ));
+            }
+        }
+        summary.push(format!(
+            "{c} ({}): {bad}/{} wrong",
+            coll.unwrap_or("bytes"),
+            queries.len()
+        ));
+    }
+    eprintln!("collations: {}", summary.join("; "));
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    drop(sl);
+    drop(direct);
+    cluster.master.sql(&format!("DROP DATABASE {db}"));
+}
+
+// ---------------------------------------------------------------------------------------
+// A string key under the hash rule
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+#[ignore = "known defect, issue 4 open: string keys are decoded with backslash escapes whatever the session's sql_mode (NO_BACKSLASH_ESCAPES places rows on the wrong shard)"]
+async fn hash_rule_places_and_finds_case_variants() {
+    let cluster = shared_cluster();
+    let db = unique_name("shard_hash");
+    let s = Sluice::start_for(cluster, &sharding_yaml(&db));
+    cluster.master.sql(&format!("CREATE DATABASE {db}"));
+    let mut direct = connect(&cluster.master.url(SLUICE_USER, SLUICE_PASSWORD, &db)).await;
+    let mut sl = connect(&s.app_url(&db)).await;
+    let ddl = |t: &str| {
+        format!("CREATE TABLE {t} (id INT PRIMARY KEY, name VARCHAR(40) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL, v INT NULL)")
+    };
+    sl.query_drop(ddl("t2"))
+        .await
+        .expect("CREATE TABLE t2 through sluice");
+    direct.query_drop(ddl("ref2")).await.expect("CREATE TABLE ref2");
+    let names = [
+        "alice",
+        "Alice",
+        "ALICE",
+        "alice ",
+        "bob",
+        "BOB",
+        "Bob  ",
+        "carol",
+        "O'Neil",
+        "o'neil",
+        "a\\b",
+        "A\\B",
+        "張三",
+        "李四",
+        "김철수",
+        "dave",
+        "DAVE",
+        "",
+        " ",
+    ];
+    let mut values = Vec::new();
+    for i in 0..400u32 {
+        let n = names[(i as usize * 7 + i as usize / 19) % names.len()];
+        let v = if i % 9 == 0 {
+            "NULL".to_string()
+        } else {
+            (i % 37).to_string()
+        };
+        values.push(format!("({i}, {}, {v})", lit(n, i % 2 == 0)));
+    }
+    let sql = format!("INSERT INTO t2 (id, name, v) VALUES {}", values.join(", "));
+    let a = write(&mut sl, &sql).await.expect("insert through sluice");
+    let b = write(&mut direct, &sql.replace("INTO t2", "INTO ref2"))
+        .await
+        .expect("insert ref2");
+    assert_eq!(a, b);
+    // Placement: CRC32 of the upper-cased, right-trimmed name (ASCII and CJK/Hangul).
+    let misplaced = hash_misplaced(&mut direct).await;
+    assert!(misplaced.is_empty(), "misplaced rows: {misplaced:?}");
+    cluster.wait_replicas_caught_up_within(Duration::from_secs(120));
+    let mut tally = Tally::default();
+    let queries = [
+        Q::new(
+            "hash key =",
+            "SELECT id, name, v FROM t2 WHERE name = 'ALICE' ORDER BY id",
+        ),
+        Q::new(
+            "hash key =",
+            "SELECT id, name FROM t2 WHERE name = 'bob   ' ORDER BY id",
+        ),
+        Q::new(
+            "hash key IN",
+            "SELECT id, name FROM t2 WHERE name IN ('o''neil', 'A\\\\b', '張三', 'nobody') ORDER BY id DESC",
+        ),
+        Q::new(
+            "hash key OR",
+            "SELECT COUNT(*), SUM(v) FROM t2 WHERE name = 'Dave' OR name = '김철수'",
+        ),
+        Q::new(
+            "hash GROUP BY",
+            "SELECT name, COUNT(*), SUM(v), AVG(v) FROM t2 GROUP BY name ORDER BY name",
+        )
+        .ci(&[0]),
+        Q::new("hash DISTINCT", "SELECT DISTINCT name FROM t2 ORDER BY name DESC").ci(&[0]),
+        Q::new("hash COUNT(DISTINCT)", "SELECT COUNT(DISTINCT name) FROM t2"),
+        Q::new(
+            "hash ORDER BY",
+            "SELECT id, name FROM t2 ORDER BY name, id DESC LIMIT 30, 40",
+        ),
+        Q::new("hash key =", "SELECT id FROM t2 WHERE name = '' ORDER BY id"),
+    ];
+    for q in &queries {
+        // The reference is ref2 (Tally replaces post_reply only), so run by hand.
+        let want = run(&mut direct, &q.sql.replace("FROM t2", "FROM ref2")).await;
+        let got = run(&mut sl, &q.sql).await;
+        match (want, got) {
+            (Ok(w), Ok(g)) => {
+                if let Err(e) = compare(q, &w, &g, &mut direct).await {
+                    tally.mismatches.push(format!("{}\n    {e}", q.sql));
+                }
+            }
+            (w, g) => tally
+                .mismatches
+                .push(format!("{}\n    reference {w:?}\n    sluice {g:?}", q.sql)),
+        }
+    }
+    let updated = write(&mut sl, "UPDATE t2 SET v = 1000 WHERE name = 'alice'").await;
+    let updated_ref = write(&mut direct, "UPDATE ref2 SET v = 1000 WHERE name = 'alice'").await;
+    assert_eq!(
+        format!("{updated:?}"),
+        format!("{updated_ref:?}"),
+        "UPDATE by a string key"
+    );
+
+    // Under NO_BACKSLASH_ESCAPES, 'p\\q' is p, two backslashes, q: a key must be placed
+    // (and looked up) by that value, or the statement refused.
+    let nbe = "SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')";
+    sl.query_drop(nbe).await.expect("sql_mode through sluice");
+    direct.query_drop(nbe).await.expect("sql_mode");
+    let ins = "INSERT INTO t2 (id, name, v) VALUES (1000, 'p\\\\q', 1), (1001, 'x\\\\', 2)";
+    match write(&mut sl, ins).await {
+        Ok(2) => {
+            let misplaced = hash_misplaced(&mut direct).await;
+            if !misplaced.is_empty() {
+                tally.mismatches.push(format!(
+                    "{ins} under NO_BACKSLASH_ESCAPES put rows in the wrong sub-table: {misplaced:?}"
+                ));
+            }
+            write(&mut direct, &ins.replace("INTO t2", "INTO ref2"))
+                .await
+                .expect("insert ref2");
+            cluster.wait_replicas_caught_up_within(Duration::from_secs(120));
+            for q in [
+                "SELECT id, name FROM t2 WHERE name = 'P\\\\Q' ORDER BY id",
+                "SELECT id, name FROM t2 WHERE name IN ('X\\\\', 'p\\\\q') ORDER BY id",
+            ] {
+                let w = run(&mut direct, &q.replace("FROM t2", "FROM ref2")).await;
+                let g = run(&mut sl, q).await;
+                match (w, g) {
+                    (Ok(w), Ok(g)) if w == g && !w.rows.is_empty() => {}
+                    (w, g) => tally.mismatches.push(format!(
+                        "{q} (NO_BACKSLASH_ESCAPES)\n    reference {w:?}\n    sluice {g:?}"
+                    )),
+                }
+            }
+            // The same rows looked up by a session in the default sql_mode.
+            let default_mode = "SET SESSION sql_mode = REPLACE(@@sql_mode, 'NO_BACKSLASH_ESCAPES', '')";
+            sl.query_drop(default_mode)
+                .await
+                .expect("sql_mode through sluice");
+            direct.query_drop(default_mode).await.expect("sql_mode");
+            for q in [
+                "SELECT id, name FROM t2 WHERE name = 'P\\\\\\\\Q' ORDER BY id",
+                "SELECT id, name FROM t2 WHERE name = 'x\\\\\\\\' ORDER BY id",
+            ] {
+                let w = run(&mut direct, &q.replace("FROM t2", "FROM ref2")).await;
+                let g = run(&mut sl, q).await;
+                match (w, g) {
+                    (Ok(w), Ok(g)) if w == g && !w.rows.is_empty() => {}
+                    (w, g) => tally.mismatches.push(format!(
+                        "{q} (default sql_mode, rows inserted under NO_BACKSLASH_ESCAPES)\n    reference {w:?}\n    sluice {g:?}"
+                    )),
+                }
+            }
+        }
+        Err(Failure::Server(NOT_SUPPORTED, m)) => {
+            eprintln!("NO_BACKSLASH_ESCAPES string key refused: {m}")
+        }
+        other => tally
+            .mismatches
+            .push(format!("{ins} under NO_BACKSLASH_ESCAPES: {other:?}")),
+    }
+    assert!(tally.mismatches.is_empty(), "{}", tally.mismatches.join("\n"));
+    drop(sl);
+    drop(direct);
+    cluster.master.sql(&format!("DROP DATABASE {db}"));
+}
+
+/// Rows of t2_k whose name does not hash to k (CRC32 of the upper-cased, right-trimmed
+/// name, the rule's documented placement for ASCII, CJK and Hangul keys).
+async fn hash_misplaced(direct: &mut Conn) -> Vec<String> {
+    let mut out = Vec::new();
+    for k in 0..4 {
+        let rows: Vec<(u32, String)> = direct
+            .query(format!(
+                "SELECT id, name FROM t2_{k} WHERE CRC32(UPPER(TRIM(TRAILING ' ' FROM name))) % 4 <> {k}"
+            ))
+            .await
+            .expect("placement");
+        out.extend(
+            rows.into_iter()
+                .map(|(id, n)| format!("t2_{k}: id {id} name {n:?}")),
+        );
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// Freshness of scatter reads (own cluster: it stops replication)
+// ---------------------------------------------------------------------------------------
+
+/// "A scatter read goes to each group's fresh replica or master by the same rules as
+/// unsharded reads": in `causal` mode a client reads its own completed writes, and reads
+/// of tables without sluice's triggers go to the master. Here the sub-tables are created
+/// after the triggers were installed (so they have none), the replica stops applying, and
+/// a write through sluice must still be seen by the next read through sluice.
+#[tokio::test]
+async fn causal_scatter_reads_see_own_writes_own_cluster() {
+    let cluster = Cluster::start(1);
+    let db = "shard_fresh";
+    cluster.master.sql(&format!(
+        "CREATE DATABASE {db}; CREATE TABLE {db}.tracked (id INT PRIMARY KEY)"
+    ));
+    let mut admin = connect(&cluster.master.url(SLUICE_USER, SLUICE_PASSWORD, db)).await;
+    sluice::freshness::triggers::install(&mut admin, "sluice", db, 16)
+        .await
+        .expect("install triggers");
+    cluster.wait_replicas_caught_up_within(Duration::from_secs(120));
+    let s = Sluice::start_for(
+        &cluster,
+        &format!(
+            "log:\n  level: warn\nfreshness:\n  mode: causal\n  probe_interval: 10ms\n  probe_timeout: 500ms\nsharding:\n  tables: [\"{db}.post_reply.tid.4\"]\n"
+        ),
+    );
+    let mut c = connect(&s.app_url(db)).await;
+    c.query_drop(schema("post_reply"))
+        .await
+        .expect("CREATE TABLE post_reply through sluice");
+    c.query_drop("CREATE TABLE plain (id INT PRIMARY KEY)")
+        .await
+        .expect("CREATE TABLE plain through sluice");
+    let mut rng = Rng(5);
+    let rows: Vec<Reply> = (1..=8).map(|id| reply(&mut rng, id)).collect();
+    c.query_drop(insert_sql("post_reply", &rows))
+        .await
+        .expect("insert through sluice");
+    c.query_drop("INSERT INTO tracked VALUES (1)")
+        .await
+        .expect("insert");
+    cluster.wait_replicas_caught_up_within(Duration::from_secs(120));
+    // Wait until sluice sends reads of the tracked table to the replica.
+    let master_id: u32 = cluster.master.sql("SELECT @@server_id").parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let sid: Option<u32> = c
+            .query_first("SELECT @@server_id + 0 * COUNT(*) FROM tracked")
+            .await
+            .expect("read tracked");
+        if sid != Some(master_id) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "reads never reached the replica\n{}",
+            s.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    cluster.replicas[0].stop_sql_thread();
+    let mut problems = Vec::new();
+    let more: Vec<Reply> = (9..=16).map(|id| reply(&mut rng, id)).collect();
+    c.query_drop(insert_sql("post_reply", &more))
+        .await
+        .expect("insert through sluice");
+    c.query_drop("INSERT INTO plain VALUES (1)")
+        .await
+        .expect("insert plain");
+    let one_sql = format!("SELECT COUNT(*) FROM post_reply WHERE tid = {}", more[0].tid);
+    let one = rows.iter().chain(&more).filter(|r| r.tid == more[0].tid).count() as u64;
+    for (sql, want) in [
+        ("SELECT COUNT(*) FROM plain", 1u64),
+        ("SELECT COUNT(*) FROM post_reply", 16),
+        (
+            "SELECT COUNT(*) FROM post_reply WHERE id > 0 ORDER BY 1 LIMIT 1",
+            16,
+        ),
+        (one_sql.as_str(), one),
+    ] {
+        let got: Option<u64> = c.query_first(sql).await.expect("read through sluice");
+        if got != Some(want) {
+            problems.push(format!(
+                "{sql}: {got:?} through sluice right after the write, {want} on the master (a stale replica answered)"
+            ));
+        }
+    }
+    cluster.replicas[0].start_sql_thread();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
