@@ -2160,7 +2160,6 @@ async fn literals_arrive_byte_for_byte() {
 /// connection's collation is: general_ci, unicode_ci (punctuation before letters,
 /// 'ß' = 'ss'), unicode_520_ci, a NO PAD collation, _bin, VARBINARY and latin1.
 #[tokio::test]
-#[ignore = "known defect, issue 4 open: the merge compares strings under the connection's collation, not the column's (unicode_ci, nopad, latin1 columns merge wrongly)"]
 async fn string_collations_merge_like_the_server() {
     let cluster = shared_cluster();
     let db = unique_name("shard_coll");

@@ -91,6 +91,10 @@ pub struct GroupMonitor {
     tracked_forgotten: AtomicBool,
     history: Mutex<LagHistory>,
     warned_missing_table: AtomicBool,
+    /// Collation id of table columns, looked up once (sharded merges compare
+    /// strings under the column's collation; result metadata only carries
+    /// the connection's).
+    collations: Mutex<std::collections::HashMap<(String, String, String), Option<u16>>>,
 }
 
 fn pool_for(b: &config::Backend) -> mysql_async::Pool {
@@ -200,6 +204,7 @@ impl GroupMonitor {
             tracked_forgotten: AtomicBool::new(false),
             history: Mutex::new(LagHistory::default()),
             warned_missing_table: AtomicBool::new(false),
+            collations: Mutex::new(std::collections::HashMap::new()),
         })
     }
 
@@ -458,6 +463,39 @@ impl GroupMonitor {
             }
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
+    }
+
+    /// The collation id of column `schema.table.column` on the master
+    /// (cached; `None` when unknown or not a string column).
+    pub async fn column_collation(&self, schema: &str, table: &str, column: &str) -> Option<u16> {
+        let key = (schema.to_string(), table.to_string(), column.to_string());
+        if let Some(hit) = self.collations.lock().ok().and_then(|m| m.get(&key).copied()) {
+            return hit;
+        }
+        let fut = async {
+            let mut conn = self.master.get_conn().await.ok()?;
+            let id: Option<u16> = conn
+                .exec_first(
+                    "SELECT co.ID FROM information_schema.COLUMNS c \
+                     JOIN information_schema.COLLATIONS co ON co.COLLATION_NAME = c.COLLATION_NAME \
+                     WHERE c.TABLE_SCHEMA = ? AND c.TABLE_NAME = ? AND c.COLUMN_NAME = ?",
+                    (schema, table, column),
+                )
+                .await
+                .ok()?;
+            Some(id)
+        };
+        let found = tokio::time::timeout(self.cfg.probe_timeout * 4, fut)
+            .await
+            .ok()
+            .flatten();
+        // Cache answers, not failures (a timeout may pass).
+        if let Some(id) = found {
+            if let Ok(mut m) = self.collations.lock() {
+                m.insert(key, id);
+            }
+        }
+        found.flatten()
     }
 
     /// Weighted random choice among healthy replicas passing `ok`, keeping

@@ -515,10 +515,33 @@ impl Session {
         };
         let mut metas = Vec::with_capacity(defs.len());
         for d in &defs {
-            match merge::parse_column_def(d) {
-                Some(m) => metas.push(m),
-                None => return self.send_err(&lost("malformed column definition")).await,
+            let Some(mut m) = merge::parse_column_def(d) else {
+                return self.send_err(&lost("malformed column definition")).await;
+            };
+            // Result metadata carries the connection's collation; strings
+            // must be compared under the column's own.
+            if is_text(&m) {
+                if let Some((schema, table, column)) = merge::column_origin(d) {
+                    if !table.is_empty() && !column.is_empty() {
+                        if let Some(id) = self.monitor.column_collation(&schema, &table, &column).await {
+                            m.collation = id;
+                        }
+                    }
+                }
             }
+            metas.push(m);
+        }
+        if let Some(col) = compared_columns(&spec)
+            .into_iter()
+            .find(|&c| metas.get(c).is_some_and(|m| !merge::exact_order(m)))
+        {
+            let name = merge::column_origin(&defs[col]).map(|o| o.2).unwrap_or_default();
+            return self
+                .send_err(&not_supported(format!(
+                    "sluice: ordering, grouping or comparing column `{name}` across shards is not supported \
+                     for its collation (sluice cannot reproduce that collation's order exactly)"
+                )))
+                .await;
         }
         let mut merger = match Merger::new(sources, spec, metas) {
             Ok(m) => m,
@@ -575,6 +598,37 @@ impl Session {
             .queue(&mut seq, &eof_packet(self.caps, self.status, 0));
         self.client.flush().await.map_err(|_| Closed)
     }
+}
+
+/// The columns whose values the merge compares (sort keys, group keys,
+/// MIN/MAX and COUNT(DISTINCT) arguments, all visible columns for DISTINCT).
+fn compared_columns(spec: &merge::MergeSpec) -> Vec<usize> {
+    let mut cols: Vec<usize> = spec.order_by.iter().map(|k| k.col).collect();
+    if let Some(g) = &spec.group {
+        cols.extend(&g.keys);
+        cols.extend(g.order_after.iter().map(|k| k.col));
+        cols.extend(
+            g.aggs
+                .iter()
+                .filter(|a| {
+                    matches!(
+                        a.kind,
+                        merge::AggKind::Min | merge::AggKind::Max | merge::AggKind::CountDistinct
+                    )
+                })
+                .map(|a| a.col),
+        );
+    }
+    if spec.distinct {
+        cols.extend(0..spec.visible);
+    }
+    cols
+}
+
+/// A non-binary string column (its collation decides comparisons).
+fn is_text(m: &merge::ColumnMeta) -> bool {
+    const BINARY_COLLATION: u16 = 63;
+    matches!(m.column_type, 15 | 249..=254) && m.collation != BINARY_COLLATION
 }
 
 /// Run a statement with an OK answer (START TRANSACTION, COMMIT, ROLLBACK);

@@ -65,7 +65,8 @@ pub use pipeline::Merger;
 pub use row::{encode_text_row, TextRow};
 pub use spec::{AggKind, AggSpec, CmpOp, Expr, GroupSpec, Limit, MergeSpec, SortKey, Value};
 pub use value::{
-    compare, exact_order, flags, orderable, parse_column_def, rewrite_column_def, types, ColumnMeta,
+    column_origin, compare, exact_order, flags, orderable, parse_column_def, rewrite_column_def, types,
+    ColumnMeta,
 };
 
 /// Errors of the merge. [`MergeError::Unsupported`] maps to `ER_NOT_SUPPORTED_YET`

@@ -112,6 +112,22 @@ fn fixed_fields(payload: &[u8]) -> Option<usize> {
     Some(pos + n)
 }
 
+/// Where a result column comes from: (schema, org_table, org_name), when it
+/// is a table column (empty names for expressions).
+pub fn column_origin(payload: &[u8]) -> Option<(String, String, String)> {
+    let mut pos = 0usize;
+    let mut names: [&[u8]; 6] = [&[]; 6];
+    for name in names.iter_mut() {
+        let (len, n) = read_lenenc_int(payload.get(pos..)?)?;
+        let start = pos.checked_add(n)?;
+        let end = start.checked_add(usize::try_from(len).ok()?)?;
+        *name = payload.get(start..end)?;
+        pos = end;
+    }
+    let s = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    Some((s(names[1]), s(names[3]), s(names[5])))
+}
+
 /// A copy of a column definition payload with the type, flags, decimals and character
 /// set of `meta` (e.g. for a merged AVG column, see [`super::Merger::output_metas`]).
 /// Names and the display length are kept. `None` if the payload is malformed.
