@@ -2325,7 +2325,6 @@ async fn string_collations_merge_like_the_server() {
 // ---------------------------------------------------------------------------------------
 
 #[tokio::test]
-#[ignore = "known defect, issue 4 open: string keys are decoded with backslash escapes whatever the session's sql_mode (NO_BACKSLASH_ESCAPES places rows on the wrong shard)"]
 async fn hash_rule_places_and_finds_case_variants() {
     let cluster = shared_cluster();
     let db = unique_name("shard_hash");

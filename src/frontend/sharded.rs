@@ -154,6 +154,32 @@ async fn read_head(conn: &mut BackendConn) -> Result<Head, ErrPacket> {
     Ok(Head::Columns(defs))
 }
 
+/// Read the rows of a result up to its terminator (buffered: only for
+/// results that are small or must be read whole).
+async fn read_rows(conn: &mut BackendConn) -> Result<std::collections::VecDeque<TextRow>, ErrPacket> {
+    let mut rows = std::collections::VecDeque::new();
+    loop {
+        let p = conn.stream.read_packet().await.map_err(|e| {
+            conn.broken = true;
+            lost(&e.to_string())
+        })?;
+        match p.payload.first() {
+            Some(0xfe) if p.payload.len() < MAX_FRAME => return Ok(rows),
+            Some(0xff) => {
+                return Err(ErrPacket::parse(&p.payload)
+                    .unwrap_or_else(|| ErrPacket::new(2027, "HY000", "Malformed packet")))
+            }
+            _ => match TextRow::parse(p.payload.freeze()) {
+                Ok(r) => rows.push_back(r),
+                Err(e) => {
+                    conn.broken = true;
+                    return Err(not_supported(format!("sluice: {e}")));
+                }
+            },
+        }
+    }
+}
+
 /// Read a whole write's answer: OK (affected rows, insert id, status, warnings) or ERR.
 async fn read_ok(
     conn: &mut BackendConn,
@@ -198,6 +224,17 @@ impl Session {
         if !rules.mentioned_in(&text) {
             return Ok(false);
         }
+        // The planner reads string literals with backslash escapes; under
+        // NO_BACKSLASH_ESCAPES a key with a backslash would be placed wrongly.
+        if text.contains('\\') && self.no_backslash_escapes().await {
+            self.send_err(&not_supported(
+                "sluice: a statement on a sharded table with a backslash in it is not supported \
+                 while sql_mode has NO_BACKSLASH_ESCAPES",
+            ))
+            .await?;
+            return Ok(true);
+        }
+        let rules = &self.shared.shard_rules;
         let planned = crate::shard::plan(&text, self.db.as_deref(), rules);
         match planned {
             Ok(None) => Ok(false),
@@ -210,6 +247,36 @@ impl Session {
                 Ok(true)
             }
         }
+    }
+
+    /// Does the session's sql_mode (on its master connection) have
+    /// NO_BACKSLASH_ESCAPES? Asked only for sharded statements with a
+    /// backslash; when it cannot be told, assume yes (refuse, never misplace).
+    async fn no_backslash_escapes(&mut self) -> bool {
+        if self.held(Conn::Master).await.is_err() {
+            return true;
+        }
+        let Some(h) = self.master.as_mut() else {
+            return true;
+        };
+        h.conn.dirty = true;
+        if send_query(&mut h.conn, "SELECT @@session.sql_mode")
+            .await
+            .is_err()
+        {
+            return true;
+        }
+        let mode = match read_head(&mut h.conn).await {
+            Ok(Head::Columns(_)) => match read_rows(&mut h.conn).await {
+                Ok(rows) => rows
+                    .front()
+                    .and_then(|r| r.field(0))
+                    .map(|f| String::from_utf8_lossy(f).into_owned()),
+                Err(_) => None,
+            },
+            _ => None,
+        };
+        mode.is_none_or(|m| m.to_ascii_uppercase().contains("NO_BACKSLASH_ESCAPES"))
     }
 
     /// Prepared statements on sharded tables are not routed yet: refuse
@@ -458,37 +525,13 @@ impl Session {
                     break;
                 }
             }
-            let mut rows = std::collections::VecDeque::new();
-            loop {
-                let p = match conn.stream.read_packet().await {
-                    Ok(p) => p,
-                    Err(e) => {
-                        conn.broken = true;
-                        failure = Some(lost(&e.to_string()));
-                        break;
-                    }
-                };
-                match p.payload.first() {
-                    Some(0xfe) if p.payload.len() < MAX_FRAME => break,
-                    Some(0xff) => {
-                        failure = Some(
-                            ErrPacket::parse(&p.payload)
-                                .unwrap_or_else(|| ErrPacket::new(2027, "HY000", "Malformed packet")),
-                        );
-                        break;
-                    }
-                    _ => match TextRow::parse(p.payload.freeze()) {
-                        Ok(r) => rows.push_back(r),
-                        Err(e) => {
-                            failure = Some(not_supported(format!("sluice: {e}")));
-                            break;
-                        }
-                    },
+            let rows = match read_rows(conn).await {
+                Ok(rows) => rows,
+                Err(e) => {
+                    failure = Some(e);
+                    break;
                 }
-            }
-            if failure.is_some() {
-                break;
-            }
+            };
             sources.push(BufferedSource(rows));
         }
         if let Some(e) = failure {
