@@ -199,17 +199,8 @@ impl BackendConn {
         cmd: u8,
         arg: &[u8],
     ) -> Result<Result<OkInfo, ErrPacket>, BackendError> {
-        let mut payload = Vec::with_capacity(1 + arg.len());
-        payload.push(cmd);
-        payload.extend_from_slice(arg);
-        let mut seq = 0;
-        let r = async {
-            self.stream.write_packet(&mut seq, &payload).await?;
-            let p = self.stream.read_packet().await?;
-            Ok::<_, ProtocolError>(p)
-        }
-        .await;
-        let p = match r {
+        self.send_command(cmd, arg).await?;
+        let p = match self.stream.read_packet().await {
             Ok(p) => p,
             Err(e) => {
                 self.broken = true;
@@ -232,6 +223,20 @@ impl BackendConn {
         }
     }
 
+    /// Send one command (sequence id 0); the caller reads the answer. A
+    /// failed write leaves the connection broken.
+    pub async fn send_command(&mut self, cmd: u8, arg: &[u8]) -> Result<(), BackendError> {
+        let mut payload = Vec::with_capacity(1 + arg.len());
+        payload.push(cmd);
+        payload.extend_from_slice(arg);
+        let mut seq = 0;
+        if let Err(e) = self.stream.write_packet(&mut seq, &payload).await {
+            self.broken = true;
+            return Err(e.into());
+        }
+        Ok(())
+    }
+
     /// Send one command and consume its whole response (sluice's own
     /// statements: nothing is relayed). Returns the response's tracker and the
     /// first ERR it contained.
@@ -241,14 +246,7 @@ impl BackendConn {
         arg: &[u8],
         kind: ResponseKind,
     ) -> Result<(ResponseTracker, Option<ErrPacket>), BackendError> {
-        let mut payload = Vec::with_capacity(1 + arg.len());
-        payload.push(cmd);
-        payload.extend_from_slice(arg);
-        let mut seq = 0;
-        if let Err(e) = self.stream.write_packet(&mut seq, &payload).await {
-            self.broken = true;
-            return Err(e.into());
-        }
+        self.send_command(cmd, arg).await?;
         let mut tracker = ResponseTracker::new(kind, self.deprecate_eof());
         let mut first_err = None;
         loop {

@@ -17,7 +17,7 @@ use bytes::{Bytes, BytesMut};
 use crate::backend::{BackendConn, Pooled};
 use crate::merge::{self, MergeError, Merger, RowSource, TextRow};
 use crate::protocol::consts::{errcode, CapabilityFlags, COM_QUERY, MAX_FRAME};
-use crate::protocol::packets::{eof_packet, ok_packet, put_lenenc, ErrPacket};
+use crate::protocol::packets::{eof_packet, ok_packet, put_lenenc, ErrPacket, OkInfo};
 use crate::shard::{Part, ShardPlan};
 
 use super::{Closed, CmdResult, Conn, Session};
@@ -94,14 +94,18 @@ enum Head {
 }
 
 async fn send_query(conn: &mut BackendConn, sql: &str) -> Result<(), ErrPacket> {
-    let mut payload = Vec::with_capacity(1 + sql.len());
-    payload.push(COM_QUERY);
-    payload.extend_from_slice(sql.as_bytes());
-    let mut seq = 0;
-    conn.stream.write_packet(&mut seq, &payload).await.map_err(|e| {
-        conn.broken = true;
-        lost(&e.to_string())
-    })
+    conn.send_command(COM_QUERY, sql.as_bytes())
+        .await
+        .map_err(|e| lost(&e.to_string()))
+}
+
+/// Run a statement answered by OK or ERR (a write part, START TRANSACTION,
+/// COMMIT, ROLLBACK). `Err` carries the server's error or a lost connection.
+async fn run_ok(conn: &mut BackendConn, sql: &str) -> Result<OkInfo, ErrPacket> {
+    match conn.simple_command(COM_QUERY, sql.as_bytes()).await {
+        Ok(r) => r,
+        Err(e) => Err(lost(&e.to_string())),
+    }
 }
 
 fn lost(why: &str) -> ErrPacket {
@@ -176,38 +180,6 @@ async fn read_rows(conn: &mut BackendConn) -> Result<std::collections::VecDeque<
                     return Err(not_supported(format!("sluice: {e}")));
                 }
             },
-        }
-    }
-}
-
-/// Read a whole write's answer: OK (affected rows, insert id, status, warnings) or ERR.
-async fn read_ok(
-    conn: &mut BackendConn,
-) -> Result<Result<crate::protocol::packets::OkInfo, ErrPacket>, ErrPacket> {
-    let p = conn.stream.read_packet().await.map_err(|e| {
-        conn.broken = true;
-        lost(&e.to_string())
-    })?;
-    match p.payload.first() {
-        Some(0x00) => Ok(Ok(crate::protocol::packets::parse_ok(&p.payload).unwrap_or(
-            crate::protocol::packets::OkInfo {
-                affected_rows: 0,
-                last_insert_id: 0,
-                status: 0,
-                warnings: 0,
-            },
-        ))),
-        Some(0xff) => {
-            Ok(Err(ErrPacket::parse(&p.payload).unwrap_or_else(|| {
-                ErrPacket::new(2027, "HY000", "Malformed packet")
-            })))
-        }
-        _ => {
-            // A result set where a write was expected: unknown state.
-            conn.broken = true;
-            Err(not_supported(
-                "sluice: a shard answered a write with a result set",
-            ))
         }
     }
 }
@@ -329,19 +301,15 @@ impl Session {
         let mut failure: Option<ErrPacket> = None;
         let (mut affected, mut insert_id, mut warnings, mut status) = (0u64, 0u64, 0u16, self.status);
         if wrap {
-            if let Err(e) = run_simple(conn, "START TRANSACTION").await {
+            if let Err(e) = run_ok(conn, "START TRANSACTION").await {
                 failure = Some(e);
             }
         }
         let mut done = 0usize;
         if failure.is_none() {
             for part in &parts {
-                if let Err(e) = send_query(conn, &part.sql).await {
-                    failure = Some(e);
-                    break;
-                }
-                match read_ok(conn).await {
-                    Ok(Ok(ok)) => {
+                match run_ok(conn, &part.sql).await {
+                    Ok(ok) => {
                         affected += ok.affected_rows;
                         if ok.last_insert_id != 0 {
                             insert_id = ok.last_insert_id;
@@ -350,7 +318,7 @@ impl Session {
                         status = ok.status;
                         done += 1;
                     }
-                    Ok(Err(e)) | Err(e) => {
+                    Err(e) => {
                         failure = Some(e);
                         break;
                     }
@@ -359,8 +327,8 @@ impl Session {
         }
         if wrap && !conn.broken {
             let end = if failure.is_some() { "ROLLBACK" } else { "COMMIT" };
-            match run_simple(conn, end).await {
-                Ok(st) => status = st,
+            match run_ok(conn, end).await {
+                Ok(ok) => status = ok.status,
                 Err(e) => {
                     if failure.is_none() {
                         failure = Some(e);
@@ -672,14 +640,4 @@ fn compared_columns(spec: &merge::MergeSpec) -> Vec<usize> {
 fn is_text(m: &merge::ColumnMeta) -> bool {
     const BINARY_COLLATION: u16 = 63;
     matches!(m.column_type, 15 | 249..=254) && m.collation != BINARY_COLLATION
-}
-
-/// Run a statement with an OK answer (START TRANSACTION, COMMIT, ROLLBACK);
-/// returns the status flags.
-async fn run_simple(conn: &mut BackendConn, sql: &str) -> Result<u16, ErrPacket> {
-    send_query(conn, sql).await?;
-    match read_ok(conn).await? {
-        Ok(ok) => Ok(ok.status),
-        Err(e) => Err(e),
-    }
 }
