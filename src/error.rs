@@ -91,6 +91,15 @@ pub fn packet_too_large(limit: usize) -> ErrPacket {
     )
 }
 
+/// COM_STMT_FETCH without an open cursor (as MariaDB words it).
+pub fn no_open_cursor(id: u32) -> ErrPacket {
+    ErrPacket::new(
+        errcode::ER_STMT_HAS_NO_OPEN_CURSOR,
+        "HY000",
+        format!("The statement ({id}) has no open cursor."),
+    )
+}
+
 pub fn unknown_stmt(id: u32, during: &str) -> ErrPacket {
     ErrPacket::new(
         errcode::ER_UNKNOWN_STMT_HANDLER,

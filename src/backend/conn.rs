@@ -73,6 +73,8 @@ pub struct BackendConn {
     /// Set when the connection may keep serving its session but must not
     /// go back to the pool (e.g. after COM_SET_OPTION, which no reset undoes).
     pub no_reuse: bool,
+    /// What survives from one borrower to the next (see `state.rs`).
+    pub state: super::state::ConnState,
     /// The greeting's scramble: COM_CHANGE_USER authenticates against it.
     nonce: Vec<u8>,
 }
@@ -185,6 +187,7 @@ impl BackendConn {
             broken: false,
             dirty: false,
             no_reuse: false,
+            state: super::state::ConnState::new(),
             nonce,
         })
     }
@@ -246,6 +249,17 @@ impl BackendConn {
         arg: &[u8],
         kind: ResponseKind,
     ) -> Result<(ResponseTracker, Option<ErrPacket>), BackendError> {
+        self.command_consume_row(cmd, arg, kind, &mut None).await
+    }
+
+    /// `command_consume`, keeping the first row of the first result in `row`.
+    async fn command_consume_row(
+        &mut self,
+        cmd: u8,
+        arg: &[u8],
+        kind: ResponseKind,
+        row: &mut Option<Vec<u8>>,
+    ) -> Result<(ResponseTracker, Option<ErrPacket>), BackendError> {
         self.send_command(cmd, arg).await?;
         let mut tracker = ResponseTracker::new(kind, self.deprecate_eof());
         let mut first_err = None;
@@ -259,6 +273,9 @@ impl BackendConn {
             };
             if p.payload.first() == Some(&0xff) && first_err.is_none() {
                 first_err = ErrPacket::parse(&p.payload);
+            }
+            if row.is_none() && tracker.in_rows() && !matches!(p.payload.first(), Some(0xfe | 0xff)) {
+                *row = Some(p.payload.to_vec());
             }
             match tracker.feed(p.payload.len(), &p.payload) {
                 Step::More => {}
@@ -285,6 +302,24 @@ impl BackendConn {
             Some(e) => Err(e),
             None => Ok(()),
         })
+    }
+
+    /// Run a query returning one unsigned integer (first column of the first
+    /// row; `None` for NULL or no row).
+    pub async fn query_u64(&mut self, sql: &str) -> Result<Result<Option<u64>, ErrPacket>, BackendError> {
+        let mut row = None;
+        let (_, err) = self
+            .command_consume_row(COM_QUERY, sql.as_bytes(), ResponseKind::Query, &mut row)
+            .await?;
+        if let Some(e) = err {
+            return Ok(Err(e));
+        }
+        let value = row.as_deref().and_then(|r| {
+            let (len, n) = crate::protocol::packets::read_lenenc(r)?;
+            let text = r.get(n..n + usize::try_from(len).ok()?)?;
+            std::str::from_utf8(text).ok()?.parse().ok()
+        });
+        Ok(Ok(value))
     }
 
     /// Prepare a statement for sluice's own use (lazily, on a connection the
@@ -334,6 +369,7 @@ impl BackendConn {
             Ok(_) => {
                 self.db = None;
                 self.dirty = false;
+                self.state.forget();
                 Ok(())
             }
             Err(e) => {
@@ -374,6 +410,7 @@ impl BackendConn {
             Ok(()) => {
                 self.db = None;
                 self.dirty = false;
+                self.state.forget();
                 Ok(())
             }
             Err(e) => {

@@ -3,6 +3,7 @@
 pub mod conn;
 pub mod error;
 pub mod pool;
+pub mod state;
 pub mod topology;
 
 pub use conn::{BackendConn, ConnectParams, PoolKey};

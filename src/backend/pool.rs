@@ -63,13 +63,16 @@ impl managed::Manager for Manager {
         if conn.broken || conn.no_reuse {
             return Err(RecycleError::message("connection not reusable"));
         }
-        if conn.dirty || conn.db.is_some() {
-            // One round trip that both cleans the session and proves the
-            // server still holds the connection.
+        if conn.dirty {
+            // State sluice does not track (a session ended pinned or in a
+            // transaction): one round trip that both cleans the session and
+            // proves the server still holds the connection.
             conn.reset_as_new(&self.params)
                 .await
                 .map_err(RecycleError::Backend)?;
         } else {
+            // Clean apart from tracked state (default database, SETs,
+            // prepared statements), which the next borrower reconciles.
             liveness(conn)?;
         }
         Ok(())
@@ -134,6 +137,12 @@ impl BackendPool {
             .map_err(|e| BackendError::Pool(e.to_string()))?;
         pools.insert(key, pool.clone());
         Ok(pool)
+    }
+
+    /// Bring a connection of this backend back to a fresh login's state
+    /// (COM_CHANGE_USER as sluice's backend user).
+    pub async fn reset(&self, conn: &mut BackendConn) -> Result<(), BackendError> {
+        conn.reset_as_new(&self.params).await
     }
 
     /// Check out a connection for `key`.

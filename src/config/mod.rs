@@ -107,6 +107,10 @@ pub struct BackendSettings {
     pub connect_timeout: Duration,
     /// Max pooled connections per backend. Default 256.
     pub pool_max: usize,
+    /// Sessions borrow a backend connection per statement (or transaction,
+    /// or while they hold state only that connection has) instead of
+    /// keeping one for their whole life. Default true.
+    pub multiplex: bool,
 }
 
 /// Freshness settings: which reads a replica may serve, and the counter

@@ -179,6 +179,8 @@ struct RawBackendSettings {
     connect_timeout: Duration,
     #[serde(default = "default_pool_max", deserialize_with = "de::positive")]
     pool_max: usize,
+    #[serde(default = "default_multiplex")]
+    multiplex: bool,
 }
 
 impl Default for RawBackendSettings {
@@ -186,8 +188,13 @@ impl Default for RawBackendSettings {
         RawBackendSettings {
             connect_timeout: default_connect_timeout(),
             pool_max: default_pool_max(),
+            multiplex: default_multiplex(),
         }
     }
+}
+
+fn default_multiplex() -> bool {
+    true
 }
 
 fn default_connect_timeout() -> Duration {
@@ -203,6 +210,7 @@ impl From<RawBackendSettings> for BackendSettings {
         BackendSettings {
             connect_timeout: raw.connect_timeout,
             pool_max: raw.pool_max,
+            multiplex: raw.multiplex,
         }
     }
 }

@@ -24,15 +24,12 @@ pub struct Stmt {
     pub read: bool,
     pub tables: Option<Vec<String>>,
     pub params: u16,
-    /// (connection generation, backend statement id) per connection kind.
-    pub ids: HashMap<Conn, (u64, u32)>,
     /// The parameter types last bound by the client (2 bytes per parameter).
     pub types: Option<Vec<u8>>,
-    /// Connections (by generation) that have been sent `types`.
-    pub types_sent: Vec<(Conn, u64)>,
     /// SEND_LONG_DATA went to the master: the next EXECUTE must follow it.
     pub long_data: bool,
-    /// Where the last EXECUTE ran (FETCH and RESET follow it there).
+    /// Where the last EXECUTE ran: the slot and the connection's uid (FETCH
+    /// and RESET follow it there while the session still holds it).
     pub last_exec: Option<(Conn, u64)>,
 }
 
@@ -43,19 +40,9 @@ impl Stmt {
             read,
             tables,
             params,
-            ids: HashMap::new(),
             types: None,
-            types_sent: Vec::new(),
             long_data: false,
             last_exec: None,
-        }
-    }
-
-    /// The backend id on `conn` at generation `gen`, if prepared there.
-    pub fn id_on(&self, conn: Conn, gen: u64) -> Option<u32> {
-        match self.ids.get(&conn) {
-            Some((g, id)) if *g == gen => Some(*id),
-            _ => None,
         }
     }
 }
@@ -159,14 +146,5 @@ mod tests {
         assert_eq!(inject_types(&without, 11, &[3, 0, 253, 0]), p);
         set_stmt_id(&mut p, 9);
         assert_eq!(stmt_id(&p), Some(9));
-    }
-
-    #[test]
-    fn generations_invalidate_ids() {
-        let mut s = Stmt::new(b"SELECT ?".to_vec(), true, None, 1);
-        s.ids.insert(Conn::Master, (3, 41));
-        assert_eq!(s.id_on(Conn::Master, 3), Some(41));
-        assert_eq!(s.id_on(Conn::Master, 4), None);
-        assert_eq!(s.id_on(Conn::Replica(0), 3), None);
     }
 }

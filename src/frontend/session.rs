@@ -29,7 +29,8 @@ use std::sync::Arc;
 use tokio::net::TcpStream;
 use tracing::{debug, info, warn, Instrument};
 
-use crate::backend::{BackendError, PoolKey, Pooled};
+use crate::backend::state::SetChain;
+use crate::backend::{BackendError, PoolKey};
 use crate::error;
 use crate::freshness::monitor::GroupMonitor;
 use crate::freshness::state::Scope;
@@ -44,7 +45,11 @@ use super::io::ClientIo;
 use super::listener::Shared;
 use super::prepared::{self, Conn, Registry};
 use super::relay::{self, RelayError};
+use conns::sync_conn;
+use conns::{lost, slot_of, Held, LastInsertId, Pins};
 
+#[path = "conns.rs"]
+mod conns;
 #[path = "sharded.rs"]
 mod sharded;
 #[path = "statements.rs"]
@@ -71,8 +76,13 @@ pub async fn run(socket: TcpStream, peer: SocketAddr, conn_id: u32, shared: Arc<
     debug!(%peer, user = %authed.user, "client authenticated");
     let mut session = Session::new(authed, shared);
     if session.accept_login().await.is_ok() {
+        session.release_idle().await;
         session.command_loop().await;
     }
+    // Connections without session-only state go back to the pool clean;
+    // the others are reset by the pool.
+    session.keep = None;
+    session.release_idle().await;
     session.client.shutdown().await;
 }
 
@@ -82,15 +92,6 @@ type CmdResult = Result<(), Closed>;
 /// The session must end (client gone or broke the protocol).
 #[derive(Debug)]
 pub struct Closed;
-
-/// A backend connection held by the session, with what it has been told.
-struct Held {
-    conn: Pooled,
-    /// Changes whenever the session gets a new connection for this slot.
-    gen: u64,
-    /// How many of the session's replayable SETs this connection has run.
-    replayed: usize,
-}
 
 /// Where a statement goes and why (the reason is a metric label).
 #[derive(Debug, Clone, Copy)]
@@ -113,11 +114,19 @@ struct Session {
     status: u16,
     master: Option<Held>,
     replica: Option<(usize, Held)>,
-    next_gen: u64,
-    /// SET statements every backend connection of the session must run.
+    /// SET statements every backend connection of the session must run,
+    /// and their hash chain (compared with a connection's own).
     sets: Vec<Vec<u8>>,
+    chain: SetChain,
     /// Why the session is pinned to the master, if it is.
-    pin: Option<&'static str>,
+    pins: Pins,
+    /// Borrow connections per statement (`backend.multiplex`).
+    multiplex: bool,
+    /// The connection the next statement may ask about (see conns.rs).
+    keep: Option<Conn>,
+    /// The statement (client id) with an open cursor, and where.
+    cursor: Option<(u32, Conn)>,
+    lid: LastInsertId,
     /// The replica running the session's read-only transaction.
     ro_tx: Option<usize>,
     /// The connection that ran the session's last statement.
@@ -135,6 +144,7 @@ impl Session {
             mariadb_ext: a.mariadb_ext,
         };
         let monitor = shared.monitors[0].clone();
+        let multiplex = shared.config.backend.multiplex;
         Session {
             shared,
             monitor,
@@ -147,9 +157,13 @@ impl Session {
             status: SERVER_STATUS_AUTOCOMMIT,
             master: None,
             replica: None,
-            next_gen: 1,
             sets: Vec::new(),
-            pin: None,
+            chain: SetChain::default(),
+            pins: Pins::default(),
+            multiplex,
+            keep: None,
+            cursor: None,
+            lid: LastInsertId::default(),
             ro_tx: None,
             last_conn: Conn::Master,
             stmts: Registry::default(),
@@ -221,6 +235,7 @@ impl Session {
             if r.is_err() {
                 return;
             }
+            self.release_idle().await;
             self.client.trim();
         }
     }
@@ -252,7 +267,7 @@ impl Session {
                 reason: "read_only_transaction",
             };
         }
-        if let Some(pin) = self.pin {
+        if let Some(pin) = self.pins.reason() {
             return Route {
                 conn: Conn::Master,
                 reason: pin,
@@ -292,7 +307,7 @@ impl Session {
         if c.refers_to_previous
             && c.force_master != Some(classify::MasterReason::FoundRows)
             && self.ro_tx.is_none()
-            && self.pin.is_none()
+            && self.pins.reason().is_none()
         {
             // SHOW WARNINGS, @@warning_count, FOUND_ROWS(), ...: the answer
             // lives on the connection that ran the previous statement.
@@ -306,7 +321,7 @@ impl Session {
                 Some(r) if self.ro_tx.is_none() => master(r.as_str()),
                 _ => self.route_read(c.tables.as_deref()).await,
             },
-            Kind::Begin { read_only: true } if !self.in_transaction() && self.pin.is_none() => {
+            Kind::Begin { read_only: true } if !self.in_transaction() && self.pins.reason().is_none() => {
                 self.route_read(None).await
             }
             // Inside a read-only transaction on a replica, everything stays
@@ -336,6 +351,24 @@ impl Session {
         self.shared
             .metrics
             .route(route.conn == Conn::Master, route.reason);
+        if c.refers_to_previous && self.gen_of(route.conn) == 0 {
+            // The connection that ran the previous statement went back to
+            // the pool (it had no warnings, else it would be kept): make
+            // sure the borrowed one answers with an empty diagnostics area,
+            // never with another session's.
+            if let Err(e) = self.clear_diagnostics(route.conn).await {
+                return self.send_err(&e).await;
+            }
+        }
+        let lid_sensitive = on_master && conns::mentions_last_insert_id(sql);
+        if lid_sensitive {
+            if let Err(e) = self.held(Conn::Master).await {
+                return self.send_err(&e).await;
+            }
+            if let Err(e) = self.sync_last_insert_id().await {
+                return self.send_err(&e).await;
+            }
+        }
         let Some(tracker) = self
             .run_on(route, payload, ResponseKind::Query, hold, None)
             .await?
@@ -343,6 +376,16 @@ impl Session {
             return Ok(());
         };
         let ok = !tracker.error;
+        if on_master {
+            let reported = tracker.last_ok.map(|(_, id)| id).unwrap_or(0);
+            self.note_insert_id(reported, lid_sensitive);
+            // FOUND_ROWS() after SQL_CALC_FOUND_ROWS is answered by this
+            // connection. (Not kept after writes for ROW_COUNT(): idle
+            // sessions would hold connections; see conns.rs.)
+            if c.force_master == Some(classify::MasterReason::FoundRows) {
+                self.keep = Some(Conn::Master);
+            }
+        }
         // Effects on the session's tracked state.
         match &c.kind {
             Kind::Use(db) if ok => self.db = Some(db.clone()),
@@ -355,7 +398,7 @@ impl Session {
                     self.record_set(sql, route.conn);
                 }
                 if matches!(scope, SetScope::UserVariable { .. }) {
-                    self.pin = Some("user_variable");
+                    self.pins.set(Pins::USER_VARIABLE);
                 }
             }
             Kind::Begin { read_only: true } if ok => {
@@ -365,16 +408,8 @@ impl Session {
             }
             _ => {}
         }
-        if ok {
-            if c.creates_temp_table {
-                self.pin = Some("temporary_table");
-            } else if c.sets_user_variable {
-                self.pin = Some("user_variable");
-            } else if c.locks_tables {
-                self.pin = Some("lock_tables");
-            } else if c.takes_named_lock {
-                self.pin = Some("named_lock");
-            }
+        if on_master {
+            self.update_pins(&c, sql, ok);
         }
         if let Conn::Replica(_) = route.conn {
             if self.ro_tx.is_some()
@@ -398,18 +433,65 @@ impl Session {
         Ok(())
     }
 
+    /// Pins a master statement sets or lifts (the session's state that only
+    /// this connection has; see conns.rs).
+    fn update_pins(&mut self, c: &Classified, sql: &[u8], ok: bool) {
+        let (word, rest) = crate::router::lexer::first_word(sql);
+        let was_next_tx = self.pins.has(Pins::NEXT_TRANSACTION);
+        if ok {
+            if c.creates_temp_table {
+                self.pins.set(Pins::TEMP_TABLE);
+            }
+            if c.sets_user_variable {
+                self.pins.set(Pins::USER_VARIABLE);
+            }
+            if c.locks_tables {
+                self.pins.set(Pins::LOCK_TABLES);
+            }
+            if c.takes_named_lock {
+                self.pins.set(Pins::NAMED_LOCK);
+            }
+            // Server-side objects of this connection: SQL prepared
+            // statements, HANDLERs, XA transactions; what a procedure or a
+            // multi-statement leaves behind is not known.
+            if c.multi_statement || matches!(word.as_str(), "PREPARE" | "HANDLER" | "XA" | "CALL") {
+                self.pins.set(Pins::CONNECTION_STATE);
+            }
+            match word.as_str() {
+                "UNLOCK" => self.pins.clear(Pins::LOCK_TABLES),
+                "SELECT" | "DO" if self.pins.has(Pins::NAMED_LOCK) => {
+                    let upper = sql.to_ascii_uppercase();
+                    if upper.windows(17).any(|w| w == b"RELEASE_ALL_LOCKS") {
+                        self.pins.clear(Pins::NAMED_LOCK);
+                    }
+                }
+                _ => {}
+            }
+        }
+        // `SET TRANSACTION ...` applies to the connection's next transaction.
+        let next_tx = word == "SET"
+            && crate::router::lexer::first_word(rest).0 == "TRANSACTION"
+            && matches!(c.kind, Kind::SessionSet(SetScope::MasterOnly));
+        if next_tx && ok {
+            self.pins.set(Pins::NEXT_TRANSACTION);
+        } else if was_next_tx && !self.in_transaction() {
+            self.pins.clear(Pins::NEXT_TRANSACTION);
+        }
+    }
+
     /// Remember a SET that ran on `ran_on`, to replay it on the session's
     /// other connections before they next serve it.
     fn record_set(&mut self, sql: &[u8], ran_on: Conn) {
         if self.sets.len() >= MAX_REPLAYED_SETS {
-            self.pin = Some("session_state");
+            self.pins.set(Pins::SESSION_STATE);
             return;
         }
+        let before = self.chain.clone();
         self.sets.push(sql.to_vec());
-        let n = self.sets.len();
+        self.chain.push(sql);
         if let Some(h) = self.slot(ran_on) {
-            if h.replayed + 1 == n {
-                h.replayed = n;
+            if h.conn.state.sets == before {
+                h.conn.state.sets.push(sql);
             }
         }
     }
@@ -452,14 +534,18 @@ impl Session {
         if let Some(m) = self.master.as_mut() {
             m.conn.no_reuse = true;
         }
-        self.pin = Some("set_option");
+        self.pins.set(Pins::SET_OPTION);
         r
     }
 
     /// Forget all session state (after COM_RESET_CONNECTION/CHANGE_USER).
     fn clear_state(&mut self) {
         self.sets.clear();
-        self.pin = None;
+        self.chain.clear();
+        self.keep = None;
+        self.cursor = None;
+        self.lid = LastInsertId::default();
+        self.pins = Pins::default();
         self.ro_tx = None;
         self.stmts.clear();
         self.replica = None;
@@ -479,7 +565,7 @@ impl Session {
                 // What the server keeps as default database after a reset is
                 // version-dependent: make the next command re-sync it.
                 m.conn.db = None;
-                m.replayed = 0;
+                m.conn.state.forget();
             }
             self.clear_state();
             if r.is_some_and(|t| t.error) {
@@ -550,85 +636,6 @@ impl Session {
         self.send_ok().await
     }
 
-    // ----- backends -------------------------------------------------------
-
-    fn gen_of(&self, conn: Conn) -> u64 {
-        match conn {
-            Conn::Master => self.master.as_ref().map(|h| h.gen).unwrap_or(0),
-            Conn::Replica(i) => match &self.replica {
-                Some((j, h)) if *j == i => h.gen,
-                _ => 0,
-            },
-        }
-    }
-
-    fn slot(&mut self, conn: Conn) -> Option<&mut Held> {
-        slot_of(&mut self.master, &mut self.replica, conn)
-    }
-
-    fn label(&self, conn: Conn) -> String {
-        let g = &self.shared.topology.groups[0];
-        match conn {
-            Conn::Master => g.master.label.clone(),
-            Conn::Replica(i) => g
-                .replicas
-                .get(i)
-                .map(|r| r.pool.label.clone())
-                .unwrap_or_default(),
-        }
-    }
-
-    /// Make sure the connection for `conn` is checked out and in sync with
-    /// the session (default database, replayed SETs). Errors are ready to
-    /// send to the client.
-    async fn held(&mut self, conn: Conn) -> Result<(), ErrPacket> {
-        let group = &self.shared.topology.groups[0];
-        let pool = match conn {
-            Conn::Master => group.master.clone(),
-            Conn::Replica(i) => group
-                .replicas
-                .get(i)
-                .map(|r| r.pool.clone())
-                .ok_or_else(|| lost("replica"))?,
-        };
-        let present = match conn {
-            Conn::Master => self.master.as_ref().is_some_and(|h| !h.conn.broken),
-            Conn::Replica(i) => self
-                .replica
-                .as_ref()
-                .is_some_and(|(j, h)| *j == i && !h.conn.broken),
-        };
-        if !present {
-            let c = pool
-                .get(self.key)
-                .await
-                .map_err(|e| error::backend_error_packet(&pool.label, pool.addr(), &e))?;
-            if conn == Conn::Master && **self.shared.server_version.load() != c.server_version {
-                self.shared
-                    .server_version
-                    .store(Arc::new(c.server_version.clone()));
-                self.shared.learn_backend_ext(c.server_mariadb_ext);
-            }
-            let gen = self.next_gen;
-            self.next_gen += 1;
-            let held = Held {
-                conn: c,
-                gen,
-                replayed: 0,
-            };
-            match conn {
-                Conn::Master => self.master = Some(held),
-                Conn::Replica(i) => self.replica = Some((i, held)),
-            }
-        }
-        // Borrow the fields separately: nothing is cloned on this per-command path.
-        let h = slot_of(&mut self.master, &mut self.replica, conn).ok_or_else(|| lost(&pool.label))?;
-        sync_conn(&mut h.conn, self.db.as_deref(), &self.sets, &mut h.replayed)
-            .await
-            .map_err(|e| e.into_packet(&pool))?;
-        Ok(())
-    }
-
     /// Run one command on the routed backend and relay its response.
     /// `Ok(None)`: the command failed and the client got an error. A read
     /// that fails on a replica before any byte reached the client is retried
@@ -681,9 +688,14 @@ impl Session {
                 stmt_ids,
             };
             let started = std::time::Instant::now(); // metrics: command latency, slow-query log
+            self.keep = None;
             match relay::command(&mut self.client, &mut h.conn.stream, payload, opts).await {
                 Ok(tracker) => {
                     self.last_conn = conn;
+                    if tracker.error || tracker.warnings {
+                        // SHOW WARNINGS must find them here.
+                        self.keep = Some(conn);
+                    }
                     // metrics: latency per backend, server errors, slow-query log
                     let slow = self.shared.config.log.slow_query;
                     self.shared
@@ -752,76 +764,6 @@ impl Session {
             .await
             .map_err(|_| Closed)
     }
-}
-
-/// Why a connection could not be brought in line with the session.
-pub(super) enum SyncError {
-    /// The server refused (e.g. the default database is gone).
-    Server(ErrPacket),
-    Backend(BackendError),
-}
-
-impl SyncError {
-    pub(super) fn into_packet(self, pool: &crate::backend::BackendPool) -> ErrPacket {
-        match self {
-            SyncError::Server(e) => e,
-            SyncError::Backend(e) => error::backend_error_packet(&pool.label, pool.addr(), &e),
-        }
-    }
-}
-
-/// Bring a backend connection in line with the session: its default
-/// database, then the session's SETs it has not run yet (`replayed` counts
-/// those it has).
-pub(super) async fn sync_conn(
-    conn: &mut crate::backend::BackendConn,
-    db: Option<&str>,
-    sets: &[Vec<u8>],
-    replayed: &mut usize,
-) -> Result<(), SyncError> {
-    if let Some(db) = db {
-        if conn.db.as_deref() != Some(db) {
-            conn.dirty = true;
-            conn.init_db(db)
-                .await
-                .map_err(SyncError::Backend)?
-                .map_err(SyncError::Server)?;
-        }
-    }
-    while *replayed < sets.len() {
-        conn.dirty = true;
-        let sql = String::from_utf8_lossy(&sets[*replayed]).into_owned();
-        conn.query_drop(&sql)
-            .await
-            .map_err(SyncError::Backend)?
-            .map_err(SyncError::Server)?;
-        *replayed += 1;
-    }
-    Ok(())
-}
-
-/// The held connection for `conn` (a free function so callers can borrow
-/// the client socket at the same time).
-fn slot_of<'a>(
-    master: &'a mut Option<Held>,
-    replica: &'a mut Option<(usize, Held)>,
-    conn: Conn,
-) -> Option<&'a mut Held> {
-    match conn {
-        Conn::Master => master.as_mut(),
-        Conn::Replica(i) => match replica {
-            Some((j, h)) if *j == i => Some(h),
-            _ => None,
-        },
-    }
-}
-
-fn lost(label: &str) -> ErrPacket {
-    ErrPacket::new(
-        errcode::CR_SERVER_LOST,
-        "HY000",
-        format!("Lost connection to MySQL server during query (sluice: backend {label})"),
-    )
 }
 
 /// Statements after which sluice bumps the global counter row: they fire no

@@ -387,7 +387,7 @@ impl Session {
                 .await
                 .map(drop);
         }
-        if self.in_transaction() || self.pin.is_some() || self.ro_tx.is_some() {
+        if self.in_transaction() || self.pins.reason().is_some() || self.ro_tx.is_some() {
             return self.select_buffered(parts, merge, wildcard_helpers).await;
         }
         // Scatter: one connection per part, all queries sent before any is read.
@@ -445,9 +445,7 @@ impl Session {
             .get(self.key)
             .await
             .map_err(|e| crate::error::backend_error_packet(&pool.label, pool.addr(), &e))?;
-        conn.dirty = true;
-        let mut replayed = 0;
-        super::sync_conn(&mut conn, self.db.as_deref(), &self.sets, &mut replayed)
+        super::sync_conn(&mut conn, &pool, self.db.as_deref(), &self.sets, &self.chain)
             .await
             .map_err(|e| e.into_packet(&pool))?;
         Ok(conn)

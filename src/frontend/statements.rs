@@ -1,14 +1,17 @@
 //! Prepared statements (COM_STMT_*): the client sees sluice's statement
 //! ids; each statement is prepared lazily on every connection an EXECUTE is
-//! routed to (see `prepared.rs` for the registry and packet rewriting).
+//! routed to and kept in that connection's statement cache, shared with the
+//! sessions that borrow it later (see `prepared.rs` for the registry and
+//! packet rewriting, `backend::state` for the cache).
 
 use crate::error;
+use crate::protocol::consts::SERVER_STATUS_CURSOR_EXISTS;
 use crate::protocol::packets::ErrPacket;
 use crate::protocol::response::ResponseKind;
 use crate::router::classify::{self, Kind};
 
 use super::prepared::{self, Conn, Stmt};
-use super::{lost, Closed, CmdResult, Route, Session};
+use super::{conns, lost, Closed, CmdResult, Route, Session};
 
 impl Session {
     pub(super) async fn stmt_prepare(&mut self, payload: &[u8]) -> CmdResult {
@@ -29,10 +32,13 @@ impl Session {
             .await?;
         match tracker.and_then(|t| t.prepared) {
             Some(info) => {
-                let gen = self.master.as_ref().map(|m| m.gen).unwrap_or(0);
                 if let Some(s) = self.stmts.stmts.get_mut(&id) {
                     s.params = info.params;
-                    s.ids.insert(Conn::Master, (gen, info.stmt_id));
+                }
+                if let Some(m) = self.master.as_mut() {
+                    for old in m.conn.state.stmts.insert(&payload[1..], info.stmt_id) {
+                        let _ = m.conn.close_stmt(old).await;
+                    }
                 }
             }
             None => {
@@ -52,6 +58,7 @@ impl Session {
                 .await;
         };
         let (read, long_data, tables, params) = (stmt.read, stmt.long_data, stmt.tables.clone(), stmt.params);
+        let lid_sensitive = !read && conns::mentions_last_insert_id(&stmt.sql);
         let route = if read && !long_data {
             self.route_read(tables.as_deref()).await
         } else {
@@ -70,29 +77,46 @@ impl Session {
             Ok(b) => b,
             Err(e) => return self.send_err(&e).await,
         };
-        let gen = self.gen_of(route.conn);
+        if lid_sensitive {
+            if let Err(e) = self.sync_last_insert_id().await {
+                return self.send_err(&e).await;
+            }
+        }
+        let uid = self.gen_of(route.conn);
         let Some(stmt) = self.stmts.stmts.get_mut(&id) else {
             return Ok(());
         };
-        let mut packet = if let (Some(at), false) = (layout.bound_at, layout.bound) {
-            let sent = stmt.types_sent.contains(&(route.conn, gen));
-            match (&stmt.types, sent) {
-                (Some(types), false) => prepared::inject_types(payload, at, types),
-                _ => payload.to_vec(),
-            }
-        } else {
-            payload.to_vec()
-        };
         if layout.bound {
             stmt.types = prepared::bound_types(payload, &layout, params);
-            stmt.types_sent.clear();
-        }
-        if layout.bound_at.is_some() && !stmt.types_sent.contains(&(route.conn, gen)) {
-            stmt.types_sent.push((route.conn, gen));
         }
         stmt.long_data = false;
-        stmt.last_exec = Some((route.conn, gen));
+        stmt.last_exec = Some((route.conn, uid));
+        let (sql, types) = (stmt.sql.clone(), stmt.types.clone());
+        // The server runs an EXECUTE without types with the types it last
+        // received for this statement, possibly from another session: send
+        // this session's whenever they differ.
+        let label = self.label(route.conn);
+        let Some(h) = self.slot(route.conn) else {
+            return self.send_err(&lost(&label)).await;
+        };
+        let cached = h.conn.state.stmts.get(&sql);
+        let mut packet = match (layout.bound_at, layout.bound, cached) {
+            (Some(_), true, Some(entry)) => {
+                entry.types = types;
+                payload.to_vec()
+            }
+            (Some(at), false, Some(entry)) if types.is_some() && entry.types != types => {
+                let p = prepared::inject_types(payload, at, types.as_deref().unwrap_or_default());
+                entry.types = types;
+                p
+            }
+            _ => payload.to_vec(),
+        };
         prepared::set_stmt_id(&mut packet, backend_id);
+        if self.cursor.is_some_and(|(c, _)| c == id) {
+            // A new EXECUTE closes the statement's cursor on the server.
+            self.cursor = None;
+        }
         let hold = !read && self.monitor.mode == crate::config::FreshnessMode::Causal;
         let tracker = self
             .run_on_stmt(
@@ -104,7 +128,22 @@ impl Session {
                 Some((backend_id, id)),
             )
             .await?;
-        if tracker.is_some() && !read {
+        let Some(tracker) = tracker else {
+            return Ok(());
+        };
+        if layout.cursor_flags != 0
+            && tracker
+                .last_status
+                .is_some_and(|s| s & SERVER_STATUS_CURSOR_EXISTS != 0)
+        {
+            // Rows come with COM_STMT_FETCH on this connection.
+            self.cursor = Some((id, route.conn));
+        }
+        if !read {
+            if route.conn == Conn::Master {
+                let reported = tracker.last_ok.map(|(_, id)| id).unwrap_or(0);
+                self.note_insert_id(reported, lid_sensitive);
+            }
             if !self.in_transaction() {
                 self.monitor.after_write().await;
             }
@@ -116,39 +155,42 @@ impl Session {
     }
 
     /// The backend statement id of `id` on `conn`, preparing it there first
-    /// if needed.
+    /// if that connection has not got it yet.
     async fn prepare_on(&mut self, id: u32, conn: Conn) -> Result<u32, ErrPacket> {
         self.held(conn).await?;
-        let gen = self.gen_of(conn);
-        let stmt = self
+        let sql = self
             .stmts
             .stmts
             .get(&id)
-            .ok_or_else(|| error::unknown_stmt(id, "mysqld_stmt_execute"))?;
-        if let Some(b) = stmt.id_on(conn, gen) {
-            return Ok(b);
-        }
-        let sql = stmt.sql.clone();
+            .ok_or_else(|| error::unknown_stmt(id, "mysqld_stmt_execute"))?
+            .sql
+            .clone();
         let label = self.label(conn);
         let held = self.slot(conn).ok_or_else(|| lost(&label))?;
+        if let Some(entry) = held.conn.state.stmts.get(&sql) {
+            return Ok(entry.id);
+        }
         let b = match held.conn.prepare(&sql).await {
             Ok(Ok(b)) => b,
             Ok(Err(e)) => return Err(e),
             Err(e) => return Err(error::backend_error_packet(&label, "", &e)),
         };
-        if let Some(s) = self.stmts.stmts.get_mut(&id) {
-            s.ids.insert(conn, (gen, b));
+        for old in held.conn.state.stmts.insert(&sql, b) {
+            let _ = held.conn.close_stmt(old).await;
         }
         Ok(b)
     }
 
-    /// FETCH and RESET go where the statement last executed.
+    /// FETCH and RESET go where the statement last executed, if the session
+    /// still holds that connection; otherwise there is no server-side state
+    /// to act on (no cursor to fetch from, nothing to reset).
     pub(super) async fn stmt_follow(&mut self, payload: &[u8], kind: ResponseKind) -> CmdResult {
         let Some(id) = prepared::stmt_id(payload) else {
             return self.send_err(&error::malformed_packet()).await;
         };
+        let fetch = kind == ResponseKind::Fetch;
         let Some(stmt) = self.stmts.stmts.get(&id) else {
-            let during = if kind == ResponseKind::Fetch {
+            let during = if fetch {
                 "mysqld_stmt_fetch"
             } else {
                 "mysqld_stmt_reset"
@@ -156,14 +198,24 @@ impl Session {
             return self.send_err(&error::unknown_stmt(id, during)).await;
         };
         let conn = match stmt.last_exec {
-            Some((c, g)) if self.gen_of(c) == g => c,
-            _ => Conn::Master,
+            Some((c, uid)) if uid != 0 && self.gen_of(c) == uid => Some(c),
+            _ => None,
         };
-        if kind == ResponseKind::Single {
+        if !fetch {
             if let Some(s) = self.stmts.stmts.get_mut(&id) {
                 s.long_data = false;
             }
+            if self.cursor.is_some_and(|(c, _)| c == id) {
+                self.cursor = None;
+            }
         }
+        let Some(conn) = conn else {
+            return if fetch {
+                self.send_err(&error::no_open_cursor(id)).await
+            } else {
+                self.send_ok().await
+            };
+        };
         let backend_id = match self.prepare_on(id, conn).await {
             Ok(b) => b,
             Err(e) => return self.send_err(&e).await,
@@ -195,6 +247,7 @@ impl Session {
         let mut packet = payload.to_vec();
         prepared::set_stmt_id(&mut packet, backend_id);
         if let Some(m) = self.master.as_mut() {
+            m.conn.dirty = true;
             let mut seq = 0;
             if m.conn.stream.write_packet(&mut seq, &packet).await.is_err() {
                 m.conn.broken = true;
@@ -203,6 +256,8 @@ impl Session {
         Ok(())
     }
 
+    /// COM_STMT_CLOSE: forget the client's id. The backend statements stay
+    /// in their connections' caches for whoever prepares the same text next.
     pub(super) async fn stmt_close(&mut self, payload: &[u8]) -> CmdResult {
         let Some(id) = prepared::stmt_id(payload) else {
             return Ok(());
@@ -210,12 +265,14 @@ impl Session {
         let Some(stmt) = self.stmts.stmts.remove(&id) else {
             return Ok(());
         };
-        for (conn, (gen, backend_id)) in stmt.ids {
-            if self.gen_of(conn) != gen {
-                continue;
-            }
+        if let Some((_, conn)) = self.cursor.filter(|(c, _)| *c == id) {
+            // Its cursor is open on the server: closing the backend
+            // statement is what closes it.
+            self.cursor = None;
             if let Some(h) = self.slot(conn) {
-                let _ = h.conn.close_stmt(backend_id).await;
+                if let Some(backend_id) = h.conn.state.stmts.remove(&stmt.sql) {
+                    let _ = h.conn.close_stmt(backend_id).await;
+                }
             }
         }
         Ok(())

@@ -84,6 +84,9 @@ pub struct ResponseTracker {
     /// Bytes of this response relayed to the client, headers included
     /// (maintained by the relay, for metrics).
     pub relayed_bytes: u64,
+    /// Some OK/EOF of the response reported warnings: `SHOW WARNINGS`
+    /// must still find them on this connection.
+    pub warnings: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,12 +111,18 @@ impl ResponseTracker {
             error: false,
             prepared: None,
             last_ok: None,
+            warnings: false,
             relayed_bytes: 0,
         }
     }
 
     pub fn is_done(&self) -> bool {
         self.state == State::Done
+    }
+
+    /// The next packet is a row or the result's terminator.
+    pub fn in_rows(&self) -> bool {
+        self.state == State::Rows
     }
 
     /// After a LOCAL INFILE transfer the server answers OK or ERR, which is
@@ -154,6 +163,7 @@ impl ResponseTracker {
             State::ColumnsEof => {
                 let status = parse_eof_status(payload).unwrap_or(0);
                 self.last_status = Some(status);
+                self.warnings |= eof_warnings(payload);
                 // An execute that opened a cursor sends no rows now: they come
                 // with COM_STMT_FETCH.
                 if self.kind == ResponseKind::Execute && status & SERVER_STATUS_CURSOR_EXISTS != 0 {
@@ -171,6 +181,11 @@ impl ResponseTracker {
                 } else if is_terminator {
                     let status = terminator_status(payload, self.deprecate_eof).unwrap_or(0);
                     self.last_status = Some(status);
+                    self.warnings |= if self.deprecate_eof {
+                        parse_ok(payload).is_some_and(|o| o.warnings > 0)
+                    } else {
+                        eof_warnings(payload)
+                    };
                     let more = status & SERVER_MORE_RESULTS_EXISTS != 0
                         && matches!(self.kind, ResponseKind::Query | ResponseKind::Execute);
                     self.state = if more { State::Start } else { State::Done };
@@ -268,6 +283,7 @@ impl ResponseTracker {
                 let ok = parse_ok(payload);
                 let status = ok.map(|o| o.status).unwrap_or(0);
                 self.last_ok = ok.map(|o| (o.affected_rows, o.last_insert_id));
+                self.warnings |= ok.is_some_and(|o| o.warnings > 0);
                 self.last_status = Some(status);
                 let more = status & SERVER_MORE_RESULTS_EXISTS != 0 && self.kind != ResponseKind::Single;
                 self.state = if more { State::Start } else { State::Done };
@@ -293,6 +309,11 @@ impl ResponseTracker {
             },
         }
     }
+}
+
+/// The warning count of a classic EOF packet (0xFE, warnings, status).
+fn eof_warnings(payload: &[u8]) -> bool {
+    payload.get(1..3).is_some_and(|w| w != [0, 0])
 }
 
 #[cfg(test)]

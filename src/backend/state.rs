@@ -1,0 +1,207 @@
+//! What a backend connection carries from one borrower to the next.
+//!
+//! With multiplexing a connection serves many client sessions in turn. It
+//! goes back to the pool only when it holds no state that belongs to one
+//! session (no transaction, temporary table, lock, user variable, cursor),
+//! so what it still carries is: the default database (`BackendConn::db`),
+//! the replayable `SET`s it has run, and the statements prepared on it. The
+//! next borrower compares these with its own and applies only the
+//! difference: a session whose state matches pays nothing per statement.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Statements kept prepared per backend connection. MariaDB's
+/// `max_prepared_stmt_count` (16382 by default) is per server, shared by
+/// every connection: 128 × 64 pooled connections stays well below it.
+pub const STMT_CACHE_MAX: usize = 128;
+
+/// A chain of hashes identifying a list of `SET` statements: element `i`
+/// identifies the first `i + 1` statements, so "is this list a prefix of
+/// that one" is one comparison.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SetChain(Vec<u64>);
+
+impl SetChain {
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn push(&mut self, sql: &[u8]) {
+        // DefaultHasher::new() has fixed keys: the same list always gives
+        // the same chain, in every session.
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.0.last().copied().unwrap_or(0).hash(&mut h);
+        sql.hash(&mut h);
+        self.0.push(h.finish());
+    }
+
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    /// `self` is a prefix of `other` (the statements `self` ran are the
+    /// first ones `other` needs).
+    pub fn is_prefix_of(&self, other: &SetChain) -> bool {
+        match self.0.len() {
+            0 => true,
+            n => other.0.get(n - 1) == self.0.last(),
+        }
+    }
+}
+
+/// A statement prepared on one backend connection.
+#[derive(Debug, Clone)]
+pub struct CachedStmt {
+    /// The server's statement id on this connection.
+    pub id: u32,
+    /// Parameter types (2 bytes each) the server last received for it: an
+    /// EXECUTE without types uses these, so a borrower with other types
+    /// must send its own.
+    pub types: Option<Vec<u8>>,
+    last_used: u64,
+}
+
+/// Statements prepared on one connection, by text, shared by every
+/// session that borrows it (a session's COM_STMT_CLOSE does not close them:
+/// the next borrower preparing the same text reuses them).
+#[derive(Debug, Default)]
+pub struct StmtCache {
+    map: HashMap<Vec<u8>, CachedStmt>,
+    tick: u64,
+}
+
+impl StmtCache {
+    pub fn get(&mut self, sql: &[u8]) -> Option<&mut CachedStmt> {
+        self.tick += 1;
+        let tick = self.tick;
+        let s = self.map.get_mut(sql)?;
+        s.last_used = tick;
+        Some(s)
+    }
+
+    /// Remember `id` for `sql`; returns statement ids the caller must close
+    /// on the server (a replaced one, or the least recently used one when
+    /// the cache is full).
+    pub fn insert(&mut self, sql: &[u8], id: u32) -> Vec<u32> {
+        self.tick += 1;
+        let mut close = Vec::new();
+        let entry = CachedStmt {
+            id,
+            types: None,
+            last_used: self.tick,
+        };
+        if let Some(old) = self.map.insert(sql.to_vec(), entry) {
+            if old.id != id {
+                close.push(old.id);
+            }
+        } else if self.map.len() > STMT_CACHE_MAX {
+            let victim = self
+                .map
+                .iter()
+                .min_by_key(|(_, s)| s.last_used)
+                .map(|(k, s)| (k.clone(), s.id));
+            if let Some((k, vid)) = victim {
+                self.map.remove(&k);
+                close.push(vid);
+            }
+        }
+        close
+    }
+
+    /// Forget `sql`; returns its id for the caller to close.
+    pub fn remove(&mut self, sql: &[u8]) -> Option<u32> {
+        self.map.remove(sql).map(|s| s.id)
+    }
+
+    /// The server forgot every statement (reset, change user).
+    pub fn clear(&mut self) {
+        self.map.clear();
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+/// The part of a connection's server-side state sluice tracks for
+/// multiplexing.
+#[derive(Debug, Default)]
+pub struct ConnState {
+    /// Unique for the life of the process: identifies this connection
+    /// across checkouts (a session may borrow it again later).
+    pub uid: u64,
+    /// The `SET`s run on it since it was last reset.
+    pub sets: SetChain,
+    pub stmts: StmtCache,
+    /// The server's LAST_INSERT_ID() for this connection, as last read or
+    /// set by sluice (0 on a fresh or reset connection).
+    pub last_insert_id: u64,
+}
+
+static NEXT_UID: AtomicU64 = AtomicU64::new(1);
+
+impl ConnState {
+    pub fn new() -> ConnState {
+        ConnState {
+            uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
+            ..Default::default()
+        }
+    }
+
+    /// After COM_RESET_CONNECTION / COM_CHANGE_USER.
+    pub fn forget(&mut self) {
+        self.sets.clear();
+        self.stmts.clear();
+        self.last_insert_id = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chains_compare_as_prefixes() {
+        let mut a = SetChain::default();
+        let mut b = SetChain::default();
+        assert!(a.is_prefix_of(&b));
+        b.push(b"SET NAMES utf8mb4");
+        assert!(a.is_prefix_of(&b));
+        assert!(!b.is_prefix_of(&a));
+        a.push(b"SET NAMES utf8mb4");
+        assert!(a.is_prefix_of(&b) && b.is_prefix_of(&a));
+        b.push(b"SET time_zone='+00:00'");
+        a.push(b"SET time_zone='+01:00'");
+        assert!(!a.is_prefix_of(&b));
+        // Same statements in another order are another state.
+        let mut c = SetChain::default();
+        c.push(b"SET time_zone='+00:00'");
+        c.push(b"SET NAMES utf8mb4");
+        assert!(!c.is_prefix_of(&b));
+    }
+
+    #[test]
+    fn cache_evicts_least_recently_used() {
+        let mut c = StmtCache::default();
+        for i in 0..STMT_CACHE_MAX as u32 {
+            assert!(c.insert(format!("s{i}").as_bytes(), i).is_empty());
+        }
+        assert!(c.get(b"s0").is_some()); // s0 is now the most recent
+        let closed = c.insert(b"new", 9999);
+        assert_eq!(closed, vec![1]);
+        assert_eq!(c.len(), STMT_CACHE_MAX);
+        assert!(c.get(b"s0").is_some() && c.get(b"s1").is_none());
+        // Re-preparing the same text replaces (and closes) the old id.
+        assert_eq!(c.insert(b"new", 10000), vec![9999]);
+    }
+}

@@ -1,0 +1,411 @@
+//! The session's backend connections: borrowing, synchronizing, giving back.
+//!
+//! With `backend.multiplex` (the default) a session borrows a connection
+//! from the pool when a statement needs one and gives it back as soon as the
+//! connection holds nothing that belongs to this session alone:
+//!
+//! - kept while a transaction is open (`in_transaction`), while the session
+//!   is pinned (temporary tables, user variables, LOCK TABLES, named locks,
+//!   SQL-level PREPARE/HANDLER/XA, CALL, `SET TRANSACTION` for the next
+//!   transaction, COM_SET_OPTION, too many SETs to replay), while a
+//!   read-only transaction runs on a replica, while a cursor is open or long
+//!   data waits for its EXECUTE;
+//! - kept for one more statement after a statement the next one may ask
+//!   about on the same connection (`keep`): warnings or an error
+//!   (`SHOW WARNINGS`, `@@warning_count`, `GET DIAGNOSTICS`),
+//!   `SQL_CALC_FOUND_ROWS` (`FOUND_ROWS()`). Not after writes: every
+//!   session idle after a write would hold a connection. So `ROW_COUNT()`
+//!   in the statement after a write, and `FOUND_ROWS()` without
+//!   `SQL_CALC_FOUND_ROWS`, see a connection whose previous statement was
+//!   a sluice statement that left no warnings (-1 and 0): a documented limit of multiplexing, as in
+//!   ProxySQL; `backend.multiplex: false` keeps one connection per session;
+//! - `LAST_INSERT_ID()` is carried across connections: after a statement
+//!   that may have changed it, its value is read back before the connection
+//!   goes back to the pool, and set again (`DO LAST_INSERT_ID(n)`) on the
+//!   connection that runs the next statement mentioning it.
+//!
+//! A borrowed connection is brought in line with the session before use:
+//! default database, then the replayable SETs it has not run (see
+//! `backend::state`); a connection whose SETs are not a prefix of the
+//! session's is reset first.
+
+use crate::backend::state::SetChain;
+use crate::backend::{BackendConn, BackendError, BackendPool, Pooled};
+use crate::error;
+use crate::protocol::packets::ErrPacket;
+
+use super::prepared::Conn;
+use super::Session;
+
+/// A backend connection held by the session.
+pub(super) struct Held {
+    pub(super) conn: Pooled,
+}
+
+/// Why a session must stay on its master connection (bits).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Pins(u16);
+
+impl Pins {
+    pub const TEMP_TABLE: u16 = 1;
+    pub const USER_VARIABLE: u16 = 1 << 1;
+    pub const LOCK_TABLES: u16 = 1 << 2;
+    pub const NAMED_LOCK: u16 = 1 << 3;
+    pub const SESSION_STATE: u16 = 1 << 4;
+    pub const SET_OPTION: u16 = 1 << 5;
+    pub const CONNECTION_STATE: u16 = 1 << 6;
+    pub const NEXT_TRANSACTION: u16 = 1 << 7;
+
+    const NAMES: [&'static str; 8] = [
+        "temporary_table",
+        "user_variable",
+        "lock_tables",
+        "named_lock",
+        "session_state",
+        "set_option",
+        "connection_state",
+        "next_transaction",
+    ];
+
+    pub fn set(&mut self, bit: u16) {
+        self.0 |= bit;
+    }
+
+    pub fn clear(&mut self, bit: u16) {
+        self.0 &= !bit;
+    }
+
+    pub fn has(&self, bit: u16) -> bool {
+        self.0 & bit != 0
+    }
+
+    /// The reason of the lowest pin (a metric label), if pinned.
+    pub fn reason(&self) -> Option<&'static str> {
+        (self.0 != 0).then(|| Self::NAMES[self.0.trailing_zeros() as usize])
+    }
+}
+
+/// What a session knows of `LAST_INSERT_ID()`.
+#[derive(Debug, Default)]
+pub(super) struct LastInsertId {
+    /// The session's value, when known.
+    pub value: u64,
+    /// The connection (uid) whose server value is the session's; 0: none.
+    pub owner: u64,
+    /// The owner's value may differ from `value` (it ran a statement that
+    /// can change it): read it back before giving the connection away.
+    pub unknown: bool,
+    /// The connection's value before the first such statement.
+    prior: u64,
+    /// The last insert id an OK packet reported since then (0: none).
+    last_reported: u64,
+}
+
+impl Session {
+    /// The uid of the connection held for `conn` (0 when none).
+    pub(super) fn gen_of(&self, conn: Conn) -> u64 {
+        match conn {
+            Conn::Master => self.master.as_ref().map(|h| h.conn.state.uid).unwrap_or(0),
+            Conn::Replica(i) => match &self.replica {
+                Some((j, h)) if *j == i => h.conn.state.uid,
+                _ => 0,
+            },
+        }
+    }
+
+    pub(super) fn slot(&mut self, conn: Conn) -> Option<&mut Held> {
+        slot_of(&mut self.master, &mut self.replica, conn)
+    }
+
+    pub(super) fn label(&self, conn: Conn) -> String {
+        let g = &self.shared.topology.groups[0];
+        match conn {
+            Conn::Master => g.master.label.clone(),
+            Conn::Replica(i) => g
+                .replicas
+                .get(i)
+                .map(|r| r.pool.label.clone())
+                .unwrap_or_default(),
+        }
+    }
+
+    fn pool_of(&self, conn: Conn) -> Result<std::sync::Arc<BackendPool>, ErrPacket> {
+        let group = &self.shared.topology.groups[0];
+        match conn {
+            Conn::Master => Ok(group.master.clone()),
+            Conn::Replica(i) => group
+                .replicas
+                .get(i)
+                .map(|r| r.pool.clone())
+                .ok_or_else(|| lost("replica")),
+        }
+    }
+
+    /// Make sure the connection for `conn` is checked out and in sync with
+    /// the session (default database, replayed SETs). Errors are ready to
+    /// send to the client.
+    pub(super) async fn held(&mut self, conn: Conn) -> Result<(), ErrPacket> {
+        let pool = self.pool_of(conn)?;
+        let present = match conn {
+            Conn::Master => self.master.as_ref().is_some_and(|h| !h.conn.broken),
+            Conn::Replica(i) => self
+                .replica
+                .as_ref()
+                .is_some_and(|(j, h)| *j == i && !h.conn.broken),
+        };
+        if !present {
+            let c = pool
+                .get(self.key)
+                .await
+                .map_err(|e| error::backend_error_packet(&pool.label, pool.addr(), &e))?;
+            if conn == Conn::Master && **self.shared.server_version.load() != c.server_version {
+                self.shared
+                    .server_version
+                    .store(std::sync::Arc::new(c.server_version.clone()));
+                self.shared.learn_backend_ext(c.server_mariadb_ext);
+            }
+            let held = Held { conn: c };
+            match conn {
+                Conn::Master => self.master = Some(held),
+                Conn::Replica(i) => self.replica = Some((i, held)),
+            }
+        }
+        // Borrow the fields separately: nothing is cloned on this per-command path.
+        let h = slot_of(&mut self.master, &mut self.replica, conn).ok_or_else(|| lost(&pool.label))?;
+        sync_conn(&mut h.conn, &pool, self.db.as_deref(), &self.sets, &self.chain)
+            .await
+            .map_err(|e| e.into_packet(&pool))?;
+        Ok(())
+    }
+
+    /// Before a master statement that mentions `LAST_INSERT_ID`: give the
+    /// connection the session's value if it is not the one holding it.
+    pub(super) async fn sync_last_insert_id(&mut self) -> Result<(), ErrPacket> {
+        let label = self.label(Conn::Master);
+        let Some(h) = self.master.as_mut() else {
+            return Ok(());
+        };
+        if h.conn.state.uid == self.lid.owner || h.conn.state.last_insert_id == self.lid.value {
+            self.lid.owner = h.conn.state.uid;
+            return Ok(());
+        }
+        let sql = format!("DO LAST_INSERT_ID({})", self.lid.value);
+        match h.conn.query_drop(&sql).await {
+            Ok(Ok(())) => {
+                h.conn.state.last_insert_id = self.lid.value;
+                self.lid.owner = h.conn.state.uid;
+                Ok(())
+            }
+            Ok(Err(e)) => Err(e),
+            Err(e) => Err(error::backend_error_packet(&label, "", &e)),
+        }
+    }
+
+    /// After a master statement: `reported` is the insert id of its OK
+    /// packet (0 if none); `mentions` whether its text names LAST_INSERT_ID.
+    pub(super) fn note_insert_id(&mut self, reported: u64, mentions: bool) {
+        if reported == 0 && !mentions {
+            return;
+        }
+        let Some(h) = self.master.as_ref() else {
+            return;
+        };
+        if !self.lid.unknown {
+            self.lid.unknown = true;
+            self.lid.prior = h.conn.state.last_insert_id;
+        }
+        self.lid.owner = h.conn.state.uid;
+        if reported != 0 {
+            self.lid.last_reported = reported;
+        }
+    }
+
+    /// Read the connection's LAST_INSERT_ID() back before it leaves the
+    /// session. An OK packet reports explicit ids too, which do not change
+    /// LAST_INSERT_ID(): a value equal to the one before the statements is
+    /// "unchanged" unless it is also the id they reported (an explicit id
+    /// equal to another session's last generated id on this connection is
+    /// the one ambiguous case; it is taken as generated).
+    async fn capture_last_insert_id(&mut self, h: &mut Held) -> Result<(), ()> {
+        match h.conn.query_u64("SELECT LAST_INSERT_ID()").await {
+            Ok(Ok(v)) => {
+                let now = v.unwrap_or(0);
+                h.conn.state.last_insert_id = now;
+                let changed = now != self.lid.prior
+                    || (self.lid.last_reported != 0 && now == self.lid.last_reported)
+                    || self.lid.prior == self.lid.value;
+                if changed {
+                    self.lid.value = now;
+                }
+                self.lid.unknown = false;
+                self.lid.last_reported = 0;
+                Ok(())
+            }
+            _ => Err(()),
+        }
+    }
+
+    /// Borrow the connection for `conn` and run a statement that leaves no
+    /// warnings, so SHOW WARNINGS & co. describe this session's (empty)
+    /// previous statement.
+    pub(super) async fn clear_diagnostics(&mut self, conn: Conn) -> Result<(), ErrPacket> {
+        self.held(conn).await?;
+        let label = self.label(conn);
+        let h = self.slot(conn).ok_or_else(|| lost(&label))?;
+        // A statement that uses a table: only those reset the warnings.
+        match h
+            .conn
+            .query_drop("SELECT 0 FROM information_schema.ENGINES LIMIT 0")
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => Err(error::backend_error_packet(&label, "", &e)),
+        }
+    }
+
+    /// At the end of a command: give back every connection the session no
+    /// longer needs (see the module comment).
+    pub(super) async fn release_idle(&mut self) {
+        if !self.multiplex {
+            return;
+        }
+        let master_busy = self.in_transaction()
+            || self.pins.reason().is_some()
+            || self.cursor.is_some_and(|(_, c)| c == Conn::Master)
+            || self.keep == Some(Conn::Master)
+            || self.stmts.stmts.values().any(|s| s.long_data);
+        if !master_busy {
+            if let Some(mut h) = self.master.take() {
+                if self.lid.unknown && self.lid.owner == h.conn.state.uid && !h.conn.broken {
+                    if self.capture_last_insert_id(&mut h).await.is_err() && !h.conn.broken {
+                        // Keep the connection: its value is the only copy.
+                        self.master = Some(h);
+                        return;
+                    }
+                    self.lid.unknown = false;
+                }
+                if self.lid.owner == h.conn.state.uid {
+                    self.lid.owner = 0;
+                }
+                give_back(h);
+            }
+        }
+        let replica_busy = self.ro_tx.is_some()
+            || matches!(self.keep, Some(Conn::Replica(_)))
+            || matches!(self.cursor, Some((_, Conn::Replica(_))));
+        if !replica_busy {
+            if let Some((_, h)) = self.replica.take() {
+                give_back(h);
+            }
+        }
+    }
+}
+
+/// Return a connection to its pool as clean: the session checked that it
+/// holds only tracked state (default database, SETs, prepared statements).
+fn give_back(mut h: Held) {
+    h.conn.dirty = false;
+}
+
+/// Why a connection could not be brought in line with the session.
+pub(in crate::frontend) enum SyncError {
+    /// The server refused (e.g. the default database is gone).
+    Server(ErrPacket),
+    Backend(BackendError),
+}
+
+impl SyncError {
+    pub(in crate::frontend) fn into_packet(self, pool: &BackendPool) -> ErrPacket {
+        match self {
+            SyncError::Server(e) => e,
+            SyncError::Backend(e) => error::backend_error_packet(&pool.label, pool.addr(), &e),
+        }
+    }
+}
+
+/// Bring a backend connection in line with the session: reset it if it ran
+/// SETs the session did not (or has a default database the session has
+/// not), then its default database, then the session's SETs it has not run.
+pub(in crate::frontend) async fn sync_conn(
+    conn: &mut BackendConn,
+    pool: &BackendPool,
+    db: Option<&str>,
+    sets: &[Vec<u8>],
+    chain: &SetChain,
+) -> Result<(), SyncError> {
+    if !conn.state.sets.is_prefix_of(chain) || (db.is_none() && conn.db.is_some()) {
+        pool.reset(conn).await.map_err(SyncError::Backend)?;
+    }
+    if let Some(db) = db {
+        if conn.db.as_deref() != Some(db) {
+            conn.init_db(db)
+                .await
+                .map_err(SyncError::Backend)?
+                .map_err(SyncError::Server)?;
+        }
+    }
+    while conn.state.sets.len() < sets.len() {
+        let stmt = &sets[conn.state.sets.len()];
+        let sql = String::from_utf8_lossy(stmt);
+        conn.query_drop(&sql)
+            .await
+            .map_err(SyncError::Backend)?
+            .map_err(SyncError::Server)?;
+        conn.state.sets.push(stmt);
+    }
+    Ok(())
+}
+
+/// The held connection for `conn` (a free function so callers can borrow
+/// the client socket at the same time).
+pub(super) fn slot_of<'a>(
+    master: &'a mut Option<Held>,
+    replica: &'a mut Option<(usize, Held)>,
+    conn: Conn,
+) -> Option<&'a mut Held> {
+    match conn {
+        Conn::Master => master.as_mut(),
+        Conn::Replica(i) => match replica {
+            Some((j, h)) if *j == i => Some(h),
+            _ => None,
+        },
+    }
+}
+
+pub(super) fn lost(label: &str) -> ErrPacket {
+    ErrPacket::new(
+        crate::protocol::consts::errcode::CR_SERVER_LOST,
+        "HY000",
+        format!("Lost connection to MySQL server during query (sluice: backend {label})"),
+    )
+}
+
+/// `sql` mentions LAST_INSERT_ID (any case): it may read or set it.
+pub(super) fn mentions_last_insert_id(sql: &[u8]) -> bool {
+    const NEEDLE: &[u8] = b"last_insert_id";
+    sql.len() >= NEEDLE.len() && sql.windows(NEEDLE.len()).any(|w| w.eq_ignore_ascii_case(NEEDLE))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pins_report_their_reason() {
+        let mut p = Pins::default();
+        assert_eq!(p.reason(), None);
+        p.set(Pins::NAMED_LOCK);
+        p.set(Pins::NEXT_TRANSACTION);
+        assert_eq!(p.reason(), Some("named_lock"));
+        p.clear(Pins::NAMED_LOCK);
+        assert_eq!(p.reason(), Some("next_transaction"));
+        assert!(p.has(Pins::NEXT_TRANSACTION));
+    }
+
+    #[test]
+    fn last_insert_id_mentions() {
+        assert!(mentions_last_insert_id(b"select Last_Insert_Id()"));
+        assert!(!mentions_last_insert_id(b"select 1"));
+        assert!(!mentions_last_insert_id(b""));
+    }
+}
