@@ -373,3 +373,25 @@ async fn an_idle_session_holds_no_backend_connection() {
     let n: i64 = one(&mut last, "SELECT COUNT(*) FROM t").await;
     assert_eq!(n, 1);
 }
+
+#[tokio::test]
+async fn the_same_statement_text_in_two_databases_is_two_statements() {
+    let s = master_only(1);
+    let db1 = make_db("mux_ctx1");
+    let db2 = make_db("mux_ctx2");
+    let m = &shared_cluster().master;
+    m.sql(&format!("INSERT INTO {db1}.t (v) VALUES (1)"));
+    m.sql(&format!("INSERT INTO {db2}.t (v) VALUES (2)"));
+    let mut a = conn(&s, &db1).await;
+    let mut b = conn(&s, &db2).await;
+    // One backend connection serves both; the server resolves `t` at
+    // PREPARE time, so each session needs its own backend statement.
+    let sa = a.prep("SELECT v FROM t").await.expect("prep a");
+    let sb = b.prep("SELECT v FROM t").await.expect("prep b");
+    for _ in 0..3 {
+        let v: Option<i64> = a.exec_first(&sa, ()).await.expect("exec a");
+        assert_eq!(v, Some(1), "a reads {db1}.t");
+        let v: Option<i64> = b.exec_first(&sb, ()).await.expect("exec b");
+        assert_eq!(v, Some(2), "b reads {db2}.t");
+    }
+}

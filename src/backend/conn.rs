@@ -192,6 +192,11 @@ impl BackendConn {
         })
     }
 
+    /// The statement-cache context of this connection's current state.
+    pub fn stmt_context(&self) -> u64 {
+        self.state.context(self.db.as_deref())
+    }
+
     pub fn deprecate_eof(&self) -> bool {
         self.caps.contains(CapabilityFlags::CLIENT_DEPRECATE_EOF)
     }

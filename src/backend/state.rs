@@ -67,20 +67,28 @@ pub struct CachedStmt {
     last_used: u64,
 }
 
-/// Statements prepared on one connection, by text, shared by every
-/// session that borrows it (a session's COM_STMT_CLOSE does not close them:
-/// the next borrower preparing the same text reuses them).
+/// Statements prepared on one connection, by context and text, shared by
+/// every session that borrows it (a session's COM_STMT_CLOSE does not close
+/// them: the next borrower preparing the same text reuses them).
+///
+/// The context (see `ConnState::context`) identifies the default database
+/// and SETs in force when the statement was prepared: the server resolves
+/// unqualified table names, and parses under sql_mode, at PREPARE time, so
+/// the same text prepared under another database is another statement.
 #[derive(Debug, Default)]
 pub struct StmtCache {
-    map: HashMap<Vec<u8>, CachedStmt>,
+    map: HashMap<(u64, Vec<u8>), CachedStmt>,
     tick: u64,
 }
 
 impl StmtCache {
-    pub fn get(&mut self, sql: &[u8]) -> Option<&mut CachedStmt> {
+    pub fn get(&mut self, ctx: u64, sql: &[u8]) -> Option<&mut CachedStmt> {
         self.tick += 1;
         let tick = self.tick;
-        let s = self.map.get_mut(sql)?;
+        // The key is owned; a lookup by borrowed parts would need a custom
+        // Borrow impl. Statement texts are short and this runs once per
+        // EXECUTE.
+        let s = self.map.get_mut(&(ctx, sql.to_vec()))?;
         s.last_used = tick;
         Some(s)
     }
@@ -88,7 +96,7 @@ impl StmtCache {
     /// Remember `id` for `sql`; returns statement ids the caller must close
     /// on the server (a replaced one, or the least recently used one when
     /// the cache is full).
-    pub fn insert(&mut self, sql: &[u8], id: u32) -> Vec<u32> {
+    pub fn insert(&mut self, ctx: u64, sql: &[u8], id: u32) -> Vec<u32> {
         self.tick += 1;
         let mut close = Vec::new();
         let entry = CachedStmt {
@@ -96,7 +104,7 @@ impl StmtCache {
             types: None,
             last_used: self.tick,
         };
-        if let Some(old) = self.map.insert(sql.to_vec(), entry) {
+        if let Some(old) = self.map.insert((ctx, sql.to_vec()), entry) {
             if old.id != id {
                 close.push(old.id);
             }
@@ -115,8 +123,8 @@ impl StmtCache {
     }
 
     /// Forget `sql`; returns its id for the caller to close.
-    pub fn remove(&mut self, sql: &[u8]) -> Option<u32> {
-        self.map.remove(sql).map(|s| s.id)
+    pub fn remove(&mut self, ctx: u64, sql: &[u8]) -> Option<u32> {
+        self.map.remove(&(ctx, sql.to_vec())).map(|s| s.id)
     }
 
     /// The server forgot every statement (reset, change user).
@@ -158,6 +166,15 @@ impl ConnState {
         }
     }
 
+    /// Identifies the default database and SETs in force (for the
+    /// statement cache).
+    pub fn context(&self, db: Option<&str>) -> u64 {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        db.hash(&mut h);
+        self.sets.0.last().hash(&mut h);
+        h.finish()
+    }
+
     /// After COM_RESET_CONNECTION / COM_CHANGE_USER.
     pub fn forget(&mut self) {
         self.sets.clear();
@@ -191,17 +208,29 @@ mod tests {
     }
 
     #[test]
+    fn context_follows_database_and_sets() {
+        let mut st = ConnState::new();
+        let a = st.context(Some("db1"));
+        assert_ne!(a, st.context(Some("db2")));
+        assert_ne!(a, st.context(None));
+        st.sets.push(b"SET sql_mode='ANSI_QUOTES'");
+        assert_ne!(a, st.context(Some("db1")));
+    }
+
+    #[test]
     fn cache_evicts_least_recently_used() {
         let mut c = StmtCache::default();
         for i in 0..STMT_CACHE_MAX as u32 {
-            assert!(c.insert(format!("s{i}").as_bytes(), i).is_empty());
+            assert!(c.insert(7, format!("s{i}").as_bytes(), i).is_empty());
         }
-        assert!(c.get(b"s0").is_some()); // s0 is now the most recent
-        let closed = c.insert(b"new", 9999);
+        assert!(c.get(7, b"s0").is_some()); // s0 is now the most recent
+        let closed = c.insert(7, b"new", 9999);
         assert_eq!(closed, vec![1]);
         assert_eq!(c.len(), STMT_CACHE_MAX);
-        assert!(c.get(b"s0").is_some() && c.get(b"s1").is_none());
+        assert!(c.get(7, b"s0").is_some() && c.get(7, b"s1").is_none());
         // Re-preparing the same text replaces (and closes) the old id.
-        assert_eq!(c.insert(b"new", 10000), vec![9999]);
+        assert_eq!(c.insert(7, b"new", 10000), vec![9999]);
+        // The same text in another context is another statement.
+        assert!(c.get(8, b"new").is_none());
     }
 }

@@ -36,7 +36,8 @@ impl Session {
                     s.params = info.params;
                 }
                 if let Some(m) = self.master.as_mut() {
-                    for old in m.conn.state.stmts.insert(&payload[1..], info.stmt_id) {
+                    let ctx = m.conn.stmt_context();
+                    for old in m.conn.state.stmts.insert(ctx, &payload[1..], info.stmt_id) {
                         let _ = m.conn.close_stmt(old).await;
                     }
                 }
@@ -99,7 +100,8 @@ impl Session {
         let Some(h) = self.slot(route.conn) else {
             return self.send_err(&lost(&label)).await;
         };
-        let cached = h.conn.state.stmts.get(&sql);
+        let ctx = h.conn.stmt_context();
+        let cached = h.conn.state.stmts.get(ctx, &sql);
         let mut packet = match (layout.bound_at, layout.bound, cached) {
             (Some(_), true, Some(entry)) => {
                 entry.types = types;
@@ -167,7 +169,8 @@ impl Session {
             .clone();
         let label = self.label(conn);
         let held = self.slot(conn).ok_or_else(|| lost(&label))?;
-        if let Some(entry) = held.conn.state.stmts.get(&sql) {
+        let ctx = held.conn.stmt_context();
+        if let Some(entry) = held.conn.state.stmts.get(ctx, &sql) {
             return Ok(entry.id);
         }
         let b = match held.conn.prepare(&sql).await {
@@ -175,7 +178,7 @@ impl Session {
             Ok(Err(e)) => return Err(e),
             Err(e) => return Err(error::backend_error_packet(&label, "", &e)),
         };
-        for old in held.conn.state.stmts.insert(&sql, b) {
+        for old in held.conn.state.stmts.insert(ctx, &sql, b) {
             let _ = held.conn.close_stmt(old).await;
         }
         Ok(b)
@@ -270,7 +273,8 @@ impl Session {
             // statement is what closes it.
             self.cursor = None;
             if let Some(h) = self.slot(conn) {
-                if let Some(backend_id) = h.conn.state.stmts.remove(&stmt.sql) {
+                let ctx = h.conn.stmt_context();
+                if let Some(backend_id) = h.conn.state.stmts.remove(ctx, &stmt.sql) {
                     let _ = h.conn.close_stmt(backend_id).await;
                 }
             }
