@@ -34,6 +34,17 @@ pub struct Stmt {
     pub long_data: bool,
     /// Where the last EXECUTE ran (FETCH and RESET follow it there).
     pub last_exec: Option<(Conn, u64)>,
+    /// Set for a statement on a sharded table: sluice plans it at each
+    /// EXECUTE and it is prepared on no backend.
+    pub sharded: Option<ShardedStmt>,
+}
+
+/// What sluice keeps of a prepared statement on a sharded table.
+#[derive(Debug, Clone, Default)]
+pub struct ShardedStmt {
+    /// Bytes sent per parameter by COM_STMT_SEND_LONG_DATA since the last
+    /// EXECUTE or RESET.
+    pub long_data: Vec<Option<Vec<u8>>>,
 }
 
 impl Stmt {
@@ -48,6 +59,7 @@ impl Stmt {
             types_sent: Vec::new(),
             long_data: false,
             last_exec: None,
+            sharded: None,
         }
     }
 
