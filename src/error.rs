@@ -96,7 +96,7 @@ pub fn no_open_cursor(id: u32) -> ErrPacket {
     ErrPacket::new(
         errcode::ER_STMT_HAS_NO_OPEN_CURSOR,
         "HY000",
-        format!("The statement ({id}) has no open cursor."),
+        format!("The statement ({id}) has no open cursor"),
     )
 }
 
