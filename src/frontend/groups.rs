@@ -122,23 +122,13 @@ impl Session {
             return Ok(());
         }
         match self.groups.wrote {
-            Some(w) if w != group => {
-                let name = |g: usize| {
-                    self.shared
-                        .topology
-                        .groups
-                        .get(g)
-                        .map(|x| x.name.clone())
-                        .unwrap_or_default()
-                };
-                Err(not_supported(format!(
-                    "sluice: this transaction already wrote to backend group `{}`; a write to group `{}` \
+            Some(w) if w != group => Err(not_supported(format!(
+                "sluice: this transaction already wrote to backend group `{}`; a write to group `{}` \
                      in the same transaction is refused (sluice does not commit across groups); \
                      commit or roll back first",
-                    name(w),
-                    name(group)
-                )))
-            }
+                self.group_name(w),
+                self.group_name(group)
+            ))),
             _ => {
                 self.groups.wrote = Some(group);
                 Ok(())

@@ -46,8 +46,11 @@ impl Session {
         payload: &[u8],
     ) -> Result<bool, Closed> {
         let rules = &self.shared.shard_rules;
+        if rules.is_empty() {
+            return Ok(false);
+        }
         let text = String::from_utf8_lossy(&payload[1..]).into_owned();
-        if rules.is_empty() || !rules.mentioned_in(&text) {
+        if !rules.mentioned_in(&text) {
             return Ok(false);
         }
         let count = crate::shard::count_placeholders(&text).unwrap_or(0);
