@@ -91,12 +91,21 @@ pub fn packet_too_large(limit: usize) -> ErrPacket {
     )
 }
 
-/// COM_STMT_FETCH without an open cursor (as MariaDB words it).
+/// COM_STMT_FETCH on a statement without an open cursor (MariaDB's words).
 pub fn no_open_cursor(id: u32) -> ErrPacket {
     ErrPacket::new(
         errcode::ER_STMT_HAS_NO_OPEN_CURSOR,
         "HY000",
-        format!("The statement ({id}) has no open cursor."),
+        format!("The statement ({id}) has no open cursor"),
+    )
+}
+
+/// A COM_STMT_EXECUTE whose parameters sluice cannot read.
+pub fn bad_params(e: &crate::frontend::params::ParamError) -> ErrPacket {
+    ErrPacket::new(
+        errcode::ER_WRONG_ARGUMENTS,
+        "HY000",
+        format!("Incorrect arguments to mysqld_stmt_execute (sluice: {e})"),
     )
 }
 

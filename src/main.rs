@@ -182,7 +182,7 @@ impl From<String> for Failure {
 
 fn serve(path: &Path) -> Result<(), Failure> {
     let config = Config::load(path).map_err(|e| e.to_string())?;
-    sluice::logging::init(config.log.format, &config.log.level)?;
+    sluice::logging::init(config.log.format, &config.log.level, config.log.sql_log)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

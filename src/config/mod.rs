@@ -62,6 +62,10 @@ pub struct LogConfig {
     /// duration, destination and the start of their text (the slow-query
     /// log). `0s` disables it. Default 1s.
     pub slow_query: Duration,
+    /// Query log of sharded statements (Atlas' `sql-log`): each statement
+    /// sluice rewrites for a sub-table, its backend and its time, as an INFO
+    /// event on the `sluice::sql_log` target. Default off.
+    pub sql_log: bool,
 }
 
 #[derive(Debug, Clone)]

@@ -103,6 +103,8 @@ struct RawLog {
         deserialize_with = "de::parse::<de::AnyDuration, _>"
     )]
     slow_query: Duration,
+    #[serde(default)]
+    sql_log: bool,
 }
 
 impl Default for RawLog {
@@ -111,6 +113,7 @@ impl Default for RawLog {
             format: RawLogFormat::default(),
             level: default_level(),
             slow_query: default_slow_query(),
+            sql_log: false,
         }
     }
 }
@@ -133,6 +136,7 @@ impl From<RawLog> for LogConfig {
             format,
             level: raw.level,
             slow_query: raw.slow_query,
+            sql_log: raw.sql_log,
         }
     }
 }

@@ -422,3 +422,11 @@ fn slow_query_threshold_is_read() {
         "unknown field `slow_queries`",
     );
 }
+
+#[test]
+fn sql_log_is_off_unless_asked() {
+    assert!(!parse(MINIMAL).expect("minimal").log.sql_log);
+    let on = parse(&format!("{MINIMAL}log:\n  sql_log: true\n")).expect("sql_log");
+    assert!(on.log.sql_log);
+    assert_error(&format!("{MINIMAL}log:\n  sql_log: sometimes\n"), 7, "sql_log");
+}

@@ -4,6 +4,7 @@ pub mod auth;
 pub mod handshake;
 pub mod io;
 pub mod listener;
+pub mod params;
 pub mod prepared;
 pub mod relay;
 pub mod session;

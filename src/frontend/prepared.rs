@@ -31,6 +31,17 @@ pub struct Stmt {
     /// Where the last EXECUTE ran: the slot and the connection's uid (FETCH
     /// and RESET follow it there while the session still holds it).
     pub last_exec: Option<(Conn, u64)>,
+    /// Set for a statement on a sharded table: sluice plans it at each
+    /// EXECUTE and it is prepared on no backend.
+    pub sharded: Option<ShardedStmt>,
+}
+
+/// What sluice keeps of a prepared statement on a sharded table.
+#[derive(Debug, Clone, Default)]
+pub struct ShardedStmt {
+    /// Bytes sent per parameter by COM_STMT_SEND_LONG_DATA since the last
+    /// EXECUTE or RESET.
+    pub long_data: Vec<Option<Vec<u8>>>,
 }
 
 impl Stmt {
@@ -43,6 +54,7 @@ impl Stmt {
             types: None,
             long_data: false,
             last_exec: None,
+            sharded: None,
         }
     }
 }

@@ -134,6 +134,9 @@ struct Session {
     stmts: Registry,
     /// seq of the first reply packet (the one after the client's command).
     reply_seq: u8,
+    /// Master connections of backend groups other than 0 (sharded tables
+    /// placed there) and the transaction's writing group (`groups.rs`).
+    groups: sharded::GroupConns,
 }
 
 impl Session {
@@ -168,6 +171,7 @@ impl Session {
             last_conn: Conn::Master,
             stmts: Registry::default(),
             reply_seq: a.seq,
+            groups: sharded::GroupConns::default(),
         }
     }
 
@@ -339,6 +343,10 @@ impl Session {
             return Ok(());
         }
         let c = classify::classify_any_mode(sql);
+        // Sub-tables in other backend groups: one writing group per transaction.
+        if self.groups_before(&c).await? {
+            return Ok(());
+        }
         let route = self.route(&c).await;
         let on_master = route.conn == Conn::Master;
         let is_write = matches!(c.kind, Kind::Write | Kind::Commit) && on_master;
@@ -369,10 +377,12 @@ impl Session {
                 return self.send_err(&e).await;
             }
         }
-        let Some(tracker) = self
+        let relayed = self
             .run_on(route, payload, ResponseKind::Query, hold, None)
-            .await?
-        else {
+            .await?;
+        self.groups_after(&c.kind, relayed.as_ref().is_some_and(|t| !t.error))
+            .await;
+        let Some(tracker) = relayed else {
             return Ok(());
         };
         let ok = !tracker.error;
@@ -540,6 +550,7 @@ impl Session {
 
     /// Forget all session state (after COM_RESET_CONNECTION/CHANGE_USER).
     fn clear_state(&mut self) {
+        self.groups = sharded::GroupConns::default();
         self.sets.clear();
         self.chain.clear();
         self.keep = None;

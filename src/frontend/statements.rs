@@ -15,8 +15,8 @@ use super::{conns, lost, Closed, CmdResult, Route, Session};
 
 impl Session {
     pub(super) async fn stmt_prepare(&mut self, payload: &[u8]) -> CmdResult {
-        if let Some(e) = self.sharded_prepare_refusal(&payload[1..]) {
-            return self.send_err(&e).await;
+        if self.sharded_prepare(payload).await? {
+            return Ok(());
         }
         let sql = payload[1..].to_vec();
         let c = classify::classify_any_mode(&sql);
@@ -58,8 +58,17 @@ impl Session {
                 .send_err(&error::unknown_stmt(id, "mysqld_stmt_execute"))
                 .await;
         };
+        if stmt.sharded.is_some() {
+            return self.sharded_execute(id, payload).await;
+        }
         let (read, long_data, tables, params) = (stmt.read, stmt.long_data, stmt.tables.clone(), stmt.params);
         let lid_sensitive = !read && conns::mentions_last_insert_id(&stmt.sql);
+        if !read {
+            // A write to group 0: one group per transaction (see groups.rs).
+            if let Err(e) = self.note_tx_write(0) {
+                return self.send_err(&e).await;
+            }
+        }
         let route = if read && !long_data {
             self.route_read(tables.as_deref()).await
         } else {
@@ -200,6 +209,9 @@ impl Session {
             };
             return self.send_err(&error::unknown_stmt(id, during)).await;
         };
+        if stmt.sharded.is_some() {
+            return self.sharded_follow(id, kind).await;
+        }
         let conn = match stmt.last_exec {
             Some((c, uid)) if uid != 0 && self.gen_of(c) == uid => Some(c),
             _ => None,
@@ -238,8 +250,13 @@ impl Session {
         let Some(id) = prepared::stmt_id(payload) else {
             return Ok(());
         };
-        if !self.stmts.stmts.contains_key(&id) {
-            return Ok(()); // no response is defined; the EXECUTE will fail
+        match self.stmts.stmts.get(&id) {
+            None => return Ok(()), // no response is defined; the EXECUTE will fail
+            Some(s) if s.sharded.is_some() => {
+                self.sharded_long_data(id, payload);
+                return Ok(());
+            }
+            Some(_) => {}
         }
         let Ok(backend_id) = self.prepare_on(id, Conn::Master).await else {
             return Ok(());

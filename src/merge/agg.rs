@@ -127,8 +127,10 @@ impl AggPlan {
     }
 
     /// Metadata of the merged column (what the client should be told).
+    /// Flags as MariaDB sends them for AVG and COUNT(DISTINCT): BINARY (and
+    /// NOT_NULL for counts); NUM_FLAG is never sent (client libraries add it).
     pub fn output_meta(&self, input: &ColumnMeta) -> ColumnMeta {
-        let num = flags::BINARY | flags::NUM;
+        let num = flags::BINARY;
         match self.op {
             Op::CountDistinct => ColumnMeta::new(types::LONGLONG, num | flags::NOT_NULL, 63, 0),
             Op::Avg { .. } => match self.kind {

@@ -39,6 +39,7 @@ pub mod plan;
 pub mod rule;
 
 mod ddl;
+mod describe;
 mod dml;
 mod group;
 mod literal;
@@ -52,6 +53,7 @@ mod walk;
 /// The merge contract (`src/merge/spec.rs`, re-exported by `crate::merge`).
 use crate::merge as spec;
 
+pub use describe::{describe, Describe};
 pub use plan::{bind_merge, plan, plan_with_params, Part, Refusal, ShardPlan};
 pub use rule::{crc32, normalize_key, parse_atlas, KeyCollation, KeyValue, ShardFn, ShardRule, ShardRules};
 pub use text::{count_placeholders, ParamValue};

@@ -11,8 +11,10 @@
 //! client's statement unchanged except for the sub-table name and pruned IN lists, with a
 //! plain `MergeSpec` (no order, limit or grouping): their result can be relayed as is.
 
-use sqlparser::ast::{ObjectName, OrderBy, Query, SetExpr, Statement, TableFactor};
-use sqlparser::tokenizer::{Token, TokenWithSpan};
+use sqlparser::ast::{
+    Ident, ObjectName, OrderBy, Query, SelectItem, SetExpr, Spanned, Statement, TableFactor,
+};
+use sqlparser::tokenizer::{Location, Token, TokenWithSpan};
 
 use super::rule::{ShardRule, ShardRules};
 use super::spec::MergeSpec;
@@ -160,6 +162,11 @@ fn plan_inner(
     };
     let src = Source::new(sql);
     let placeholder_count = placeholders(&tokens);
+    let placeholder_at: Vec<(u64, u64)> = tokens
+        .iter()
+        .filter(|t| matches!(t.token, Token::Placeholder(_)))
+        .map(|t| (t.span.start.line, t.span.start.column))
+        .collect();
     let mut tokens = match params {
         Some(p) => substitute(tokens, p)?,
         None => tokens,
@@ -170,7 +177,7 @@ fn plan_inner(
             "sluice: cannot parse this statement on sharded table {named}: {e}"
         ))
     })?;
-    let stmt = match stmts.len() {
+    let mut stmt = match stmts.len() {
         0 => return Ok(None),
         1 => stmts.remove(0),
         _ => {
@@ -179,6 +186,9 @@ fn plan_inner(
             )))
         }
     };
+    if params.is_some() {
+        name_parameter_items(&mut stmt, &tokens, &placeholder_at, &src);
+    }
     let ctx = Ctx {
         rules,
         db: current_db,
@@ -195,6 +205,93 @@ fn plan_inner(
         ));
     }
     Ok(planned)
+}
+
+/// A select-list expression holding a placeholder is named by the server after the text
+/// the client wrote (`SELECT ?` gives a column `?`); once the parameter is substituted it
+/// would be named after the value, so it gets that text as its alias. `tokens` are the
+/// substituted tokens (a parameter's tokens carry its placeholder's location).
+fn name_parameter_items(
+    stmt: &mut Statement,
+    tokens: &[TokenWithSpan],
+    placeholder_at: &[(u64, u64)],
+    src: &Source<'_>,
+) {
+    let Statement::Query(q) = stmt else { return };
+    let SetExpr::Select(sel) = q.body.as_mut() else {
+        return;
+    };
+    for item in &mut sel.projection {
+        let SelectItem::UnnamedExpr(e) = item else {
+            continue;
+        };
+        let start = e.span().start;
+        let Some(end) = item_end(tokens, start) else {
+            continue;
+        };
+        let (from, to) = ((start.line, start.column), (end.line, end.column));
+        if from.0 == 0 || !placeholder_at.iter().any(|p| *p >= from && *p < to) {
+            continue;
+        }
+        let Some(text) = src
+            .offset(start)
+            .zip(src.offset(end))
+            .and_then(|(a, b)| src.text.get(a..b))
+        else {
+            continue;
+        };
+        *item = SelectItem::ExprWithAlias {
+            expr: e.clone(),
+            alias: Ident::with_quote('`', text),
+        };
+    }
+}
+
+/// Where the select-list item starting at `start` ends: the end of its last token before
+/// a `,`, `)` or clause keyword at its own parenthesis depth (expression spans of sqlparser
+/// 0.64 stop short of a function call's closing parenthesis).
+fn item_end(tokens: &[TokenWithSpan], start: Location) -> Option<Location> {
+    use sqlparser::keywords::Keyword as K;
+    let mut depth = 0u32;
+    let mut end = None;
+    let at = (start.line, start.column);
+    for t in tokens
+        .iter()
+        .skip_while(|t| (t.span.start.line, t.span.start.column) < at)
+    {
+        match &t.token {
+            Token::Whitespace(_) => continue,
+            Token::LParen => depth += 1,
+            Token::RParen if depth == 0 => break,
+            Token::RParen => depth -= 1,
+            Token::Comma | Token::SemiColon | Token::EOF if depth == 0 => break,
+            Token::Word(w)
+                if depth == 0
+                    && w.quote_style.is_none()
+                    && matches!(
+                        w.keyword,
+                        K::FROM
+                            | K::INTO
+                            | K::WHERE
+                            | K::GROUP
+                            | K::HAVING
+                            | K::ORDER
+                            | K::LIMIT
+                            | K::UNION
+                            | K::WINDOW
+                            | K::FOR
+                            | K::LOCK
+                            | K::EXCEPT
+                            | K::INTERSECT
+                    ) =>
+            {
+                break
+            }
+            _ => {}
+        }
+        end = Some(t.span.end);
+    }
+    end
 }
 
 fn plan_statement(stmt: Statement, ctx: &Ctx<'_>) -> Result<Option<ShardPlan>, Refusal> {

@@ -108,7 +108,20 @@ fn value_rendering() {
     );
     assert_eq!(
         sqls(&p)[0].1,
-        r"SELECT 1.5e0, (-2e0), X'FF0027', 'a\0b', (-9223372036854775808) FROM post_reply_1 AS post_reply WHERE tid = 1"
+        r"SELECT 1.5e0 AS `?`, (-2e0) AS `?`, X'FF0027' AS `?`, 'a\0b' AS `?`, (-9223372036854775808) AS `?` FROM post_reply_1 AS post_reply WHERE tid = 1"
+    );
+    // The server names such columns after the client's text.
+    let p = with_params(
+        "SELECT id, ? +  1, CONCAT(subject, ?) FROM post_reply WHERE tid = ?",
+        &[
+            ParamValue::Int(1),
+            ParamValue::Bytes(b"x".to_vec()),
+            ParamValue::Int(1),
+        ],
+    );
+    assert_eq!(
+        sqls(&p)[0].1,
+        "SELECT id, 1 + 1 AS `? +  1`, CONCAT(subject, 'x') AS `CONCAT(subject, ?)` FROM post_reply_1 AS post_reply WHERE tid = 1"
     );
 }
 

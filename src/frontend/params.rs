@@ -1,0 +1,341 @@
+//! The parameters of a COM_STMT_EXECUTE, decoded into values
+//! ([`ParamValue`]) for statements sluice plans itself (sharded tables).
+//!
+//! Layout after the command byte: statement id (4), flags (1), iteration
+//! count (4); then, when the statement has parameters: the NULL bitmap
+//! (`(n + 7) / 8` bytes, bit `i` = parameter `i`), the new-params-bound flag,
+//! the types (2 bytes each: type, 0x80 for unsigned) when that flag is 1,
+//! and the values of the parameters that are neither NULL nor sent as long
+//! data. Without the flag the types of the previous EXECUTE apply.
+//!
+//! Values as the server reads them: integers by width and sign, FLOAT and
+//! DOUBLE as doubles, temporal values as their text (`2024-01-31
+//! 12:00:00.500000`, `-838:59:59`), which MySQL compares with temporal
+//! columns as the values themselves, and every other type (strings, BLOBs,
+//! DECIMAL, JSON, BIT) as its bytes.
+
+use crate::shard::ParamValue;
+
+/// A parameter block that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParamError {
+    #[error("COM_STMT_EXECUTE is shorter than its parameters")]
+    Truncated,
+    #[error("COM_STMT_EXECUTE has no parameter types (none were ever bound)")]
+    NoTypes,
+    #[error("parameter {index} has unknown type {code:#04x}")]
+    UnknownType { index: usize, code: u8 },
+    #[error("COM_STMT_EXECUTE has trailing bytes after its parameters")]
+    Trailing,
+}
+
+/// The decoded parameters, and the types the packet bound (to remember for
+/// the next EXECUTE), if it bound any.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decoded {
+    pub values: Vec<ParamValue>,
+    pub bound_types: Option<Vec<u8>>,
+}
+
+/// Offset of the NULL bitmap: command, id, flags, iteration count.
+const PARAMS_AT: usize = 10;
+
+/// Decode the `n` parameters of `payload` (a whole COM_STMT_EXECUTE).
+/// `saved_types`: the types bound by an earlier EXECUTE; `long_data[i]`: the
+/// bytes sent for parameter `i` by COM_STMT_SEND_LONG_DATA (that parameter
+/// then has no value in the packet).
+pub fn decode(
+    payload: &[u8],
+    n: usize,
+    saved_types: Option<&[u8]>,
+    long_data: &[Option<Vec<u8>>],
+) -> Result<Decoded, ParamError> {
+    if n == 0 {
+        return Ok(Decoded {
+            values: Vec::new(),
+            bound_types: None,
+        });
+    }
+    let mut r = Reader {
+        b: payload,
+        pos: PARAMS_AT,
+    };
+    let bitmap = r.take(n.div_ceil(8))?;
+    let bound = r.take(1)?[0] == 1;
+    let bound_types = if bound {
+        Some(r.take(2 * n)?.to_vec())
+    } else {
+        None
+    };
+    let types = match (&bound_types, saved_types) {
+        (Some(t), _) => t.as_slice(),
+        (None, Some(t)) if t.len() == 2 * n => t,
+        _ => return Err(ParamError::NoTypes),
+    };
+    let mut values = Vec::with_capacity(n);
+    for i in 0..n {
+        if let Some(data) = long_data.get(i).and_then(Option::as_ref) {
+            values.push(ParamValue::Bytes(data.clone()));
+            continue;
+        }
+        if bitmap[i / 8] & (1 << (i % 8)) != 0 {
+            values.push(ParamValue::Null);
+            continue;
+        }
+        let (code, unsigned) = (types[2 * i], types[2 * i + 1] & 0x80 != 0);
+        values.push(r.value(i, code, unsigned)?);
+    }
+    if r.pos != payload.len() {
+        return Err(ParamError::Trailing);
+    }
+    Ok(Decoded { values, bound_types })
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], ParamError> {
+        let end = self.pos.checked_add(n).ok_or(ParamError::Truncated)?;
+        let s = self.b.get(self.pos..end).ok_or(ParamError::Truncated)?;
+        self.pos = end;
+        Ok(s)
+    }
+
+    fn int(&mut self, width: usize, unsigned: bool) -> Result<ParamValue, ParamError> {
+        let b = self.take(width)?;
+        let mut v: u64 = 0;
+        for (k, &x) in b.iter().enumerate() {
+            v |= u64::from(x) << (8 * k);
+        }
+        if unsigned {
+            return Ok(match i64::try_from(v) {
+                Ok(s) => ParamValue::Int(s),
+                Err(_) => ParamValue::UInt(v),
+            });
+        }
+        let shift = 64 - 8 * width as u32;
+        Ok(ParamValue::Int(((v << shift) as i64) >> shift))
+    }
+
+    fn lenenc(&mut self) -> Result<u64, ParamError> {
+        let rest = self.b.get(self.pos..).ok_or(ParamError::Truncated)?;
+        let (v, used) = crate::protocol::packets::read_lenenc(rest).ok_or(ParamError::Truncated)?;
+        self.pos += used;
+        Ok(v)
+    }
+
+    fn value(&mut self, index: usize, code: u8, unsigned: bool) -> Result<ParamValue, ParamError> {
+        Ok(match code {
+            0x06 => ParamValue::Null,
+            0x01 => self.int(1, unsigned)?,
+            0x02 | 0x0d => self.int(2, unsigned)?,
+            0x03 | 0x09 => self.int(4, unsigned)?,
+            0x08 => self.int(8, unsigned)?,
+            0x04 => {
+                let b = self.take(4)?;
+                ParamValue::Float(f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+            }
+            0x05 => {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(self.take(8)?);
+                ParamValue::Float(f64::from_le_bytes(a))
+            }
+            // DATE, TIMESTAMP, DATETIME, NEWDATE
+            0x0a | 0x07 | 0x0c | 0x0e => {
+                let len = usize::from(self.take(1)?[0]);
+                let b = self.take(len)?;
+                ParamValue::Bytes(datetime_text(b, code == 0x0a).into_bytes())
+            }
+            // TIME
+            0x0b => {
+                let len = usize::from(self.take(1)?[0]);
+                ParamValue::Bytes(time_text(self.take(len)?).into_bytes())
+            }
+            // DECIMAL, VARCHAR, BIT, JSON, NEWDECIMAL, ENUM, SET, BLOBs,
+            // VAR_STRING, STRING, GEOMETRY: length-encoded bytes.
+            0x00 | 0x0f | 0x10 | 0xf5..=0xff => {
+                let len = usize::try_from(self.lenenc()?).map_err(|_| ParamError::Truncated)?;
+                ParamValue::Bytes(self.take(len)?.to_vec())
+            }
+            code => return Err(ParamError::UnknownType { index, code }),
+        })
+    }
+}
+
+/// `YYYY-MM-DD[ HH:MM:SS[.ffffff]]` of a binary DATE/DATETIME value (0, 4,
+/// 7 or 11 bytes).
+fn datetime_text(b: &[u8], date_only: bool) -> String {
+    let g = |k: usize| b.get(k).copied().unwrap_or(0);
+    let year = u16::from_le_bytes([g(0), g(1)]);
+    let date = format!("{year:04}-{:02}-{:02}", g(2), g(3));
+    if date_only {
+        return date;
+    }
+    let mut s = format!("{date} {:02}:{:02}:{:02}", g(4), g(5), g(6));
+    if b.len() >= 11 {
+        let micro = u32::from_le_bytes([g(7), g(8), g(9), g(10)]);
+        s.push_str(&format!(".{micro:06}"));
+    }
+    s
+}
+
+/// `[-]HHH:MM:SS[.ffffff]` of a binary TIME value (0, 8 or 12 bytes).
+fn time_text(b: &[u8]) -> String {
+    let g = |k: usize| b.get(k).copied().unwrap_or(0);
+    let neg = g(0) == 1;
+    let days = u32::from_le_bytes([g(1), g(2), g(3), g(4)]);
+    let hours = u64::from(days) * 24 + u64::from(g(5));
+    let mut s = format!("{}{hours:02}:{:02}:{:02}", if neg { "-" } else { "" }, g(6), g(7));
+    if b.len() >= 12 {
+        let micro = u32::from_le_bytes([g(8), g(9), g(10), g(11)]);
+        s.push_str(&format!(".{micro:06}"));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An EXECUTE of statement 1 with `params` (type, unsigned, value bytes or None for NULL).
+    fn packet(params: &[(u8, bool, Option<Vec<u8>>)], bind: bool) -> Vec<u8> {
+        let mut p = vec![0x17, 1, 0, 0, 0, 0, 1, 0, 0, 0];
+        let mut bitmap = vec![0u8; params.len().div_ceil(8)];
+        for (i, (_, _, v)) in params.iter().enumerate() {
+            if v.is_none() {
+                bitmap[i / 8] |= 1 << (i % 8);
+            }
+        }
+        p.extend_from_slice(&bitmap);
+        p.push(u8::from(bind));
+        if bind {
+            for (t, u, _) in params {
+                p.push(*t);
+                p.push(if *u { 0x80 } else { 0 });
+            }
+        }
+        for (_, _, v) in params {
+            if let Some(v) = v {
+                p.extend_from_slice(v);
+            }
+        }
+        p
+    }
+
+    #[test]
+    fn integers_floats_strings_nulls() {
+        let params = vec![
+            (0x01, false, Some(vec![0xff])),
+            (0x01, true, Some(vec![0xff])),
+            (0x02, false, Some((-300i16).to_le_bytes().to_vec())),
+            (0x03, false, Some((-70000i32).to_le_bytes().to_vec())),
+            (0x08, true, Some(u64::MAX.to_le_bytes().to_vec())),
+            (0x08, false, Some(i64::MIN.to_le_bytes().to_vec())),
+            (0x05, false, Some(0.1f64.to_le_bytes().to_vec())),
+            (0x04, false, Some(1.5f32.to_le_bytes().to_vec())),
+            (0xfd, false, Some([&[4u8][..], "it's".as_bytes()].concat())),
+            (0xfd, false, None),
+            (0x06, false, Some(vec![])),
+        ];
+        let d = decode(&packet(&params, true), params.len(), None, &[]).expect("decode");
+        assert_eq!(
+            d.values,
+            vec![
+                ParamValue::Int(-1),
+                ParamValue::Int(255),
+                ParamValue::Int(-300),
+                ParamValue::Int(-70000),
+                ParamValue::UInt(u64::MAX),
+                ParamValue::Int(i64::MIN),
+                ParamValue::Float(0.1),
+                ParamValue::Float(1.5),
+                ParamValue::Bytes(b"it's".to_vec()),
+                ParamValue::Null,
+                ParamValue::Null,
+            ]
+        );
+        assert_eq!(d.bound_types.map(|t| t.len()), Some(22));
+    }
+
+    #[test]
+    fn temporal_values_become_their_text() {
+        let mut dt = vec![11, 0xe8, 0x07, 1, 31, 23, 59, 58];
+        dt.extend_from_slice(&500_000u32.to_le_bytes());
+        let params = vec![
+            (0x0c, false, Some(dt)),
+            (0x0c, false, Some(vec![4, 0xe8, 0x07, 2, 29])),
+            (0x0a, false, Some(vec![4, 0xe8, 0x07, 2, 29])),
+            (0x0c, false, Some(vec![0])),
+            (0x0b, false, Some(vec![8, 1, 34, 0, 0, 0, 22, 59, 59])),
+            (0x0b, false, Some(vec![0])),
+        ];
+        let d = decode(&packet(&params, true), params.len(), None, &[]).expect("decode");
+        let texts: Vec<String> = d
+            .values
+            .iter()
+            .map(|v| match v {
+                ParamValue::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                "2024-01-31 23:59:58.500000",
+                "2024-02-29 00:00:00",
+                "2024-02-29",
+                "0000-00-00 00:00:00",
+                "-838:59:59",
+                "00:00:00"
+            ]
+        );
+    }
+
+    #[test]
+    fn saved_types_and_long_data() {
+        let params = vec![
+            (0x08, false, Some(7i64.to_le_bytes().to_vec())),
+            (0xfc, false, None),
+        ];
+        let first = decode(&packet(&params, true), 2, None, &[]).expect("decode");
+        let types = first.bound_types.expect("types");
+        // Second EXECUTE without types; parameter 1 came as long data (no value, no NULL bit needed).
+        let mut p = packet(&[(0x08, false, Some(8i64.to_le_bytes().to_vec()))], false);
+        p[10] = 0; // bitmap for 2 params is still one byte
+        let long = vec![None, Some(b"long \\ data".to_vec())];
+        let d = decode(&p, 2, Some(&types), &long).expect("decode");
+        assert_eq!(
+            d.values,
+            vec![ParamValue::Int(8), ParamValue::Bytes(b"long \\ data".to_vec())]
+        );
+        assert_eq!(d.bound_types, None);
+        assert_eq!(decode(&p, 2, None, &long), Err(ParamError::NoTypes));
+    }
+
+    #[test]
+    fn malformed_blocks() {
+        let params = vec![(0x08, false, Some(7i64.to_le_bytes().to_vec()))];
+        let p = packet(&params, true);
+        assert_eq!(
+            decode(&p[..p.len() - 1], 1, None, &[]),
+            Err(ParamError::Truncated)
+        );
+        let mut extra = p.clone();
+        extra.push(0);
+        assert_eq!(decode(&extra, 1, None, &[]), Err(ParamError::Trailing));
+        let bad = packet(&[(0x42, false, Some(vec![]))], true);
+        assert_eq!(
+            decode(&bad, 1, None, &[]),
+            Err(ParamError::UnknownType { index: 0, code: 0x42 })
+        );
+        assert_eq!(decode(&[0x17, 1], 1, None, &[]), Err(ParamError::Truncated));
+        let huge = packet(
+            &[(0xfd, false, Some(vec![0xfe, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]))],
+            true,
+        );
+        assert_eq!(decode(&huge, 1, None, &[]), Err(ParamError::Truncated));
+    }
+}

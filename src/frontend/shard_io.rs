@@ -1,0 +1,224 @@
+//! Reading shard answers off backend connections (column heads, rows, OK/ERR),
+//! the row sources the merge pulls from, and the optional query log
+//! (`log.sql_log`: each rewritten statement, its backend and its time, as an
+//! INFO event on the `sluice::sql_log` target).
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use bytes::Bytes;
+
+use crate::backend::{BackendConn, Pooled};
+use crate::merge::{MergeError, RowSource, TextRow};
+use crate::protocol::consts::{errcode, COM_QUERY, MAX_FRAME};
+use crate::protocol::packets::{ErrPacket, OkInfo};
+
+pub(super) fn not_supported(message: impl Into<String>) -> ErrPacket {
+    ErrPacket::new(errcode::ER_NOT_SUPPORTED_YET, "42000", message)
+}
+
+pub(super) fn lost(why: &str) -> ErrPacket {
+    ErrPacket::new(
+        errcode::CR_SERVER_LOST,
+        "HY000",
+        format!("Lost connection to MySQL server during query (sluice: shard: {why})"),
+    )
+}
+
+fn malformed_err() -> ErrPacket {
+    ErrPacket::new(2027, "HY000", "Malformed packet")
+}
+
+/// One rewritten statement on its way to a backend, for the query log
+/// (`None` when the log is off, so nothing is cloned).
+pub(super) struct PartLog {
+    started: Instant,
+    sql: String,
+    backend: String,
+    shard: u32,
+}
+
+impl PartLog {
+    pub(super) fn start(on: bool, sql: &str, backend: &str, shard: u32) -> Option<PartLog> {
+        on.then(|| PartLog {
+            started: Instant::now(),
+            sql: sql.to_string(),
+            backend: backend.to_string(),
+            shard,
+        })
+    }
+
+    /// Emit the event; `outcome` is "ok", "error" or "stopped" (a merge that
+    /// needed no more rows).
+    pub(super) fn finish(self, outcome: &'static str) {
+        tracing::info!(
+            target: "sluice::sql_log",
+            shard = self.shard,
+            backend = %self.backend,
+            elapsed_us = self.started.elapsed().as_micros() as u64,
+            outcome,
+            sql = %self.sql,
+            "shard statement"
+        );
+    }
+}
+
+/// Finish an optional log entry.
+pub(super) fn log_done(log: Option<PartLog>, ok: bool) {
+    if let Some(l) = log {
+        l.finish(if ok { "ok" } else { "error" });
+    }
+}
+
+/// Rows of one shard's result, read from its connection as the merge needs them.
+pub(super) struct ShardSource {
+    pub conn: Pooled,
+    pub done: bool,
+    pub log: Option<PartLog>,
+}
+
+impl RowSource for ShardSource {
+    async fn next(&mut self) -> Result<Option<TextRow>, MergeError> {
+        if self.done {
+            return Ok(None);
+        }
+        let p = match self.conn.stream.read_packet().await {
+            Ok(p) => p,
+            Err(e) => {
+                self.conn.broken = true;
+                return Err(MergeError::Source(e.to_string()));
+            }
+        };
+        match p.payload.first() {
+            Some(0xfe) if p.payload.len() < MAX_FRAME => {
+                self.done = true;
+                log_done(self.log.take(), true);
+                Ok(None)
+            }
+            Some(0xff) => {
+                self.done = true;
+                log_done(self.log.take(), false);
+                let e = ErrPacket::parse(&p.payload).unwrap_or_else(malformed_err);
+                Err(MergeError::Server {
+                    code: e.code,
+                    sql_state: String::from_utf8_lossy(&e.state).into_owned(),
+                    message: e.message,
+                })
+            }
+            _ => TextRow::parse(p.payload.freeze()).map(Some),
+        }
+    }
+}
+
+impl Drop for ShardSource {
+    fn drop(&mut self) {
+        // Stopped before the end (LIMIT reached, error): the server is still
+        // sending. Closing the connection ends that query; it must not go
+        // back to the pool mid-response.
+        if !self.done {
+            self.conn.broken = true;
+        }
+        if let Some(l) = self.log.take() {
+            l.finish("stopped");
+        }
+    }
+}
+
+/// Rows already read (transaction path).
+pub(super) struct BufferedSource(pub VecDeque<TextRow>);
+
+impl RowSource for BufferedSource {
+    async fn next(&mut self) -> Result<Option<TextRow>, MergeError> {
+        Ok(self.0.pop_front())
+    }
+}
+
+/// The head of a result: column definitions, or the server's error.
+pub(super) enum Head {
+    Columns(Vec<Bytes>),
+    Error(ErrPacket),
+}
+
+pub(super) async fn send_query(conn: &mut BackendConn, sql: &str) -> Result<(), ErrPacket> {
+    conn.send_command(COM_QUERY, sql.as_bytes())
+        .await
+        .map_err(|e| lost(&e.to_string()))
+}
+
+/// Run a statement answered by OK or ERR (a write part, START TRANSACTION,
+/// COMMIT, ROLLBACK). `Err` carries the server's error or a lost connection.
+pub(super) async fn run_ok(conn: &mut BackendConn, sql: &str) -> Result<OkInfo, ErrPacket> {
+    match conn.simple_command(COM_QUERY, sql.as_bytes()).await {
+        Ok(r) => r,
+        Err(e) => Err(lost(&e.to_string())),
+    }
+}
+
+/// Read one packet; a failure marks the connection broken.
+pub(super) async fn read_payload(conn: &mut BackendConn) -> Result<bytes::BytesMut, ErrPacket> {
+    match conn.stream.read_packet().await {
+        Ok(p) => Ok(p.payload),
+        Err(e) => {
+            conn.broken = true;
+            Err(lost(&e.to_string()))
+        }
+    }
+}
+
+/// Read a result's column count and definitions.
+pub(super) async fn read_head(conn: &mut BackendConn) -> Result<Head, ErrPacket> {
+    let first = read_payload(conn).await?;
+    match first.first() {
+        Some(0xff) => {
+            return Ok(Head::Error(
+                ErrPacket::parse(&first).unwrap_or_else(malformed_err),
+            ))
+        }
+        Some(0x00) | Some(0xfb) | None => {
+            conn.broken = true;
+            return Err(not_supported(
+                "sluice: a shard answered a SELECT without a result set",
+            ));
+        }
+        _ => {}
+    }
+    let Some((n, _)) = crate::protocol::packets::read_lenenc(&first) else {
+        conn.broken = true;
+        return Err(lost("malformed column count"));
+    };
+    let defs = read_defs(conn, n).await?;
+    Ok(Head::Columns(defs))
+}
+
+/// Read `n` column (or parameter) definitions and, without
+/// CLIENT_DEPRECATE_EOF, the EOF after them (none when `n` is 0).
+pub(super) async fn read_defs(conn: &mut BackendConn, n: u64) -> Result<Vec<Bytes>, ErrPacket> {
+    let mut defs = Vec::with_capacity(n.min(4096) as usize);
+    for _ in 0..n {
+        defs.push(read_payload(conn).await?.freeze());
+    }
+    if n > 0 && !conn.deprecate_eof() {
+        read_payload(conn).await?;
+    }
+    Ok(defs)
+}
+
+/// Read the rows of a result up to its terminator (buffered: only for
+/// results that are small or must be read whole).
+pub(super) async fn read_rows(conn: &mut BackendConn) -> Result<VecDeque<TextRow>, ErrPacket> {
+    let mut rows = VecDeque::new();
+    loop {
+        let p = read_payload(conn).await?;
+        match p.first() {
+            Some(0xfe) if p.len() < MAX_FRAME => return Ok(rows),
+            Some(0xff) => return Err(ErrPacket::parse(&p).unwrap_or_else(malformed_err)),
+            _ => match TextRow::parse(p.freeze()) {
+                Ok(r) => rows.push_back(r),
+                Err(e) => {
+                    conn.broken = true;
+                    return Err(not_supported(format!("sluice: {e}")));
+                }
+            },
+        }
+    }
+}

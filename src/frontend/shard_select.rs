@@ -1,0 +1,359 @@
+//! SELECT on sharded tables: the parts run on their groups' backends, the
+//! answers are merged exactly and streamed to the client, as text rows
+//! (COM_QUERY) or binary rows (COM_STMT_EXECUTE).
+//!
+//! Outside a transaction the parts run concurrently, each on its own pooled
+//! connection (its group's fresh replica when the freshness rules allow, else
+//! that group's master), so the k-way merge streams with one buffered row per
+//! shard whatever the OFFSET. Inside a transaction (or a pinned session) the
+//! parts run one after the other on the session's master connection of each
+//! group, so they see the transaction's own writes.
+
+use bytes::{Bytes, BytesMut};
+
+use crate::backend::Pooled;
+use crate::freshness::state::Scope;
+use crate::merge::{self, MergeError, Merger, RowSource};
+use crate::protocol::consts::{CapabilityFlags, COM_QUERY};
+use crate::protocol::packets::{eof_packet, put_lenenc, ErrPacket};
+use crate::shard::Part;
+
+use super::shard_io::{
+    lost, not_supported, read_head, read_rows, send_query, BufferedSource, Head, PartLog, ShardSource,
+};
+use super::{Closed, CmdResult, Conn, Session};
+
+/// Flush merged rows to the client in batches of about this size.
+const FLUSH_AT: usize = 256 * 1024;
+
+/// The row format the client expects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::frontend::session) enum RowFormat {
+    /// Text protocol (COM_QUERY).
+    Text,
+    /// Binary protocol (COM_STMT_EXECUTE).
+    Binary,
+}
+
+impl Session {
+    pub(super) async fn run_select(
+        &mut self,
+        parts: Vec<Part>,
+        merge: merge::MergeSpec,
+        wildcard_helpers: Option<usize>,
+        format: RowFormat,
+    ) -> CmdResult {
+        // One part in group 0 with nothing to merge, as text: the shard's
+        // answer is the answer.
+        let plain =
+            merge.order_by.is_empty() && merge.limit.is_none() && merge.group.is_none() && !merge.distinct;
+        if parts.len() == 1
+            && plain
+            && wildcard_helpers.is_none()
+            && parts[0].group == 0
+            && format == RowFormat::Text
+        {
+            let route = self.route_read(None).await;
+            let mut payload = Vec::with_capacity(1 + parts[0].sql.len());
+            payload.push(COM_QUERY);
+            payload.extend_from_slice(parts[0].sql.as_bytes());
+            let log = PartLog::start(
+                self.shared.config.log.sql_log,
+                &parts[0].sql,
+                &self.label(route.conn),
+                parts[0].shard,
+            );
+            let r = self
+                .run_on(
+                    route,
+                    &payload,
+                    crate::protocol::response::ResponseKind::Query,
+                    false,
+                    None,
+                )
+                .await?;
+            super::shard_io::log_done(log, r.is_some_and(|t| !t.error));
+            return Ok(());
+        }
+        if self.in_transaction() || self.pins.reason().is_some() || self.ro_tx.is_some() {
+            return self.select_buffered(parts, merge, wildcard_helpers, format).await;
+        }
+        // Scatter: one connection per part, all queries sent before any is read.
+        let log_on = self.shared.config.log.sql_log;
+        let mut conns = Vec::with_capacity(parts.len());
+        for part in &parts {
+            let (mut conn, label) = match self.scatter_conn(part.group).await {
+                Ok(c) => c,
+                Err(e) => return self.send_err(&e).await,
+            };
+            let log = PartLog::start(log_on, &part.sql, &label, part.shard);
+            if let Err(e) = send_query(&mut conn, &part.sql).await {
+                return self.send_err(&e).await;
+            }
+            conns.push((conn, log));
+        }
+        let mut heads = Vec::with_capacity(conns.len());
+        for (conn, _) in conns.iter_mut() {
+            match read_head(conn).await {
+                Ok(h) => heads.push(h),
+                Err(e) => return self.send_err(&e).await,
+            }
+        }
+        let mut defs = None;
+        for h in heads {
+            match h {
+                Head::Error(e) => return self.send_err(&e).await,
+                Head::Columns(d) => {
+                    if defs.is_none() {
+                        defs = Some(d);
+                    }
+                }
+            }
+        }
+        let defs = defs.unwrap_or_default();
+        let sources = conns
+            .into_iter()
+            .map(|(conn, log)| ShardSource {
+                conn,
+                done: false,
+                log,
+            })
+            .collect();
+        let origin = parts[0].group;
+        self.stream_merge(sources, defs, origin, merge, wildcard_helpers, format)
+            .await
+    }
+
+    /// A connection for one part of a scatter read on `group`: a fresh
+    /// replica's of that group when its freshness rules allow, else its
+    /// master's; in sync with the session. Also returns the backend's label.
+    async fn scatter_conn(&mut self, group: usize) -> Result<(Pooled, String), ErrPacket> {
+        let (conn, reason) = if group == 0 {
+            let route = self.route_read(None).await;
+            (route.conn, route.reason)
+        } else {
+            // Outside a transaction and unpinned (scatter reads only): the
+            // rules of `route_read` reduce to the group's freshness.
+            match self.shared.monitors[group].pick(Scope::All, None).await {
+                Ok(i) => (Conn::Replica(i), "fresh_replica"),
+                Err(f) => (Conn::Master, f.as_str()),
+            }
+        };
+        self.shared.metrics.route(conn == Conn::Master, reason);
+        let g = &self.shared.topology.groups[group];
+        let pool = match conn {
+            Conn::Replica(i) => g.replicas.get(i).map(|r| r.pool.clone()),
+            Conn::Master => None,
+        }
+        .unwrap_or_else(|| g.master.clone());
+        let mut conn = pool
+            .get(self.key)
+            .await
+            .map_err(|e| crate::error::backend_error_packet(&pool.label, pool.addr(), &e))?;
+        super::super::sync_conn(&mut conn, &pool, self.db.as_deref(), &self.sets, &self.chain)
+            .await
+            .map_err(|e| e.into_packet(&pool))?;
+        Ok((conn, pool.label.clone()))
+    }
+
+    /// Inside a transaction: the parts run one by one on the session's
+    /// master connection of their group (they must see the transaction's
+    /// writes), their rows buffered, then merged.
+    async fn select_buffered(
+        &mut self,
+        parts: Vec<Part>,
+        merge: merge::MergeSpec,
+        wildcard_helpers: Option<usize>,
+        format: RowFormat,
+    ) -> CmdResult {
+        let log_on = self.shared.config.log.sql_log;
+        let mut defs = None;
+        let mut sources = Vec::with_capacity(parts.len());
+        let mut failure = None;
+        for part in &parts {
+            let label = self.shared.topology.groups[part.group].master.label.clone();
+            let log = PartLog::start(log_on, &part.sql, &label, part.shard);
+            let r = async {
+                let conn = self.group_master(part.group).await?;
+                send_query(conn, &part.sql).await?;
+                let d = match read_head(conn).await? {
+                    Head::Columns(d) => d,
+                    Head::Error(e) => return Err(e),
+                };
+                Ok((d, read_rows(conn).await?))
+            }
+            .await;
+            super::shard_io::log_done(log, r.is_ok());
+            match r {
+                Ok((d, rows)) => {
+                    defs.get_or_insert(d);
+                    sources.push(BufferedSource(rows));
+                }
+                Err(e) => {
+                    self.drop_broken(part.group);
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        if let Some(e) = failure {
+            return self.send_err(&e).await;
+        }
+        self.stream_merge(
+            sources,
+            defs.unwrap_or_default(),
+            parts[0].group,
+            merge,
+            wildcard_helpers,
+            format,
+        )
+        .await
+    }
+
+    /// Merge `sources` and send the result set to the client. `defs` came
+    /// from a sub-table in group `origin` (where its columns' collations are
+    /// looked up).
+    async fn stream_merge<S: RowSource>(
+        &mut self,
+        sources: Vec<S>,
+        defs: Vec<Bytes>,
+        origin: usize,
+        merge: merge::MergeSpec,
+        wildcard_helpers: Option<usize>,
+        format: RowFormat,
+    ) -> CmdResult {
+        let spec = match crate::shard::bind_merge(&merge, wildcard_helpers, defs.len()) {
+            Ok(s) => s,
+            Err(r) => return self.send_err(&not_supported(r.0)).await,
+        };
+        let monitor = self.shared.monitors[origin].clone();
+        let mut metas = Vec::with_capacity(defs.len());
+        for d in &defs {
+            let Some(mut m) = merge::parse_column_def(d) else {
+                return self.send_err(&lost("malformed column definition")).await;
+            };
+            // Result metadata carries the connection's collation; strings
+            // must be compared under the column's own.
+            if is_text(&m) {
+                if let Some((schema, table, column)) = merge::column_origin(d) {
+                    if !table.is_empty() && !column.is_empty() {
+                        if let Some(id) = monitor.column_collation(&schema, &table, &column).await {
+                            m.collation = id;
+                        }
+                    }
+                }
+            }
+            metas.push(m);
+        }
+        if let Some(col) = compared_columns(&spec)
+            .into_iter()
+            .find(|&c| metas.get(c).is_some_and(|m| !merge::exact_order(m)))
+        {
+            let name = merge::column_origin(&defs[col]).map(|o| o.2).unwrap_or_default();
+            return self
+                .send_err(&not_supported(format!(
+                    "sluice: ordering, grouping or comparing column `{name}` across shards is not supported \
+                     for its collation (sluice cannot reproduce that collation's order exactly)"
+                )))
+                .await;
+        }
+        let mut merger = match Merger::new(sources, spec, metas) {
+            Ok(m) => m,
+            Err(MergeError::Unsupported(why)) => {
+                return self.send_err(&not_supported(format!("sluice: {why}"))).await
+            }
+            Err(e) => return self.send_err(&not_supported(format!("sluice: {e}"))).await,
+        };
+        // Result header: visible columns, with the types the merge produces.
+        let visible = merger.visible();
+        let out_metas: Vec<merge::ColumnMeta> = merger.output_metas().to_vec();
+        let mut seq = self.reply_seq;
+        let mut count = BytesMut::new();
+        put_lenenc(&mut count, visible as u64);
+        self.client.queue(&mut seq, &count);
+        for (i, d) in defs.iter().take(visible).enumerate() {
+            let out = out_metas
+                .get(i)
+                .and_then(|m| merge::rewrite_column_def(d, m))
+                .unwrap_or_else(|| d.to_vec());
+            self.client.queue(&mut seq, &out);
+        }
+        let deprecate_eof = self.caps.contains(CapabilityFlags::CLIENT_DEPRECATE_EOF);
+        if !deprecate_eof {
+            self.client
+                .queue(&mut seq, &eof_packet(self.caps, self.status, 0));
+        }
+        loop {
+            let row = match merger.next_row().await {
+                Ok(Some(row)) => match format {
+                    RowFormat::Text => Ok(row),
+                    RowFormat::Binary => merge::TextRow::parse(row)
+                        .and_then(|t| merge::text_row_to_binary(&t, &out_metas, visible)),
+                },
+                Ok(None) => break,
+                Err(e) => Err(e),
+            };
+            match row {
+                Ok(row) => {
+                    self.client.queue(&mut seq, &row);
+                    if self.client.wbuf.len() >= FLUSH_AT {
+                        self.client.flush().await.map_err(|_| Closed)?;
+                    }
+                }
+                Err(e) => {
+                    let err = merge_error_packet(e);
+                    self.client.queue(&mut seq, &err.encode());
+                    return self.client.flush().await.map_err(|_| Closed);
+                }
+            }
+        }
+        self.shared.metrics.merged_rows(merger.rows_merged());
+        self.client
+            .queue(&mut seq, &eof_packet(self.caps, self.status, 0));
+        self.client.flush().await.map_err(|_| Closed)
+    }
+}
+
+/// The client's error for a merge that failed midway.
+fn merge_error_packet(e: MergeError) -> ErrPacket {
+    match e {
+        MergeError::Server {
+            code,
+            sql_state,
+            message,
+        } => ErrPacket::new(code, &sql_state, message),
+        MergeError::Unsupported(why) => not_supported(format!("sluice: {why}")),
+        other => lost(&other.to_string()),
+    }
+}
+
+/// The columns whose values the merge compares (sort keys, group keys,
+/// MIN/MAX and COUNT(DISTINCT) arguments, all visible columns for DISTINCT).
+fn compared_columns(spec: &merge::MergeSpec) -> Vec<usize> {
+    let mut cols: Vec<usize> = spec.order_by.iter().map(|k| k.col).collect();
+    if let Some(g) = &spec.group {
+        cols.extend(&g.keys);
+        cols.extend(g.order_after.iter().map(|k| k.col));
+        cols.extend(
+            g.aggs
+                .iter()
+                .filter(|a| {
+                    matches!(
+                        a.kind,
+                        merge::AggKind::Min | merge::AggKind::Max | merge::AggKind::CountDistinct
+                    )
+                })
+                .map(|a| a.col),
+        );
+    }
+    if spec.distinct {
+        cols.extend(0..spec.visible);
+    }
+    cols
+}
+
+/// A non-binary string column (its collation decides comparisons).
+fn is_text(m: &merge::ColumnMeta) -> bool {
+    const BINARY_COLLATION: u16 = 63;
+    matches!(m.column_type, 15 | 249..=254) && m.collation != BINARY_COLLATION
+}

@@ -1,0 +1,175 @@
+//! Writes on sharded tables (INSERT/UPDATE/DELETE/REPLACE parts, and DDL
+//! broadcast to the sub-tables), on the masters of the groups holding them.
+//!
+//! A write whose parts fall in one group runs on that group's master; several
+//! parts outside a transaction are wrapped in one there, so a multi-row
+//! INSERT split over sub-tables is all-or-nothing. A write reaching several
+//! groups could only be atomic with a two-phase commit: it is refused before
+//! anything runs. DDL is not transactional anyway and goes to every group
+//! (outside a transaction).
+
+use crate::protocol::packets::{ok_packet, ErrPacket};
+use crate::shard::Part;
+
+use super::shard_io::{not_supported, run_ok, PartLog};
+use super::{Closed, CmdResult, Session};
+
+/// What the parts' OK packets add up to.
+struct Totals {
+    affected: u64,
+    insert_id: u64,
+    warnings: u16,
+    /// Status flags of group 0's last answer (the session's own).
+    status: u16,
+    /// Parts applied.
+    done: usize,
+}
+
+impl Session {
+    pub(super) async fn run_write(&mut self, parts: Vec<Part>, ddl: bool) -> CmdResult {
+        let groups = groups_of(&parts);
+        if groups.len() > 1 && !ddl {
+            let names: Vec<String> = groups.iter().map(|&g| self.group_name(g)).collect();
+            return self
+                .send_err(&not_supported(format!(
+                    "sluice: this write reaches sub-tables in several backend groups ({}); it cannot be \
+                     applied atomically, so it is refused and nothing was written; write the rows of \
+                     each group in separate statements",
+                    names.join(", ")
+                )))
+                .await;
+        }
+        let in_tx = self.in_transaction();
+        if ddl && in_tx && groups.iter().any(|&g| g != 0) {
+            return self
+                .send_err(&not_supported(
+                    "sluice: DDL on a sharded table with sub-tables outside the first backend group is \
+                     not supported inside a transaction",
+                ))
+                .await;
+        }
+        if !ddl {
+            if let Err(e) = self.note_tx_write(groups[0]) {
+                return self.send_err(&e).await;
+            }
+        }
+        let mut totals = Totals {
+            affected: 0,
+            insert_id: 0,
+            warnings: 0,
+            status: self.status,
+            done: 0,
+        };
+        let mut failure = None;
+        for &g in &groups {
+            let mine: Vec<&Part> = parts.iter().filter(|p| p.group == g).collect();
+            let wrap = !ddl && mine.len() > 1 && !in_tx;
+            if let Err(e) = self.write_group(g, &mine, wrap, &mut totals).await {
+                failure = Some(e);
+                break;
+            }
+        }
+        for &g in &groups {
+            self.drop_broken(g);
+        }
+        if let Some(mut e) = failure {
+            if ddl && totals.done > 0 {
+                e.message.push_str(&format!(
+                    " (sluice: the statement had already been applied to {} of {} sub-tables)",
+                    totals.done,
+                    parts.len()
+                ));
+            }
+            return self.send_err(&e).await;
+        }
+        self.status = totals.status;
+        for &g in &groups {
+            let monitor = self.shared.monitors[g].clone();
+            if ddl {
+                monitor.forget_tracked();
+                monitor.bump_global().await;
+            }
+            if !self.in_transaction() {
+                monitor.after_write().await;
+            }
+        }
+        let p = ok_packet(totals.affected, totals.insert_id, self.status, totals.warnings);
+        let mut seq = self.reply_seq;
+        self.client.write_packet(&mut seq, &p).await.map_err(|_| Closed)
+    }
+
+    /// Run one group's parts on its master (wrapped in a transaction if
+    /// `wrap`), adding their answers to `totals`.
+    async fn write_group(
+        &mut self,
+        group: usize,
+        parts: &[&Part],
+        wrap: bool,
+        totals: &mut Totals,
+    ) -> Result<(), ErrPacket> {
+        let log_on = self.shared.config.log.sql_log;
+        let label = self.shared.topology.groups[group].master.label.clone();
+        let conn = self.group_master(group).await?;
+        let mut status = None;
+        if wrap {
+            run_ok(conn, "START TRANSACTION").await?;
+        }
+        let mut failure = None;
+        for part in parts {
+            let log = PartLog::start(log_on, &part.sql, &label, part.shard);
+            match run_ok(conn, &part.sql).await {
+                Ok(ok) => {
+                    super::shard_io::log_done(log, true);
+                    totals.affected += ok.affected_rows;
+                    if ok.last_insert_id != 0 {
+                        totals.insert_id = ok.last_insert_id;
+                    }
+                    totals.warnings = totals.warnings.saturating_add(ok.warnings);
+                    totals.done += 1;
+                    status = Some(ok.status);
+                }
+                Err(e) => {
+                    super::shard_io::log_done(log, false);
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        if wrap && !conn.broken {
+            let end = if failure.is_some() { "ROLLBACK" } else { "COMMIT" };
+            match run_ok(conn, end).await {
+                Ok(ok) => status = Some(ok.status),
+                Err(e) => {
+                    failure.get_or_insert(e);
+                }
+            }
+        }
+        if group == 0 {
+            if let Some(s) = status {
+                totals.status = s;
+            }
+        }
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// A backend group's configured name.
+    pub(super) fn group_name(&self, group: usize) -> String {
+        self.shared
+            .topology
+            .groups
+            .get(group)
+            .map(|g| g.name.clone())
+            .unwrap_or_else(|| group.to_string())
+    }
+}
+
+/// The groups a plan's parts reach, in order, each once.
+pub(super) fn groups_of(parts: &[Part]) -> Vec<usize> {
+    let mut groups: Vec<usize> = parts.iter().map(|p| p.group).collect();
+    groups.sort_unstable();
+    groups.dedup();
+    groups
+}
