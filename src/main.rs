@@ -187,9 +187,13 @@ fn serve(path: &Path) -> Result<(), Failure> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    runtime
+    let result = runtime
         .block_on(sluice::app::run(config))
-        .map_err(|e| Failure::Tool(e.to_string()))
+        .map_err(|e| Failure::Tool(e.to_string()));
+    // Sessions still running after the shutdown timeout are dropped here;
+    // never wait long on a blocking task (e.g. a DNS lookup).
+    runtime.shutdown_timeout(Duration::from_millis(500));
+    result
 }
 
 fn check_config(path: &Path) -> Result<(), Failure> {

@@ -125,6 +125,8 @@ struct Session {
     stmts: Registry,
     /// seq of the first reply packet (the one after the client's command).
     reply_seq: u8,
+    /// Counts the session against its user's `max_connections` until dropped.
+    user_slot: super::limits::UserSlot,
 }
 
 impl Session {
@@ -154,6 +156,7 @@ impl Session {
             last_conn: Conn::Master,
             stmts: Registry::default(),
             reply_seq: a.seq,
+            user_slot: a.user_slot,
         }
     }
 
@@ -170,11 +173,11 @@ impl Session {
 
     async fn command_loop(&mut self) {
         loop {
-            let pkt = match self.client.read_packet().await {
+            let pkt = match super::wait::next_command(&mut self.client, &self.shared).await {
                 Ok(p) => p,
-                Err(ProtocolError::TooLarge { limit, .. }) => {
+                Err(ProtocolError::TooLarge { .. }) => {
                     self.reply_seq = 1;
-                    let _ = self.send_err(&error::packet_too_large(limit)).await;
+                    let _ = self.send_err(&error::packet_too_large()).await;
                     return;
                 }
                 Err(e) => {
@@ -532,6 +535,15 @@ impl Session {
                 .send_err(&error::access_denied(&req.user, &host, !req.auth.is_empty()))
                 .await;
             return Err(Closed);
+        }
+        // The session now counts against the new user's max_connections.
+        self.user_slot = super::limits::UserSlot::none();
+        match self.shared.user_limits.acquire(&req.user) {
+            Ok(slot) => self.user_slot = slot,
+            Err(e) => {
+                let _ = self.send_err(&e).await;
+                return Err(Closed);
+            }
         }
         // Give the connections back (the pool resets them) and start clean.
         self.master = None;

@@ -89,6 +89,7 @@ pub mod errcode {
     pub const ER_BAD_DB_ERROR: u16 = 1049;
     pub const ER_NET_PACKET_TOO_LARGE: u16 = 1153;
     pub const ER_NET_READ_ERROR: u16 = 1158;
+    pub const ER_USER_LIMIT_REACHED: u16 = 1226;
     pub const ER_NOT_SUPPORTED_YET: u16 = 1235;
     pub const ER_UNKNOWN_STMT_HANDLER: u16 = 1243;
     pub const ER_NOT_SUPPORTED_AUTH_MODE: u16 = 1251;

@@ -111,8 +111,8 @@ const SERVER_ARGS: &[&str] = &[
 ];
 
 /// The guard wrapper; see the module docs. Arguments:
-/// `$1` log file for the program's stdout/stderr, `$2` grace seconds between SIGTERM and
-/// SIGKILL, `$3` directory to remove if the test process died (may be empty), `$4` parent
+/// `$1` log file for the program's stdout/stderr (the program's exit status is written
+/// to `$1.exit` once it has been reaped), `$2` grace seconds between SIGTERM and SIGKILL, `$3` directory to remove if the test process died (may be empty), `$4` parent
 /// directory to `rmdir` afterwards if it became empty (may be empty), `$5...` the program.
 /// Prints the program's PID on stdout, then waits for a line (normal stop) or EOF (test
 /// process gone) on stdin.
@@ -129,7 +129,9 @@ kill -s TERM "$pid" 2>/dev/null
 ( sleep "$grace"; kill -s KILL "$pid" 2>/dev/null ) </dev/null >/dev/null 2>&1 &
 killer=$!
 wait "$pid"
+status=$?
 kill "$killer" 2>/dev/null
+echo "$status" >"$log.exit" 2>/dev/null
 if [ -n "$abrupt" ] && [ -n "$cleanup" ]; then
   rm -rf "$cleanup"
   if [ -n "$cleanup_parent" ]; then rmdir "$cleanup_parent" 2>/dev/null; fi
@@ -1232,6 +1234,23 @@ impl Sluice {
         if let Some(mut g) = self.proc.lock().unwrap_or_else(|e| e.into_inner()).take() {
             g.stop();
         }
+    }
+
+    /// Waits up to `timeout` for the process to exit by itself (e.g. after
+    /// `signal("TERM")`), then reaps it; returns its exit status (`None`: still running
+    /// after `timeout`, then stopped like [`Sluice::stop`]).
+    pub fn wait_exit(&self, timeout: Duration) -> Option<i32> {
+        let deadline = Instant::now() + timeout;
+        while self.is_running() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let exited = !self.is_running();
+        self.stop();
+        if !exited {
+            return None;
+        }
+        let path = PathBuf::from(format!("{}.exit", self.log.display()));
+        fs::read_to_string(&path).ok()?.trim().parse().ok()
     }
 
     /// SIGKILL now.
