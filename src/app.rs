@@ -19,7 +19,7 @@ pub async fn run(config: Config) -> Result<(), Error> {
     let listen = config.listen;
     let admin = config.admin_listen;
     let metrics = Arc::new(Metrics::new());
-    let shared = Arc::new(Shared::new(config, tls, metrics));
+    let shared = Arc::new(Shared::new(config, tls, metrics)?);
     // metrics: per-backend series, and the collector of replica and pool state
     shared.metrics.attach(&shared.topology, &shared.monitors);
 

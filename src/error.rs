@@ -40,6 +40,11 @@ pub fn backend_error_packet(label: &str, addr: &str, err: &BackendError) -> ErrP
             "HY000",
             format!("Too many connections (sluice: backend {label}: {err}; raise backend.pool_max)"),
         ),
+        BackendError::Tls(_) => ErrPacket::new(
+            errcode::CR_SSL_CONNECTION_ERROR,
+            "HY000",
+            format!("SSL connection error: sluice cannot reach backend {label} securely: {err}"),
+        ),
         BackendError::Unsupported(_) => ErrPacket::new(
             errcode::CR_CONN_HOST_ERROR,
             "HY000",

@@ -63,7 +63,10 @@ impl managed::Manager for Manager {
         if conn.broken || conn.no_reuse {
             return Err(RecycleError::message("connection not reusable"));
         }
-        if conn.dirty || conn.db.is_some() {
+        // A readable TLS socket may hold records other than a close (e.g.
+        // session tickets): there a round trip decides.
+        let idle_and_alive = !conn.dirty && conn.db.is_none() && liveness(conn).is_ok();
+        if !idle_and_alive && (conn.dirty || conn.db.is_some() || conn.is_tls()) {
             // One round trip that both cleans the session and proves the
             // server still holds the connection.
             conn.reset_as_new(&self.params)
@@ -80,7 +83,7 @@ impl managed::Manager for Manager {
 /// closed it (wait_timeout, restart) or sent something unexpected.
 fn liveness(conn: &mut BackendConn) -> RecycleResult<BackendError> {
     let mut probe = [0u8; 1];
-    match conn.stream.get_ref().try_read(&mut probe) {
+    match conn.tcp().try_read(&mut probe) {
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(()),
         _ => Err(RecycleError::message("connection closed while idle")),
     }

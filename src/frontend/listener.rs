@@ -51,15 +51,20 @@ pub struct Shared {
 pub const FALLBACK_VERSION: &str = "5.5.5-10.11.0-MariaDB-sluice";
 
 impl Shared {
-    pub fn new(config: Config, tls: Option<TlsAcceptor>, metrics: Arc<Metrics>) -> Shared {
-        let topology = Topology::from_config(&config);
+    /// Fails when a backend's TLS files cannot be used.
+    pub fn new(
+        config: Config,
+        tls: Option<TlsAcceptor>,
+        metrics: Arc<Metrics>,
+    ) -> Result<Shared, crate::error::Error> {
+        let topology = Topology::from_config(&config).map_err(crate::error::Error::Tls)?;
         let shard_rules = config.sharding.rules.clone();
         let monitors = config
             .groups
             .iter()
-            .map(|g| GroupMonitor::new(g, &config.freshness))
+            .map(|g| GroupMonitor::new(g, &config))
             .collect();
-        Shared {
+        Ok(Shared {
             topology,
             tls,
             server_version: ArcSwap::from_pointee(FALLBACK_VERSION.to_string()),
@@ -73,7 +78,7 @@ impl Shared {
             user_limits: UserLimits::new(&config.users),
             shutdown: CancellationToken::new(),
             config,
-        }
+        })
     }
 
     /// Record the master's MariaDB extended capabilities.

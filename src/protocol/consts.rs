@@ -100,4 +100,6 @@ pub mod errcode {
     pub const CR_CONN_HOST_ERROR: u16 = 2003;
     /// Client-side code for a backend that died mid-query.
     pub const CR_SERVER_LOST: u16 = 2013;
+    /// Client-side code for a TLS failure (MySQL's CR_SSL_CONNECTION_ERROR).
+    pub const CR_SSL_CONNECTION_ERROR: u16 = 2026;
 }

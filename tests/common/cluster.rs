@@ -503,11 +503,13 @@ pub struct Server {
     dir: PathBuf,
     /// Started (and therefore stoppable/killable) by this process.
     owned: bool,
+    /// Options after [`SERVER_ARGS`] (see [`Cluster::start_with_args`]).
+    extra_args: Vec<String>,
     proc: Mutex<Option<Guarded>>,
 }
 
 impl Server {
-    fn new(dir: &Path, port: u16, server_id: u32, is_replica: bool) -> Server {
+    fn new(dir: &Path, port: u16, server_id: u32, is_replica: bool, extra_args: &[String]) -> Server {
         Server {
             port,
             server_id,
@@ -516,6 +518,7 @@ impl Server {
             socket: dir.join("mysql.sock"),
             dir: dir.to_path_buf(),
             owned: true,
+            extra_args: extra_args.to_vec(),
             proc: Mutex::new(None),
         }
     }
@@ -529,15 +532,16 @@ impl Server {
             socket: PathBuf::new(),
             dir: PathBuf::new(),
             owned: false,
+            extra_args: Vec::new(),
             proc: Mutex::new(None),
         }
     }
 
     /// Start a server on a fresh free port, retrying on "address in use".
-    fn start_new(dir: &Path, server_id: u32, is_replica: bool) -> Server {
+    fn start_new(dir: &Path, server_id: u32, is_replica: bool, extra_args: &[String]) -> Server {
         let mut last = String::new();
         for _ in 0..8 {
-            let s = Server::new(dir, free_port(), server_id, is_replica);
+            let s = Server::new(dir, free_port(), server_id, is_replica, extra_args);
             match s.launch() {
                 Ok(()) => return s,
                 Err(LaunchError::PortInUse) => last = format!("port {} in use", s.port),
@@ -577,6 +581,7 @@ impl Server {
         if self.is_replica {
             a.push("--read-only=1".into());
         }
+        a.extend(self.extra_args.iter().map(OsString::from));
         a
     }
 
@@ -857,6 +862,12 @@ impl Cluster {
     /// Start a fresh cluster with `n_replicas` replicas; panics with a clear message on
     /// failure. About a second once the template datadir is cached.
     pub fn start(n_replicas: usize) -> Cluster {
+        Self::start_with_args(n_replicas, &[])
+    }
+
+    /// [`Cluster::start`] with more server options for every server (e.g.
+    /// `--ssl-cert=...`), given after the harness's own.
+    pub fn start_with_args(n_replicas: usize, extra_args: &[String]) -> Cluster {
         let t0 = Instant::now();
         let _ = binaries();
         let template = template_datadir();
@@ -878,7 +889,7 @@ impl Cluster {
                     s.spawn(move || {
                         copy_dir(template, &dir.join("data"))
                             .unwrap_or_else(|e| panic!("copy template datadir to {}: {e}", dir.display()));
-                        Server::start_new(&dir, i as u32 + 1, i > 0)
+                        Server::start_new(&dir, i as u32 + 1, i > 0, extra_args)
                     })
                 })
                 .collect();
