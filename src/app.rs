@@ -19,7 +19,7 @@ pub async fn run(config: Config) -> Result<(), Error> {
     let listen = config.listen;
     let admin = config.admin_listen;
     let metrics = Arc::new(Metrics::new());
-    let shared = Arc::new(Shared::new(config, tls, metrics));
+    let shared = Arc::new(Shared::new(config, tls, metrics)?);
     // metrics: per-backend series, and the collector of replica and pool state
     shared.metrics.attach(&shared.topology, &shared.monitors);
 
@@ -40,11 +40,42 @@ pub async fn run(config: Config) -> Result<(), Error> {
     info!(addr = %admin_listener.local_addr()?, "admin HTTP endpoint (/metrics, /healthz, /readyz)");
     tokio::spawn(crate::metrics::http::serve(admin_listener, shared.clone()));
 
-    tokio::select! {
-        _ = frontend::serve(listener, shared.clone()) => {}
-        _ = shutdown_signal() => info!("shutting down"),
-    }
+    let serving = tokio::spawn(frontend::serve(listener, shared.clone()));
+    shutdown_signal().await;
+    shut_down(&shared, serving).await;
     Ok(())
+}
+
+/// Graceful shutdown: stop accepting (the listener is closed, so new
+/// connections are refused), close idle sessions at once, let running
+/// statements finish and their sessions close, for up to
+/// `limits.shutdown_timeout`; then return, which ends every remaining task
+/// and closes its sockets. A second signal cuts the wait short.
+async fn shut_down(shared: &Shared, serving: tokio::task::JoinHandle<()>) {
+    let timeout = shared.config.limits.shutdown_timeout;
+    info!(
+        sessions = shared.clients.in_use(),
+        shutdown_timeout = ?timeout,
+        "shutting down: no new connections; waiting for running statements"
+    );
+    shared.shutdown.cancel();
+    let _ = serving.await;
+    tokio::select! {
+        all_done = shared.clients.wait_all_free(timeout) => {
+            if all_done {
+                info!("every session ended; exiting");
+            } else {
+                warn!(
+                    sessions = shared.clients.in_use(),
+                    "limits.shutdown_timeout passed: closing the sessions still running a statement"
+                );
+            }
+        }
+        _ = shutdown_signal() => warn!(
+            sessions = shared.clients.in_use(),
+            "second signal: closing every session now"
+        ),
+    }
 }
 
 /// Advertise the master's real version string to clients when it is up; a

@@ -40,6 +40,11 @@ pub fn backend_error_packet(label: &str, addr: &str, err: &BackendError) -> ErrP
             "HY000",
             format!("Too many connections (sluice: backend {label}: {err}; raise backend.pool_max)"),
         ),
+        BackendError::Tls(_) => ErrPacket::new(
+            errcode::CR_SSL_CONNECTION_ERROR,
+            "HY000",
+            format!("SSL connection error: sluice cannot reach backend {label} securely: {err}"),
+        ),
         BackendError::Unsupported(_) => ErrPacket::new(
             errcode::CR_CONN_HOST_ERROR,
             "HY000",
@@ -83,11 +88,27 @@ pub fn malformed_packet() -> ErrPacket {
     )
 }
 
-pub fn packet_too_large(limit: usize) -> ErrPacket {
+/// MariaDB's words exactly (the limit is `limits.max_packet_size`).
+pub fn packet_too_large() -> ErrPacket {
     ErrPacket::new(
         errcode::ER_NET_PACKET_TOO_LARGE,
         "08S01",
-        format!("Got a packet bigger than 'max_allowed_packet' bytes ({limit} bytes)"),
+        "Got a packet bigger than 'max_allowed_packet' bytes",
+    )
+}
+
+/// What MariaDB sends instead of its greeting when every connection is
+/// taken (send it with [`ErrPacket::encode_pre_handshake`]).
+pub fn too_many_connections() -> ErrPacket {
+    ErrPacket::new(errcode::ER_CON_COUNT_ERROR, "08004", "Too many connections")
+}
+
+/// MariaDB's answer to a login beyond the account's MAX_USER_CONNECTIONS.
+pub fn user_limit_reached(user: &str, max: u32) -> ErrPacket {
+    ErrPacket::new(
+        errcode::ER_USER_LIMIT_REACHED,
+        "42000",
+        format!("User '{user}' has exceeded the 'max_user_connections' resource (current value: {max})"),
     )
 }
 

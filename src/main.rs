@@ -187,9 +187,13 @@ fn serve(path: &Path) -> Result<(), Failure> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    runtime
+    let result = runtime
         .block_on(sluice::app::run(config))
-        .map_err(|e| Failure::Tool(e.to_string()))
+        .map_err(|e| Failure::Tool(e.to_string()));
+    // Sessions still running after the shutdown timeout are dropped here;
+    // never wait long on a blocking task (e.g. a DNS lookup).
+    runtime.shutdown_timeout(Duration::from_millis(500));
+    result
 }
 
 fn check_config(path: &Path) -> Result<(), Failure> {
@@ -276,7 +280,7 @@ fn manage_triggers(action: TriggersAction) -> Result<(), Failure> {
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     runtime.block_on(async {
-        let connect = mysql_async::Conn::new(master_opts(&master)?);
+        let connect = mysql_async::Conn::new(master_opts(&master, config.backend_tls(&master))?);
         // An operator waits gladly a little longer than the proxy would.
         let timeout = config.backend.connect_timeout.max(Duration::from_secs(10));
         let mut conn = match tokio::time::timeout(timeout, connect).await {
@@ -344,7 +348,10 @@ fn load_config(path: &Path) -> Result<Config, Failure> {
 
 /// Connection options for a backend from the configuration (`host:port`,
 /// `[v6]:port`), always over TCP.
-fn master_opts(backend: &config::Backend) -> Result<mysql_async::OptsBuilder, String> {
+fn master_opts(
+    backend: &config::Backend,
+    tls: &config::BackendTls,
+) -> Result<mysql_async::OptsBuilder, String> {
     let (host, port) = backend
         .addr
         .rsplit_once(':')
@@ -358,5 +365,6 @@ fn master_opts(backend: &config::Backend) -> Result<mysql_async::OptsBuilder, St
         .tcp_port(port)
         .user(Some(backend.user.clone()))
         .pass(Some(backend.password.clone()))
+        .ssl_opts(sluice::backend::tls::mysql_async_opts(tls))
         .prefer_socket(false))
 }

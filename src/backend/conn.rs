@@ -4,6 +4,7 @@
 //! client's format-affecting capabilities and collation (see `PoolKey`), so
 //! the server's response bytes can be relayed to that client untouched.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use mysql_common::io::ParseBuf;
@@ -11,12 +12,18 @@ use mysql_common::packets::{AuthPlugin, AuthSwitchRequest, HandshakePacket, Hand
 use mysql_common::proto::MySerialize;
 use tokio::net::TcpStream;
 
+use crate::config::BackendTlsMode;
 use crate::protocol::consts::{CapabilityFlags, COM_INIT_DB, COM_PING, COM_QUERY, COM_RESET_CONNECTION};
 use crate::protocol::packets::{parse_ok, ErrPacket, OkInfo};
 use crate::protocol::response::{ResponseKind, ResponseTracker, Step};
+use crate::protocol::transport::Transport;
 use crate::protocol::{PacketStream, ProtocolError};
 
 use super::error::BackendError;
+use super::tls::TlsSettings;
+
+/// A backend socket: plain, or TLS after sluice's SSL request.
+pub type BackendIo = Transport<TcpStream, tokio_rustls::client::TlsStream<TcpStream>>;
 
 /// Backend connections may carry any packet a client sends (1 GiB is the
 /// largest max_allowed_packet MySQL accepts).
@@ -44,17 +51,31 @@ impl PoolKey {
     }
 }
 
-/// Where and as whom to connect.
-#[derive(Debug, Clone)]
+/// Where and as whom to connect. `Debug` never shows the password.
+#[derive(Clone)]
 pub struct ConnectParams {
     pub addr: String,
     pub user: String,
     pub password: String,
     pub connect_timeout: Duration,
+    /// `None`: plaintext (`tls.mode: disabled`).
+    pub tls: Option<Arc<TlsSettings>>,
+}
+
+impl std::fmt::Debug for ConnectParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectParams")
+            .field("addr", &self.addr)
+            .field("user", &self.user)
+            .field("password", &"<redacted>")
+            .field("connect_timeout", &self.connect_timeout)
+            .field("tls", &self.tls)
+            .finish()
+    }
 }
 
 pub struct BackendConn {
-    pub stream: PacketStream<TcpStream>,
+    pub stream: PacketStream<BackendIo>,
     /// The server's thread id for this connection.
     pub thread_id: u32,
     pub caps: CapabilityFlags,
@@ -114,7 +135,7 @@ impl BackendConn {
             .await
             .map_err(BackendError::Connect)?;
         tcp.set_nodelay(true).map_err(BackendError::Connect)?;
-        let mut stream = PacketStream::new(tcp, BACKEND_MAX_PACKET);
+        let mut stream = PacketStream::new(Transport::Plain(tcp), BACKEND_MAX_PACKET);
         let hs_packet = stream.read_packet().await?;
         if hs_packet.payload.first() == Some(&0xff) {
             return Err(server_err(&hs_packet.payload));
@@ -134,7 +155,21 @@ impl BackendConn {
             // extended capabilities in the handshake response.
             wanted.remove(CapabilityFlags::CLIENT_LONG_PASSWORD);
         }
-        let caps = wanted & server_caps;
+        let mut caps = wanted & server_caps;
+        let tls = match &params.tls {
+            Some(tls) if server_caps.contains(CapabilityFlags::CLIENT_SSL) => {
+                caps |= CapabilityFlags::CLIENT_SSL;
+                Some(tls)
+            }
+            Some(tls) if tls.mode == BackendTlsMode::Preferred => None,
+            Some(tls) => {
+                return Err(BackendError::Tls(format!(
+                    "the server does not offer TLS, and tls.mode is {}",
+                    tls.mode.as_str()
+                )))
+            }
+            None => None,
+        };
         let nonce = hs.nonce();
         let nonce_for_auth = nonce.clone();
         let plugin = hs
@@ -170,6 +205,9 @@ impl BackendConn {
         // always writes utf8mb4_general_ci): offset 8 of the fixed header.
         buf[8] = key.collation;
         let mut seq = hs_packet.seq.wrapping_add(1);
+        if let Some(tls) = tls {
+            stream = start_tls(stream, &mut seq, &buf, tls).await?;
+        }
         stream.write_packet(&mut seq, &buf).await?;
         authenticate(&mut stream, params).await?;
         Ok(BackendConn {
@@ -195,6 +233,19 @@ impl BackendConn {
     /// The statement-cache context of this connection's current state.
     pub fn stmt_context(&self) -> u64 {
         self.state.context(self.db.as_deref())
+    }
+
+    /// Whether the connection is encrypted.
+    pub fn is_tls(&self) -> bool {
+        self.stream.get_ref().is_tls()
+    }
+
+    /// The TCP socket under any TLS.
+    pub fn tcp(&self) -> &TcpStream {
+        match self.stream.get_ref() {
+            Transport::Plain(tcp) => tcp,
+            Transport::Tls(tls) => tls.get_ref().0,
+        }
     }
 
     pub fn deprecate_eof(&self) -> bool {
@@ -433,6 +484,46 @@ impl BackendConn {
     }
 }
 
+/// Send the SSL request (the first 32 bytes of the handshake response
+/// `response`, which carries CLIENT_SSL) and run the TLS handshake on the
+/// socket; the full response then goes over TLS.
+async fn start_tls(
+    mut stream: PacketStream<BackendIo>,
+    seq: &mut u8,
+    response: &[u8],
+    tls: &TlsSettings,
+) -> Result<PacketStream<BackendIo>, BackendError> {
+    let request = response.get(..32).ok_or(ProtocolError::Malformed(
+        "handshake response shorter than an SSL request",
+    ))?;
+    stream.write_packet(seq, request).await?;
+    let (io, unread) = stream.into_parts();
+    let Transport::Plain(tcp) = io else {
+        return Err(BackendError::Tls("TLS was already started".into()));
+    };
+    if !unread.is_empty() {
+        return Err(ProtocolError::Malformed("data from the server before the TLS handshake").into());
+    }
+    let encrypted = tls
+        .connector
+        .connect(tls.server_name.clone(), tcp)
+        .await
+        .map_err(|e| BackendError::Tls(format!("handshake failed ({}): {e}", tls.mode.as_str())))?;
+    Ok(PacketStream::new(
+        Transport::Tls(Box::new(encrypted)),
+        BACKEND_MAX_PACKET,
+    ))
+}
+
+/// The password as sent in clear text over TLS (caching_sha2 full
+/// authentication, mysql_clear_password): NUL-terminated.
+fn cleartext_password(params: &ConnectParams) -> Vec<u8> {
+    let mut p = Vec::with_capacity(params.password.len() + 1);
+    p.extend_from_slice(params.password.as_bytes());
+    p.push(0);
+    p
+}
+
 fn server_err(payload: &[u8]) -> BackendError {
     BackendError::Server(
         ErrPacket::parse(payload).unwrap_or_else(|| ErrPacket::new(2027, "HY000", "Malformed packet")),
@@ -442,7 +533,7 @@ fn server_err(payload: &[u8]) -> BackendError {
 /// Finish authentication after the handshake response: handle auth switch,
 /// caching_sha2 fast-auth success, and the final OK/ERR.
 async fn authenticate(
-    stream: &mut PacketStream<TcpStream>,
+    stream: &mut PacketStream<BackendIo>,
     params: &ConnectParams,
 ) -> Result<(), BackendError> {
     loop {
@@ -464,6 +555,10 @@ async fn authenticate(
                 let data = match plugin {
                     AuthPlugin::MysqlNativePassword | AuthPlugin::CachingSha2Password => {
                         plugin.gen_data(Some(&params.password), &nonce)
+                    }
+                    AuthPlugin::MysqlClearPassword if stream.get_ref().is_tls() => {
+                        stream.write_packet(&mut seq, &cleartext_password(params)).await?;
+                        continue;
                     }
                     AuthPlugin::MysqlClearPassword => {
                         return Err(BackendError::Unsupported(
@@ -488,11 +583,17 @@ async fn authenticate(
                 // follows); 0x04 = full auth needed, which requires TLS or RSA.
                 match p.payload.get(1) {
                     Some(0x03) => continue,
+                    // Full authentication over TLS: the password itself,
+                    // protected by the encrypted channel.
+                    Some(0x04) if stream.get_ref().is_tls() => {
+                        stream.write_packet(&mut seq, &cleartext_password(params)).await?;
+                    }
                     Some(0x04) => {
                         return Err(BackendError::Unsupported(
-                            "backend requires caching_sha2_password full authentication; \
-                             connect once with the mysql client to fill the server's cache, \
-                             or use mysql_native_password for the sluice user"
+                            "backend requires caching_sha2_password full authentication, which \
+                             sluice only does over TLS: set tls.mode for this backend, connect once \
+                             with the mysql client to fill the server's cache, or use \
+                             mysql_native_password for the sluice user"
                                 .into(),
                         ))
                     }

@@ -16,6 +16,10 @@ pub enum BackendError {
     /// The server answered with an error (e.g. access denied).
     #[error("{0}")]
     Server(ErrPacket),
+    /// TLS could not be set up as `tls.mode` demands (no TLS offered, a
+    /// certificate that fails verification, unreadable files).
+    #[error("TLS: {0}")]
+    Tls(String),
     #[error("not supported: {0}")]
     Unsupported(String),
     #[error("pool: {0}")]

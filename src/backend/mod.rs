@@ -4,9 +4,10 @@ pub mod conn;
 pub mod error;
 pub mod pool;
 pub mod state;
+pub mod tls;
 pub mod topology;
 
-pub use conn::{BackendConn, ConnectParams, PoolKey};
+pub use conn::{BackendConn, BackendIo, ConnectParams, PoolKey};
 pub use error::BackendError;
 pub use pool::{BackendPool, Pooled};
 pub use topology::{Group, Topology};

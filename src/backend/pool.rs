@@ -70,22 +70,37 @@ impl managed::Manager for Manager {
             conn.reset_as_new(&self.params)
                 .await
                 .map_err(RecycleError::Backend)?;
-        } else {
-            // Clean apart from tracked state (default database, SETs,
-            // prepared statements), which the next borrower reconciles.
-            liveness(conn)?;
+            return Ok(());
         }
-        Ok(())
+        // Clean apart from tracked state (default database, SETs, prepared
+        // statements), which the next borrower reconciles.
+        match idle_socket(conn) {
+            Idle::Quiet => Ok(()),
+            // A TLS server may send records other than a close (session
+            // tickets): a round trip reads them and proves the connection.
+            Idle::Readable if conn.is_tls() => conn.ping().await.map_err(RecycleError::Backend),
+            Idle::Readable => Err(RecycleError::message("connection closed while idle")),
+        }
     }
 }
 
-/// A clean idle connection has nothing to read; readable means the server
-/// closed it (wait_timeout, restart) or sent something unexpected.
-fn liveness(conn: &mut BackendConn) -> RecycleResult<BackendError> {
+enum Idle {
+    /// Nothing to read: the server still holds the connection.
+    Quiet,
+    /// Bytes or EOF wait: a plaintext server closed it (wait_timeout,
+    /// restart) or sent something unexpected.
+    Readable,
+}
+
+/// Peek (never consume: under TLS a byte read here would corrupt the
+/// stream) at an idle connection's socket.
+fn idle_socket(conn: &BackendConn) -> Idle {
     let mut probe = [0u8; 1];
-    match conn.stream.get_ref().try_read(&mut probe) {
-        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(()),
-        _ => Err(RecycleError::message("connection closed while idle")),
+    let mut buf = tokio::io::ReadBuf::new(&mut probe);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match conn.tcp().poll_peek(&mut cx, &mut buf) {
+        std::task::Poll::Pending => Idle::Quiet,
+        std::task::Poll::Ready(_) => Idle::Readable,
     }
 }
 

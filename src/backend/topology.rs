@@ -23,43 +23,48 @@ pub struct Topology {
     pub groups: Vec<Group>,
 }
 
-fn params(b: &config::Backend, cfg: &Config) -> ConnectParams {
-    ConnectParams {
+/// How to reach `b`; fails when its TLS files cannot be used.
+fn params(b: &config::Backend, cfg: &Config) -> Result<ConnectParams, String> {
+    let tls =
+        super::tls::settings(cfg.backend_tls(b), &b.addr).map_err(|e| format!("backend {}: {e}", b.addr))?;
+    Ok(ConnectParams {
         addr: b.addr.clone(),
         user: b.user.clone(),
         password: b.password.clone(),
         connect_timeout: cfg.backend.connect_timeout,
-    }
+        tls,
+    })
 }
 
 impl Topology {
-    pub fn from_config(cfg: &Config) -> Topology {
-        let groups = cfg
-            .groups
-            .iter()
-            .map(|g| Group {
+    /// The pools of every configured backend (none connects yet). Fails
+    /// when a backend's TLS certificates or keys cannot be read.
+    pub fn from_config(cfg: &Config) -> Result<Topology, String> {
+        let mut groups = Vec::with_capacity(cfg.groups.len());
+        for g in &cfg.groups {
+            let master = BackendPool::new(
+                format!("{} master {}", g.name, g.master.addr),
+                params(&g.master, cfg)?,
+                cfg.backend.pool_max,
+            );
+            let mut replicas = Vec::with_capacity(g.replicas.len());
+            for (i, r) in g.replicas.iter().enumerate() {
+                replicas.push(Replica {
+                    pool: BackendPool::new(
+                        format!("{} replica{} {}", g.name, i, r.addr),
+                        params(r, cfg)?,
+                        cfg.backend.pool_max,
+                    ),
+                    weight: r.weight,
+                });
+            }
+            groups.push(Group {
                 name: g.name.clone(),
-                master: BackendPool::new(
-                    format!("{} master {}", g.name, g.master.addr),
-                    params(&g.master, cfg),
-                    cfg.backend.pool_max,
-                ),
-                replicas: g
-                    .replicas
-                    .iter()
-                    .enumerate()
-                    .map(|(i, r)| Replica {
-                        pool: BackendPool::new(
-                            format!("{} replica{} {}", g.name, i, r.addr),
-                            params(r, cfg),
-                            cfg.backend.pool_max,
-                        ),
-                        weight: r.weight,
-                    })
-                    .collect(),
-            })
-            .collect();
-        Topology { groups }
+                master,
+                replicas,
+            });
+        }
+        Ok(Topology { groups })
     }
 
     /// The default group (the first configured).

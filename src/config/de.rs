@@ -260,6 +260,62 @@ impl ScalarKind for FilePath {
     }
 }
 
+/// A packet size in bytes, with an optional binary unit as MariaDB writes
+/// `max_allowed_packet`: `65536`, `64K`, `64M`, `1G`. 1K..=1G.
+pub(super) struct PacketSize;
+
+impl ScalarKind for PacketSize {
+    type Out = usize;
+    const EXPECTING: &'static str = "a size such as 64M";
+
+    fn parse(text: &str) -> Result<usize, String> {
+        let usage = "write bytes or a number with K, M or G (1024-based), e.g. 16M; from 1K to 1G";
+        let s = text.trim();
+        let (number, shift) = match s.char_indices().last() {
+            Some((i, 'k' | 'K')) => (&s[..i], 10),
+            Some((i, 'm' | 'M')) => (&s[..i], 20),
+            Some((i, 'g' | 'G')) => (&s[..i], 30),
+            _ => (s, 0),
+        };
+        let n: u64 = number
+            .parse()
+            .map_err(|_| format!("invalid size `{text}`: {usage}"))?;
+        let bytes = n.checked_shl(shift).filter(|b| b >> shift == n);
+        match bytes {
+            Some(b) if (1 << 10..=1 << 30).contains(&b) => {
+                usize::try_from(b).map_err(|_| format!("size `{text}` is too large: {usage}"))
+            }
+            _ => Err(format!("size `{text}` is out of range: {usage}")),
+        }
+    }
+}
+
+/// Deserializes a mapping as `T` (unknown keys and value errors keep their
+/// own positions), then checks it as a whole with `finish`; an error from
+/// `finish` names the mapping's line.
+pub(super) fn checked_map<'de, T, O, D>(d: D, finish: fn(T) -> Result<O, String>) -> Result<O, D::Error>
+where
+    T: DeserializeOwned,
+    D: Deserializer<'de>,
+{
+    d.deserialize_map(CheckedMapVisitor(finish, PhantomData))
+}
+
+struct CheckedMapVisitor<T, O>(fn(T) -> Result<O, String>, PhantomData<T>);
+
+impl<'de, T: DeserializeOwned, O> Visitor<'de> for CheckedMapVisitor<T, O> {
+    type Value = O;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a mapping")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<O, A::Error> {
+        let item = T::deserialize(MapAccessDeserializer::new(map))?;
+        (self.0)(item).map_err(de::Error::custom)
+    }
+}
+
 /// Deserializes a positive integer (`pool_max`, `weight`): zero is rejected
 /// where the zero is written.
 pub(super) fn positive<'de, T, D>(d: D) -> Result<T, D::Error>

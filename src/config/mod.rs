@@ -39,6 +39,39 @@ pub struct Config {
     pub freshness: Freshness,
     /// Sharded tables (empty: no sharding).
     pub sharding: Sharding,
+    /// Client connection limits and shutdown (section `limits:`).
+    pub limits: Limits,
+}
+
+/// `limits:` — what one sluice accepts from its clients, and how long it
+/// waits for them when it stops. Every field has a default (see
+/// [`Limits::default`]), so the whole section is optional.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Client sessions at once; one more gets ERR 1040 "Too many
+    /// connections" instead of the greeting, as MariaDB answers beyond its
+    /// `max_connections`. 1..=1000000, default 10000.
+    pub max_client_connections: usize,
+    /// Largest packet accepted from a client (MariaDB's `max_allowed_packet`);
+    /// a larger one gets ERR 1153 and the session ends. 1K..=1G, default 64M.
+    pub max_packet_size: usize,
+    /// A session that sends no command for this long is closed (MariaDB's
+    /// `wait_timeout`); `0s` = never. Default 8h.
+    pub idle_client_timeout: Duration,
+    /// On SIGTERM/SIGINT, how long running statements may take to finish
+    /// before every session is closed. Default 30s.
+    pub shutdown_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_client_connections: 10_000,
+            max_packet_size: 64 << 20,
+            idle_client_timeout: Duration::from_secs(8 * 3600),
+            shutdown_timeout: Duration::from_secs(30),
+        }
+    }
 }
 
 /// `sharding:` — tables split into sub-tables `table_0..table_{N-1}`.
@@ -78,14 +111,28 @@ pub struct TlsConfig {
 pub struct User {
     pub name: String,
     pub credential: Credential,
+    /// Sessions this user may hold at once (MariaDB's
+    /// `MAX_USER_CONNECTIONS`); 0 = no limit (the default). One more login
+    /// gets ERR 1226.
+    pub max_connections: u32,
 }
 
-#[derive(Debug, Clone)]
+/// `Debug` never shows the secret (configurations may end up in logs).
+#[derive(Clone)]
 pub enum Credential {
     /// Cleartext password from the config: allows every auth method.
     Password(String),
     /// SHA1(SHA1(password)), decoded from a `*HEX40` mysql_native_password hash.
     NativeHash([u8; 20]),
+}
+
+impl fmt::Debug for Credential {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Credential::Password(_) => f.write_str("Password(<redacted>)"),
+            Credential::NativeHash(_) => f.write_str("NativeHash(<redacted>)"),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -95,7 +142,8 @@ pub struct Group {
     pub replicas: Vec<Backend>,
 }
 
-#[derive(Debug, Clone)]
+/// `Debug` never shows the password.
+#[derive(Clone)]
 pub struct Backend {
     /// "host:port" as written (resolved at connect time).
     pub addr: String,
@@ -103,6 +151,21 @@ pub struct Backend {
     pub password: String,
     /// Relative weight among replicas. Default 1.
     pub weight: u32,
+    /// This server's own `tls:`; `None` = the shared `backend.tls`
+    /// (see [`Config::backend_tls`]).
+    pub tls: Option<BackendTls>,
+}
+
+impl fmt::Debug for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Backend")
+            .field("addr", &self.addr)
+            .field("user", &self.user)
+            .field("password", &"<redacted>")
+            .field("weight", &self.weight)
+            .field("tls", &self.tls)
+            .finish()
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -115,6 +178,53 @@ pub struct BackendSettings {
     /// or while they hold state only that connection has) instead of
     /// keeping one for their whole life. Default true.
     pub multiplex: bool,
+    /// TLS to every backend without a `tls:` of its own. Default disabled.
+    pub tls: BackendTls,
+}
+
+/// TLS from sluice to one backend server, as the MySQL client's
+/// `--ssl-mode`, `--ssl-ca`, `--ssl-cert`, `--ssl-key`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BackendTls {
+    pub mode: BackendTlsMode,
+    /// PEM CA certificate(s) the server's certificate must chain to.
+    /// Required by `verify_ca` and `verify_identity`.
+    pub ca: Option<PathBuf>,
+    /// PEM client certificate and key, for servers that require one
+    /// (`REQUIRE X509`). Both or neither.
+    pub client_cert: Option<(PathBuf, PathBuf)>,
+    /// The name the server's certificate must carry under
+    /// `verify_identity`; default the host of `addr`.
+    pub server_name: Option<String>,
+}
+
+/// `tls.mode` of a backend: MySQL's `--ssl-mode` values.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum BackendTlsMode {
+    /// Plaintext (the default, like ProxySQL and MaxScale).
+    #[default]
+    Disabled,
+    /// TLS when the server offers it, plaintext otherwise; no verification.
+    Preferred,
+    /// TLS or fail; the certificate is not verified.
+    Required,
+    /// TLS, and the certificate must chain to `ca` (any name).
+    VerifyCa,
+    /// TLS, the certificate must chain to `ca` and name the server.
+    VerifyIdentity,
+}
+
+impl BackendTlsMode {
+    /// As written in the configuration.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackendTlsMode::Disabled => "disabled",
+            BackendTlsMode::Preferred => "preferred",
+            BackendTlsMode::Required => "required",
+            BackendTlsMode::VerifyCa => "verify_ca",
+            BackendTlsMode::VerifyIdentity => "verify_identity",
+        }
+    }
 }
 
 /// Freshness settings: which reads a replica may serve, and the counter
@@ -279,11 +389,27 @@ impl Config {
             source,
         })?;
         let mut config = Config::from_yaml_str(&text, &origin)?;
-        if let (Some(tls), Some(dir)) = (config.tls.as_mut(), path.parent()) {
-            tls.cert = dir.join(&tls.cert);
-            tls.key = dir.join(&tls.key);
+        if let Some(dir) = path.parent() {
+            if let Some(tls) = config.tls.as_mut() {
+                tls.cert = dir.join(&tls.cert);
+                tls.key = dir.join(&tls.key);
+            }
+            config.backend.tls.resolve_paths(dir);
+            for group in &mut config.groups {
+                for backend in std::iter::once(&mut group.master).chain(&mut group.replicas) {
+                    if let Some(tls) = backend.tls.as_mut() {
+                        tls.resolve_paths(dir);
+                    }
+                }
+            }
         }
         Ok(config)
+    }
+
+    /// The TLS settings sluice uses to reach `backend`: its own `tls:`, else
+    /// `backend.tls`.
+    pub fn backend_tls<'a>(&'a self, backend: &'a Backend) -> &'a BackendTls {
+        backend.tls.as_ref().unwrap_or(&self.backend.tls)
     }
 
     /// Parses and validates `text`; `origin` names it in error messages.
@@ -304,6 +430,19 @@ impl Config {
             position: e.keys.iter().find_map(|key| locate_top_level_key(text, key)),
             message: e.message,
         })
+    }
+}
+
+impl BackendTls {
+    /// Makes relative paths relative to `dir` (the configuration's directory).
+    fn resolve_paths(&mut self, dir: &Path) {
+        if let Some(ca) = self.ca.as_mut() {
+            *ca = dir.join(&*ca);
+        }
+        if let Some((cert, key)) = self.client_cert.as_mut() {
+            *cert = dir.join(&*cert);
+            *key = dir.join(&*key);
+        }
     }
 }
 
@@ -380,11 +519,13 @@ pub fn format_native_hash(hash: &[u8; 20]) -> String {
 pub fn parse_native_hash(text: &str) -> Result<[u8; 20], String> {
     let usage = "a mysql_native_password hash is `*` followed by 40 hex digits \
                  (print one with `sluice hash-password`)";
+    // The value is never echoed: a password pasted here by mistake must not
+    // end up in a terminal or a log.
     let hex = text
         .strip_prefix('*')
-        .ok_or_else(|| format!("`{text}` does not start with `*`: {usage}"))?;
+        .ok_or_else(|| format!("the value does not start with `*`: {usage}"))?;
     if hex.len() != 40 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(format!("`{text}` is not a valid hash: {usage}"));
+        return Err(format!("the value is not a valid hash: {usage}"));
     }
     let mut hash = [0u8; 20];
     for (byte, pair) in hash.iter_mut().zip(hex.as_bytes().chunks_exact(2)) {

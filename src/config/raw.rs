@@ -4,8 +4,8 @@
 
 use super::de::{self, ListItem};
 use super::{
-    Backend, BackendSettings, Config, Credential, Freshness, FreshnessMode, Group, LogConfig, LogFormat,
-    Sharding, TlsConfig, User,
+    Backend, BackendSettings, BackendTls, BackendTlsMode, Config, Credential, Freshness, FreshnessMode,
+    Group, Limits, LogConfig, LogFormat, Sharding, TlsConfig, User,
 };
 use serde::Deserialize;
 use std::net::SocketAddr;
@@ -46,6 +46,8 @@ pub(super) struct RawConfig {
     freshness: RawFreshness,
     #[serde(default)]
     sharding: RawSharding,
+    #[serde(default)]
+    limits: RawLimits,
     #[serde(deserialize_with = "de::unique_list::<RawUser, _>")]
     users: Vec<User>,
     #[serde(deserialize_with = "de::unique_list::<RawGroup, _>")]
@@ -84,6 +86,7 @@ impl RawConfig {
             backend: self.backend.into(),
             freshness: self.freshness.into(),
             sharding,
+            limits: self.limits.into(),
         })
     }
 }
@@ -185,6 +188,8 @@ struct RawBackendSettings {
     pool_max: usize,
     #[serde(default = "default_multiplex")]
     multiplex: bool,
+    #[serde(default)]
+    tls: Option<RawBackendTls>,
 }
 
 impl Default for RawBackendSettings {
@@ -193,6 +198,7 @@ impl Default for RawBackendSettings {
             connect_timeout: default_connect_timeout(),
             pool_max: default_pool_max(),
             multiplex: default_multiplex(),
+            tls: None,
         }
     }
 }
@@ -215,6 +221,7 @@ impl From<RawBackendSettings> for BackendSettings {
             connect_timeout: raw.connect_timeout,
             pool_max: raw.pool_max,
             multiplex: raw.multiplex,
+            tls: raw.tls.map(|t| t.0).unwrap_or_default(),
         }
     }
 }
@@ -448,6 +455,9 @@ struct RawUser {
     password: Option<String>,
     #[serde(default, deserialize_with = "de::parse_opt::<de::NativeHash, _>")]
     password_hash: Option<[u8; 20]>,
+    /// 0 = no limit.
+    #[serde(default)]
+    max_connections: u32,
 }
 
 impl ListItem for RawUser {
@@ -478,6 +488,7 @@ impl ListItem for RawUser {
         Ok(User {
             name: self.name,
             credential,
+            max_connections: self.max_connections,
         })
     }
 }
@@ -534,6 +545,8 @@ struct RawMaster {
     user: String,
     #[serde(default)]
     password: String,
+    #[serde(default)]
+    tls: Option<RawBackendTls>,
 }
 
 impl From<RawMaster> for Backend {
@@ -543,6 +556,7 @@ impl From<RawMaster> for Backend {
             user: raw.user,
             password: raw.password,
             weight: default_weight(),
+            tls: raw.tls.map(|t| t.0),
         }
     }
 }
@@ -561,6 +575,8 @@ struct RawReplica {
     password: String,
     #[serde(default = "default_weight", deserialize_with = "de::positive")]
     weight: u32,
+    #[serde(default)]
+    tls: Option<RawBackendTls>,
 }
 
 fn default_weight() -> u32 {
@@ -574,6 +590,158 @@ impl From<RawReplica> for Backend {
             user: raw.user,
             password: raw.password,
             weight: raw.weight,
+            tls: raw.tls.map(|t| t.0),
         }
+    }
+}
+
+/// `limits:`; defaults are those of [`Limits::default`].
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping such as { max_client_connections: 10000, idle_client_timeout: 8h }"
+)]
+struct RawLimits {
+    #[serde(
+        default = "default_max_client_connections",
+        deserialize_with = "de::bounded::<usize, 1, 1000000, _>"
+    )]
+    max_client_connections: usize,
+    #[serde(
+        default = "default_max_packet_size",
+        deserialize_with = "de::parse::<de::PacketSize, _>"
+    )]
+    max_packet_size: usize,
+    #[serde(
+        default = "default_idle_client_timeout",
+        deserialize_with = "de::parse::<de::AnyDuration, _>"
+    )]
+    idle_client_timeout: Duration,
+    #[serde(
+        default = "default_shutdown_timeout",
+        deserialize_with = "de::parse::<de::AnyDuration, _>"
+    )]
+    shutdown_timeout: Duration,
+}
+
+impl Default for RawLimits {
+    fn default() -> Self {
+        let l = Limits::default();
+        RawLimits {
+            max_client_connections: l.max_client_connections,
+            max_packet_size: l.max_packet_size,
+            idle_client_timeout: l.idle_client_timeout,
+            shutdown_timeout: l.shutdown_timeout,
+        }
+    }
+}
+
+fn default_max_client_connections() -> usize {
+    Limits::default().max_client_connections
+}
+
+fn default_max_packet_size() -> usize {
+    Limits::default().max_packet_size
+}
+
+fn default_idle_client_timeout() -> Duration {
+    Limits::default().idle_client_timeout
+}
+
+fn default_shutdown_timeout() -> Duration {
+    Limits::default().shutdown_timeout
+}
+
+impl From<RawLimits> for Limits {
+    fn from(raw: RawLimits) -> Self {
+        Limits {
+            max_client_connections: raw.max_client_connections,
+            max_packet_size: raw.max_packet_size,
+            idle_client_timeout: raw.idle_client_timeout,
+            shutdown_timeout: raw.shutdown_timeout,
+        }
+    }
+}
+
+/// A backend `tls:` mapping, checked as a whole where it is written (so a
+/// missing `ca` names the mapping's line).
+struct RawBackendTls(BackendTls);
+
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping such as { mode: verify_identity, ca: certs/ca.pem }"
+)]
+struct RawBackendTlsFields {
+    mode: RawBackendTlsMode,
+    #[serde(default, deserialize_with = "de::parse_opt::<de::FilePath, _>")]
+    ca: Option<PathBuf>,
+    #[serde(default, deserialize_with = "de::parse_opt::<de::FilePath, _>")]
+    cert: Option<PathBuf>,
+    #[serde(default, deserialize_with = "de::parse_opt::<de::FilePath, _>")]
+    key: Option<PathBuf>,
+    #[serde(default, deserialize_with = "de::parse_opt::<de::Name, _>")]
+    server_name: Option<String>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(
+    rename_all = "snake_case",
+    expecting = "disabled, preferred, required, verify_ca or verify_identity"
+)]
+enum RawBackendTlsMode {
+    Disabled,
+    Preferred,
+    Required,
+    VerifyCa,
+    VerifyIdentity,
+}
+
+impl<'de> Deserialize<'de> for RawBackendTls {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        de::checked_map::<RawBackendTlsFields, _, _>(d, RawBackendTlsFields::finish).map(RawBackendTls)
+    }
+}
+
+impl RawBackendTlsFields {
+    fn finish(self) -> Result<BackendTls, String> {
+        let mode = match self.mode {
+            RawBackendTlsMode::Disabled => BackendTlsMode::Disabled,
+            RawBackendTlsMode::Preferred => BackendTlsMode::Preferred,
+            RawBackendTlsMode::Required => BackendTlsMode::Required,
+            RawBackendTlsMode::VerifyCa => BackendTlsMode::VerifyCa,
+            RawBackendTlsMode::VerifyIdentity => BackendTlsMode::VerifyIdentity,
+        };
+        let verifies = matches!(mode, BackendTlsMode::VerifyCa | BackendTlsMode::VerifyIdentity);
+        if verifies && self.ca.is_none() {
+            return Err(format!(
+                "tls mode {} needs `ca`: the CA certificate (PEM) the server's certificate must chain to",
+                mode.as_str()
+            ));
+        }
+        if !verifies && self.ca.is_some() {
+            return Err(format!(
+                "tls mode {} does not check certificates, so `ca` would be ignored: \
+                 use verify_ca or verify_identity, or remove `ca`",
+                mode.as_str()
+            ));
+        }
+        if self.server_name.is_some() && mode != BackendTlsMode::VerifyIdentity {
+            return Err("`server_name` is only checked with mode verify_identity".to_owned());
+        }
+        let client_cert = match (self.cert, self.key) {
+            (Some(cert), Some(key)) => Some((cert, key)),
+            (None, None) => None,
+            _ => return Err("a client certificate needs both `cert` and `key`".to_owned()),
+        };
+        if mode == BackendTlsMode::Disabled && client_cert.is_some() {
+            return Err("tls mode disabled: `cert` and `key` would be ignored".to_owned());
+        }
+        Ok(BackendTls {
+            mode,
+            ca: self.ca,
+            client_cert,
+            server_name: self.server_name,
+        })
     }
 }

@@ -74,6 +74,7 @@ fn example_file_is_valid() {
     assert_eq!(group.replicas[0].addr, "127.0.0.1:3307");
     // The example documents the defaults.
     assert_eq!(config.freshness, Freshness::default());
+    assert_eq!(config.limits, Limits::default());
 }
 
 #[test]
@@ -429,4 +430,110 @@ fn sql_log_is_off_unless_asked() {
     let on = parse(&format!("{MINIMAL}log:\n  sql_log: true\n")).expect("sql_log");
     assert!(on.log.sql_log);
     assert_error(&format!("{MINIMAL}log:\n  sql_log: sometimes\n"), 7, "sql_log");
+}
+
+#[test]
+fn limits_defaults_and_values() {
+    let config = parse(MINIMAL).expect("minimal config");
+    assert_eq!(config.limits, Limits::default());
+    assert_eq!(config.limits.max_client_connections, 10_000);
+    assert_eq!(config.limits.max_packet_size, 64 << 20);
+    assert_eq!(config.limits.idle_client_timeout, Duration::from_secs(8 * 3600));
+    assert_eq!(config.limits.shutdown_timeout, Duration::from_secs(30));
+    assert_eq!(config.users[0].max_connections, 0);
+    let text = format!(
+        "{MINIMAL}limits:\n  max_client_connections: 5\n  max_packet_size: 16K\n  idle_client_timeout: 0s\n  shutdown_timeout: 1s\n"
+    )
+    .replace("password: secret }", "password: secret, max_connections: 3 }");
+    let config = parse(&text).expect("limits");
+    assert_eq!(config.limits.max_client_connections, 5);
+    assert_eq!(config.limits.max_packet_size, 16 << 10);
+    assert_eq!(config.limits.idle_client_timeout, Duration::ZERO);
+    assert_eq!(config.limits.shutdown_timeout, Duration::from_secs(1));
+    assert_eq!(config.users[0].max_connections, 3);
+    for (size, bytes) in [("1024", 1024), ("64m", 64 << 20), ("1G", 1 << 30)] {
+        let text = format!("{MINIMAL}limits:\n  max_packet_size: {size}\n");
+        assert_eq!(parse(&text).expect(size).limits.max_packet_size, bytes);
+    }
+}
+
+#[test]
+fn limit_problems_have_line() {
+    let bad = [
+        ("max_client_connections: 0", "out of range"),
+        ("max_packet_size: 2G", "out of range"),
+        ("max_packet_size: 100", "out of range"),
+        ("max_packet_size: 64MB", "invalid size"),
+        ("idle_client_timeout: 8", "no unit"),
+        ("max_clients: 3", "unknown field"),
+    ];
+    for (line, needle) in bad {
+        assert_error(&format!("{MINIMAL}limits:\n  {line}\n"), 7, needle);
+    }
+    let negative = MINIMAL.replace("password: secret }", "password: secret, max_connections: -1 }");
+    assert_error(&negative, 2, "max_connections");
+}
+
+#[test]
+fn backend_tls_is_read_and_checked() {
+    let text = "\
+users:
+  - { name: app, password: secret }
+backend:
+  tls: { mode: verify_ca, ca: ca.pem }
+groups:
+  - name: main
+    master:
+      addr: db0:3306
+      user: sluice
+      tls: { mode: verify_identity, ca: other.pem, cert: c.pem, key: k.pem, server_name: db.example }
+    replicas:
+      - { addr: db1:3306, user: sluice }
+";
+    let config = parse(text).expect("backend tls");
+    let master = &config.groups[0].master;
+    let tls = config.backend_tls(master);
+    assert_eq!(tls.mode, BackendTlsMode::VerifyIdentity);
+    assert_eq!(tls.ca, Some(PathBuf::from("other.pem")));
+    assert_eq!(
+        tls.client_cert,
+        Some((PathBuf::from("c.pem"), PathBuf::from("k.pem")))
+    );
+    assert_eq!(tls.server_name.as_deref(), Some("db.example"));
+    let replica = config.backend_tls(&config.groups[0].replicas[0]);
+    assert_eq!(replica.mode, BackendTlsMode::VerifyCa);
+    assert_eq!(
+        parse(MINIMAL).expect("minimal").backend.tls.mode,
+        BackendTlsMode::Disabled
+    );
+
+    let base = "users:\n  - { name: app, password: x }\ngroups:\n  - name: main\n    master:\n      addr: h:1\n      user: u\n      tls: ";
+    let bad = [
+        ("{ mode: verify_ca }", "needs `ca`"),
+        ("{ mode: required, ca: a.pem }", "would be ignored"),
+        ("{ mode: required, cert: c.pem }", "both `cert` and `key`"),
+        (
+            "{ mode: verify_ca, ca: a.pem, server_name: x }",
+            "only checked with mode verify_identity",
+        ),
+        ("{ mode: sometimes }", "verify_identity"),
+        ("{ mode: required, sni: x }", "unknown field"),
+    ];
+    for (tls, needle) in bad {
+        assert_error(&format!("{base}{tls}\n"), 8, needle);
+    }
+}
+
+#[test]
+fn secrets_are_not_echoed() {
+    let pasted = "users:\n  - name: app\n    password_hash: 'hunter2-secret'\ngroups:\n  - { name: m, master: { addr: h:1, user: u } }\n";
+    let (_, message) = error_of(pasted);
+    assert!(!message.contains("hunter2"), "{message}");
+    let config =
+        parse(&MINIMAL.replace("user: sluice }", "user: sluice, password: topsecret }")).expect("config");
+    let debug = format!("{config:?}");
+    assert!(
+        !debug.contains("topsecret") && !debug.contains("secret\""),
+        "{debug}"
+    );
 }

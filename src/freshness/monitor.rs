@@ -97,7 +97,7 @@ pub struct GroupMonitor {
     collations: Mutex<std::collections::HashMap<(String, String, String), Option<u16>>>,
 }
 
-fn pool_for(b: &config::Backend) -> mysql_async::Pool {
+fn pool_for(b: &config::Backend, tls: &config::BackendTls) -> mysql_async::Pool {
     let (host, port) = match b.addr.rsplit_once(':') {
         Some((h, p)) => (h.to_string(), p.parse().unwrap_or(3306)),
         None => (b.addr.clone(), 3306),
@@ -112,6 +112,7 @@ fn pool_for(b: &config::Backend) -> mysql_async::Pool {
         .tcp_nodelay(true)
         .stmt_cache_size(0)
         .wait_timeout(Some(3600))
+        .ssl_opts(crate::backend::tls::mysql_async_opts(tls))
         .pool_opts(
             mysql_async::PoolOpts::default()
                 .with_constraints(constraints)
@@ -172,14 +173,16 @@ async fn ping(pool: &mysql_async::Pool, timeout: Duration) -> Result<Counters, S
 }
 
 impl GroupMonitor {
-    pub fn new(group: &config::Group, cfg: &Freshness) -> Arc<GroupMonitor> {
+    /// The monitor of `group`, with `config`'s freshness and backend TLS settings.
+    pub fn new(group: &config::Group, config: &config::Config) -> Arc<GroupMonitor> {
+        let cfg = &config.freshness;
         let replicas = group
             .replicas
             .iter()
             .enumerate()
             .map(|(i, r)| ReplicaMonitor {
                 label: format!("{} replica{} {}", group.name, i, r.addr),
-                pool: pool_for(r),
+                pool: pool_for(r, config.backend_tls(r)),
                 weight: r.weight.max(1),
                 healthy: AtomicBool::new(false),
                 ok_streak: AtomicU32::new(0),
@@ -196,7 +199,7 @@ impl GroupMonitor {
             mode: cfg.mode,
             cfg: cfg.clone(),
             master_label: format!("{} master {}", group.name, group.master.addr),
-            master: pool_for(&group.master),
+            master: pool_for(&group.master, config.backend_tls(&group.master)),
             target: ArcSwap::from_pointee(Counters::default()),
             master_flight: Flight::new(),
             replicas,

@@ -20,6 +20,7 @@ use crate::protocol::{PacketStream, ProtocolError};
 
 use super::auth;
 use super::io::ClientIo;
+use super::limits::UserSlot;
 use super::listener::Shared;
 
 /// The whole handshake must finish within this time (MySQL's connect_timeout).
@@ -41,6 +42,8 @@ pub struct Authed {
     pub seq: u8,
     /// The greeting's scramble, needed again by COM_CHANGE_USER.
     pub nonce: [u8; 20],
+    /// This session counted against `users[].max_connections`.
+    pub user_slot: UserSlot,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -201,8 +204,14 @@ async fn handshake_inner(
         )
         .await);
     }
+    // Counted from here until the session ends (the slot is its guard).
+    let user_slot = match shared.user_limits.acquire(&user_name) {
+        Ok(slot) => slot,
+        Err(e) => return Err(refuse(&mut client, &mut seq, e).await),
+    };
     client.set_max_packet(shared.max_packet);
     Ok(Authed {
+        user_slot,
         client,
         user: user_name,
         caps,

@@ -3,11 +3,13 @@
 pub mod auth;
 pub mod handshake;
 pub mod io;
+pub mod limits;
 pub mod listener;
 pub mod params;
 pub mod prepared;
 pub mod relay;
 pub mod session;
 pub mod tls;
+pub mod wait;
 
 pub use listener::{serve, Shared};

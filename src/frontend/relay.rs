@@ -1,8 +1,8 @@
 //! Relaying one command's response from a backend to the client: raw frames,
 //! never decoded, batched so that one backend read becomes one client write.
 
+use crate::backend::BackendIo;
 use bytes::Buf;
-use tokio::net::TcpStream;
 
 use crate::protocol::codec::complete_frame;
 use crate::protocol::consts::MAX_FRAME;
@@ -47,7 +47,7 @@ pub struct Opts {
 /// response. The backend connection is left at a command boundary on success.
 pub async fn command(
     client: &mut PacketStream<ClientIo>,
-    backend: &mut PacketStream<TcpStream>,
+    backend: &mut PacketStream<BackendIo>,
     payload: &[u8],
     opts: Opts,
 ) -> Result<ResponseTracker, RelayError> {
@@ -66,7 +66,7 @@ pub async fn command(
 /// Relay the response to a command already sent.
 pub async fn response(
     client: &mut PacketStream<ClientIo>,
-    backend: &mut PacketStream<TcpStream>,
+    backend: &mut PacketStream<BackendIo>,
     opts: Opts,
 ) -> Result<ResponseTracker, RelayError> {
     let mut tracker = ResponseTracker::new(opts.kind, opts.deprecate_eof);
@@ -152,7 +152,7 @@ fn rename_stmt_in_error(buf: &mut bytes::BytesMut, at: usize, backend_id: u32, c
 /// backend. Returns the sequence id of the last frame sent.
 async fn local_infile(
     client: &mut PacketStream<ClientIo>,
-    backend: &mut PacketStream<TcpStream>,
+    backend: &mut PacketStream<BackendIo>,
 ) -> Result<u8, RelayError> {
     let mut continuation = false;
     loop {

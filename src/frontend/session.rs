@@ -137,6 +137,8 @@ struct Session {
     /// Master connections of backend groups other than 0 (sharded tables
     /// placed there) and the transaction's writing group (`groups.rs`).
     groups: sharded::GroupConns,
+    /// Counts the session against its user's `max_connections` until dropped.
+    user_slot: super::limits::UserSlot,
 }
 
 impl Session {
@@ -172,6 +174,7 @@ impl Session {
             stmts: Registry::default(),
             reply_seq: a.seq,
             groups: sharded::GroupConns::default(),
+            user_slot: a.user_slot,
         }
     }
 
@@ -188,11 +191,11 @@ impl Session {
 
     async fn command_loop(&mut self) {
         loop {
-            let pkt = match self.client.read_packet().await {
+            let pkt = match super::wait::next_command(&mut self.client, &self.shared).await {
                 Ok(p) => p,
-                Err(ProtocolError::TooLarge { limit, .. }) => {
+                Err(ProtocolError::TooLarge { .. }) => {
                     self.reply_seq = 1;
-                    let _ = self.send_err(&error::packet_too_large(limit)).await;
+                    let _ = self.send_err(&error::packet_too_large()).await;
                     return;
                 }
                 Err(e) => {
@@ -629,6 +632,15 @@ impl Session {
                 .send_err(&error::access_denied(&req.user, &host, !req.auth.is_empty()))
                 .await;
             return Err(Closed);
+        }
+        // The session now counts against the new user's max_connections.
+        self.user_slot = super::limits::UserSlot::none();
+        match self.shared.user_limits.acquire(&req.user) {
+            Ok(slot) => self.user_slot = slot,
+            Err(e) => {
+                let _ = self.send_err(&e).await;
+                return Err(Closed);
+            }
         }
         // Give the connections back (the pool resets them) and start clean.
         self.master = None;

@@ -214,6 +214,8 @@ pub struct Metrics {
     pub client_connections_open: IntGauge,
     pub client_connections_total: IntCounter,
     pub client_connections_refused: IntCounter,
+    /// Sessions closed after `limits.idle_client_timeout` without a command.
+    idle_sessions_closed: IntCounter,
     /// Statements by destination (master/replica/shards) and routing reason.
     pub routed: IntCounterVec,
     /// `routed` children, resolved on first use: [destination][reason].
@@ -248,6 +250,10 @@ impl Metrics {
             "sluice_client_connections_refused_total",
             "Client connections that never completed the login: access denied, handshake errors, \
              or timeouts and disconnects during the handshake.",
+        );
+        let idle_sessions_closed = counter(
+            "sluice_client_idle_timeouts_total",
+            "Client sessions closed because they sent no command for limits.idle_client_timeout.",
         );
         let routed = IntCounterVec::new(
             Opts::new(
@@ -305,6 +311,7 @@ impl Metrics {
             Box::new(client_connections_open.clone()),
             Box::new(client_connections_total.clone()),
             Box::new(client_connections_refused.clone()),
+            Box::new(idle_sessions_closed.clone()),
             Box::new(errors_vec),
             Box::new(bytes_received.clone()),
             Box::new(bytes_sent.clone()),
@@ -319,6 +326,7 @@ impl Metrics {
             client_connections_open,
             client_connections_total,
             client_connections_refused,
+            idle_sessions_closed,
             routed,
             routed_known: Box::new(std::array::from_fn(|_| std::array::from_fn(|_| OnceLock::new()))),
             errors,
@@ -456,6 +464,11 @@ impl Metrics {
         if matches!(e, HandshakeError::Protocol(p) if !p.is_disconnect()) {
             self.error(ErrorKind::ClientProtocol);
         }
+    }
+
+    /// A session was closed for idling longer than `limits.idle_client_timeout`.
+    pub fn idle_session_closed(&self) {
+        self.idle_sessions_closed.inc();
     }
 
     pub fn client_connected(&self) {

@@ -90,6 +90,7 @@ pub mod errcode {
     pub const ER_NET_PACKET_TOO_LARGE: u16 = 1153;
     pub const ER_NET_READ_ERROR: u16 = 1158;
     pub const ER_WRONG_ARGUMENTS: u16 = 1210;
+    pub const ER_USER_LIMIT_REACHED: u16 = 1226;
     pub const ER_NOT_SUPPORTED_YET: u16 = 1235;
     pub const ER_UNKNOWN_STMT_HANDLER: u16 = 1243;
     pub const ER_STMT_HAS_NO_OPEN_CURSOR: u16 = 1421;
@@ -101,4 +102,6 @@ pub mod errcode {
     pub const CR_CONN_HOST_ERROR: u16 = 2003;
     /// Client-side code for a backend that died mid-query.
     pub const CR_SERVER_LOST: u16 = 2013;
+    /// Client-side code for a TLS failure (MySQL's CR_SSL_CONNECTION_ERROR).
+    pub const CR_SSL_CONNECTION_ERROR: u16 = 2026;
 }

@@ -123,6 +123,16 @@ impl ErrPacket {
         out
     }
 
+    /// The ERR a server sends before its greeting, when it does not know
+    /// yet whether the client speaks protocol 4.1: no SQLSTATE marker.
+    pub fn encode_pre_handshake(&self) -> BytesMut {
+        let mut out = BytesMut::with_capacity(3 + self.message.len());
+        out.put_u8(0xff);
+        out.put_u16_le(self.code);
+        out.put_slice(self.message.as_bytes());
+        out
+    }
+
     /// Parse an ERR packet (protocol 4.1 layout).
     pub fn parse(payload: &[u8]) -> Option<ErrPacket> {
         if payload.first() != Some(&0xff) || payload.len() < 3 {

@@ -111,8 +111,8 @@ const SERVER_ARGS: &[&str] = &[
 ];
 
 /// The guard wrapper; see the module docs. Arguments:
-/// `$1` log file for the program's stdout/stderr, `$2` grace seconds between SIGTERM and
-/// SIGKILL, `$3` directory to remove if the test process died (may be empty), `$4` parent
+/// `$1` log file for the program's stdout/stderr (the program's exit status is written
+/// to `$1.exit` once it has been reaped), `$2` grace seconds between SIGTERM and SIGKILL, `$3` directory to remove if the test process died (may be empty), `$4` parent
 /// directory to `rmdir` afterwards if it became empty (may be empty), `$5...` the program.
 /// Prints the program's PID on stdout, then waits for a line (normal stop) or EOF (test
 /// process gone) on stdin.
@@ -129,7 +129,9 @@ kill -s TERM "$pid" 2>/dev/null
 ( sleep "$grace"; kill -s KILL "$pid" 2>/dev/null ) </dev/null >/dev/null 2>&1 &
 killer=$!
 wait "$pid"
+status=$?
 kill "$killer" 2>/dev/null
+echo "$status" >"$log.exit" 2>/dev/null
 if [ -n "$abrupt" ] && [ -n "$cleanup" ]; then
   rm -rf "$cleanup"
   if [ -n "$cleanup_parent" ]; then rmdir "$cleanup_parent" 2>/dev/null; fi
@@ -501,11 +503,13 @@ pub struct Server {
     dir: PathBuf,
     /// Started (and therefore stoppable/killable) by this process.
     owned: bool,
+    /// Options after [`SERVER_ARGS`] (see [`Cluster::start_with_args`]).
+    extra_args: Vec<String>,
     proc: Mutex<Option<Guarded>>,
 }
 
 impl Server {
-    fn new(dir: &Path, port: u16, server_id: u32, is_replica: bool) -> Server {
+    fn new(dir: &Path, port: u16, server_id: u32, is_replica: bool, extra_args: &[String]) -> Server {
         Server {
             port,
             server_id,
@@ -514,6 +518,7 @@ impl Server {
             socket: dir.join("mysql.sock"),
             dir: dir.to_path_buf(),
             owned: true,
+            extra_args: extra_args.to_vec(),
             proc: Mutex::new(None),
         }
     }
@@ -527,15 +532,16 @@ impl Server {
             socket: PathBuf::new(),
             dir: PathBuf::new(),
             owned: false,
+            extra_args: Vec::new(),
             proc: Mutex::new(None),
         }
     }
 
     /// Start a server on a fresh free port, retrying on "address in use".
-    fn start_new(dir: &Path, server_id: u32, is_replica: bool) -> Server {
+    fn start_new(dir: &Path, server_id: u32, is_replica: bool, extra_args: &[String]) -> Server {
         let mut last = String::new();
         for _ in 0..8 {
-            let s = Server::new(dir, free_port(), server_id, is_replica);
+            let s = Server::new(dir, free_port(), server_id, is_replica, extra_args);
             match s.launch() {
                 Ok(()) => return s,
                 Err(LaunchError::PortInUse) => last = format!("port {} in use", s.port),
@@ -575,6 +581,7 @@ impl Server {
         if self.is_replica {
             a.push("--read-only=1".into());
         }
+        a.extend(self.extra_args.iter().map(OsString::from));
         a
     }
 
@@ -855,6 +862,12 @@ impl Cluster {
     /// Start a fresh cluster with `n_replicas` replicas; panics with a clear message on
     /// failure. About a second once the template datadir is cached.
     pub fn start(n_replicas: usize) -> Cluster {
+        Self::start_with_args(n_replicas, &[])
+    }
+
+    /// [`Cluster::start`] with more server options for every server (e.g.
+    /// `--ssl-cert=...`), given after the harness's own.
+    pub fn start_with_args(n_replicas: usize, extra_args: &[String]) -> Cluster {
         let t0 = Instant::now();
         let _ = binaries();
         let template = template_datadir();
@@ -876,7 +889,7 @@ impl Cluster {
                     s.spawn(move || {
                         copy_dir(template, &dir.join("data"))
                             .unwrap_or_else(|e| panic!("copy template datadir to {}: {e}", dir.display()));
-                        Server::start_new(&dir, i as u32 + 1, i > 0)
+                        Server::start_new(&dir, i as u32 + 1, i > 0, extra_args)
                     })
                 })
                 .collect();
@@ -1232,6 +1245,23 @@ impl Sluice {
         if let Some(mut g) = self.proc.lock().unwrap_or_else(|e| e.into_inner()).take() {
             g.stop();
         }
+    }
+
+    /// Waits up to `timeout` for the process to exit by itself (e.g. after
+    /// `signal("TERM")`), then reaps it; returns its exit status (`None`: still running
+    /// after `timeout`, then stopped like [`Sluice::stop`]).
+    pub fn wait_exit(&self, timeout: Duration) -> Option<i32> {
+        let deadline = Instant::now() + timeout;
+        while self.is_running() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let exited = !self.is_running();
+        self.stop();
+        if !exited {
+            return None;
+        }
+        let path = PathBuf::from(format!("{}.exit", self.log.display()));
+        fs::read_to_string(&path).ok()?.trim().parse().ok()
     }
 
     /// SIGKILL now.
