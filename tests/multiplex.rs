@@ -395,3 +395,42 @@ async fn the_same_statement_text_in_two_databases_is_two_statements() {
         assert_eq!(v, Some(2), "b reads {db2}.t");
     }
 }
+
+#[tokio::test]
+async fn autocommit_off_sessions_hold_a_connection_only_inside_a_transaction() {
+    // PyMySQL and JDBC with autocommit=false send SET autocommit=0 at login:
+    // idle sessions like that must not hold a connection each.
+    let s = master_only(1);
+    let db = make_db("mux_ac");
+    let mut sessions = Vec::new();
+    for _ in 0..5 {
+        let mut c = conn(&s, &db).await;
+        c.query_drop("SET AUTOCOMMIT = 0").await.expect("autocommit off");
+        sessions.push(c);
+    }
+    for (i, c) in sessions.iter_mut().enumerate() {
+        let fut = async {
+            c.query_drop(format!("INSERT INTO t (v) VALUES ({i})"))
+                .await
+                .expect("insert");
+            let ac: i64 = one(c, "SELECT @@autocommit").await;
+            assert_eq!(ac, 0, "autocommit=0 follows the session");
+            c.query_drop("COMMIT").await.expect("commit");
+        };
+        tokio::time::timeout(Duration::from_secs(10), fut)
+            .await
+            .expect("a session with autocommit=0 found the connection free");
+    }
+    // Uncommitted work stays with its session and is not visible to others.
+    let (first, rest) = sessions.split_at_mut(1);
+    first[0]
+        .query_drop("INSERT INTO t (v) VALUES (100)")
+        .await
+        .expect("uncommitted");
+    let n: i64 = one(&mut first[0], "SELECT COUNT(*) FROM t").await;
+    assert_eq!(n, 6);
+    first[0].query_drop("ROLLBACK").await.expect("rollback");
+    let n: i64 = one(&mut rest[0], "SELECT COUNT(*) FROM t").await;
+    assert_eq!(n, 5);
+    rest[0].query_drop("COMMIT").await.expect("commit");
+}

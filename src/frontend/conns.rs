@@ -34,6 +34,8 @@ use crate::backend::{BackendConn, BackendError, BackendPool, Pooled};
 use crate::error;
 use crate::protocol::packets::ErrPacket;
 
+use crate::protocol::consts::SERVER_STATUS_IN_TRANS;
+
 use super::prepared::Conn;
 use super::Session;
 
@@ -154,10 +156,13 @@ impl Session {
                 .is_some_and(|(j, h)| *j == i && !h.conn.broken),
         };
         if !present {
-            let c = pool
-                .get(self.key)
-                .await
-                .map_err(|e| error::backend_error_packet(&pool.label, pool.addr(), &e))?;
+            let c = pool.get(self.key).await.map_err(|e| {
+                if matches!(e, BackendError::PoolFull { .. }) {
+                    // The client gets 1040; operators need to see it too.
+                    tracing::warn!(backend = %pool.label, error = %e, "no backend connection free");
+                }
+                error::backend_error_packet(&pool.label, pool.addr(), &e)
+            })?;
             if conn == Conn::Master && **self.shared.server_version.load() != c.server_version {
                 self.shared
                     .server_version
@@ -269,7 +274,12 @@ impl Session {
         if !self.multiplex {
             return;
         }
-        let master_busy = self.in_transaction()
+        // A transaction open on the server (its status flags say so). Not
+        // merely autocommit=0: that is a replayed SET, and such a session
+        // holds its connection from its first statement to COMMIT like any
+        // transaction (an error keeps it too, see `keep`: an ERR carries
+        // no status flags).
+        let master_busy = self.status & SERVER_STATUS_IN_TRANS != 0
             || self.pins.reason().is_some()
             || self.cursor.is_some_and(|(_, c)| c == Conn::Master)
             || self.keep == Some(Conn::Master)
