@@ -39,7 +39,9 @@
 # is stopped by PID when the script exits, however it exits.
 set -euo pipefail
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BENCH=shard
+# shellcheck source=benches/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$repo"
 
 ROWS=${ROWS:-1000000}
@@ -51,9 +53,6 @@ RSS_OFFSETS=${RSS_OFFSETS:-"1000 100000 500000"}
 RSS_ROUNDS=${RSS_ROUNDS:-3}
 BUFFER_POOL=${BUFFER_POOL:-1G}
 LOAD_VIA_SLUICE=${LOAD_VIA_SLUICE:-0}
-KEEP=${KEEP:-0}
-SKIP_BUILD=${SKIP_BUILD:-0}
-PY=/usr/bin/python3 # Debian's, with python3-pymysql
 
 # The exact command, for the report.
 COMMAND="ROWS=$ROWS ROUNDS=$ROUNDS SEED_REPS=$SEED_REPS DEEP_REPS=$DEEP_REPS DEEP_OFFSET=$DEEP_OFFSET RSS_OFFSETS=\"$RSS_OFFSETS\" RSS_ROUNDS=$RSS_ROUNDS BUFFER_POOL=$BUFFER_POOL LOAD_VIA_SLUICE=$LOAD_VIA_SLUICE"
@@ -62,87 +61,31 @@ COMMAND="ROWS=$ROWS ROUNDS=$ROUNDS SEED_REPS=$SEED_REPS DEEP_REPS=$DEEP_REPS DEE
 [ -n "${CARGO_TARGET_DIR:-}" ] && COMMAND="CARGO_TARGET_DIR=$CARGO_TARGET_DIR $COMMAND"
 COMMAND+=" benches/shard.sh"
 
-die() { echo "shard: $*" >&2; exit 1; }
-log() { echo "shard: $(date +%H:%M:%S) $*" >&2; }
-
-find_bin() {
-  local d
-  command -v "$1" 2>/dev/null && return 0
-  for d in /usr/sbin /usr/bin /usr/local/sbin /usr/local/bin; do
-    [ -x "$d/$1" ] && { echo "$d/$1"; return 0; }
-  done
-  return 1
-}
-find_bin mariadbd >/dev/null || die "mariadbd missing: sudo apt-get install -y mariadb-server"
-CLIENT=$(find_bin mariadb) || die "mariadb CLI missing: sudo apt-get install -y mariadb-client"
-CURL=$(find_bin curl) || die "curl missing: sudo apt-get install -y curl"
-[ -x "$PY" ] && "$PY" -c 'import pymysql' 2>/dev/null ||
-  die "$PY with PyMySQL missing: sudo apt-get install -y python3 python3-pymysql"
+need_bin mariadbd mariadb-server >/dev/null
+CLIENT=$(need_bin mariadb mariadb-client)
+CURL=$(need_bin curl curl)
+need_pymysql
 [[ $ROWS =~ ^[0-9]+$ ]] && [ "$ROWS" -ge 1000 ] || die "ROWS must be a number >= 1000"
 
 # --- work dir and cleanup ---------------------------------------------------------------
-work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-shard.XXXXXX")
+bench_workdir
+KEPT_HINT="sluice.log, cluster/*/error.log, samples.tsv"
 cluster_dir=$work/cluster
-CLUSTER_STARTED=0
-SLUICE_PID=""
-
-stop_pid() { # pid [grace seconds]: TERM, wait, KILL
-  local pid=$1 grace=${2:-10} i
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
-  kill -CONT "$pid" 2>/dev/null || true
-  kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < grace * 10; i++)); do
-    kill -0 "$pid" 2>/dev/null || return 0
-    sleep 0.1
-  done
-  kill -KILL "$pid" 2>/dev/null || true
+# Stops exactly the servers of our own cluster directory (by their pid files), after sluice.
+stop_cluster() {
+  "$repo/scripts/cluster" stop "$cluster_dir" >"$work/cluster-stop.log" 2>&1 || cat "$work/cluster-stop.log" >&2
 }
 
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  stop_pid "$SLUICE_PID" 10
-  # Stops exactly the servers of our own cluster directory (by their pid files).
-  if [ "$CLUSTER_STARTED" = 1 ]; then
-    "$repo/scripts/cluster" stop "$cluster_dir" >"$work/cluster-stop.log" 2>&1 || cat "$work/cluster-stop.log" >&2
-  fi
-  wait 2>/dev/null || true
-  if [ "$KEEP" = 1 ] || [ $rc -ne 0 ]; then
-    echo "shard: work directory kept: $work (sluice.log, cluster/*/error.log, samples.tsv)" >&2
-  else
-    rm -rf "$work"
-  fi
-  exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-free_ports() {
-  "$PY" -c '
-import socket, sys
-s = [socket.socket() for _ in range(int(sys.argv[1]))]
-for x in s: x.bind(("127.0.0.1", 0))
-print(" ".join(str(x.getsockname()[1]) for x in s))' "$1"
-}
 read -r MPORT RPORT SPORT APORT <<<"$(free_ports 4)"
-LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+LOAD_START=$(loadavg)
 
 # --- sluice binary ----------------------------------------------------------------------
-if [ -n "${SLUICE_BIN:-}" ]; then
-  BIN=$SLUICE_BIN
-elif [ "$SKIP_BUILD" = 1 ]; then
-  BIN=${CARGO_TARGET_DIR:-$repo/target}/release/sluice
-else
-  log "cargo build --release"
-  cargo build --release --quiet 2>"$work/build.log" || { cat "$work/build.log" >&2; die "cargo build --release failed"; }
-  BIN=${CARGO_TARGET_DIR:-$repo/target}/release/sluice
-fi
-[ -x "$BIN" ] || die "no sluice binary at $BIN"
+sluice_binary
+BIN=$SLUICE_BIN
 
 # --- MariaDB ------------------------------------------------------------------------------
 log "starting MariaDB master 127.0.0.1:$MPORT (+ replica :$RPORT, replication stopped) in $cluster_dir"
-CLUSTER_STARTED=1
+CLEANUP_HOOKS+=(stop_cluster)
 MASTER_PORT=$MPORT REPLICA_PORTS=$RPORT CLUSTER_DB=bench "$repo/scripts/cluster" start "$cluster_dir" \
   >"$work/cluster-start.log" 2>&1 || { cat "$work/cluster-start.log" >&2; die "scripts/cluster start failed"; }
 msql() { # db sql: as sluice/sluice directly on the master
@@ -180,13 +123,8 @@ groups:
     master: { addr: "127.0.0.1:$MPORT", user: sluice, password: sluice }
     replicas: []
 EOF
-"$BIN" serve --config "$work/sluice.yaml" >"$work/sluice.log" 2>&1 &
-SLUICE_PID=$!
-for _ in $(seq 1 100); do
-  (exec 3<>"/dev/tcp/127.0.0.1/$SPORT") 2>/dev/null && break
-  kill -0 "$SLUICE_PID" 2>/dev/null || { cat "$work/sluice.log" >&2; die "sluice exited during startup"; }
-  sleep 0.1
-done
+start_sluice "$work/sluice.yaml" "$work/sluice.log" "$SPORT"
+SLUICE_PID=$STARTED_PID
 log "sluice pid $SLUICE_PID on 127.0.0.1:$SPORT ($BIN)"
 
 # --- tables and data ----------------------------------------------------------------------
@@ -404,7 +342,7 @@ with open(work + "/report.txt", "w") as f:
     w("target: RSS growth independent of the offset; sluice VmHWM (peak over the whole run): %.1f MiB" % (hwm_kib() / 1024))
 PYEOF
 
-LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
+LOAD_END=$(loadavg)
 echo
 echo "Setup: $ROWS rows per copy (sub-tables: $COUNTS rows), $DATA_MB MiB of data+indexes in both databases,"
 echo "  sharded copy loaded in $LOAD_SECS s ($([ "$LOAD_VIA_SLUICE" = 1 ] && echo "through sluice, multi-row INSERTs of 1000 rows" || echo "INSERT ... SELECT by tid % 4, directly"));"

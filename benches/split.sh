@@ -40,7 +40,9 @@
 # sluices, sysbench, samplers) is stopped by PID when the script exits, however it exits.
 set -euo pipefail
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BENCH=split
+# shellcheck source=benches/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$repo"
 
 TIME=${TIME:-10}
@@ -54,80 +56,29 @@ WRITE_TESTS=${WRITE_TESTS:-"oltp_write_only oltp_insert"}
 LAG_SAMPLES=${LAG_SAMPLES:-10}
 LAG_INTERVAL=${LAG_INTERVAL:-0.5}
 WARMUP=${WARMUP:-3}
-KEEP=${KEEP:-0}
-SKIP_BUILD=${SKIP_BUILD:-0}
-PY=/usr/bin/python3 # Debian's, with python3-pymysql (a pyenv python3 may lack it)
 read -r -a MODE_LIST <<<"$MODES"
-
-die() { echo "split: $*" >&2; exit 1; }
-log() { echo "split: $(date +%H:%M:%S) $*" >&2; }
 
 case " $MODES " in *" off "*) ;; *) die "MODES must include off (the baseline)" ;; esac
 case "$SKIP_TRX" in on | off) ;; *) die "SKIP_TRX must be on or off" ;; esac
 
 # --- tools -------------------------------------------------------------------------------
-find_bin() {
-  local d
-  command -v "$1" 2>/dev/null && return 0
-  for d in /usr/sbin /usr/bin /usr/local/sbin /usr/local/bin; do
-    [ -x "$d/$1" ] && { echo "$d/$1"; return 0; }
-  done
-  return 1
-}
-find_bin mariadbd >/dev/null || die "mariadbd missing: sudo apt-get install -y mariadb-server"
-CLIENT=$(find_bin mariadb) || die "mariadb CLI missing: sudo apt-get install -y mariadb-client"
-SYSBENCH=$(find_bin sysbench) || die "sysbench missing: sudo apt-get install -y sysbench"
-CURL=$(find_bin curl) || die "curl missing: sudo apt-get install -y curl"
-[ -x "$PY" ] && "$PY" -c 'import pymysql' 2>/dev/null ||
-  die "$PY with PyMySQL missing: sudo apt-get install -y python3 python3-pymysql"
+need_bin mariadbd mariadb-server >/dev/null
+CLIENT=$(need_bin mariadb mariadb-client)
+SYSBENCH=$(need_bin sysbench sysbench)
+CURL=$(need_bin curl curl)
+need_pymysql
 
 # --- work dir and cleanup ---------------------------------------------------------------
-work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-split.XXXXXX")
+bench_workdir
+KEPT_HINT="logs: sluice-*.log, cluster/*/error.log, runs/"
 cluster_dir=$work/cluster
-CLUSTER_STARTED=0
 declare -A SLUICE_PID=()
-BG_PIDS=() # sysbench / samplers running in the background
-
-stop_pid() { # pid [grace seconds]: TERM, wait, KILL
-  local pid=$1 grace=${2:-10} i
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
-  kill -CONT "$pid" 2>/dev/null || true
-  kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < grace * 10; i++)); do
-    kill -0 "$pid" 2>/dev/null || return 0
-    sleep 0.1
-  done
-  kill -KILL "$pid" 2>/dev/null || true
+# Stops exactly the servers of our own cluster directory (by their pid files), after the
+# sluices and background processes.
+stop_cluster() {
+  "$repo/scripts/cluster" stop "$cluster_dir" >"$work/cluster-stop.log" 2>&1 || cat "$work/cluster-stop.log" >&2
 }
 
-cleanup() {
-  local rc=$? p
-  trap - EXIT INT TERM
-  for p in "${BG_PIDS[@]}"; do stop_pid "$p" 5; done
-  for p in "${SLUICE_PID[@]}"; do stop_pid "$p" 10; done
-  # Stops exactly the servers of our own cluster directory (by their pid files).
-  if [ "$CLUSTER_STARTED" = 1 ]; then
-    "$repo/scripts/cluster" stop "$cluster_dir" >"$work/cluster-stop.log" 2>&1 || cat "$work/cluster-stop.log" >&2
-  fi
-  wait 2>/dev/null || true
-  if [ "$KEEP" = 1 ] || [ $rc -ne 0 ]; then
-    echo "split: work directory kept: $work (logs: sluice-*.log, cluster/*/error.log, runs/)" >&2
-  else
-    rm -rf "$work"
-  fi
-  exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-free_ports() {
-  "$PY" -c '
-import socket, sys
-s = [socket.socket() for _ in range(int(sys.argv[1]))]
-for x in s: x.bind(("127.0.0.1", 0))
-print(" ".join(str(x.getsockname()[1]) for x in s))' "$1"
-}
 read -r -a PORTS <<<"$(free_ports $((2 + 2 * ${#MODE_LIST[@]})))"
 MPORT=${PORTS[0]} RPORT=${PORTS[1]}
 declare -A SPORT=() APORT=()
@@ -137,7 +88,7 @@ for m in "${MODE_LIST[@]}"; do
   i=$((i + 2))
 done
 
-LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+LOAD_START=$(loadavg)
 
 # --- helper (python): sysbench parsing, metric deltas, lag sampling, report -------------
 cat >"$work/helper.py" <<'PYEOF'
@@ -162,18 +113,10 @@ def labels(s):
     return dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', s))
 
 def cmd_sysbench(path, allow_errors):
-    """qps p95 errors_per_s reconnects tps"""
-    text = open(path).read()
-    def num(pattern):
-        m = re.search(pattern, text, re.M)
-        if not m:
-            sys.exit("cannot find %r in %s" % (pattern, path))
-        return float(m.group(1))
-    qps = num(r"^\s+queries:\s+\d+\s+\(([\d.]+) per sec\.\)")
-    tps = num(r"^\s+transactions:\s+\d+\s+\(([\d.]+) per sec\.\)")
-    p95 = num(r"^\s+95(?:th)? percentile:\s+([\d.]+)")
-    errs = num(r"^\s+ignored errors:\s+\d+\s+\(([\d.]+) per sec\.\)")
-    reconnects = num(r"^\s+reconnects:\s+(\d+)")
+    """qps p95 errors_per_s tps (benches/sysbench_result.py reads them)"""
+    import sysbench_result
+    f = sysbench_result.figures(path, "95")
+    qps, tps, p95, errs, reconnects = f["qps"], f["tps"], f["pctl"], f["ignored_per_sec"], f["reconnects"]
     if reconnects or (errs and allow_errors != "1"):
         sys.exit("sysbench reported %s ignored errors/s and %d reconnects: %s" % (errs, reconnects, path))
     print("%.2f\t%.3f\t%.3f\t%.2f" % (qps, p95, errs, tps))
@@ -356,25 +299,15 @@ def cmd_report(work, threads, skip_trx, modes, lag_samples, lag_interval):
 if __name__ == "__main__":
     globals()["cmd_" + sys.argv[1]](*sys.argv[2:])
 PYEOF
-helper() { "$PY" "$work/helper.py" "$@"; }
+helper() { PYTHONPATH=$repo/benches "$PY" "$work/helper.py" "$@"; }
 
 # --- build sluice -----------------------------------------------------------------------
-if [ -n "${SLUICE_BIN:-}" ]; then
-  SKIP_BUILD=1
-  SLUICE_BIN=$(cd "$(dirname "$SLUICE_BIN")" && pwd)/$(basename "$SLUICE_BIN")
-else
-  SLUICE_BIN=$repo/target/release/sluice
-fi
-if [ "$SKIP_BUILD" != 1 ]; then
-  log "cargo build --release"
-  cargo build --release --quiet --bin sluice || die "cargo build --release failed"
-fi
-[ -x "$SLUICE_BIN" ] || die "$SLUICE_BIN missing (cargo build --release)"
+sluice_binary
 "$SLUICE_BIN" triggers --help >/dev/null 2>&1 || die "$SLUICE_BIN has no 'triggers' subcommand (stale binary? cargo build --release)"
 
 # --- cluster ----------------------------------------------------------------------------
 log "scripts/cluster start $cluster_dir (master 127.0.0.1:$MPORT, replica 127.0.0.1:$RPORT)"
-CLUSTER_STARTED=1
+CLEANUP_HOOKS+=(stop_cluster)
 MASTER_PORT=$MPORT REPLICA_PORT=$RPORT REPLICA_PORTS="" CLUSTER_DB=sbtest \
   "$repo/scripts/cluster" start "$cluster_dir" >"$work/cluster-start.log" 2>&1 ||
   { cat "$work/cluster-start.log" >&2; die "scripts/cluster start failed"; }
@@ -391,10 +324,7 @@ catch_up() {
   [ "$r" = 0 ] || die "replica did not catch up with the master (gtid $pos) in 300 s"
 }
 
-log "sysbench prepare: 1 table x $TABLE_SIZE rows (directly on the master)"
-"$SYSBENCH" oltp_read_only --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$MPORT" \
-  --mysql-user=sluice --mysql-password=sluice --mysql-db=sbtest --tables=1 \
-  --table-size="$TABLE_SIZE" prepare >"$work/prepare.log" 2>&1 || { cat "$work/prepare.log" >&2; die "prepare failed"; }
+sysbench_prepare "$MPORT" sluice sluice "$TABLE_SIZE" "$work/prepare.log"
 msql "ANALYZE TABLE sbtest.sbtest1" >/dev/null
 catch_up
 rsql "SELECT COUNT(*) FROM sbtest.sbtest1" >/dev/null
@@ -445,15 +375,8 @@ set_triggers 1
 catch_up
 
 for m in "${MODE_LIST[@]}"; do
-  "$SLUICE_BIN" serve --config "$work/sluice-$m.yaml" </dev/null >"$work/sluice-$m.log" 2>&1 &
-  SLUICE_PID[$m]=$!
-done
-for m in "${MODE_LIST[@]}"; do
-  for ((i = 0; i < 100; i++)); do
-    (exec 3<>"/dev/tcp/127.0.0.1/${SPORT[$m]}") 2>/dev/null && break
-    kill -0 "${SLUICE_PID[$m]}" 2>/dev/null || { cat "$work/sluice-$m.log" >&2; die "sluice ($m) exited during startup"; }
-    sleep 0.1
-  done
+  start_sluice "$work/sluice-$m.yaml" "$work/sluice-$m.log" "${SPORT[$m]}"
+  SLUICE_PID[$m]=$STARTED_PID
   log "sluice $m on 127.0.0.1:${SPORT[$m]}, metrics on ${APORT[$m]} (pid ${SLUICE_PID[$m]})"
 done
 sleep 1 # a few probe rounds: replicas healthy (rise), tracked tables known
@@ -496,12 +419,6 @@ record_sluice() { # kind round test ps mode ...
   log "$(tail -n1 "$results" | awk -F'\t' '{ t = $10 + $11; printf "%-8s r%s %-15s ps=%-7s %-7s QPS %8.0f p95 %6.2f ms  replica %5.1f%%", $1, $2, $3, $4, $5, $6, $7, t ? 100 * $10 / t : 0 }')"
 }
 
-# Modes in a different order each round.
-rotated() { # round
-  local r=$1 n=${#MODE_LIST[@]} i
-  for ((i = 0; i < n; i++)); do echo "${MODE_LIST[$(((i + r) % n))]}"; done
-}
-
 # --- 1. oltp_read_only through each mode ------------------------------------------------
 if [ "$WARMUP" -gt 0 ]; then
   log "warm-up: ${WARMUP}s per sluice (and ${WARMUP}s with sysbench's BEGIN..COMMIT, to show where those reads go)"
@@ -513,7 +430,7 @@ if [ "$WARMUP" -gt 0 ]; then
 fi
 for ((r = 1; r <= ROUNDS; r++)); do
   for ps in $PS_MODES; do
-    for m in $(rotated "$r"); do
+    for m in $(rotated "$r" "${MODE_LIST[@]}"); do
       run_sluice ro "$r" oltp_read_only "$ps" "$m" "$TIME" --skip_trx="$SKIP_TRX"
     done
   done
@@ -531,13 +448,14 @@ sample_lag() { # phase
   "$PY" "$work/helper.py" gtidlag "$MPORT" "$RPORT" "$LAG_SAMPLES" "$LAG_INTERVAL" "$phase" \
     >>"$work/lag-gtid.tsv" 2>"$work/lag-gtid-$phase.err" &
   gpid=$!
-  BG_PIDS+=("$gpid")
+  track_pid "$gpid" 5
   for ((i = 0; i < LAG_SAMPLES; i++)); do
     metrics "$LAG_MODE" "$work/lag-$phase-$i.txt"
     helper lagmetric "$work/lag-$phase-$i.txt" "$phase" >>"$work/lag-metric.tsv"
     sleep "$LAG_INTERVAL"
   done
   wait "$gpid" || { cat "$work/lag-gtid-$phase.err" >&2; die "GTID lag sampler failed"; }
+  untrack_pid "$gpid"
 }
 catch_up
 log "lag: $LAG_SAMPLES samples while idle"
@@ -550,11 +468,11 @@ metrics "$LAG_MODE" "$rw_out.before"
 sb_cmd oltp_read_write "${SPORT[$LAG_MODE]}" sbtest "$THREADS" "$RW_TIME" --db-ps-mode=disable
 "${SB_CMD[@]}" >"$rw_out.txt" 2>&1 &
 rw_pid=$!
-BG_PIDS+=("$rw_pid")
+track_pid "$rw_pid" 5
 sleep 2
 sample_lag load
 wait "$rw_pid" || { tail -n 30 "$rw_out.txt" >&2; die "sysbench oltp_read_write through sluice $LAG_MODE failed: see $rw_out.txt"; }
-BG_PIDS=()
+untrack_pid "$rw_pid"
 record_sluice rw 1 oltp_read_write disable "$LAG_MODE"
 
 # --- 2. trigger write overhead, directly against the master -----------------------------
@@ -581,10 +499,9 @@ cmdline="TIME=$TIME ROUNDS=$ROUNDS THREADS=$THREADS TABLE_SIZE=$TABLE_SIZE PS_MO
 [ "$SLUICE_BIN" != "$repo/target/release/sluice" ] && cmdline="SLUICE_BIN=$SLUICE_BIN $cmdline"
 echo
 echo "================================================================================"
-echo "sluice split benchmark  $(date -u +%Y-%m-%dT%H:%M:%SZ)  git $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$repo" diff --quiet HEAD 2>/dev/null || echo '+dirty')"
-echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(uname -r)"
+report_title "sluice split benchmark"
 echo "mariadb $MARIADB_VERSION (scripts/cluster: master + 1 GTID replica, 64M buffer pool) | $("$SYSBENCH" --version) | $("$SLUICE_BIN" --version)"
-echo "load average at start: $LOAD_START, at end: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine makes the numbers noisy)"
+echo "load average at start: $LOAD_START, at end: $(loadavg) (other work on the machine makes the numbers noisy)"
 echo "sluice: one process per mode ($MODES), freshness defaults otherwise (probe_interval 50ms, 16 slots), log level warn"
 echo "sysbench: 1 table x $TABLE_SIZE rows, $THREADS threads, ${TIME}s per run, $ROUNDS interleaved rounds (order rotated)"
 echo "================================================================================"
