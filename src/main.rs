@@ -188,7 +188,7 @@ fn serve(path: &Path) -> Result<(), Failure> {
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     runtime
-        .block_on(sluice::app::run(config))
+        .block_on(sluice::app::run(config, path.to_path_buf()))
         .map_err(|e| Failure::Tool(e.to_string()))
 }
 

@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The validated configuration. Built only through `Config::load`/`from_yaml_str`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// Client-facing MySQL listener. Default 127.0.0.1:6033.
     pub listen: SocketAddr,
@@ -42,7 +42,7 @@ pub struct Config {
 }
 
 /// `sharding:` — tables split into sub-tables `table_0..table_{N-1}`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Sharding {
     pub rules: crate::shard::ShardRules,
 }
@@ -53,7 +53,7 @@ pub enum LogFormat {
     Json,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LogConfig {
     pub format: LogFormat,
     /// An EnvFilter directive such as "info" or "sluice=debug". Default "info".
@@ -64,19 +64,19 @@ pub struct LogConfig {
     pub slow_query: Duration,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TlsConfig {
     pub cert: PathBuf,
     pub key: PathBuf,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct User {
     pub name: String,
     pub credential: Credential,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Credential {
     /// Cleartext password from the config: allows every auth method.
     Password(String),
@@ -84,14 +84,14 @@ pub enum Credential {
     NativeHash([u8; 20]),
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Group {
     pub name: String,
     pub master: Backend,
     pub replicas: Vec<Backend>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Backend {
     /// "host:port" as written (resolved at connect time).
     pub addr: String,
@@ -101,7 +101,7 @@ pub struct Backend {
     pub weight: u32,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct BackendSettings {
     /// TCP connect + handshake timeout to a backend. Default 2s.
     pub connect_timeout: Duration,
@@ -176,6 +176,27 @@ impl FreshnessMode {
             FreshnessMode::Causal => "causal",
             FreshnessMode::Off => "off",
         }
+    }
+}
+
+impl Backend {
+    /// The same server reached the same way: every setting equal but the
+    /// weight (which only steers reads). A reload keeps such a backend's
+    /// connections.
+    pub fn same_server(&self, other: &Backend) -> bool {
+        let weightless = |b: &Backend| Backend {
+            weight: 0,
+            ..b.clone()
+        };
+        weightless(self) == weightless(other)
+    }
+}
+
+impl BackendSettings {
+    /// Pools built with either settings behave the same (`multiplex` is a
+    /// per-session choice, not a pool setting).
+    pub fn pools_equal(&self, other: &BackendSettings) -> bool {
+        self.connect_timeout == other.connect_timeout && self.pool_max == other.pool_max
     }
 }
 

@@ -8,26 +8,24 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 use tracing::{info, warn, Instrument};
 
-use crate::backend::Topology;
 use crate::config::Config;
-use crate::freshness::monitor::GroupMonitor;
 use crate::metrics::Metrics;
+use crate::reload::Reloader;
+use crate::runtime::Runtime;
 
 use super::session;
 
 /// Everything sessions share. Read-mostly; nothing here is locked per query.
 pub struct Shared {
-    pub config: Config,
-    pub topology: Topology,
+    /// The configuration and what is built from it, replaced by a reload;
+    /// see [`Shared::runtime`].
+    runtime: ArcSwap<Runtime>,
+    pub reloader: Reloader,
     pub tls: Option<TlsAcceptor>,
     /// The version string advertised to clients: the master's, once known.
     pub server_version: ArcSwap<String>,
     next_conn_id: AtomicU32,
     pub metrics: Arc<Metrics>,
-    /// Sharded tables (empty: sharding off).
-    pub shard_rules: crate::shard::ShardRules,
-    /// Freshness state per backend group (same order as `topology.groups`).
-    pub monitors: Vec<Arc<GroupMonitor>>,
     /// MariaDB extended capabilities of the master (0 until known).
     backend_ext: std::sync::atomic::AtomicU32,
     /// Largest packet accepted from a client.
@@ -39,26 +37,42 @@ pub struct Shared {
 pub const FALLBACK_VERSION: &str = "5.5.5-10.11.0-MariaDB-sluice";
 
 impl Shared {
-    pub fn new(config: Config, tls: Option<TlsAcceptor>, metrics: Arc<Metrics>) -> Shared {
-        let topology = Topology::from_config(&config);
-        let shard_rules = config.sharding.rules.clone();
-        let monitors = config
-            .groups
-            .iter()
-            .map(|g| GroupMonitor::new(g, &config.freshness))
-            .collect();
+    /// `reloader` names the file `config` was read from.
+    pub fn new(
+        config: Config,
+        reloader: Reloader,
+        tls: Option<TlsAcceptor>,
+        metrics: Arc<Metrics>,
+    ) -> Shared {
         Shared {
-            config,
-            topology,
+            runtime: ArcSwap::from_pointee(Runtime::first(config)),
+            reloader,
             tls,
             server_version: ArcSwap::from_pointee(FALLBACK_VERSION.to_string()),
             backend_ext: std::sync::atomic::AtomicU32::new(0),
             next_conn_id: AtomicU32::new(1),
             metrics,
-            monitors,
-            shard_rules,
             max_packet: 1 << 30,
         }
+    }
+
+    /// The newest configuration snapshot. Sessions keep theirs and move to
+    /// a newer one between statements (`frontend::refresh`).
+    pub fn runtime(&self) -> Arc<Runtime> {
+        self.runtime.load_full()
+    }
+
+    /// The generation of the newest snapshot (no reference count touched:
+    /// sessions ask this before every command).
+    pub fn runtime_generation(&self) -> u64 {
+        self.runtime.load().generation
+    }
+
+    /// Make `rt` the newest snapshot (after a reload started its monitors),
+    /// and point the scrape-time metrics at it.
+    pub fn publish(&self, rt: Arc<Runtime>) {
+        self.metrics.retarget(&rt.topology, &rt.monitors);
+        self.runtime.store(rt);
     }
 
     /// Record the master's MariaDB extended capabilities.

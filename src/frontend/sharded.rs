@@ -188,7 +188,7 @@ impl Session {
     /// Handle a COM_QUERY on a sharded table. `Ok(false)`: not sharded,
     /// the caller goes on as usual.
     pub(super) async fn try_sharded(&mut self, sql: &[u8]) -> Result<bool, Closed> {
-        let rules = &self.shared.shard_rules;
+        let rules = &self.rt.shard_rules;
         if rules.is_empty() {
             return Ok(false);
         }
@@ -206,7 +206,7 @@ impl Session {
             .await?;
             return Ok(true);
         }
-        let rules = &self.shared.shard_rules;
+        let rules = &self.rt.shard_rules;
         let planned = crate::shard::plan(&text, self.db.as_deref(), rules);
         match planned {
             Ok(None) => Ok(false),
@@ -254,7 +254,7 @@ impl Session {
     /// Prepared statements on sharded tables are not routed yet: refuse
     /// them clearly instead of letting the server say the table is missing.
     pub(super) fn sharded_prepare_refusal(&self, sql: &[u8]) -> Option<ErrPacket> {
-        let rules = &self.shared.shard_rules;
+        let rules = &self.rt.shard_rules;
         let text = String::from_utf8_lossy(sql);
         if rules.is_empty() || !rules.mentioned_in(&text) {
             return None;
@@ -435,7 +435,7 @@ impl Session {
         self.shared
             .metrics
             .route(route.conn == Conn::Master, route.reason);
-        let group = &self.shared.topology.groups[0];
+        let group = &self.rt.topology.groups[0];
         let pool = match route.conn {
             Conn::Replica(i) => group.replicas.get(i).map(|r| r.pool.clone()),
             Conn::Master => None,
