@@ -6,12 +6,13 @@
 //! keeps the one it started with and moves to a newer one between
 //! statements (`frontend::refresh`). Indices into a snapshot (`Conn::Replica(i)`
 //! is replica `i` of group 0) only ever refer to the snapshot the session
-//! holds. A snapshot that no session uses any more is dropped with the pools
-//! and monitors that only it had.
+//! holds. When a reload replaces a snapshot, the pools and monitors the new
+//! one does not take over are closed and stopped at once (`retire`); the
+//! snapshot itself is dropped when no session uses it any more.
 
 use std::sync::Arc;
 
-use crate::backend::Topology;
+use crate::backend::{BackendPool, Topology};
 use crate::config::{self, Config};
 use crate::freshness::monitor::GroupMonitor;
 use crate::shard::ShardRules;
@@ -109,6 +110,29 @@ impl Runtime {
         let old = &self.config.groups[at];
         let monitor = self.monitors.get(at)?.clone();
         old.master.same_server(&group.master).then_some((old, monitor))
+    }
+
+    /// After `next` replaced this snapshot: close the pools and stop the
+    /// monitors that `next` does not use. Sessions still on this snapshot
+    /// finish what they hold (see `BackendPool::close`, `GroupMonitor::stop`).
+    pub fn retire(&self, next: &Runtime) {
+        let kept_pool = |p: &Arc<BackendPool>| {
+            next.topology
+                .groups
+                .iter()
+                .any(|g| Arc::ptr_eq(&g.master, p) || g.replicas.iter().any(|r| Arc::ptr_eq(&r.pool, p)))
+        };
+        for g in &self.topology.groups {
+            let pools = std::iter::once(&g.master).chain(g.replicas.iter().map(|r| &r.pool));
+            for p in pools.filter(|p| !kept_pool(p)) {
+                p.close();
+            }
+        }
+        for m in &self.monitors {
+            if !next.monitors.iter().any(|n| Arc::ptr_eq(n, m)) {
+                m.stop();
+            }
+        }
     }
 
     /// Start the probe loops of monitors that are not running yet.

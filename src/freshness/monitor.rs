@@ -98,6 +98,8 @@ pub struct GroupMonitor {
     collations: Mutex<std::collections::HashMap<(String, String, String), Option<u16>>>,
     /// The probe loops were started (`spawn` is idempotent).
     started: AtomicBool,
+    /// A reload replaced this monitor: the probe loops end.
+    stopped: AtomicBool,
 }
 
 fn pool_for(b: &config::Backend) -> mysql_async::Pool {
@@ -209,6 +211,7 @@ impl GroupMonitor {
             warned_missing_table: AtomicBool::new(false),
             collations: Mutex::new(std::collections::HashMap::new()),
             started: AtomicBool::new(false),
+            stopped: AtomicBool::new(false),
         })
     }
 
@@ -219,10 +222,9 @@ impl GroupMonitor {
 
     /// Start the background probe loops (once; later calls do nothing).
     ///
-    /// The loops hold the monitor only weakly between probes: when a reload
-    /// replaced it and the last session routing with it is gone, the
-    /// monitor is dropped and its loops end at their next tick (no task
-    /// outlives the configuration it probes for).
+    /// The loops hold the monitor only weakly between probes, and end at
+    /// their next tick once it is stopped or dropped (no task outlives the
+    /// configuration it probes for).
     pub fn spawn(self: &Arc<Self>) {
         if self.replicas.is_empty() || self.started.swap(true, Ordering::AcqRel) {
             return;
@@ -233,6 +235,19 @@ impl GroupMonitor {
             let me = Arc::downgrade(self);
             tokio::spawn(Self::replica_loop(me, i, self.cfg.probe_interval));
         }
+    }
+
+    /// A reload replaced this monitor: end its probe loops at their next
+    /// tick. Sessions still routing with it (until their transaction ends)
+    /// see its replicas' counters frozen, which can only send reads to the
+    /// master, never to a stale replica.
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::Release);
+    }
+
+    /// A loop's monitor for one more round, unless it is gone or stopped.
+    fn for_round(me: &Weak<Self>) -> Option<Arc<Self>> {
+        me.upgrade().filter(|m| !m.stopped.load(Ordering::Acquire))
     }
 
     /// Take over what a monitor of the same master and counter schema
@@ -303,7 +318,7 @@ impl GroupMonitor {
             .map(|_| Instant::now());
         loop {
             tick.tick().await;
-            let Some(this) = me.upgrade() else {
+            let Some(this) = Self::for_round(&me) else {
                 return;
             };
             if this.mode == FreshnessMode::Off {
@@ -397,7 +412,7 @@ impl GroupMonitor {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
-            let Some(this) = me.upgrade() else {
+            let Some(this) = Self::for_round(&me) else {
                 return;
             };
             let t = this.replicas[i].flight.ticket();

@@ -81,6 +81,7 @@ pub async fn reload(shared: &Shared) -> Result<String, ConfigError> {
     let next = Arc::new(running.next(new));
     next.start();
     shared.publish(next.clone());
+    running.retire(&next);
     shared.metrics.config_reloaded(true, next.generation);
     let summary = format!("generation {}: {}", next.generation, changes.join("; "));
     info!(generation = next.generation, changes = %changes.join("; "), "configuration reloaded");
