@@ -1,5 +1,6 @@
 //! Wiring: build the shared state, bind the listeners, run until a signal.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
@@ -11,7 +12,8 @@ use crate::error::Error;
 use crate::frontend::{self, Shared};
 use crate::metrics::Metrics;
 
-pub async fn run(config: Config) -> Result<(), Error> {
+/// Serve `config`, read from `config_path` (re-read on reload).
+pub async fn run(config: Config, config_path: PathBuf) -> Result<(), Error> {
     let tls = match &config.tls {
         Some(t) => Some(frontend::tls::acceptor(t)?),
         None => None,
@@ -19,14 +21,17 @@ pub async fn run(config: Config) -> Result<(), Error> {
     let listen = config.listen;
     let admin = config.admin_listen;
     let metrics = Arc::new(Metrics::new());
-    let shared = Arc::new(Shared::new(config, tls, metrics)?);
+    let reloader = crate::reload::Reloader::new(config_path);
+    let shared = Arc::new(Shared::new(config, reloader, tls, metrics)?);
+    let rt = shared.runtime();
     // metrics: per-backend series, and the collector of replica and pool state
-    shared.metrics.attach(&shared.topology, &shared.monitors);
+    shared.metrics.attach(&rt.topology, &rt.monitors);
 
     learn_server_version(&shared).await;
-    for m in &shared.monitors {
-        m.spawn();
-    }
+    rt.start();
+    drop(rt);
+    // Before the listeners: a SIGHUP must never find the default action.
+    crate::reload::reload_on_sighup(shared.clone())?;
 
     let listener = TcpListener::bind(listen).await.map_err(|source| Error::Bind {
         addr: listen.to_string(),
@@ -37,7 +42,7 @@ pub async fn run(config: Config) -> Result<(), Error> {
         source,
     })?;
     frontend::listener::log_listening(&listener.local_addr()?);
-    info!(addr = %admin_listener.local_addr()?, "admin HTTP endpoint (/metrics, /healthz, /readyz)");
+    info!(addr = %admin_listener.local_addr()?, "admin HTTP endpoint (/metrics, /healthz, /readyz, POST /reload)");
     tokio::spawn(crate::metrics::http::serve(admin_listener, shared.clone()));
 
     let serving = tokio::spawn(frontend::serve(listener, shared.clone()));
@@ -52,7 +57,7 @@ pub async fn run(config: Config) -> Result<(), Error> {
 /// `limits.shutdown_timeout`; then return, which ends every remaining task
 /// and closes its sockets. A second signal cuts the wait short.
 async fn shut_down(shared: &Shared, serving: tokio::task::JoinHandle<()>) {
-    let timeout = shared.config.limits.shutdown_timeout;
+    let timeout = shared.runtime().config.limits.shutdown_timeout;
     info!(
         sessions = shared.clients.in_use(),
         shutdown_timeout = ?timeout,
@@ -81,7 +86,8 @@ async fn shut_down(shared: &Shared, serving: tokio::task::JoinHandle<()>) {
 /// Advertise the master's real version string to clients when it is up; a
 /// down master is not fatal (clients get errors until it is back).
 async fn learn_server_version(shared: &Shared) {
-    let Some(group) = shared.topology.default_group() else {
+    let rt = shared.runtime();
+    let Some(group) = rt.topology.default_group() else {
         return;
     };
     let key = PoolKey::sluice_own();

@@ -16,5 +16,7 @@ pub mod logging;
 pub mod merge;
 pub mod metrics;
 pub mod protocol;
+pub mod reload;
 pub mod router;
+pub mod runtime;
 pub mod shard;

@@ -188,7 +188,7 @@ fn serve(path: &Path) -> Result<(), Failure> {
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     let result = runtime
-        .block_on(sluice::app::run(config))
+        .block_on(sluice::app::run(config, path.to_path_buf()))
         .map_err(|e| Failure::Tool(e.to_string()));
     // Sessions still running after the shutdown timeout are dropped here;
     // never wait long on a blocking task (e.g. a DNS lookup).

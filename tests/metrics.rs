@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use common::cluster::*;
 use common::http::http_get;
+use common::tracked::tracked_db;
 use mysql_async::prelude::*;
 use serde_yaml_ng::Value;
 
@@ -362,20 +363,7 @@ async fn own_cluster_prometheus_evaluates_every_dashboard_query() {
     // A cluster of our own: the test stops the replica's SQL thread.
     let cluster = Cluster::start(1);
     let replica = &cluster.replicas[0];
-    let db = unique_name("metrics");
-    cluster.master.sql(&format!(
-        "CREATE DATABASE {db}; CREATE TABLE {db}.t (id INT PRIMARY KEY, v INT NOT NULL)"
-    ));
-    {
-        let pool = mysql_async::Pool::new(cluster.master.url(SLUICE_USER, SLUICE_PASSWORD, &db).as_str());
-        let mut conn = pool.get_conn().await.expect("connect to master");
-        sluice::freshness::triggers::install(&mut conn, "sluice", &db, 16)
-            .await
-            .expect("install triggers");
-        drop(conn);
-        pool.disconnect().await.expect("disconnect");
-    }
-    cluster.wait_replicas_caught_up();
+    let db = tracked_db(&cluster, "metrics").await;
 
     let s = Sluice::start_for(
         &cluster,

@@ -3,6 +3,7 @@
 //! format (capabilities, collation) matches its own.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -113,6 +114,8 @@ pub struct BackendPool {
     pools: Mutex<HashMap<PoolKey, managed::Pool<Manager>>>,
     /// Checkouts that waited, for metrics (read at scrape time).
     pub waits: crate::metrics::WaitStats,
+    /// A reload removed this backend (see [`BackendPool::close`]).
+    closed: AtomicBool,
 }
 
 impl BackendPool {
@@ -123,6 +126,7 @@ impl BackendPool {
             max_size,
             pools: Mutex::new(HashMap::new()),
             waits: Default::default(), // metrics
+            closed: AtomicBool::new(false),
         })
     }
 
@@ -131,6 +135,11 @@ impl BackendPool {
     }
 
     fn pool_for(&self, key: PoolKey) -> Result<managed::Pool<Manager>, BackendError> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(BackendError::Pool(
+                "the backend was removed from the configuration".into(),
+            ));
+        }
         let mut pools = self
             .pools
             .lock()
@@ -174,6 +183,19 @@ impl BackendPool {
             },
             other => BackendError::Pool(other.to_string()),
         })
+    }
+
+    /// A reload removed this backend (or changed how it is reached): close
+    /// the idle connections now and refuse new checkouts. Connections that
+    /// sessions hold finish their statement or transaction and are closed
+    /// when given back.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        if let Ok(pools) = self.pools.lock() {
+            for p in pools.values() {
+                p.close();
+            }
+        }
     }
 
     /// Connections open and idle, summed over keys.

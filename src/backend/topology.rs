@@ -40,21 +40,49 @@ impl Topology {
     /// The pools of every configured backend (none connects yet). Fails
     /// when a backend's TLS certificates or keys cannot be read.
     pub fn from_config(cfg: &Config) -> Result<Topology, String> {
+        Topology::reusing(cfg, None)
+    }
+
+    /// The topology of `cfg`, taking over the pools of `previous` (the
+    /// running configuration and its topology) for every backend that is
+    /// the same server reached the same way: same group and role, same
+    /// settings but the weight, same pool settings. Such a pool keeps its
+    /// idle connections and the ones sessions hold; the others are new.
+    pub fn reusing(cfg: &Config, previous: Option<(&Config, &Topology)>) -> Result<Topology, String> {
+        let mut spare: Vec<Reusable> = previous.map(|(c, t)| reusable(c, t)).unwrap_or_default();
+        let same_pools = previous.is_some_and(|(c, _)| c.backend.pools_equal(&cfg.backend));
+        // `label`: the name of a new pool, for logs and errors.
+        let mut pool = |group: &str,
+                        role: Role,
+                        label: String,
+                        b: &config::Backend|
+         -> Result<Arc<BackendPool>, String> {
+            let found = spare
+                .iter()
+                .position(|r| r.group == group && r.role == role && r.backend.same_server(b))
+                .filter(|_| same_pools);
+            Ok(match found {
+                Some(at) => spare.swap_remove(at).pool,
+                None => BackendPool::new(label, params(b, cfg)?, cfg.backend.pool_max),
+            })
+        };
         let mut groups = Vec::with_capacity(cfg.groups.len());
         for g in &cfg.groups {
-            let master = BackendPool::new(
+            let master = pool(
+                &g.name,
+                Role::Master,
                 format!("{} master {}", g.name, g.master.addr),
-                params(&g.master, cfg)?,
-                cfg.backend.pool_max,
-            );
+                &g.master,
+            )?;
             let mut replicas = Vec::with_capacity(g.replicas.len());
             for (i, r) in g.replicas.iter().enumerate() {
                 replicas.push(Replica {
-                    pool: BackendPool::new(
-                        format!("{} replica{} {}", g.name, i, r.addr),
-                        params(r, cfg)?,
-                        cfg.backend.pool_max,
-                    ),
+                    pool: pool(
+                        &g.name,
+                        Role::Replica,
+                        format!("{} replica{i} {}", g.name, r.addr),
+                        r,
+                    )?,
                     weight: r.weight,
                 });
             }
@@ -71,4 +99,39 @@ impl Topology {
     pub fn default_group(&self) -> Option<&Group> {
         self.groups.first()
     }
+}
+
+/// A backend's role in its group. A replica keeps its pool when it moves in
+/// the list, so its position is not part of it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Master,
+    Replica,
+}
+
+/// A pool of the running topology that a new one may take over.
+struct Reusable {
+    group: String,
+    role: Role,
+    backend: config::Backend,
+    pool: Arc<BackendPool>,
+}
+
+fn reusable(cfg: &Config, topology: &Topology) -> Vec<Reusable> {
+    let mut out = Vec::new();
+    for (gc, g) in cfg.groups.iter().zip(&topology.groups) {
+        let mut add = |role, backend: &config::Backend, pool: &Arc<BackendPool>| {
+            out.push(Reusable {
+                group: gc.name.clone(),
+                role,
+                backend: backend.clone(),
+                pool: pool.clone(),
+            })
+        };
+        add(Role::Master, &gc.master, &g.master);
+        for (rc, r) in gc.replicas.iter().zip(&g.replicas) {
+            add(Role::Replica, rc, &r.pool);
+        }
+    }
+    out
 }

@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The validated configuration. Built only through `Config::load`/`from_yaml_str`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// Client-facing MySQL listener. Default 127.0.0.1:6033.
     pub listen: SocketAddr,
@@ -75,7 +75,7 @@ impl Default for Limits {
 }
 
 /// `sharding:` — tables split into sub-tables `table_0..table_{N-1}`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Sharding {
     pub rules: crate::shard::ShardRules,
 }
@@ -86,7 +86,7 @@ pub enum LogFormat {
     Json,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LogConfig {
     pub format: LogFormat,
     /// An EnvFilter directive such as "info" or "sluice=debug". Default "info".
@@ -101,13 +101,13 @@ pub struct LogConfig {
     pub sql_log: bool,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TlsConfig {
     pub cert: PathBuf,
     pub key: PathBuf,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct User {
     pub name: String,
     pub credential: Credential,
@@ -118,7 +118,7 @@ pub struct User {
 }
 
 /// `Debug` never shows the secret (configurations may end up in logs).
-#[derive(Clone)]
+#[derive(Clone, PartialEq)]
 pub enum Credential {
     /// Cleartext password from the config: allows every auth method.
     Password(String),
@@ -135,7 +135,7 @@ impl fmt::Debug for Credential {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Group {
     pub name: String,
     pub master: Backend,
@@ -143,7 +143,7 @@ pub struct Group {
 }
 
 /// `Debug` never shows the password.
-#[derive(Clone)]
+#[derive(Clone, PartialEq)]
 pub struct Backend {
     /// "host:port" as written (resolved at connect time).
     pub addr: String,
@@ -168,7 +168,7 @@ impl fmt::Debug for Backend {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct BackendSettings {
     /// TCP connect + handshake timeout to a backend. Default 2s.
     pub connect_timeout: Duration,
@@ -290,6 +290,29 @@ impl FreshnessMode {
             FreshnessMode::Causal => "causal",
             FreshnessMode::Off => "off",
         }
+    }
+}
+
+impl Backend {
+    /// The same server reached the same way: every setting equal but the
+    /// weight (which only steers reads). A reload keeps such a backend's
+    /// connections.
+    pub fn same_server(&self, other: &Backend) -> bool {
+        let weightless = |b: &Backend| Backend {
+            weight: 0,
+            ..b.clone()
+        };
+        weightless(self) == weightless(other)
+    }
+}
+
+impl BackendSettings {
+    /// Pools built with either settings behave the same (`multiplex` is a
+    /// per-session choice, not a pool setting).
+    pub fn pools_equal(&self, other: &BackendSettings) -> bool {
+        self.connect_timeout == other.connect_timeout
+            && self.pool_max == other.pool_max
+            && self.tls == other.tls
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
@@ -51,7 +51,8 @@ impl Fallback {
 pub struct ReplicaMonitor {
     pub label: String,
     pool: mysql_async::Pool,
-    weight: u32,
+    /// Share of reads; a reload may change it in place (see `set_weights`).
+    weight: AtomicU32,
     healthy: AtomicBool,
     ok_streak: AtomicU32,
     counters: ArcSwap<Counters>,
@@ -95,6 +96,10 @@ pub struct GroupMonitor {
     /// strings under the column's collation; result metadata only carries
     /// the connection's).
     collations: Mutex<std::collections::HashMap<(String, String, String), Option<u16>>>,
+    /// The probe loops were started (`spawn` is idempotent).
+    started: AtomicBool,
+    /// A reload replaced this monitor: the probe loops end.
+    stopped: AtomicBool,
 }
 
 fn pool_for(b: &config::Backend, tls: &config::BackendTls) -> mysql_async::Pool {
@@ -183,7 +188,7 @@ impl GroupMonitor {
             .map(|(i, r)| ReplicaMonitor {
                 label: format!("{} replica{} {}", group.name, i, r.addr),
                 pool: pool_for(r, config.backend_tls(r)),
-                weight: r.weight.max(1),
+                weight: AtomicU32::new(r.weight.max(1)),
                 healthy: AtomicBool::new(false),
                 ok_streak: AtomicU32::new(0),
                 counters: ArcSwap::from_pointee(Counters::default()),
@@ -208,6 +213,8 @@ impl GroupMonitor {
             history: Mutex::new(LagHistory::default()),
             warned_missing_table: AtomicBool::new(false),
             collations: Mutex::new(std::collections::HashMap::new()),
+            started: AtomicBool::new(false),
+            stopped: AtomicBool::new(false),
         })
     }
 
@@ -216,16 +223,53 @@ impl GroupMonitor {
         self.target.load_full()
     }
 
-    /// Start the background probe loops.
+    /// Start the background probe loops (once; later calls do nothing).
+    ///
+    /// The loops hold the monitor only weakly between probes, and end at
+    /// their next tick once it is stopped or dropped (no task outlives the
+    /// configuration it probes for).
     pub fn spawn(self: &Arc<Self>) {
-        if self.replicas.is_empty() {
+        if self.replicas.is_empty() || self.started.swap(true, Ordering::AcqRel) {
             return;
         }
-        let me = self.clone();
-        tokio::spawn(async move { me.master_loop().await });
+        let me = Arc::downgrade(self);
+        tokio::spawn(Self::master_loop(me, self.cfg.probe_interval));
         for i in 0..self.replicas.len() {
-            let me = self.clone();
-            tokio::spawn(async move { me.replica_loop(i).await });
+            let me = Arc::downgrade(self);
+            tokio::spawn(Self::replica_loop(me, i, self.cfg.probe_interval));
+        }
+    }
+
+    /// A reload replaced this monitor: end its probe loops at their next
+    /// tick. Sessions still routing with it (until their transaction ends)
+    /// see its replicas' counters frozen, which can only send reads to the
+    /// master, never to a stale replica.
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::Release);
+    }
+
+    /// A loop's monitor for one more round, unless it is gone or stopped.
+    fn for_round(me: &Weak<Self>) -> Option<Arc<Self>> {
+        me.upgrade().filter(|m| !m.stopped.load(Ordering::Acquire))
+    }
+
+    /// Take over what a monitor of the same master and counter schema
+    /// (replaced by a reload) knew of the master: the counters replicas
+    /// must reach, and the set of tables with triggers. So a new monitor
+    /// neither forgets writes it must wait for nor asks information_schema
+    /// again at once (that query is heavy; see `master_loop`). Call before
+    /// [`GroupMonitor::spawn`].
+    pub fn inherit_master_state(&self, old: &GroupMonitor) {
+        self.target.store(old.target.load_full());
+        self.tracked.store(old.tracked.load_full());
+    }
+
+    /// A reload changed only the replicas' weights: apply them in place, so
+    /// the replicas' freshness state and health are kept. `weights` is in
+    /// replica order; a missing entry leaves its replica as it is.
+    pub fn set_weights(&self, weights: &[u32]) {
+        for (r, w) in self.replicas.iter().zip(weights) {
+            r.weight.store((*w).max(1), Ordering::Relaxed);
         }
     }
 
@@ -267,24 +311,31 @@ impl GroupMonitor {
         }
     }
 
-    async fn master_loop(self: Arc<Self>) {
-        let mut tick = tokio::time::interval(self.cfg.probe_interval);
+    async fn master_loop(me: Weak<Self>, period: Duration) {
+        let mut tick = tokio::time::interval(period);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut last_tracked_refresh: Option<Instant> = None;
+        // Inherited from a monitor a reload replaced: not due at once.
+        let mut last_tracked_refresh = me
+            .upgrade()
+            .filter(|m| m.tracked.load().is_some())
+            .map(|_| Instant::now());
         loop {
             tick.tick().await;
-            if self.mode == FreshnessMode::Off {
+            let Some(this) = Self::for_round(&me) else {
+                return;
+            };
+            if this.mode == FreshnessMode::Off {
                 continue;
             }
-            let _ = self.master_snapshot(self.master_flight.ticket()).await;
+            let _ = this.master_snapshot(this.master_flight.ticket()).await;
             // The list of tables with triggers comes from information_schema,
             // which opens every table: read it rarely (a busy MariaDB 10.11
             // was seen crashing in such a query under concurrent load), and
             // at once after DDL through sluice cleared it.
             let due = last_tracked_refresh.is_none_or(|t| t.elapsed() >= TRACKED_REFRESH);
-            if due || self.tracked_forgotten.swap(false, Ordering::AcqRel) {
+            if due || this.tracked_forgotten.swap(false, Ordering::AcqRel) {
                 last_tracked_refresh = Some(Instant::now());
-                self.refresh_tracked().await;
+                this.refresh_tracked().await;
             }
         }
     }
@@ -359,13 +410,16 @@ impl GroupMonitor {
         res.as_ref().clone()
     }
 
-    async fn replica_loop(self: Arc<Self>, i: usize) {
-        let mut tick = tokio::time::interval(self.cfg.probe_interval);
+    async fn replica_loop(me: Weak<Self>, i: usize, period: Duration) {
+        let mut tick = tokio::time::interval(period);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
-            let t = self.replicas[i].flight.ticket();
-            let _ = self.replica_probe_shared(i, t).await;
+            let Some(this) = Self::for_round(&me) else {
+                return;
+            };
+            let t = this.replicas[i].flight.ticket();
+            let _ = this.replica_probe_shared(i, t).await;
         }
     }
 
@@ -511,13 +565,14 @@ impl GroupMonitor {
             }
         }
         let cands: Vec<usize> = (0..self.replicas.len()).filter(|&i| eligible(i)).collect();
-        let total: u32 = cands.iter().map(|&i| self.replicas[i].weight).sum();
+        let weight = |i: usize| self.replicas[i].weight.load(Ordering::Relaxed);
+        let total: u32 = cands.iter().map(|&i| weight(i)).sum();
         if total == 0 {
             return None;
         }
         let mut x = rand::rng().random_range(0..total);
         for &i in &cands {
-            let w = self.replicas[i].weight;
+            let w = weight(i);
             if x < w {
                 return Some(i);
             }

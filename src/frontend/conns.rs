@@ -120,7 +120,7 @@ impl Session {
     }
 
     pub(super) fn label(&self, conn: Conn) -> String {
-        let g = &self.shared.topology.groups[0];
+        let g = &self.rt.topology.groups[0];
         match conn {
             Conn::Master => g.master.label.clone(),
             Conn::Replica(i) => g
@@ -132,7 +132,7 @@ impl Session {
     }
 
     fn pool_of(&self, conn: Conn) -> Result<std::sync::Arc<BackendPool>, ErrPacket> {
-        let group = &self.shared.topology.groups[0];
+        let group = &self.rt.topology.groups[0];
         match conn {
             Conn::Master => Ok(group.master.clone()),
             Conn::Replica(i) => group

@@ -51,6 +51,11 @@ impl GroupConns {
         &mut self.held[group]
     }
 
+    /// A connection to another group's master is held.
+    pub(in crate::frontend::session) fn holds_any(&self) -> bool {
+        self.wrote.is_some() || self.held.iter().any(Option::is_some)
+    }
+
     fn open_transactions(&self) -> bool {
         self.held.iter().flatten().any(|h| h.in_tx)
     }
@@ -67,7 +72,7 @@ impl Session {
             return Ok(&mut h.conn);
         }
         let g = self
-            .shared
+            .rt
             .topology
             .groups
             .get(group)
@@ -162,7 +167,7 @@ impl Session {
                 };
                 match r {
                     Ok(()) => {
-                        self.shared.monitors[w].after_write().await;
+                        self.rt.monitors[w].after_write().await;
                         Ok(false)
                     }
                     Err(e) => {
@@ -220,7 +225,7 @@ impl Session {
             }
             h.in_tx = false;
             if sql == "COMMIT" {
-                self.shared.monitors[g].after_write().await;
+                self.rt.monitors[g].after_write().await;
             }
         }
         self.groups.held.clear();

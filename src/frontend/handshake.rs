@@ -187,7 +187,9 @@ async fn handshake_inner(
     let plugin = resp.auth_plugin().map(|p| p.clone().into_owned());
     drop(resp);
 
-    let user = shared.config.users.iter().find(|u| u.name == user_name);
+    // The users of the newest configuration (a reload may have changed them).
+    let rt = shared.runtime();
+    let user = rt.config.users.iter().find(|u| u.name == user_name);
     let ok = match user {
         None => {
             // Answer as slowly and in the same shape as for a wrong password.

@@ -11,29 +11,27 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn, Instrument};
 
-use crate::backend::Topology;
 use crate::config::Config;
 use crate::error;
-use crate::freshness::monitor::GroupMonitor;
 use crate::metrics::Metrics;
 use crate::protocol::codec::queue_frames;
+use crate::reload::Reloader;
+use crate::runtime::Runtime;
 
 use super::limits::{ClientSlots, UserLimits};
 use super::session;
 
 /// Everything sessions share. Read-mostly; nothing here is locked per query.
 pub struct Shared {
-    pub config: Config,
-    pub topology: Topology,
+    /// The configuration and what is built from it, replaced by a reload;
+    /// see [`Shared::runtime`].
+    runtime: ArcSwap<Runtime>,
+    pub reloader: Reloader,
     pub tls: Option<TlsAcceptor>,
     /// The version string advertised to clients: the master's, once known.
     pub server_version: ArcSwap<String>,
     next_conn_id: AtomicU32,
     pub metrics: Arc<Metrics>,
-    /// Sharded tables (empty: sharding off).
-    pub shard_rules: crate::shard::ShardRules,
-    /// Freshness state per backend group (same order as `topology.groups`).
-    pub monitors: Vec<Arc<GroupMonitor>>,
     /// MariaDB extended capabilities of the master (0 until known).
     backend_ext: std::sync::atomic::AtomicU32,
     /// Largest packet accepted from a client (`limits.max_packet_size`).
@@ -51,34 +49,51 @@ pub struct Shared {
 pub const FALLBACK_VERSION: &str = "5.5.5-10.11.0-MariaDB-sluice";
 
 impl Shared {
-    /// Fails when a backend's TLS files cannot be used.
+    /// `reloader` names the file `config` was read from. Fails when a
+    /// backend's TLS files cannot be used.
     pub fn new(
         config: Config,
+        reloader: Reloader,
         tls: Option<TlsAcceptor>,
         metrics: Arc<Metrics>,
     ) -> Result<Shared, crate::error::Error> {
-        let topology = Topology::from_config(&config).map_err(crate::error::Error::Tls)?;
-        let shard_rules = config.sharding.rules.clone();
-        let monitors = config
-            .groups
-            .iter()
-            .map(|g| GroupMonitor::new(g, &config))
-            .collect();
+        // Read at start-up only (see README, Hot reload).
+        let max_packet = config.limits.max_packet_size;
+        let clients = ClientSlots::new(config.limits.max_client_connections);
+        let user_limits = UserLimits::new(&config.users);
+        let runtime = Runtime::first(config).map_err(crate::error::Error::Tls)?;
         Ok(Shared {
-            topology,
+            runtime: ArcSwap::from_pointee(runtime),
+            reloader,
             tls,
             server_version: ArcSwap::from_pointee(FALLBACK_VERSION.to_string()),
             backend_ext: std::sync::atomic::AtomicU32::new(0),
             next_conn_id: AtomicU32::new(1),
             metrics,
-            monitors,
-            shard_rules,
-            max_packet: config.limits.max_packet_size,
-            clients: ClientSlots::new(config.limits.max_client_connections),
-            user_limits: UserLimits::new(&config.users),
+            max_packet,
+            clients,
+            user_limits,
             shutdown: CancellationToken::new(),
-            config,
         })
+    }
+
+    /// The newest configuration snapshot. Sessions keep theirs and move to
+    /// a newer one between statements (`frontend::refresh`).
+    pub fn runtime(&self) -> Arc<Runtime> {
+        self.runtime.load_full()
+    }
+
+    /// The generation of the newest snapshot (no reference count touched:
+    /// sessions ask this before every command).
+    pub fn runtime_generation(&self) -> u64 {
+        self.runtime.load().generation
+    }
+
+    /// Make `rt` the newest snapshot (after a reload started its monitors),
+    /// and point the scrape-time metrics at it.
+    pub fn publish(&self, rt: Arc<Runtime>) {
+        self.metrics.retarget(&rt.topology, &rt.monitors);
+        self.runtime.store(rt);
     }
 
     /// Record the master's MariaDB extended capabilities.
@@ -151,7 +166,7 @@ fn refuse_too_many(socket: &TcpStream, peer: SocketAddr, shared: &Shared) {
     queue_frames(&mut frame, &mut 0, &err.encode_pre_handshake());
     let _ = socket.try_write(&frame);
     shared.metrics.login_refused(err.code); // metrics: refused, error by kind
-    info!(%peer, max_client_connections = shared.config.limits.max_client_connections, "client refused: too many connections");
+    info!(%peer, max_client_connections = shared.runtime().config.limits.max_client_connections, "client refused: too many connections");
 }
 
 pub fn log_listening(addr: &std::net::SocketAddr) {

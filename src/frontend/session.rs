@@ -39,6 +39,7 @@ use crate::protocol::packets::{ok_packet, ErrPacket};
 use crate::protocol::response::{ResponseKind, ResponseTracker};
 use crate::protocol::{PacketStream, ProtocolError};
 use crate::router::classify::{self, Classified, Kind, SetScope};
+use crate::runtime::Runtime;
 
 use super::handshake::{self, Authed, HandshakeError};
 use super::io::ClientIo;
@@ -50,6 +51,8 @@ use conns::{lost, slot_of, Held, LastInsertId, Pins};
 
 #[path = "conns.rs"]
 mod conns;
+#[path = "refresh.rs"]
+mod refresh;
 #[path = "sharded.rs"]
 mod sharded;
 #[path = "statements.rs"]
@@ -102,6 +105,11 @@ struct Route {
 
 struct Session {
     shared: Arc<Shared>,
+    /// The configuration snapshot this session routes with; replica
+    /// indices (`Conn::Replica`) are positions in it. Moved to a newer one
+    /// between commands (refresh.rs).
+    rt: Arc<Runtime>,
+    /// `rt.monitors[0]`.
     monitor: Arc<GroupMonitor>,
     client: PacketStream<ClientIo>,
     user: String,
@@ -148,10 +156,12 @@ impl Session {
             collation: a.collation,
             mariadb_ext: a.mariadb_ext,
         };
-        let monitor = shared.monitors[0].clone();
-        let multiplex = shared.config.backend.multiplex;
+        let rt = shared.runtime();
+        let monitor = rt.monitors[0].clone();
+        let multiplex = rt.config.backend.multiplex;
         Session {
             shared,
+            rt,
             monitor,
             client: a.client,
             user: a.user,
@@ -207,6 +217,8 @@ impl Session {
                 }
             };
             self.reply_seq = pkt.seq.wrapping_add(1);
+            // A statement boundary: take over a reloaded configuration.
+            self.refresh_runtime();
             // metrics: bytes in
             self.shared.metrics.client_bytes_in(pkt.payload.len());
             // An empty packet is answered like an unknown command, as MariaDB does.
@@ -602,8 +614,10 @@ impl Session {
             return Err(Closed);
         };
         let mut seq = self.reply_seq;
+        // The users of the newest configuration, as for a new login.
         let user = self
             .shared
+            .runtime()
             .config
             .users
             .iter()
@@ -720,7 +734,7 @@ impl Session {
                         self.keep = Some(conn);
                     }
                     // metrics: latency per backend, server errors, slow-query log
-                    let slow = self.shared.config.log.slow_query;
+                    let slow = self.rt.config.log.slow_query;
                     self.shared
                         .metrics
                         .command_done(0, conn, started, tracker.error, payload, slow);

@@ -45,7 +45,7 @@ impl Session {
         &mut self,
         payload: &[u8],
     ) -> Result<bool, Closed> {
-        let rules = &self.shared.shard_rules;
+        let rules = &self.rt.shard_rules;
         if rules.is_empty() {
             return Ok(false);
         }
@@ -190,7 +190,7 @@ impl Session {
                 .await;
         }
         let planned =
-            crate::shard::plan_with_params(&text, &values, self.db.as_deref(), &self.shared.shard_rules);
+            crate::shard::plan_with_params(&text, &values, self.db.as_deref(), &self.rt.shard_rules);
         match planned {
             Err(r) => self.send_err(&not_supported(r.0)).await,
             Ok(None) => {

@@ -58,7 +58,7 @@ impl Session {
             payload.push(COM_QUERY);
             payload.extend_from_slice(parts[0].sql.as_bytes());
             let log = PartLog::start(
-                self.shared.config.log.sql_log,
+                self.rt.config.log.sql_log,
                 &parts[0].sql,
                 &self.label(route.conn),
                 parts[0].shard,
@@ -79,7 +79,7 @@ impl Session {
             return self.select_buffered(parts, merge, wildcard_helpers, format).await;
         }
         // Scatter: one connection per part, all queries sent before any is read.
-        let log_on = self.shared.config.log.sql_log;
+        let log_on = self.rt.config.log.sql_log;
         let mut conns = Vec::with_capacity(parts.len());
         for part in &parts {
             let (mut conn, label) = match self.scatter_conn(part.group).await {
@@ -134,13 +134,13 @@ impl Session {
         } else {
             // Outside a transaction and unpinned (scatter reads only): the
             // rules of `route_read` reduce to the group's freshness.
-            match self.shared.monitors[group].pick(Scope::All, None).await {
+            match self.rt.monitors[group].pick(Scope::All, None).await {
                 Ok(i) => (Conn::Replica(i), "fresh_replica"),
                 Err(f) => (Conn::Master, f.as_str()),
             }
         };
         self.shared.metrics.route(conn == Conn::Master, reason);
-        let g = &self.shared.topology.groups[group];
+        let g = &self.rt.topology.groups[group];
         let pool = match conn {
             Conn::Replica(i) => g.replicas.get(i).map(|r| r.pool.clone()),
             Conn::Master => None,
@@ -166,12 +166,12 @@ impl Session {
         wildcard_helpers: Option<usize>,
         format: RowFormat,
     ) -> CmdResult {
-        let log_on = self.shared.config.log.sql_log;
+        let log_on = self.rt.config.log.sql_log;
         let mut defs = None;
         let mut sources = Vec::with_capacity(parts.len());
         let mut failure = None;
         for part in &parts {
-            let label = self.shared.topology.groups[part.group].master.label.clone();
+            let label = self.rt.topology.groups[part.group].master.label.clone();
             let log = PartLog::start(log_on, &part.sql, &label, part.shard);
             let r = async {
                 let conn = self.group_master(part.group).await?;
@@ -226,7 +226,7 @@ impl Session {
             Ok(s) => s,
             Err(r) => return self.send_err(&not_supported(r.0)).await,
         };
-        let monitor = self.shared.monitors[origin].clone();
+        let monitor = self.rt.monitors[origin].clone();
         let mut metas = Vec::with_capacity(defs.len());
         for d in &defs {
             let Some(mut m) = merge::parse_column_def(d) else {

@@ -84,7 +84,7 @@ impl Session {
         }
         self.status = totals.status;
         for &g in &groups {
-            let monitor = self.shared.monitors[g].clone();
+            let monitor = self.rt.monitors[g].clone();
             if ddl {
                 monitor.forget_tracked();
                 monitor.bump_global().await;
@@ -107,8 +107,8 @@ impl Session {
         wrap: bool,
         totals: &mut Totals,
     ) -> Result<(), ErrPacket> {
-        let log_on = self.shared.config.log.sql_log;
-        let label = self.shared.topology.groups[group].master.label.clone();
+        let log_on = self.rt.config.log.sql_log;
+        let label = self.rt.topology.groups[group].master.label.clone();
         let conn = self.group_master(group).await?;
         let mut status = None;
         if wrap {
@@ -157,7 +157,7 @@ impl Session {
 
     /// A backend group's configured name.
     pub(super) fn group_name(&self, group: usize) -> String {
-        self.shared
+        self.rt
             .topology
             .groups
             .get(group)

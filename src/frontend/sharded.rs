@@ -33,7 +33,7 @@ impl Session {
     /// Handle a COM_QUERY on a sharded table. `Ok(false)`: not sharded,
     /// the caller goes on as usual.
     pub(super) async fn try_sharded(&mut self, sql: &[u8]) -> Result<bool, Closed> {
-        let rules = &self.shared.shard_rules;
+        let rules = &self.rt.shard_rules;
         if rules.is_empty() {
             return Ok(false);
         }
@@ -51,7 +51,7 @@ impl Session {
             .await?;
             return Ok(true);
         }
-        let rules = &self.shared.shard_rules;
+        let rules = &self.rt.shard_rules;
         let planned = crate::shard::plan(&text, self.db.as_deref(), rules);
         match planned {
             Ok(None) => Ok(false),

@@ -28,7 +28,7 @@ pub async fn next_command(
         debug!("closing the session: sluice is shutting down");
         return Err(ProtocolError::Closed);
     }
-    let idle = shared.config.limits.idle_client_timeout;
+    let idle = shared.runtime().config.limits.idle_client_timeout;
     let read = async {
         if idle.is_zero() {
             return Some(client.read_packet().await);

@@ -1,4 +1,6 @@
-//! The admin HTTP endpoint: /metrics, /healthz, /readyz (hyper 1).
+//! The admin HTTP endpoint: /metrics, /healthz, /readyz (hyper 1), and
+//! `POST /reload` (hot reload of the configuration file: 200 with what
+//! changed, 400 with the file's error and the running configuration kept).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -50,6 +52,11 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
         }
         "/healthz" => text(StatusCode::OK, "ok\n".into()),
         "/readyz" => readyz(&shared).await,
+        "/reload" if req.method() == hyper::Method::POST => match crate::reload::reload(&shared).await {
+            Ok(summary) => text(StatusCode::OK, format!("{summary}\n")),
+            Err(e) => text(StatusCode::BAD_REQUEST, format!("{e}\n")),
+        },
+        "/reload" => text(StatusCode::METHOD_NOT_ALLOWED, "use POST /reload\n".into()),
         _ => text(StatusCode::NOT_FOUND, "not found\n".into()),
     })
 }
@@ -57,7 +64,7 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
 /// Ready when the master of every group accepts a connection.
 async fn readyz(shared: &Shared) -> Response<Full<Bytes>> {
     let mut failures = Vec::new();
-    for g in &shared.topology.groups {
+    for g in &shared.runtime().topology.groups {
         let key = crate::backend::PoolKey::sluice_own();
         match g.master.get(key).await {
             Ok(mut c) => {

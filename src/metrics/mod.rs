@@ -17,9 +17,11 @@ pub mod http;
 pub mod slow;
 pub mod topology;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use arc_swap::ArcSwap;
 use prometheus::{
     Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
 };
@@ -224,10 +226,19 @@ pub struct Metrics {
     bytes_received: IntCounter,
     bytes_sent: IntCounter,
     statement_duration: HistogramVec,
-    /// [group][0 = master, 1 + i = replica i], set by [`Metrics::attach`].
-    backends: OnceLock<Vec<Vec<BackendHandles>>>,
+    /// [group][0 = master, 1 + i = replica i] of the running topology, set
+    /// by [`Metrics::attach`] and [`Metrics::retarget`]. (A session still on
+    /// the snapshot before a reload that moved replicas records a statement
+    /// or two under the new positions' labels.)
+    backends: ArcSwap<Vec<Vec<BackendHandles>>>,
+    /// The groups the scrape-time collector reads.
+    views: topology::Views,
+    attached: AtomicBool,
     shard_fanout: Histogram,
     merged_rows: IntCounter,
+    /// Configuration reloads by result ([ok, error]).
+    reloads: [IntCounter; 2],
+    generation: IntGauge,
 }
 
 fn counter(name: &str, help: &str) -> IntCounter {
@@ -306,8 +317,26 @@ impl Metrics {
             "sluice_merged_rows_total",
             "Rows read from shards by the cross-shard merge.",
         );
+        let reloads_vec = IntCounterVec::new(
+            Opts::new(
+                "sluice_config_reloads_total",
+                "Configuration reloads (SIGHUP or POST /reload), by result: ok, or error (the file \
+                 was rejected and the running configuration kept).",
+            ),
+            &["result"],
+        )
+        .expect("static metric");
+        let reloads = ["ok", "error"].map(|r| reloads_vec.with_label_values(&[r]));
+        let generation = IntGauge::new(
+            "sluice_config_generation",
+            "Generation of the running configuration: 1 at startup, +1 per reload that changed it.",
+        )
+        .expect("static metric");
+        generation.set(1);
         for c in [
             Box::new(routed.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(reloads_vec),
+            Box::new(generation.clone()),
             Box::new(client_connections_open.clone()),
             Box::new(client_connections_total.clone()),
             Box::new(client_connections_refused.clone()),
@@ -333,17 +362,33 @@ impl Metrics {
             bytes_received,
             bytes_sent,
             statement_duration,
-            backends: OnceLock::new(),
+            backends: ArcSwap::from_pointee(Vec::new()),
+            views: Arc::new(ArcSwap::from_pointee(Vec::new())),
+            attached: AtomicBool::new(false),
             shard_fanout,
             merged_rows,
+            reloads,
+            generation,
         }
     }
 
     /// Connect the metrics to the live topology: resolve the per-backend
     /// latency series and register the scrape-time collector of replica
     /// freshness and pool state. Called once at startup (`app::run`); later
-    /// calls do nothing.
+    /// calls only retarget.
     pub fn attach(&self, topology: &Topology, monitors: &[Arc<GroupMonitor>]) {
+        self.retarget(topology, monitors);
+        if self.attached.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let collector = topology::TopologyCollector::new(self.views.clone());
+        if let Err(e) = self.registry.register(Box::new(collector)) {
+            warn!(error = %e, "cannot register the replica and pool metrics");
+        }
+    }
+
+    /// Point the per-backend series at `topology` (after a reload).
+    pub fn retarget(&self, topology: &Topology, monitors: &[Arc<GroupMonitor>]) {
         let handles = topology
             .groups
             .iter()
@@ -367,13 +412,14 @@ impl Metrics {
                 v
             })
             .collect();
-        if self.backends.set(handles).is_err() {
-            return;
-        }
-        let collector = topology::TopologyCollector::new(topology, monitors);
-        if let Err(e) = self.registry.register(Box::new(collector)) {
-            warn!(error = %e, "cannot register the replica and pool metrics");
-        }
+        self.backends.store(Arc::new(handles));
+        self.views.store(Arc::new(topology::views(topology, monitors)));
+    }
+
+    /// A configuration reload finished; `generation` is the one now running.
+    pub fn config_reloaded(&self, ok: bool, generation: u64) {
+        self.reloads[usize::from(!ok)].inc();
+        self.generation.set(i64::try_from(generation).unwrap_or(i64::MAX));
     }
 
     /// Count one routing decision to the master or a replica.
@@ -415,11 +461,8 @@ impl Metrics {
             Conn::Master => 0,
             Conn::Replica(i) => i + 1,
         };
-        let backend = self
-            .backends
-            .get()
-            .and_then(|g| g.get(group))
-            .and_then(|b| b.get(index));
+        let backends = self.backends.load();
+        let backend = backends.get(group).and_then(|b| b.get(index));
         if let Some(b) = backend {
             b.latency.observe(elapsed.as_secs_f64());
         }

@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use arc_swap::ArcSwap;
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::{self, MetricType};
 
@@ -154,42 +155,50 @@ struct BackendView {
     pool: Arc<BackendPool>,
 }
 
-struct GroupView {
+pub struct GroupView {
     name: String,
     monitor: Option<Arc<GroupMonitor>>,
     backends: Vec<BackendView>,
 }
 
+/// What the collector reads: the running topology's groups, replaced by a
+/// reload (`Metrics::retarget`).
+pub type Views = Arc<ArcSwap<Vec<GroupView>>>;
+
 pub struct TopologyCollector {
-    groups: Vec<GroupView>,
+    groups: Views,
     descs: Vec<Desc>,
 }
 
+/// The collector's view of `topology`; `monitors` in the order of
+/// `topology.groups` (as in `Runtime`).
+pub fn views(topology: &Topology, monitors: &[Arc<GroupMonitor>]) -> Vec<GroupView> {
+    topology
+        .groups
+        .iter()
+        .enumerate()
+        .map(|(gi, g)| {
+            let mut backends = vec![BackendView {
+                name: "master".to_owned(),
+                addr: g.master.addr().to_owned(),
+                pool: g.master.clone(),
+            }];
+            backends.extend(g.replicas.iter().enumerate().map(|(i, r)| BackendView {
+                name: replica_name(i),
+                addr: r.pool.addr().to_owned(),
+                pool: r.pool.clone(),
+            }));
+            GroupView {
+                name: g.name.clone(),
+                monitor: monitors.get(gi).cloned(),
+                backends,
+            }
+        })
+        .collect()
+}
+
 impl TopologyCollector {
-    /// `monitors` in the order of `topology.groups` (as in `Shared`).
-    pub fn new(topology: &Topology, monitors: &[Arc<GroupMonitor>]) -> TopologyCollector {
-        let groups = topology
-            .groups
-            .iter()
-            .enumerate()
-            .map(|(gi, g)| {
-                let mut backends = vec![BackendView {
-                    name: "master".to_owned(),
-                    addr: g.master.addr().to_owned(),
-                    pool: g.master.clone(),
-                }];
-                backends.extend(g.replicas.iter().enumerate().map(|(i, r)| BackendView {
-                    name: replica_name(i),
-                    addr: r.pool.addr().to_owned(),
-                    pool: r.pool.clone(),
-                }));
-                GroupView {
-                    name: g.name.clone(),
-                    monitor: monitors.get(gi).cloned(),
-                    backends,
-                }
-            })
-            .collect();
+    pub fn new(groups: Views) -> TopologyCollector {
         let descs = FAMILIES
             .iter()
             .filter_map(|f| {
@@ -254,7 +263,8 @@ impl Collector for TopologyCollector {
     fn collect(&self) -> Vec<proto::MetricFamily> {
         let mut s: Vec<Samples> = FAMILIES.iter().map(|_| Samples(Vec::new())).collect();
         let f = &FAMILIES;
-        for g in &self.groups {
+        let groups = self.groups.load();
+        for g in groups.iter() {
             let group = g.name.as_str();
             for b in &g.backends {
                 let role = if b.name == "master" { "master" } else { "replica" };

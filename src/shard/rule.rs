@@ -337,7 +337,7 @@ pub fn parse_atlas(s: &str) -> Result<ShardRule, String> {
 /// `lower_case_table_names=0`; [`ShardRules::with_lower_case_table_names`] makes them
 /// case-insensitive for servers that fold names. Column names always compare
 /// case-insensitively.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ShardRules {
     rules: Vec<ShardRule>,
     fold_names: bool,

@@ -7,10 +7,23 @@ use std::time::Duration;
 /// GET `path` from `127.0.0.1:port` (HTTP/1.0, so no chunked encoding):
 /// (status, body).
 pub fn http_get(port: u16, path: &str) -> Result<(u16, String), String> {
+    request(port, "GET", path)
+}
+
+/// POST an empty body to `path` on `127.0.0.1:port`: (status, body).
+pub fn http_post(port: u16, path: &str) -> Result<(u16, String), String> {
+    request(port, "POST", path)
+}
+
+fn request(port: u16, method: &str, path: &str) -> Result<(u16, String), String> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("connect :{port}: {e}"))?;
     s.set_read_timeout(Some(Duration::from_secs(10)))
         .map_err(|e| e.to_string())?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n").map_err(|e| e.to_string())?;
+    write!(
+        s,
+        "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\n\r\n"
+    )
+    .map_err(|e| e.to_string())?;
     let mut raw = Vec::new();
     s.read_to_end(&mut raw)
         .map_err(|e| format!("read :{port}{path}: {e}"))?;
