@@ -122,7 +122,7 @@ async fn handshake_inner(
     let mut p = client.read_packet().await?;
     seq = p.seq.wrapping_add(1);
     // An SSL request is the first 32 bytes of a handshake response.
-    if p.payload.len() == 32 && caps_of(&p.payload).contains(CapabilityFlags::CLIENT_SSL) {
+    if is_ssl_request(&p.payload) {
         let Some(acceptor) = shared.tls.clone() else {
             return Err(refuse(
                 &mut client,
@@ -142,50 +142,20 @@ async fn handshake_inner(
         p = client.read_packet().await?;
         seq = p.seq.wrapping_add(1);
     }
-    if p.payload.len() < 32 {
-        return Err(refuse(
-            &mut client,
-            &mut seq,
-            error::bad_handshake("handshake response too short"),
-        )
-        .await);
-    }
-    let resp: HandshakeResponse<'_> = match ParseBuf(&p.payload).parse(()) {
-        Ok(r) => r,
-        Err(_) => {
-            return Err(refuse(
-                &mut client,
-                &mut seq,
-                error::bad_handshake("malformed handshake response"),
-            )
-            .await)
-        }
+    let hello = match parse_handshake_response(&p.payload, offered, offered_ext) {
+        Ok(h) => h,
+        Err(e) => return Err(refuse(&mut client, &mut seq, e).await),
     };
-    let client_caps = resp.capabilities();
-    if !client_caps.contains(CapabilityFlags::CLIENT_PROTOCOL_41) {
-        return Err(refuse(
-            &mut client,
-            &mut seq,
-            error::bad_handshake("clients before protocol 4.1 are not supported"),
-        )
-        .await);
-    }
-    let caps = client_caps & offered;
-    let user_name = String::from_utf8_lossy(resp.user()).into_owned();
+    let ClientResponse {
+        caps,
+        user: user_name,
+        db,
+        collation,
+        mariadb_ext,
+        scramble,
+        plugin,
+    } = hello;
     let host = peer.ip().to_string();
-    let db = resp
-        .db_name()
-        .filter(|d| !d.is_empty())
-        .map(|d| String::from_utf8_lossy(d).into_owned());
-    let collation = resp.collation();
-    let mariadb_ext = if client_caps.contains(CapabilityFlags::CLIENT_LONG_PASSWORD) {
-        0
-    } else {
-        resp.mariadb_ext_capabilities().bits() & offered_ext
-    };
-    let scramble = resp.scramble_buf().to_vec();
-    let plugin = resp.auth_plugin().map(|p| p.clone().into_owned());
-    drop(resp);
 
     // The users of the newest configuration (a reload may have changed them).
     let rt = shared.runtime();
@@ -225,9 +195,75 @@ async fn handshake_inner(
     })
 }
 
+/// Is the client's first packet an SSL request: the first 32 bytes of a
+/// handshake response, with CLIENT_SSL set?
+pub fn is_ssl_request(payload: &[u8]) -> bool {
+    payload.len() == 32 && caps_of(payload).contains(CapabilityFlags::CLIENT_SSL)
+}
+
 fn caps_of(payload: &[u8]) -> CapabilityFlags {
-    let b = [payload[0], payload[1], payload[2], payload[3]];
+    let mut b = [0u8; 4];
+    if let Some(head) = payload.get(..4) {
+        b.copy_from_slice(head);
+    }
     CapabilityFlags::from_bits_truncate(u32::from_le_bytes(b))
+}
+
+/// What sluice keeps of a client's handshake response.
+#[derive(Debug, Clone)]
+pub struct ClientResponse {
+    /// Capabilities agreed: the client's, limited to those offered.
+    pub caps: CapabilityFlags,
+    /// The user name (lossily decoded).
+    pub user: String,
+    /// The default database, when one was given and is not empty.
+    pub db: Option<String>,
+    pub collation: u8,
+    /// MariaDB extended capabilities agreed with the client (0 for a client
+    /// that announced CLIENT_MYSQL).
+    pub mariadb_ext: u32,
+    /// The client's answer to the greeting's scramble.
+    pub scramble: Vec<u8>,
+    pub plugin: Option<AuthPlugin<'static>>,
+}
+
+/// Parse a client's handshake response against what the greeting offered.
+/// Pure, so it can be tested and fuzzed without a socket; the error is the
+/// packet to send to the client before closing.
+pub fn parse_handshake_response(
+    payload: &[u8],
+    offered: CapabilityFlags,
+    offered_ext: u32,
+) -> Result<ClientResponse, ErrPacket> {
+    if payload.len() < 32 {
+        return Err(error::bad_handshake("handshake response too short"));
+    }
+    let resp: HandshakeResponse<'_> = ParseBuf(payload)
+        .parse(())
+        .map_err(|_| error::bad_handshake("malformed handshake response"))?;
+    let client_caps = resp.capabilities();
+    if !client_caps.contains(CapabilityFlags::CLIENT_PROTOCOL_41) {
+        return Err(error::bad_handshake(
+            "clients before protocol 4.1 are not supported",
+        ));
+    }
+    let mariadb_ext = if client_caps.contains(CapabilityFlags::CLIENT_LONG_PASSWORD) {
+        0
+    } else {
+        resp.mariadb_ext_capabilities().bits() & offered_ext
+    };
+    Ok(ClientResponse {
+        caps: client_caps & offered,
+        user: String::from_utf8_lossy(resp.user()).into_owned(),
+        db: resp
+            .db_name()
+            .filter(|d| !d.is_empty())
+            .map(|d| String::from_utf8_lossy(d).into_owned()),
+        collation: resp.collation(),
+        mariadb_ext,
+        scramble: resp.scramble_buf().to_vec(),
+        plugin: resp.auth_plugin().map(|p| p.clone().into_owned()),
+    })
 }
 
 /// Run the plugin exchange for a known user. Returns whether the password matched.
@@ -313,4 +349,76 @@ async fn switch_to_native(
 ) -> Result<bool, ProtocolError> {
     let reply = switch_plugin(client, seq, NATIVE, nonce).await?;
     Ok(auth::verify_native(&user.credential, nonce, &reply))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// What the mariadb CLI (libmariadb 3.3) sent to `-uapp -papp test`.
+    const MARIADB_CLI: &str = "8ca2bf000000100021000000000000000000000000000000000000001d000000617070\
+        00148d06bedbea5250932576e9c0d9cd07b4a2d2baec74657374006d7973716c5f6e61746976655f70617373776f7264\
+        007f035f6f73054c696e75780c5f636c69656e745f6e616d650a6c69626d617269616462045f7069640532313834340f\
+        5f636c69656e745f76657273696f6e06332e332e3230095f706c6174666f726d067838365f36340c70726f6772616d5f\
+        6e616d65056d7973716c0c5f7365727665725f686f7374093132372e302e302e31";
+
+    fn unhex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    fn offered() -> CapabilityFlags {
+        let mut c = offered_capabilities();
+        c.remove(CapabilityFlags::CLIENT_LONG_PASSWORD);
+        c
+    }
+
+    #[test]
+    fn parses_a_mariadb_cli_response() {
+        let payload = unhex(MARIADB_CLI);
+        assert!(!is_ssl_request(&payload));
+        let r = parse_handshake_response(&payload, offered(), 0x8).unwrap();
+        assert_eq!(r.user, "app");
+        assert_eq!(r.db.as_deref(), Some("test"));
+        assert_eq!(r.collation, 33);
+        assert_eq!(r.scramble.len(), 20);
+        assert_eq!(r.plugin, Some(AuthPlugin::MysqlNativePassword));
+        assert_eq!(
+            r.mariadb_ext, 0x8,
+            "extended capabilities limited to the offered ones"
+        );
+        assert!(offered().contains(r.caps));
+        assert!(!r.caps.contains(CapabilityFlags::CLIENT_LONG_PASSWORD));
+    }
+
+    #[test]
+    fn ssl_request_and_refusals() {
+        let payload = unhex(MARIADB_CLI);
+        let mut ssl = payload[..32].to_vec();
+        ssl[1] |= 0x08; // CLIENT_SSL
+        assert!(is_ssl_request(&ssl));
+        assert!(!is_ssl_request(&payload[..32]));
+        assert!(!is_ssl_request(&[]));
+        assert!(!is_ssl_request(&ssl[..31]));
+
+        let refused = |p: &[u8]| parse_handshake_response(p, offered(), 0).unwrap_err().message;
+        assert_eq!(
+            refused(&payload[..31]),
+            "Bad handshake: handshake response too short"
+        );
+        assert_eq!(
+            refused(&payload[..40]),
+            "Bad handshake: malformed handshake response"
+        );
+        let mut old = payload.clone();
+        old[1] &= !0x02; // no CLIENT_PROTOCOL_41
+        assert_eq!(
+            refused(&old),
+            "Bad handshake: clients before protocol 4.1 are not supported"
+        );
+    }
 }

@@ -1,6 +1,7 @@
 //! Client side: the listener, TLS, authentication and the per-client session.
 
 pub mod auth;
+pub mod change_user;
 pub mod handshake;
 pub mod io;
 pub mod limits;

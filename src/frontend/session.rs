@@ -41,6 +41,7 @@ use crate::protocol::{PacketStream, ProtocolError};
 use crate::router::classify::{self, Classified, Kind, SetScope};
 use crate::runtime::Runtime;
 
+use super::change_user::parse_change_user;
 use super::handshake::{self, Authed, HandshakeError};
 use super::io::ClientIo;
 use super::listener::Shared;
@@ -842,52 +843,4 @@ fn needs_global_bump(c: &Classified, sql: &[u8]) -> bool {
             | "LOCK"
             | "UNLOCK"
     )
-}
-
-struct ChangeUser {
-    user: String,
-    auth: Vec<u8>,
-    db: Option<String>,
-    collation: Option<u8>,
-    plugin: Option<Vec<u8>>,
-}
-
-/// Parse COM_CHANGE_USER's body (after the command byte).
-fn parse_change_user(b: &[u8], caps: CapabilityFlags) -> Option<ChangeUser> {
-    let nul = b.iter().position(|&c| c == 0)?;
-    let user = String::from_utf8_lossy(&b[..nul]).into_owned();
-    let mut rest = &b[nul + 1..];
-    let auth = if caps.contains(CapabilityFlags::CLIENT_SECURE_CONNECTION) {
-        let len = usize::from(*rest.first()?);
-        let a = rest.get(1..1 + len)?.to_vec();
-        rest = &rest[1 + len..];
-        a
-    } else {
-        let n = rest.iter().position(|&c| c == 0)?;
-        let a = rest[..n].to_vec();
-        rest = &rest[n + 1..];
-        a
-    };
-    let (db, mut rest) = match rest.iter().position(|&c| c == 0) {
-        Some(n) => (String::from_utf8_lossy(&rest[..n]).into_owned(), &rest[n + 1..]),
-        None => (String::from_utf8_lossy(rest).into_owned(), &rest[rest.len()..]),
-    };
-    let mut collation = None;
-    if rest.len() >= 2 {
-        collation = Some(rest[0]);
-        rest = &rest[2..];
-    }
-    let plugin = if caps.contains(CapabilityFlags::CLIENT_PLUGIN_AUTH) && !rest.is_empty() {
-        let n = rest.iter().position(|&c| c == 0).unwrap_or(rest.len());
-        Some(rest[..n].to_vec())
-    } else {
-        None
-    };
-    Some(ChangeUser {
-        user,
-        auth,
-        db: if db.is_empty() { None } else { Some(db) },
-        collation,
-        plugin,
-    })
 }

@@ -409,4 +409,15 @@ mod tests {
         assert!(binary_row_to_text(&extra, &metas).is_err());
         assert!(parse_binary_row(&[], &metas).is_err());
     }
+
+    /// Found by the `backend_rows` fuzz target: a TIME text out of range
+    /// overflowed while being encoded.
+    #[test]
+    fn time_text_out_of_range_is_an_error() {
+        let time = [m(types::TIME, 0, 0)];
+        let row = TextRow::from_fields([Some(&b"99999999999999:00:00"[..])]);
+        assert!(text_row_to_binary(&row, &time, 1).is_err());
+        let row = TextRow::from_fields([Some(&b"-838:59:59"[..])]);
+        assert!(text_row_to_binary(&row, &time, 1).is_ok());
+    }
 }

@@ -338,7 +338,8 @@ pub(super) fn parse_datetime(s: &[u8]) -> Option<[u32; 7]> {
     (n >= 3).then_some(parts)
 }
 
-/// `[-]h…h:mm:ss[.ffffff]` → signed microseconds.
+/// `[-]h…h:mm:ss[.ffffff]` → signed microseconds. `None` for anything else,
+/// including signs inside and values beyond `i64` microseconds.
 pub(super) fn parse_time(s: &[u8]) -> Option<i64> {
     let (neg, rest) = match s.first()? {
         b'-' => (true, &s[1..]),
@@ -349,18 +350,31 @@ pub(super) fn parse_time(s: &[u8]) -> Option<i64> {
         Some((a, f)) => (a, f),
         None => (text, ""),
     };
+    // Digits only: `str::parse` would also take a sign.
+    let number = |t: &str| -> Option<i64> {
+        if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        t.parse().ok()
+    };
     let mut it = hms.split(':');
-    let h: i64 = it.next()?.parse().ok()?;
-    let m: i64 = it.next()?.parse().ok()?;
-    let sec: i64 = it.next()?.parse().ok()?;
-    if it.next().is_some() || frac.len() > 6 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+    let h = number(it.next()?)?;
+    let m = number(it.next()?)?;
+    let sec = number(it.next()?)?;
+    if it.next().is_some() || frac.len() > 6 {
         return None;
     }
-    let mut us: i64 = if frac.is_empty() { 0 } else { frac.parse().ok()? };
+    let mut us = if frac.is_empty() { 0 } else { number(frac)? };
     for _ in frac.len()..6 {
         us *= 10;
     }
-    let v = ((h * 60 + m) * 60 + sec) * 1_000_000 + us;
+    let v = h
+        .checked_mul(60)?
+        .checked_add(m)?
+        .checked_mul(60)?
+        .checked_add(sec)?
+        .checked_mul(1_000_000)?
+        .checked_add(us)?;
     Some(if neg { -v } else { v })
 }
 
@@ -517,6 +531,28 @@ mod tests {
             let _ = c("-", "99999999999999999999999999999999999999999999999", &meta);
             let _ = c("1:2:3:4", "::", &meta);
         }
+    }
+
+    /// Found by the `backend_rows` fuzz target: a TIME text with a huge hour
+    /// overflowed (a panic with overflow checks, a wrong order without).
+    #[test]
+    fn time_out_of_range_is_not_a_time() {
+        assert_eq!(
+            parse_time(b"-838:59:59.5"),
+            Some(-(838 * 3600 + 59 * 60 + 59) * 1_000_000 - 500_000)
+        );
+        assert_eq!(parse_time(b"12:00:00"), Some(12 * 3600 * 1_000_000));
+        assert_eq!(parse_time(b"9999999999999:00:00"), None);
+        assert_eq!(parse_time(b"2562047788:00:55"), None);
+        assert_eq!(parse_time(b"1:-5:3"), None);
+        assert_eq!(parse_time(b"+1:5:3"), None);
+        assert_eq!(parse_time(b"1:5:3.-1"), None);
+        let time = m(types::TIME);
+        assert_eq!(
+            c("9999999999999:00:00", "1:00:00", &time),
+            Greater,
+            "byte order fallback"
+        );
     }
 
     #[test]

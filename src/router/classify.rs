@@ -166,8 +166,9 @@ pub fn classify_with(sql: &[u8], opts: LexOptions) -> Classified {
 /// Classify without knowing the session's `sql_mode`: where strings end
 /// depends on NO_BACKSLASH_ESCAPES, so text with a backslash is classified
 /// both ways, and when the readings disagree the statement is treated as a
-/// write (it goes to the master untouched). Without a backslash both readings
-/// are the same and this costs nothing extra.
+/// write (it goes to the master untouched) with the session effects of both
+/// readings (see [`disagreement`]). Without a backslash both readings are the
+/// same and this costs nothing extra.
 pub fn classify_any_mode(sql: &[u8]) -> Classified {
     let c = classify(sql);
     if !sql.contains(&b'\\') {
@@ -186,10 +187,39 @@ pub fn classify_any_mode(sql: &[u8]) -> Classified {
     {
         return c;
     }
+    disagreement(c, other)
+}
+
+/// What two readings of one text that disagree amount to: a write for the
+/// master that has every session effect either reading has (the session is
+/// pinned if either would pin it, the global counter is bumped if either is a
+/// multi-statement), never an answer "about the previous statement" (that
+/// would route it to the previous statement's connection, maybe a replica),
+/// no table list (only reads have one) and no `UNLOCK` or `autocommit` value
+/// unless both readings agree.
+fn disagreement(a: Classified, b: Classified) -> Classified {
+    let multi = a.multi_statement || b.multi_statement;
     Classified {
         kind: Kind::Write,
-        force_master: Some(MasterReason::SideEffect),
-        ..c
+        force_master: Some(if multi {
+            MasterReason::MultiStatement
+        } else {
+            MasterReason::SideEffect
+        }),
+        sets_user_variable: a.sets_user_variable || b.sets_user_variable,
+        creates_temp_table: a.creates_temp_table || b.creates_temp_table,
+        locks_tables: a.locks_tables || b.locks_tables,
+        takes_named_lock: a.takes_named_lock || b.takes_named_lock,
+        tables: None,
+        multi_statement: multi,
+        reads_user_variable: a.reads_user_variable || b.reads_user_variable,
+        unlocks_tables: a.unlocks_tables && b.unlocks_tables,
+        refers_to_previous: false,
+        autocommit: if a.autocommit == b.autocommit {
+            a.autocommit
+        } else {
+            None
+        },
     }
 }
 
@@ -2710,5 +2740,38 @@ mod any_mode_tests {
         assert_eq!(c.kind, Kind::Read);
         assert_eq!(c.force_master, None);
         assert_eq!(classify_any_mode(b"SELECT 1").kind, Kind::Read);
+    }
+
+    /// Found by the `classify` fuzz target: a disagreement kept the default
+    /// reading's table list (tables are only for reads) and lost the other
+    /// reading's effects.
+    #[test]
+    fn backslash_ambiguity_keeps_both_readings_effects() {
+        let c = classify_any_mode(b"SELECT \"a\\\" ; DELETE FROM t; -- \"");
+        assert_eq!(c.kind, Kind::Write);
+        assert_eq!(c.tables, None);
+        assert!(c.multi_statement);
+        assert_eq!(c.force_master, Some(MasterReason::MultiStatement));
+
+        // Under NO_BACKSLASH_ESCAPES this creates a temporary table, sets a
+        // user variable, takes a named lock: the session must be pinned.
+        let c = classify_any_mode(b"SELECT 'a\\' ; CREATE TEMPORARY TABLE tt (a INT); -- '");
+        assert!(c.creates_temp_table);
+        let c = classify_any_mode(b"SELECT 'a\\' ; SET @x = 1; -- '");
+        assert!(c.sets_user_variable);
+        let c = classify_any_mode(b"SELECT 'a\\', GET_LOCK('n', 1) -- '");
+        assert!(c.takes_named_lock);
+        assert_eq!(c.kind, Kind::Write);
+
+        // A statement about the previous one under one reading only is not
+        // sent to the previous statement's connection: it may be a write.
+        let c = classify_any_mode(b"SELECT @@warning_count, 'a\\' ; DELETE FROM t; -- '");
+        assert!(classify(b"SELECT @@warning_count, 'a\\' ; DELETE FROM t; -- '").refers_to_previous);
+        assert!(!c.refers_to_previous);
+        assert_eq!(c.kind, Kind::Write);
+
+        // autocommit only when both readings agree.
+        let c = classify_any_mode(b"SET autocommit = 0, @v = 'a\\' ; SET autocommit = 1; -- '");
+        assert_eq!(c.autocommit, None);
     }
 }
