@@ -75,7 +75,11 @@ pub async fn response(
     loop {
         while let Some(h) = complete_frame(&backend.rbuf) {
             let first = !relayed;
+            let was_error = tracker.error;
             let step = tracker.feed(h.len, &backend.rbuf[4..4 + h.len]);
+            // The tracker knows packet boundaries: a continuation frame of a
+            // 16 MiB row may start with 0xFF too, and must stay untouched.
+            let is_err_packet = !was_error && tracker.error && step == Step::Done;
             let at = client.wbuf.len();
             client.wbuf.extend_from_slice(&backend.rbuf[..h.total()]);
             tracker.relayed_bytes += h.total() as u64;
@@ -83,7 +87,9 @@ pub async fn response(
                 // OK header at at+4, statement id at at+5..at+9.
                 client.wbuf[at + 5..at + 9].copy_from_slice(&id.to_le_bytes());
             }
-            if let (Some((backend_id, client_id)), Some(0xff)) = (opts.stmt_ids, client.wbuf.get(at + 4)) {
+            if let (Some((backend_id, client_id)), true, Some(0xff)) =
+                (opts.stmt_ids, is_err_packet, client.wbuf.get(at + 4))
+            {
                 rename_stmt_in_error(&mut client.wbuf, at, backend_id, client_id);
             }
             backend.rbuf.advance(h.total());
