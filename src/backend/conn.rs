@@ -189,6 +189,34 @@ impl BackendConn {
         })
     }
 
+    /// Has the server closed this connection (restart, crash, `wait_timeout`)
+    /// while it sat idle between commands? Asked before a held connection is
+    /// reused: a statement sent into a dead connection gets an answer nobody
+    /// can interpret (did it run?), while one sent after reconnecting either
+    /// runs or gets a plain connect error.
+    ///
+    /// No system call in the common case: tokio remembers whether the socket
+    /// became readable since the last short read, and an idle connection at a
+    /// command boundary has nothing to read unless the server hung up.
+    pub fn closed_while_idle(&self) -> bool {
+        use std::task::{Context, Poll, Waker};
+        if !self.stream.rbuf.is_empty() {
+            return true; // bytes nobody asked for: not a usable command boundary
+        }
+        let mut cx = Context::from_waker(Waker::noop());
+        match self.stream.get_ref().poll_read_ready(&mut cx) {
+            Poll::Pending => false,
+            Poll::Ready(Err(_)) => true,
+            Poll::Ready(Ok(())) => {
+                let mut probe = [0u8; 1];
+                !matches!(
+                    self.stream.get_ref().try_read(&mut probe),
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock
+                )
+            }
+        }
+    }
+
     pub fn deprecate_eof(&self) -> bool {
         self.caps.contains(CapabilityFlags::CLIENT_DEPRECATE_EOF)
     }

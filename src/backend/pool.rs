@@ -69,20 +69,10 @@ impl managed::Manager for Manager {
             conn.reset_as_new(&self.params)
                 .await
                 .map_err(RecycleError::Backend)?;
-        } else {
-            liveness(conn)?;
+        } else if conn.closed_while_idle() {
+            return Err(RecycleError::message("connection closed while idle"));
         }
         Ok(())
-    }
-}
-
-/// A clean idle connection has nothing to read; readable means the server
-/// closed it (wait_timeout, restart) or sent something unexpected.
-fn liveness(conn: &mut BackendConn) -> RecycleResult<BackendError> {
-    let mut probe = [0u8; 1];
-    match conn.stream.get_ref().try_read(&mut probe) {
-        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(()),
-        _ => Err(RecycleError::message("connection closed while idle")),
     }
 }
 

@@ -107,6 +107,11 @@ pub struct BackendSettings {
     pub connect_timeout: Duration,
     /// Max pooled connections per backend. Default 256.
     pub pool_max: usize,
+    /// How long a read on a replica may wait for the first byte of its
+    /// answer before it is abandoned and retried on the master. Zero (the
+    /// default) means no such limit: a read is still abandoned when its
+    /// replica's probes fail (see `freshness.fall`).
+    pub replica_read_timeout: Duration,
 }
 
 /// Freshness settings: which reads a replica may serve, and the counter
@@ -135,6 +140,12 @@ pub struct Freshness {
     /// Consecutive successful probes before a replica that failed one serves
     /// reads again (hysteresis against flapping). At least 1; default 2.
     pub rise: u32,
+    /// Consecutive failed probes before a replica is marked down. One failed
+    /// probe already takes it out of rotation (its counters are no longer
+    /// current); `fall` decides when it counts as down: then reads that
+    /// were already streaming from it are cut off with an error, and it
+    /// needs `rise` good probes to return. At least 1; default 3.
+    pub fall: u32,
 }
 
 impl Default for Freshness {
@@ -147,6 +158,7 @@ impl Default for Freshness {
             probe_timeout: Duration::from_millis(500),
             max_wait: Duration::ZERO,
             rise: 2,
+            fall: 3,
         }
     }
 }

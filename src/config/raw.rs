@@ -179,6 +179,8 @@ struct RawBackendSettings {
     connect_timeout: Duration,
     #[serde(default = "default_pool_max", deserialize_with = "de::positive")]
     pool_max: usize,
+    #[serde(default, deserialize_with = "de::parse::<de::AnyDuration, _>")]
+    replica_read_timeout: Duration,
 }
 
 impl Default for RawBackendSettings {
@@ -186,6 +188,7 @@ impl Default for RawBackendSettings {
         RawBackendSettings {
             connect_timeout: default_connect_timeout(),
             pool_max: default_pool_max(),
+            replica_read_timeout: Duration::ZERO,
         }
     }
 }
@@ -203,6 +206,7 @@ impl From<RawBackendSettings> for BackendSettings {
         BackendSettings {
             connect_timeout: raw.connect_timeout,
             pool_max: raw.pool_max,
+            replica_read_timeout: raw.replica_read_timeout,
         }
     }
 }
@@ -359,6 +363,8 @@ struct RawFreshness {
     max_wait: Duration,
     #[serde(default = "default_rise", deserialize_with = "de::positive")]
     rise: u32,
+    #[serde(default = "default_fall", deserialize_with = "de::positive")]
+    fall: u32,
 }
 
 impl Default for RawFreshness {
@@ -371,6 +377,7 @@ impl Default for RawFreshness {
             probe_timeout: default_probe_timeout(),
             max_wait: Duration::ZERO,
             rise: default_rise(),
+            fall: default_fall(),
         }
     }
 }
@@ -395,6 +402,10 @@ fn default_rise() -> u32 {
     Freshness::default().rise
 }
 
+fn default_fall() -> u32 {
+    Freshness::default().fall
+}
+
 impl From<RawFreshness> for Freshness {
     fn from(raw: RawFreshness) -> Self {
         let mode = match raw.mode {
@@ -410,6 +421,7 @@ impl From<RawFreshness> for Freshness {
             probe_timeout: raw.probe_timeout,
             max_wait: raw.max_wait,
             rise: raw.rise,
+            fall: raw.fall,
         }
     }
 }

@@ -39,6 +39,7 @@ use crate::protocol::response::{ResponseKind, ResponseTracker};
 use crate::protocol::{PacketStream, ProtocolError};
 use crate::router::classify::{self, Classified, Kind, SetScope};
 
+use super::abandon::ReadWatch;
 use super::handshake::{self, Authed, HandshakeError};
 use super::io::ClientIo;
 use super::listener::Shared;
@@ -591,6 +592,7 @@ impl Session {
                 .map(|r| r.pool.clone())
                 .ok_or_else(|| lost("replica"))?,
         };
+        self.drop_if_closed(conn, &pool.label)?; // faults: see drop_if_closed
         let present = match conn {
             Conn::Master => self.master.as_ref().is_some_and(|h| !h.conn.broken),
             Conn::Replica(i) => self
@@ -629,6 +631,55 @@ impl Session {
         Ok(())
     }
 
+    /// faults: before reusing a held connection, make sure the server has not
+    /// closed it meanwhile (a restarted or crashed backend). A closed one is
+    /// dropped so that `held` connects again: the statement then runs, or
+    /// fails with a plain connect error (2003), instead of being sent into a
+    /// dead socket where its fate would be unknown. If the connection carried
+    /// state the client relies on (a transaction, temporary tables, locks,
+    /// variables, a read-only transaction), that state is gone: say so
+    /// rather than carry on silently without it.
+    fn drop_if_closed(&mut self, conn: Conn, label: &str) -> Result<(), ErrPacket> {
+        let stateful = match conn {
+            Conn::Master => self.in_transaction() || self.pin.is_some(),
+            Conn::Replica(_) => self.ro_tx.is_some(),
+        };
+        let Some(h) = self.slot(conn) else {
+            return Ok(());
+        };
+        if h.conn.broken || !h.conn.closed_while_idle() {
+            return Ok(());
+        }
+        h.conn.broken = true;
+        if !stateful {
+            return Ok(());
+        }
+        match conn {
+            Conn::Master => self.status = SERVER_STATUS_AUTOCOMMIT,
+            Conn::Replica(_) => self.ro_tx = None,
+        }
+        Err(ErrPacket::new(
+            errcode::CR_SERVER_LOST,
+            "HY000",
+            format!(
+                "Lost connection to MySQL server during query (sluice: backend {label} closed the \
+                 session's connection while it was idle; its transaction, temporary tables, locks \
+                 and variables are gone; the statement was not run)"
+            ),
+        ))
+    }
+
+    /// faults: the replica connection was abandoned mid-exchange (see
+    /// frontend::abandon): close it, end a read-only transaction that lived
+    /// on it, and describe why for the client.
+    fn abandon_replica(&mut self, conn: Conn, err: ProtocolError) -> ErrPacket {
+        if let Some((_, h)) = self.replica.as_mut() {
+            h.conn.broken = true;
+        }
+        self.ro_tx = None;
+        error::backend_error_packet(&self.label(conn), "", &BackendError::Protocol(err))
+    }
+
     /// Run one command on the routed backend and relay its response.
     /// `Ok(None)`: the command failed and the client got an error. A read
     /// that fails on a replica before any byte reached the client is retried
@@ -657,7 +708,20 @@ impl Session {
     ) -> Result<Option<ResponseTracker>, Closed> {
         let mut conn = route.conn;
         loop {
-            if let Err(e) = self.held(conn).await {
+            // faults: a read on a replica gives up when the replica stops
+            // answering, while connecting or syncing as well as while waiting
+            // for its answer (see frontend::abandon); the existing fallbacks
+            // below then retry it on the master or report it.
+            let first_byte = self.shared.config.backend.replica_read_timeout;
+            let mut watch = ReadWatch::for_conn(&self.monitor, conn, first_byte);
+            let ready = match watch.as_mut() {
+                None => self.held(conn).await,
+                Some(w) => tokio::select! {
+                    r = self.held(conn) => r,
+                    err = w.abandoned(false) => Err(self.abandon_replica(conn, err)),
+                },
+            };
+            if let Err(e) = ready {
                 if let Conn::Replica(_) = conn {
                     if self.ro_tx.is_none() {
                         debug!(error = %e, "replica unusable, reading from the master");
@@ -681,7 +745,14 @@ impl Session {
                 stmt_ids,
             };
             let started = std::time::Instant::now(); // metrics: command latency, slow-query log
-            match relay::command(&mut self.client, &mut h.conn.stream, payload, opts).await {
+            let relay = relay::command(
+                &mut self.client,
+                &mut h.conn.stream,
+                payload,
+                opts,
+                watch.as_mut(),
+            );
+            match relay.await {
                 Ok(tracker) => {
                     self.last_conn = conn;
                     // metrics: latency per backend, server errors, slow-query log
