@@ -12,13 +12,14 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::cluster::*;
+use common::http::http_get;
+use common::reads::tracked_db;
 use mysql_async::prelude::*;
 use serde_yaml_ng::Value;
 
@@ -60,28 +61,6 @@ fn encode(s: &str) -> String {
         }
     }
     out
-}
-
-/// GET `path` from `127.0.0.1:port` (HTTP/1.0, so no chunked encoding):
-/// (status, body).
-fn http_get(port: u16, path: &str) -> Result<(u16, String), String> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("connect :{port}: {e}"))?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))
-        .map_err(|e| e.to_string())?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n").map_err(|e| e.to_string())?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw)
-        .map_err(|e| format!("read :{port}{path}: {e}"))?;
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| format!("no HTTP header end from :{port}{path}"))?;
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| format!("bad status line from :{port}{path}: {head}"))?;
-    Ok((status, body.to_owned()))
 }
 
 /// JSON is YAML: parse with the YAML crate sluice already depends on.
@@ -384,20 +363,7 @@ async fn own_cluster_prometheus_evaluates_every_dashboard_query() {
     // A cluster of our own: the test stops the replica's SQL thread.
     let cluster = Cluster::start(1);
     let replica = &cluster.replicas[0];
-    let db = unique_name("metrics");
-    cluster.master.sql(&format!(
-        "CREATE DATABASE {db}; CREATE TABLE {db}.t (id INT PRIMARY KEY, v INT NOT NULL)"
-    ));
-    {
-        let pool = mysql_async::Pool::new(cluster.master.url(SLUICE_USER, SLUICE_PASSWORD, &db).as_str());
-        let mut conn = pool.get_conn().await.expect("connect to master");
-        sluice::freshness::triggers::install(&mut conn, "sluice", &db, 16)
-            .await
-            .expect("install triggers");
-        drop(conn);
-        pool.disconnect().await.expect("disconnect");
-    }
-    cluster.wait_replicas_caught_up();
+    let db = tracked_db(&cluster, "metrics").await;
 
     let s = Sluice::start_for(
         &cluster,

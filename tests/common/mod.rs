@@ -1,2 +1,4 @@
 #![allow(dead_code)]
 pub mod cluster;
+pub mod http;
+pub mod reads;

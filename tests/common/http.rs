@@ -1,0 +1,36 @@
+//! A tiny HTTP client for sluice's admin endpoint (/metrics, /healthz).
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+/// GET `path` from `127.0.0.1:port` (HTTP/1.0, so no chunked encoding):
+/// (status, body).
+pub fn http_get(port: u16, path: &str) -> Result<(u16, String), String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("connect :{port}: {e}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .map_err(|e| e.to_string())?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n").map_err(|e| e.to_string())?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw)
+        .map_err(|e| format!("read :{port}{path}: {e}"))?;
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| format!("no HTTP header end from :{port}{path}"))?;
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| format!("bad status line from :{port}{path}: {head}"))?;
+    Ok((status, body.to_owned()))
+}
+
+/// The value of one sample of sluice's /metrics, e.g.
+/// `metric(port, "sluice_replica_healthy{group=\"main\",replica=\"replica0\"}")`
+/// (the series exactly as exported: name and labels).
+pub fn metric(port: u16, series: &str) -> Option<f64> {
+    let (_, body) = http_get(port, "/metrics").ok()?;
+    body.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.trim().parse().ok())
+}
