@@ -234,11 +234,17 @@ impl Load {
         Load { stop, tasks }
     }
 
-    async fn finish(self) -> Outcome {
+    /// Stop the load and collect what its clients saw; a client that hung or
+    /// failed fails the test, with sluice's log.
+    async fn finish(self, s: &Sluice) -> Outcome {
         self.stop.store(true, Ordering::Relaxed);
         let mut all = Outcome::default();
         for t in self.tasks {
-            all.merge(bounded("load task", t).await.expect("load task panicked"));
+            match tokio::time::timeout(OP_TIMEOUT * 2, t).await {
+                Ok(Ok(out)) => all.merge(out),
+                Ok(Err(e)) => panic!("a load client failed: {e}\nsluice log:\n{}", s.log()),
+                Err(_) => panic!("a load client hung\nsluice log:\n{}", s.log()),
+            }
         }
         all
     }
@@ -298,7 +304,7 @@ async fn fault_replica_killed_and_restarted() {
     let restart_took = restarted.elapsed();
     let back = until_metric(&s, "sluice_replica_in_rotation", 0, 1.0, Duration::from_secs(15)).await;
     let reads_back = until_read_on(&s, &db, victim_id, Duration::from_secs(15)).await;
-    let out = load.finish().await;
+    let out = load.finish(&s).await;
 
     println!(
         "replica killed: out of rotation after {left:?}; restart took {restart_took:?}, back in rotation \
@@ -424,7 +430,7 @@ async fn fault_replica_paused_and_resumed() {
     let back = until_metric(&s, "sluice_replica_in_rotation", 0, 1.0, Duration::from_secs(10)).await;
     let healthy = resumed.elapsed();
     let reads_back = until_read_on(&s, &db, replica_id, Duration::from_secs(10)).await;
-    let out = load.finish().await;
+    let out = load.finish(&s).await;
 
     println!(
         "replica paused: out of rotation after {left:?}, down (healthy=0) after {down:?}, streaming read \
@@ -496,7 +502,7 @@ async fn fault_master_killed_and_restarted() {
     // below fail by design rather than by fault.
     let out = Load::start(causal, &db, 3, 2).await;
     tokio::time::sleep(Duration::from_millis(800)).await;
-    let before = out.finish().await;
+    let before = out.finish(causal).await;
     assert!(
         before.failed_writes.is_empty() && before.read_errors.is_empty(),
         "{before:?}"
@@ -515,6 +521,10 @@ async fn fault_master_killed_and_restarted() {
         held.push(c);
     }
 
+    // Replication is asynchronous: a write acknowledged just before the crash
+    // may never reach the replica, and then causal reads rightly refuse it.
+    // Here the replica has everything, so reads must continue.
+    cluster.wait_replicas_caught_up();
     cluster.master.kill();
     let master_addr = cluster.master.addr();
     // A causal read compares the newest master snapshot with the replica's

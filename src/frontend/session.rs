@@ -713,7 +713,8 @@ impl Session {
             // for its answer (see frontend::abandon); the existing fallbacks
             // below then retry it on the master or report it.
             let first_byte = self.shared.config.backend.replica_read_timeout;
-            let mut watch = ReadWatch::for_conn(&self.monitor, conn, first_byte);
+            let retryable = kind == ResponseKind::Query && self.ro_tx.is_none();
+            let mut watch = ReadWatch::for_conn(&self.monitor, conn, first_byte, retryable);
             let ready = match watch.as_mut() {
                 None => self.held(conn).await,
                 Some(w) => tokio::select! {

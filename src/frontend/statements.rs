@@ -126,7 +126,8 @@ impl Session {
     /// the master instead, since nothing has been sent to the client yet.
     async fn prepare_for_execute(&mut self, id: u32, route: Route) -> Result<(Route, u32), ErrPacket> {
         let first_byte = self.shared.config.backend.replica_read_timeout;
-        let Some(mut watch) = ReadWatch::for_conn(&self.monitor, route.conn, first_byte) else {
+        let retryable = self.ro_tx.is_none();
+        let Some(mut watch) = ReadWatch::for_conn(&self.monitor, route.conn, first_byte, retryable) else {
             return self.prepare_on(id, route.conn).await.map(|b| (route, b));
         };
         let on_replica = tokio::select! {
