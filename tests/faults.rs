@@ -333,9 +333,10 @@ async fn fault_replica_killed_and_restarted() {
 }
 
 /// SIGSTOP a replica (it keeps its sockets and answers nothing): it leaves
-/// rotation within about a probe timeout, reads already waiting on it are run
-/// on the master instead, a result that was streaming from it ends with a
-/// clear error, and after SIGCONT it returns after `rise` good probes.
+/// rotation within about a probe timeout; once it is down (`fall` failed
+/// probes), reads that were waiting on it are run on the master instead and
+/// a result that was streaming from it ends with a clear error; after
+/// SIGCONT it returns after `rise` good probes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fault_replica_paused_and_resumed() {
     let cluster = Cluster::start(1);
@@ -394,7 +395,9 @@ async fn fault_replica_paused_and_resumed() {
             .expect("row");
         assert_eq!(sid, master_id, "the read must have been run again on the master");
         assert!(
-            took < PROBE_TIMEOUT + PROBE_INTERVAL + Duration::from_millis(600 + 150 + 1000),
+            // Started 150 ms before the pause, abandoned when the replica is
+            // down (`fall` probes), then 0.6 s again on the master.
+            took < (PROBE_TIMEOUT + PROBE_INTERVAL) * FALL + Duration::from_millis(150 + 600 + 1000),
             "the retried read took {took:?}"
         );
     }

@@ -110,7 +110,7 @@ pub struct BackendSettings {
     /// How long a read on a replica may wait for the first byte of its
     /// answer before it is abandoned and retried on the master. Zero (the
     /// default) means no such limit: a read is still abandoned when its
-    /// replica's probes fail (see `freshness.fall`).
+    /// replica is down (see `freshness.fall`).
     pub replica_read_timeout: Duration,
 }
 
@@ -141,10 +141,10 @@ pub struct Freshness {
     /// reads again (hysteresis against flapping). At least 1; default 2.
     pub rise: u32,
     /// Consecutive failed probes before a replica is marked down. One failed
-    /// probe already takes it out of rotation (its counters are no longer
-    /// current); `fall` decides when it counts as down: then reads that
-    /// were already streaming from it are cut off with an error, and it
-    /// needs `rise` good probes to return. At least 1; default 3.
+    /// probe already keeps new reads away (its counters are no longer
+    /// current); once down, reads under way on it are moved to the master
+    /// (nothing relayed yet) or cut off with an error, and it needs `rise`
+    /// good probes to return. At least 1; default 3.
     pub fall: u32,
 }
 

@@ -4,14 +4,13 @@
 //! - *Is the replica current?* Only if its last probe succeeded. A single
 //!   failed or timed-out probe means sluice no longer knows what the replica
 //!   holds or whether it answers at all, so it leaves rotation at once: no
-//!   new read goes there, and reads still waiting for its first byte move
-//!   elsewhere (that is safe, nothing reached the client yet).
+//!   new read goes there.
 //! - *Is the replica up?* Hysteresis against flapping: it goes down after
 //!   `fall` failed probes in a row and comes back up after `rise` good probes
-//!   in a row. Going down is what cuts off reads already streaming from it
-//!   (their clients get an error, so one slow probe must not do that), and a
-//!   replica that was down must prove itself `rise` times before it serves
-//!   reads again.
+//!   in a row. Going down is what ends reads under way on it (moved to the
+//!   master if nothing reached the client yet, else an error: one slow probe
+//!   on a busy replica must not do that), and a replica that was down must
+//!   prove itself `rise` times before it serves reads again.
 //!
 //! In rotation = up and current. Freshness (counters caught up) is checked on
 //! top of that, per read (`state::Counters::covers`).

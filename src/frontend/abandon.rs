@@ -4,14 +4,21 @@
 //! SIGSTOP, a hung disk, a network partition): a read waiting on it would wait
 //! until its client gives up. The relay therefore also watches the replica's
 //! health (`freshness::health`) while it waits for the backend:
-//! - *nothing relayed yet, and the caller can run the read elsewhere*: it is
-//!   abandoned as soon as the replica leaves rotation (one failed probe,
-//!   about `probe_timeout`), or when `backend.replica_read_timeout` passes
-//!   without a first byte.
-//! - *bytes relayed, or nowhere else to go* (a read-only transaction lives on
-//!   that replica; an EXECUTE whose statement is prepared there): cutting it
-//!   off costs the client an error, so one slow probe must not do it; only a
-//!   replica that is *down* (`fall` failed probes in a row) ends it.
+//! - the replica is *down* (`fall` failed probes in a row, see
+//!   `freshness::health`): a read that has relayed nothing and could run
+//!   elsewhere is abandoned so the caller runs it on the master; otherwise
+//!   (bytes relayed, or nowhere else to go: a read-only transaction lives on
+//!   that replica, an EXECUTE's statement is prepared there) it ends with an
+//!   error for the client.
+//! - `backend.replica_read_timeout` (if set) passes without a first byte, for
+//!   a read that could run elsewhere.
+//!
+//! A single failed probe already keeps *new* reads away from the replica,
+//! but does not abandon reads under way: on a merely overloaded replica that
+//! would re-run every waiting read on the master at each slow probe (seen in
+//! the soak: up to 100 reads at once at load average 50), which is the
+//! opposite of relief. Waiting for `fall` failures bounds the wait on a
+//! paused replica to about `fall` probe timeouts.
 //!
 //! The backend connection of an abandoned read is in an unknown state: the
 //! caller must close it, never pool it.
@@ -68,17 +75,15 @@ impl ReadWatch {
     /// the read should be abandoned; pends forever otherwise. Cancel-safe.
     pub async fn abandoned(&mut self, relayed: bool) -> ProtocolError {
         let early = self.retryable && !relayed;
-        let health = self
-            .health
-            .wait_for(|h| if early { !h.in_rotation() } else { !h.up });
+        let down = self.health.wait_for(|h| !h.up);
         let why = match (early, self.first_byte_by) {
             (true, Some(by)) => tokio::select! {
-                r = health => r.map(|_| LEFT_ROTATION).ok(),
+                r = down => r.map(|_| DOWN_BEFORE_ANSWER).ok(),
                 () = tokio::time::sleep_until(by) => Some(NO_FIRST_BYTE),
             },
-            _ => health
+            _ => down
                 .await
-                .map(|_| if early { LEFT_ROTATION } else { DOWN })
+                .map(|_| if early { DOWN_BEFORE_ANSWER } else { DOWN })
                 .ok(),
         };
         match why {
@@ -89,7 +94,8 @@ impl ReadWatch {
     }
 }
 
-const LEFT_ROTATION: &str = "the replica stopped answering (its health probe failed) before sending anything";
+const DOWN_BEFORE_ANSWER: &str = "the replica stopped answering (its health probes failed \
+                                  freshness.fall times in a row) before sending anything";
 const NO_FIRST_BYTE: &str = "the replica sent nothing within backend.replica_read_timeout";
 const DOWN: &str = "the replica stopped answering (its health probes failed freshness.fall times \
                     in a row) and the statement could not be moved elsewhere (part of its result \
@@ -120,31 +126,27 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn waits_for_rotation_before_the_first_byte_and_for_down_after() {
+    async fn waits_for_down_not_for_one_failed_probe() {
         let tx = watch::Sender::new(state(true, true));
-        let mut w = ReadWatch::new(tx.subscribe(), Duration::ZERO, true);
-        assert_eq!(fires(&mut w, false).await, None);
-        tx.send_replace(state(true, false));
-        let e = fires(&mut w, false).await.expect("left rotation");
-        assert!(e.contains("before sending anything"), "{e}");
-        // Streaming: one failed probe is not enough to cut the client off.
-        assert_eq!(fires(&mut w, true).await, None);
-        tx.send_replace(state(false, false));
-        let e = fires(&mut w, true).await.expect("down");
-        assert!(e.contains("run the statement again"), "{e}");
+        for (retryable, relayed) in [(true, false), (true, true), (false, false)] {
+            let mut w = ReadWatch::new(tx.subscribe(), Duration::ZERO, retryable);
+            tx.send_replace(state(true, true));
+            assert_eq!(fires(&mut w, relayed).await, None);
+            tx.send_replace(state(true, false));
+            assert_eq!(fires(&mut w, relayed).await, None, "one failed probe");
+            tx.send_replace(state(false, false));
+            let e = fires(&mut w, relayed).await.expect("down");
+            let movable = retryable && !relayed;
+            assert_eq!(e.contains("before sending anything"), movable, "{e}");
+            assert_eq!(e.contains("run the statement again"), !movable, "{e}");
+        }
     }
 
     #[tokio::test]
-    async fn a_read_that_cannot_move_waits_for_down() {
-        let tx = watch::Sender::new(state(true, false));
+    async fn no_first_byte_limit_for_reads_that_cannot_move() {
+        let tx = watch::Sender::new(state(true, true));
         let mut w = ReadWatch::new(tx.subscribe(), Duration::from_millis(10), false);
-        assert_eq!(
-            fires(&mut w, false).await,
-            None,
-            "one failed probe, no first-byte limit"
-        );
-        tx.send_replace(state(false, false));
-        assert!(fires(&mut w, false).await.is_some());
+        assert_eq!(fires(&mut w, false).await, None);
     }
 
     #[tokio::test]
