@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use common::cluster::*;
 use common::http::http_get;
-use common::tracked::tracked_db;
+use common::reads::tracked_db;
 use mysql_async::prelude::*;
 use serde_yaml_ng::Value;
 

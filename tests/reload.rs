@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::cluster::*;
 use common::http::{http_get, http_post};
-use common::tracked::tracked_db;
+use common::reads::tracked_db;
 use mysql_async::prelude::*;
 
 /// A group `main` with the shared cluster's master and the replicas

@@ -7,45 +7,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::cluster::*;
-use common::tracked::tracked_db;
+use common::reads::*;
 use mysql_async::prelude::*;
-
-fn server_id(s: &Server) -> u32 {
-    s.sql("SELECT @@server_id").parse().expect("server id")
-}
-
-async fn sluice_conn(s: &Sluice, db: &str) -> mysql_async::Conn {
-    mysql_async::Conn::from_url(s.app_url(db))
-        .await
-        .expect("connect through sluice")
-}
-
-async fn who(conn: &mut mysql_async::Conn, sql: &str) -> u32 {
-    let row: Option<(u32,)> = conn.query_first(sql).await.expect("query");
-    row.expect("a row").0
-}
-
-fn freshness_yaml(mode: &str) -> String {
-    format!("freshness:\n  mode: {mode}\n  probe_interval: 10ms\n  probe_timeout: 500ms\n")
-}
-
-/// Wait until sluice routes a plain read of `db.t` to a replica (probes
-/// have seen the replicas healthy and caught up).
-async fn wait_replica_reads(s: &Sluice, db: &str, master_id: u32) {
-    let mut conn = sluice_conn(s, db).await;
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        if who(&mut conn, "SELECT @@server_id + 0 * COUNT(*) FROM t").await != master_id {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "reads never reached a replica; log:\n{}",
-            s.log()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 #[tokio::test]
 async fn idle_caught_up_replica_takes_nearly_all_reads() {

@@ -51,6 +51,17 @@ impl PoolKey {
     }
 }
 
+/// What waits on an idle connection's socket (`BackendConn::idle_state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdleState {
+    /// Nothing: the server still holds the connection.
+    Quiet,
+    /// End of stream or a socket error: the server closed it.
+    Closed,
+    /// Bytes: unexpected on plaintext; TLS records under TLS.
+    Data,
+}
+
 /// Where and as whom to connect. `Debug` never shows the password.
 #[derive(Clone)]
 pub struct ConnectParams {
@@ -245,6 +256,41 @@ impl BackendConn {
         match self.stream.get_ref() {
             Transport::Plain(tcp) => tcp,
             Transport::Tls(tls) => tls.get_ref().0,
+        }
+    }
+
+    /// What waits on the socket of a connection idle between commands.
+    /// Peeks, never reads: under TLS a byte taken here would corrupt the
+    /// stream. No system call in the common case: tokio remembers whether
+    /// the socket became readable since the last short read.
+    pub fn idle_state(&self) -> IdleState {
+        use std::task::{Context, Poll, Waker};
+        if !self.stream.rbuf.is_empty() {
+            return IdleState::Data; // bytes nobody asked for
+        }
+        let mut probe = [0u8; 1];
+        let mut buf = tokio::io::ReadBuf::new(&mut probe);
+        let mut cx = Context::from_waker(Waker::noop());
+        match self.tcp().poll_peek(&mut cx, &mut buf) {
+            Poll::Pending => IdleState::Quiet,
+            Poll::Ready(Err(_)) => IdleState::Closed,
+            Poll::Ready(Ok(0)) => IdleState::Closed,
+            Poll::Ready(Ok(_)) => IdleState::Data,
+        }
+    }
+
+    /// Has the server closed this connection (restart, crash, `wait_timeout`)
+    /// while it sat idle between commands? Asked before a held connection is
+    /// reused: a statement sent into a dead connection gets an answer nobody
+    /// can interpret (did it run?), while one sent after reconnecting either
+    /// runs or gets a plain connect error. Unexpected bytes on a plaintext
+    /// connection count as closed; under TLS they may be records such as
+    /// session tickets, which the next read handles.
+    pub fn closed_while_idle(&self) -> bool {
+        match self.idle_state() {
+            IdleState::Quiet => false,
+            IdleState::Closed => true,
+            IdleState::Data => !self.is_tls() || !self.stream.rbuf.is_empty(),
         }
     }
 

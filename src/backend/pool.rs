@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use deadpool::managed::{self, Metrics, RecycleError, RecycleResult};
 
-use super::conn::{BackendConn, ConnectParams, PoolKey};
+use super::conn::{BackendConn, ConnectParams, IdleState, PoolKey};
 use super::error::BackendError;
 
 /// A checked-out connection. Dropping it gives it back to its pool, except
@@ -75,33 +75,15 @@ impl managed::Manager for Manager {
         }
         // Clean apart from tracked state (default database, SETs, prepared
         // statements), which the next borrower reconciles.
-        match idle_socket(conn) {
-            Idle::Quiet => Ok(()),
+        match conn.idle_state() {
+            IdleState::Quiet => Ok(()),
             // A TLS server may send records other than a close (session
             // tickets): a round trip reads them and proves the connection.
-            Idle::Readable if conn.is_tls() => conn.ping().await.map_err(RecycleError::Backend),
-            Idle::Readable => Err(RecycleError::message("connection closed while idle")),
+            IdleState::Data if conn.is_tls() && conn.stream.rbuf.is_empty() => {
+                conn.ping().await.map_err(RecycleError::Backend)
+            }
+            _ => Err(RecycleError::message("connection closed while idle")),
         }
-    }
-}
-
-enum Idle {
-    /// Nothing to read: the server still holds the connection.
-    Quiet,
-    /// Bytes or EOF wait: a plaintext server closed it (wait_timeout,
-    /// restart) or sent something unexpected.
-    Readable,
-}
-
-/// Peek (never consume: under TLS a byte read here would corrupt the
-/// stream) at an idle connection's socket.
-fn idle_socket(conn: &BackendConn) -> Idle {
-    let mut probe = [0u8; 1];
-    let mut buf = tokio::io::ReadBuf::new(&mut probe);
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    match conn.tcp().poll_peek(&mut cx, &mut buf) {
-        std::task::Poll::Pending => Idle::Quiet,
-        std::task::Poll::Ready(_) => Idle::Readable,
     }
 }
 

@@ -180,6 +180,11 @@ pub struct BackendSettings {
     pub multiplex: bool,
     /// TLS to every backend without a `tls:` of its own. Default disabled.
     pub tls: BackendTls,
+    /// How long a read on a replica may wait for the first byte of its
+    /// answer before it is abandoned and retried on the master. Zero (the
+    /// default) means no such limit: a read is still abandoned when its
+    /// replica is down (see `freshness.fall`).
+    pub replica_read_timeout: Duration,
 }
 
 /// TLS from sluice to one backend server, as the MySQL client's
@@ -253,6 +258,12 @@ pub struct Freshness {
     /// Consecutive successful probes before a replica that failed one serves
     /// reads again (hysteresis against flapping). At least 1; default 2.
     pub rise: u32,
+    /// Consecutive failed probes before a replica is marked down. One failed
+    /// probe already keeps new reads away (its counters are no longer
+    /// current); once down, reads under way on it are moved to the master
+    /// (nothing relayed yet) or cut off with an error, and it needs `rise`
+    /// good probes to return. At least 1; default 3.
+    pub fall: u32,
 }
 
 impl Default for Freshness {
@@ -265,6 +276,7 @@ impl Default for Freshness {
             probe_timeout: Duration::from_millis(500),
             max_wait: Duration::ZERO,
             rise: 2,
+            fall: 3,
         }
     }
 }

@@ -190,6 +190,8 @@ struct RawBackendSettings {
     multiplex: bool,
     #[serde(default)]
     tls: Option<RawBackendTls>,
+    #[serde(default, deserialize_with = "de::parse::<de::AnyDuration, _>")]
+    replica_read_timeout: Duration,
 }
 
 impl Default for RawBackendSettings {
@@ -199,6 +201,7 @@ impl Default for RawBackendSettings {
             pool_max: default_pool_max(),
             multiplex: default_multiplex(),
             tls: None,
+            replica_read_timeout: Duration::ZERO,
         }
     }
 }
@@ -222,6 +225,7 @@ impl From<RawBackendSettings> for BackendSettings {
             pool_max: raw.pool_max,
             multiplex: raw.multiplex,
             tls: raw.tls.map(|t| t.0).unwrap_or_default(),
+            replica_read_timeout: raw.replica_read_timeout,
         }
     }
 }
@@ -378,6 +382,8 @@ struct RawFreshness {
     max_wait: Duration,
     #[serde(default = "default_rise", deserialize_with = "de::positive")]
     rise: u32,
+    #[serde(default = "default_fall", deserialize_with = "de::positive")]
+    fall: u32,
 }
 
 impl Default for RawFreshness {
@@ -390,6 +396,7 @@ impl Default for RawFreshness {
             probe_timeout: default_probe_timeout(),
             max_wait: Duration::ZERO,
             rise: default_rise(),
+            fall: default_fall(),
         }
     }
 }
@@ -414,6 +421,10 @@ fn default_rise() -> u32 {
     Freshness::default().rise
 }
 
+fn default_fall() -> u32 {
+    Freshness::default().fall
+}
+
 impl From<RawFreshness> for Freshness {
     fn from(raw: RawFreshness) -> Self {
         let mode = match raw.mode {
@@ -429,6 +440,7 @@ impl From<RawFreshness> for Freshness {
             probe_timeout: raw.probe_timeout,
             max_wait: raw.max_wait,
             rise: raw.rise,
+            fall: raw.fall,
         }
     }
 }

@@ -59,6 +59,8 @@ fn defaults_apply_when_omitted() {
     assert_eq!(config.freshness.probe_timeout, Duration::from_millis(500));
     assert_eq!(config.freshness.max_wait, Duration::ZERO);
     assert_eq!(config.freshness.rise, 2);
+    assert_eq!(config.freshness.fall, 3);
+    assert_eq!(config.backend.replica_read_timeout, Duration::ZERO);
 }
 
 #[test]
@@ -84,7 +86,7 @@ listen: 0.0.0.0:3306
 admin_listen: '[::1]:9100'
 log: { format: json, level: 'warn,sluice=debug' }
 tls: { cert: certs/a.crt, key: certs/a.key }
-backend: { connect_timeout: 500ms, pool_max: 8 }
+backend: { connect_timeout: 500ms, pool_max: 8, replica_read_timeout: 3s }
 users:
   - { name: app, password: secret }
   - { name: ro, password_hash: '*14e65567abdb5135d0cfd9a70b3032c179a49ee7' }
@@ -105,6 +107,7 @@ groups:
     assert_eq!(tls.cert, PathBuf::from("certs/a.crt"));
     assert_eq!(config.backend.connect_timeout, Duration::from_millis(500));
     assert_eq!(config.backend.pool_max, 8);
+    assert_eq!(config.backend.replica_read_timeout, Duration::from_secs(3));
     let expected = native_password_hash(b"secret");
     assert!(matches!(config.users[1].credential, Credential::NativeHash(h) if h == expected));
     assert_eq!(config.groups[0].replicas[0].weight, 3);
@@ -360,7 +363,7 @@ fn durations_parse() {
 fn freshness_section_is_read() {
     let text = format!(
         "{MINIMAL}freshness:\n  mode: strict\n  schema: sluice_ctr\n  slots: 1024\n  probe_interval: 10ms\n  \
-         probe_timeout: 2s\n  max_wait: 150ms\n  rise: 1\n"
+         probe_timeout: 2s\n  max_wait: 150ms\n  rise: 1\n  fall: 5\n"
     );
     let f = parse(&text).expect("freshness").freshness;
     assert_eq!(f.mode, FreshnessMode::Strict);
@@ -370,6 +373,7 @@ fn freshness_section_is_read() {
     assert_eq!(f.probe_timeout, Duration::from_secs(2));
     assert_eq!(f.max_wait, Duration::from_millis(150));
     assert_eq!(f.rise, 1);
+    assert_eq!(f.fall, 5);
     // `off` is the string off in YAML 1.2, not a boolean.
     let off = parse(&format!("{MINIMAL}freshness: {{ mode: off }}\n")).expect("off");
     assert_eq!(off.freshness.mode, FreshnessMode::Off);
@@ -387,6 +391,7 @@ fn bad_freshness_values_have_line() {
         ("slots: -3", "an integer from 1 to 1024"),
         ("slots: many", "an integer from 1 to 1024"),
         ("rise: 0", "at least 1"),
+        ("fall: 0", "at least 1"),
         ("probe_interval: 0ms", "interval `0ms` must be greater than zero"),
         ("probe_interval: 50", "has no unit"),
         ("probe_timeout: 0s", "greater than zero"),

@@ -16,6 +16,7 @@ use tracing::{info, warn};
 use crate::config::{self, Freshness, FreshnessMode};
 
 use super::flight::Flight;
+use super::health::Health;
 use super::state::{Counters, LagHistory, Scope};
 
 /// How often the set of tables with sluice's triggers is re-read.
@@ -28,11 +29,13 @@ pub enum Fallback {
     NoReplica,
     /// Replicas are up but none has caught up far enough.
     Stale,
-    /// No replica is healthy (probes failing, or not yet `rise` successes).
+    /// No replica is in rotation (its last probe failed, or it is down and
+    /// has not had `rise` good probes yet).
     Down,
     /// The read touches a table without sluice's triggers.
     Untracked,
-    /// The master's counters could not be read (strict mode).
+    /// The master's counters could not be read: in strict mode for this
+    /// read, in causal mode after a write (see `GroupMonitor::after_write`).
     MasterProbeFailed,
 }
 
@@ -53,8 +56,9 @@ pub struct ReplicaMonitor {
     pool: mysql_async::Pool,
     /// Share of reads; a reload may change it in place (see `set_weights`).
     weight: AtomicU32,
-    healthy: AtomicBool,
-    ok_streak: AtomicU32,
+    /// Written only by this replica's probes (one at a time, `flight`);
+    /// watched by reads running on the replica (`frontend::abandon`).
+    health: tokio::sync::watch::Sender<Health>,
     counters: ArcSwap<Counters>,
     flight: Flight<Counters>,
     /// Last estimates, for metrics.
@@ -67,8 +71,20 @@ pub struct ReplicaMonitor {
 }
 
 impl ReplicaMonitor {
+    /// Up, in the hysteresis sense (see `health`).
     pub fn is_healthy(&self) -> bool {
-        self.healthy.load(Ordering::Acquire)
+        self.health.borrow().up
+    }
+
+    /// Up and its last probe succeeded: may serve new reads.
+    pub fn in_rotation(&self) -> bool {
+        self.health.borrow().in_rotation()
+    }
+
+    /// Follow this replica's health (reads running on it watch for it
+    /// leaving rotation).
+    pub fn watch_health(&self) -> tokio::sync::watch::Receiver<Health> {
+        self.health.subscribe()
     }
 
     pub fn counters(&self) -> Arc<Counters> {
@@ -85,6 +101,11 @@ pub struct GroupMonitor {
     /// taken after a write through sluice), merged by max.
     target: ArcSwap<Counters>,
     master_flight: Flight<Counters>,
+    /// Causal mode: nonzero when a write through sluice completed but the
+    /// master snapshot after it failed, so `target` may lack it. Holds a
+    /// master-flight ticket taken after that failure; a master snapshot
+    /// satisfying a later ticket covers the write and clears it.
+    write_not_in_target: AtomicU64,
     pub replicas: Vec<ReplicaMonitor>,
     /// `db.table` names with all three sluice triggers; `None` until known.
     tracked: ArcSwap<Option<HashSet<String>>>,
@@ -189,8 +210,7 @@ impl GroupMonitor {
                 label: format!("{} replica{} {}", group.name, i, r.addr),
                 pool: pool_for(r, config.backend_tls(r)),
                 weight: AtomicU32::new(r.weight.max(1)),
-                healthy: AtomicBool::new(false),
-                ok_streak: AtomicU32::new(0),
+                health: tokio::sync::watch::Sender::new(Health::default()),
                 counters: ArcSwap::from_pointee(Counters::default()),
                 flight: Flight::new(),
                 lag_ms: AtomicU64::new(0),
@@ -207,6 +227,7 @@ impl GroupMonitor {
             master: pool_for(&group.master, config.backend_tls(&group.master)),
             target: ArcSwap::from_pointee(Counters::default()),
             master_flight: Flight::new(),
+            write_not_in_target: AtomicU64::new(0),
             replicas,
             tracked: ArcSwap::from_pointee(None),
             tracked_forgotten: AtomicBool::new(false),
@@ -288,6 +309,17 @@ impl GroupMonitor {
         let r = self.master_flight.after(ticket, || self.probe_master()).await;
         match r.as_ref() {
             Ok(c) => {
+                // This probe started after `ticket`: it includes every write
+                // that completed before a failed snapshot with an older ticket.
+                let pending = self.write_not_in_target.load(Ordering::Acquire);
+                if pending != 0 && ticket >= pending {
+                    let _ = self.write_not_in_target.compare_exchange(
+                        pending,
+                        0,
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    );
+                }
                 let mut merged = (*self.target.load_full()).clone();
                 merged.merge_max(c);
                 if let Ok(mut h) = self.history.lock() {
@@ -378,11 +410,17 @@ impl GroupMonitor {
         r.last_probe_us
             .store(started.elapsed().as_micros() as u64, Ordering::Relaxed);
         r.probe_seconds.observe(started.elapsed()); // metrics: probe latency histogram
+        let (rise, fall) = (self.cfg.rise, self.cfg.fall);
+        let mut before = Health::default();
+        r.health.send_if_modified(|h| {
+            before = *h;
+            h.record(res.is_ok(), rise, fall)
+        });
+        let after = *r.health.borrow();
         match &res {
             Ok(c) => {
                 r.counters.store(Arc::new(c.clone()));
-                let streak = r.ok_streak.fetch_add(1, Ordering::AcqRel) + 1;
-                if streak >= self.cfg.rise && !r.healthy.swap(true, Ordering::AcqRel) {
+                if after.in_rotation() && !before.in_rotation() {
                     info!(replica = %r.label, "replica healthy: in rotation");
                 }
                 let target = self.target.load();
@@ -394,10 +432,16 @@ impl GroupMonitor {
                 }
             }
             Err(e) => {
-                r.ok_streak.store(0, Ordering::Release);
                 r.probe_failures.fetch_add(1, Ordering::Relaxed);
-                if r.healthy.swap(false, Ordering::AcqRel) {
+                if before.in_rotation() {
                     warn!(replica = %r.label, error = %e, "replica probe failed: out of rotation");
+                }
+                if before.up && !after.up {
+                    warn!(
+                        replica = %r.label,
+                        error = %e,
+                        "replica down after {fall} failed probes in a row: reads streaming from it are cut off"
+                    );
                 }
             }
         }
@@ -463,7 +507,14 @@ impl GroupMonitor {
             return;
         }
         let ticket = self.master_flight.ticket();
-        let _ = self.master_snapshot(ticket).await;
+        if self.master_snapshot(ticket).await.is_err() {
+            // The write committed (the server said so) but the target may
+            // not include it, and a replica that lacks it could then pass
+            // for fresh. Until a later snapshot succeeds, causal reads go to
+            // the master. (The client still gets its OK: the write is done.)
+            self.write_not_in_target
+                .fetch_max(self.master_flight.ticket(), Ordering::AcqRel);
+        }
     }
 
     /// Choose a replica for a read, or say why the master must serve it.
@@ -472,7 +523,7 @@ impl GroupMonitor {
         if self.replicas.is_empty() {
             return Err(Fallback::NoReplica);
         }
-        if !self.replicas.iter().any(ReplicaMonitor::is_healthy) {
+        if !self.replicas.iter().any(ReplicaMonitor::in_rotation) {
             return Err(Fallback::Down);
         }
         if self.mode != FreshnessMode::Off {
@@ -486,7 +537,12 @@ impl GroupMonitor {
         }
         let target = match self.mode {
             FreshnessMode::Off => return self.choose(current, |_| true).ok_or(Fallback::Down),
-            FreshnessMode::Causal => self.target.load_full(),
+            FreshnessMode::Causal => {
+                if self.write_not_in_target.load(Ordering::Acquire) != 0 {
+                    return Err(Fallback::MasterProbeFailed);
+                }
+                self.target.load_full()
+            }
             FreshnessMode::Strict => {
                 let ticket = self.master_flight.ticket();
                 self.master_snapshot(ticket)
@@ -507,7 +563,7 @@ impl GroupMonitor {
         let deadline = Instant::now() + self.cfg.max_wait;
         loop {
             for i in 0..self.replicas.len() {
-                if self.replicas[i].is_healthy() {
+                if self.replicas[i].in_rotation() {
                     let t = self.replicas[i].flight.ticket();
                     let _ = self.replica_probe_shared(i, t).await;
                 }
@@ -555,10 +611,10 @@ impl GroupMonitor {
         found.flatten()
     }
 
-    /// Weighted random choice among healthy replicas passing `ok`, keeping
+    /// Weighted random choice among replicas in rotation passing `ok`, keeping
     /// `current` when it qualifies.
     fn choose(&self, current: Option<usize>, ok: impl Fn(usize) -> bool) -> Option<usize> {
-        let eligible = |i: usize| self.replicas[i].is_healthy() && ok(i);
+        let eligible = |i: usize| self.replicas[i].in_rotation() && ok(i);
         if let Some(c) = current {
             if c < self.replicas.len() && eligible(c) {
                 return Some(c);

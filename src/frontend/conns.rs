@@ -148,6 +148,7 @@ impl Session {
     /// send to the client.
     pub(super) async fn held(&mut self, conn: Conn) -> Result<(), ErrPacket> {
         let pool = self.pool_of(conn)?;
+        self.drop_if_closed(conn, &pool.label)?;
         let present = match conn {
             Conn::Master => self.master.as_ref().is_some_and(|h| !h.conn.broken),
             Conn::Replica(i) => self
@@ -181,6 +182,55 @@ impl Session {
             .await
             .map_err(|e| e.into_packet(&pool))?;
         Ok(())
+    }
+
+    /// Before reusing a held connection, make sure the server has not
+    /// closed it meanwhile (a restarted or crashed backend). A closed one is
+    /// dropped so that `held` connects again: the statement then runs, or
+    /// fails with a plain connect error (2003), instead of being sent into a
+    /// dead socket where its fate would be unknown. If the connection carried
+    /// state the client relies on (a transaction, temporary tables, locks,
+    /// variables, a read-only transaction), that state is gone: say so
+    /// rather than carry on silently without it.
+    fn drop_if_closed(&mut self, conn: Conn, label: &str) -> Result<(), ErrPacket> {
+        let stateful = match conn {
+            Conn::Master => self.in_transaction() || self.pins.reason().is_some(),
+            Conn::Replica(_) => self.ro_tx.is_some(),
+        };
+        let Some(h) = self.slot(conn) else {
+            return Ok(());
+        };
+        if h.conn.broken || !h.conn.closed_while_idle() {
+            return Ok(());
+        }
+        h.conn.broken = true;
+        if !stateful {
+            return Ok(());
+        }
+        match conn {
+            Conn::Master => self.status = crate::protocol::consts::SERVER_STATUS_AUTOCOMMIT,
+            Conn::Replica(_) => self.ro_tx = None,
+        }
+        Err(ErrPacket::new(
+            crate::protocol::consts::errcode::CR_SERVER_LOST,
+            "HY000",
+            format!(
+                "Lost connection to MySQL server during query (sluice: backend {label} closed the \
+                 session's connection while it was idle; its transaction, temporary tables, locks \
+                 and variables are gone; the statement was not run)"
+            ),
+        ))
+    }
+
+    /// The replica connection was abandoned mid-exchange (see
+    /// frontend::abandon): close it, end a read-only transaction that lived
+    /// on it, and describe why for the client.
+    pub(super) fn abandon_replica(&mut self, conn: Conn, err: crate::protocol::ProtocolError) -> ErrPacket {
+        if let Some((_, h)) = self.replica.as_mut() {
+            h.conn.broken = true;
+        }
+        self.ro_tx = None;
+        error::backend_error_packet(&self.label(conn), "", &BackendError::Protocol(err))
     }
 
     /// Before a master statement that mentions `LAST_INSERT_ID`: give the

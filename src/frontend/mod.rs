@@ -1,5 +1,6 @@
 //! Client side: the listener, TLS, authentication and the per-client session.
 
+pub mod abandon;
 pub mod auth;
 pub mod change_user;
 pub mod handshake;

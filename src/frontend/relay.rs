@@ -9,6 +9,7 @@ use crate::protocol::consts::MAX_FRAME;
 use crate::protocol::response::{ResponseKind, ResponseTracker, Step};
 use crate::protocol::{PacketStream, ProtocolError};
 
+use super::abandon::ReadWatch;
 use super::io::ClientIo;
 
 /// Flush the client's buffer once this much is queued even if the backend
@@ -45,11 +46,15 @@ pub struct Opts {
 
 /// Send `payload` (one command) to the backend and relay the complete
 /// response. The backend connection is left at a command boundary on success.
+/// With `watch` (reads on a replica), waiting for the backend ends early when
+/// the replica stops answering (see `abandon`): a `RelayError::Backend` then
+/// says whether anything was relayed, and the connection must be closed.
 pub async fn command(
     client: &mut PacketStream<ClientIo>,
     backend: &mut PacketStream<BackendIo>,
     payload: &[u8],
     opts: Opts,
+    watch: Option<&mut ReadWatch>,
 ) -> Result<ResponseTracker, RelayError> {
     let mut seq = 0u8;
     backend
@@ -60,7 +65,7 @@ pub async fn command(
             relayed: false,
             last_seq: 0,
         })?;
-    response(client, backend, opts).await
+    response(client, backend, opts, watch).await
 }
 
 /// Relay the response to a command already sent.
@@ -68,6 +73,7 @@ pub async fn response(
     client: &mut PacketStream<ClientIo>,
     backend: &mut PacketStream<BackendIo>,
     opts: Opts,
+    mut watch: Option<&mut ReadWatch>,
 ) -> Result<ResponseTracker, RelayError> {
     let mut tracker = ResponseTracker::new(opts.kind, opts.deprecate_eof);
     let mut relayed = false;
@@ -119,11 +125,20 @@ pub async fn response(
         if !client.wbuf.is_empty() {
             client.flush().await.map_err(RelayError::Client)?;
         }
-        let filled = async {
+        let fill = async {
             backend.reserve_for_frame()?;
             backend.fill().await
-        }
-        .await;
+        };
+        let filled = match watch.as_deref_mut() {
+            None => fill.await,
+            // Reading into the buffer is cancel-safe; an abandoned
+            // connection is closed by the caller anyway.
+            Some(w) => tokio::select! {
+                biased;
+                r = fill => r,
+                err = w.abandoned(relayed) => Err(err),
+            },
+        };
         if let Err(err) = filled {
             return Err(RelayError::Backend {
                 err,

@@ -41,6 +41,7 @@ use crate::protocol::{PacketStream, ProtocolError};
 use crate::router::classify::{self, Classified, Kind, SetScope};
 use crate::runtime::Runtime;
 
+use super::abandon::ReadWatch;
 use super::change_user::parse_change_user;
 use super::handshake::{self, Authed, HandshakeError};
 use super::io::ClientIo;
@@ -206,7 +207,9 @@ impl Session {
                 Ok(p) => p,
                 Err(ProtocolError::TooLarge { .. }) => {
                     self.reply_seq = 1;
-                    let _ = self.send_err(&error::packet_too_large()).await;
+                    if self.send_err(&error::packet_too_large()).await.is_ok() {
+                        super::wait::discard_rest(&mut self.client).await;
+                    }
                     return;
                 }
                 Err(e) => {
@@ -702,7 +705,21 @@ impl Session {
     ) -> Result<Option<ResponseTracker>, Closed> {
         let mut conn = route.conn;
         loop {
-            if let Err(e) = self.held(conn).await {
+            // faults: a read on a replica gives up when the replica stops
+            // answering, while connecting or syncing as well as while waiting
+            // for its answer (see frontend::abandon); the existing fallbacks
+            // below then retry it on the master or report it.
+            let first_byte = self.rt.config.backend.replica_read_timeout;
+            let retryable = kind == ResponseKind::Query && self.ro_tx.is_none();
+            let mut watch = ReadWatch::for_conn(&self.monitor, conn, first_byte, retryable);
+            let ready = match watch.as_mut() {
+                None => self.held(conn).await,
+                Some(w) => tokio::select! {
+                    r = self.held(conn) => r,
+                    err = w.abandoned(false) => Err(self.abandon_replica(conn, err)),
+                },
+            };
+            if let Err(e) = ready {
                 if let Conn::Replica(_) = conn {
                     if self.ro_tx.is_none() {
                         debug!(error = %e, "replica unusable, reading from the master");
@@ -727,7 +744,14 @@ impl Session {
             };
             let started = std::time::Instant::now(); // metrics: command latency, slow-query log
             self.keep = None;
-            match relay::command(&mut self.client, &mut h.conn.stream, payload, opts).await {
+            let relay = relay::command(
+                &mut self.client,
+                &mut h.conn.stream,
+                payload,
+                opts,
+                watch.as_mut(),
+            );
+            match relay.await {
                 Ok(tracker) => {
                     self.last_conn = conn;
                     if tracker.error || tracker.warnings {

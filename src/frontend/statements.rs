@@ -4,11 +4,15 @@
 //! sessions that borrow it later (see `prepared.rs` for the registry and
 //! packet rewriting, `backend::state` for the cache).
 
+use tracing::debug;
+
 use crate::error;
 use crate::protocol::consts::SERVER_STATUS_CURSOR_EXISTS;
 use crate::protocol::packets::ErrPacket;
 use crate::protocol::response::ResponseKind;
 use crate::router::classify::{self, Kind};
+
+use crate::frontend::abandon::ReadWatch;
 
 use super::prepared::{self, Conn, Stmt};
 use super::{conns, lost, Closed, CmdResult, Route, Session};
@@ -83,8 +87,9 @@ impl Session {
         let Some(layout) = prepared::execute_layout(payload, params) else {
             return self.send_err(&error::malformed_packet()).await;
         };
-        let backend_id = match self.prepare_on(id, route.conn).await {
-            Ok(b) => b,
+        // faults: see prepare_for_execute.
+        let (route, backend_id) = match self.prepare_for_execute(id, route).await {
+            Ok(r) => r,
             Err(e) => return self.send_err(&e).await,
         };
         if lid_sensitive {
@@ -163,6 +168,35 @@ impl Session {
             }
         }
         Ok(())
+    }
+
+    /// faults: `prepare_on` for an EXECUTE routed to `route`. On a replica,
+    /// preparing is watched like a read (frontend::abandon): if the replica
+    /// stops answering, or cannot prepare the statement, the EXECUTE goes to
+    /// the master instead, since nothing has been sent to the client yet.
+    async fn prepare_for_execute(&mut self, id: u32, route: Route) -> Result<(Route, u32), ErrPacket> {
+        let first_byte = self.rt.config.backend.replica_read_timeout;
+        let retryable = self.ro_tx.is_none();
+        let Some(mut watch) = ReadWatch::for_conn(&self.monitor, route.conn, first_byte, retryable) else {
+            return self.prepare_on(id, route.conn).await.map(|b| (route, b));
+        };
+        let on_replica = tokio::select! {
+            r = self.prepare_on(id, route.conn) => r,
+            err = watch.abandoned(false) => Err(self.abandon_replica(route.conn, err)),
+        };
+        match on_replica {
+            Ok(b) => Ok((route, b)),
+            Err(e) if self.ro_tx.is_none() => {
+                debug!(error = %e, "cannot prepare on the replica, executing on the master");
+                self.replica = None;
+                let master = Route {
+                    conn: Conn::Master,
+                    reason: "replica_failed",
+                };
+                self.prepare_on(id, Conn::Master).await.map(|b| (master, b))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// The backend statement id of `id` on `conn`, preparing it there first

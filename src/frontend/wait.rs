@@ -51,3 +51,19 @@ pub async fn next_command(
         },
     }
 }
+
+/// After refusing a packet that is too large: read and drop what the
+/// client is still sending of it (for at most 2 s), so that closing the
+/// socket does not reset the connection (unread data makes the kernel send
+/// RST) before the client has read the ERR packet; a client still writing
+/// would otherwise see a broken pipe instead of error 1153.
+pub async fn discard_rest(client: &mut PacketStream<ClientIo>) {
+    use tokio::io::AsyncReadExt;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(2);
+    let mut buf = vec![0u8; 64 * 1024];
+    while let Ok(Ok(n)) = tokio::time::timeout_at(deadline, client.get_mut().read(&mut buf)).await {
+        if n == 0 {
+            break;
+        }
+    }
+}

@@ -63,8 +63,9 @@ const HEALTHY: usize = 9;
 const FRESH: usize = 10;
 const PROBE_FAILURES: usize = 11;
 const PROBE_DURATION: usize = 12;
+const IN_ROTATION: usize = 13;
 
-const FAMILIES: [Family; 13] = [
+const FAMILIES: [Family; 14] = [
     family(
         "sluice_backend_info",
         "Configured backends: always 1, with the backend's address and role.",
@@ -123,14 +124,16 @@ const FAMILIES: [Family; 13] = [
     ),
     family(
         "sluice_replica_healthy",
-        "1 when the replica's probes succeed (it is in rotation), else 0.",
+        "1 when the replica is up: 0 after freshness.fall failed probes in a row, 1 again after \
+         freshness.rise good probes in a row (hysteresis). A single failed probe already takes it \
+         out of rotation: see sluice_replica_fresh.",
         GAUGE,
         REPLICA,
     ),
     family(
         "sluice_replica_fresh",
-        "1 when the replica is healthy and has every write the master had (all counter rows \
-         caught up), so it may serve any read; else 0.",
+        "1 when the replica is in rotation (up, and its last probe succeeded) and has every write \
+         the master had (all counter rows caught up), so it may serve any read; else 0.",
         GAUGE,
         REPLICA,
     ),
@@ -144,6 +147,13 @@ const FAMILIES: [Family; 13] = [
         "sluice_replica_probe_duration_seconds",
         "Round-trip time of replica probes (reading the counter table).",
         HISTOGRAM,
+        REPLICA,
+    ),
+    family(
+        "sluice_replica_in_rotation",
+        "1 when the replica may serve new reads (freshness permitting): it is up and its last \
+         probe succeeded; a single failed probe makes it 0.",
+        GAUGE,
         REPLICA,
     ),
 ];
@@ -286,14 +296,15 @@ impl Collector for TopologyCollector {
                 let key = [group, name.as_str()];
                 let counters = r.counters();
                 let healthy = r.is_healthy();
-                let fresh =
-                    healthy && (mon.mode == FreshnessMode::Off || counters.covers(&target, Scope::All));
+                let fresh = r.in_rotation()
+                    && (mon.mode == FreshnessMode::Off || counters.covers(&target, Scope::All));
                 let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
                 s[REPLICA_COUNTER].gauge(&f[REPLICA_COUNTER], &key, counters.total() as f64);
                 s[LAG_WRITES].gauge(&f[LAG_WRITES], &key, load(&r.lag_writes) as f64);
                 s[LAG_SECONDS].gauge(&f[LAG_SECONDS], &key, load(&r.lag_ms) as f64 / 1000.0);
                 s[HEALTHY].gauge(&f[HEALTHY], &key, f64::from(u8::from(healthy)));
                 s[FRESH].gauge(&f[FRESH], &key, f64::from(u8::from(fresh)));
+                s[IN_ROTATION].gauge(&f[IN_ROTATION], &key, f64::from(u8::from(r.in_rotation())));
                 s[PROBE_FAILURES].counter(&f[PROBE_FAILURES], &key, load(&r.probe_failures) as f64);
                 s[PROBE_DURATION].histogram(&f[PROBE_DURATION], &key, r.probe_seconds.snapshot());
             }

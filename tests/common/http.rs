@@ -38,3 +38,12 @@ fn request(port: u16, method: &str, path: &str) -> Result<(u16, String), String>
         .ok_or_else(|| format!("bad status line from :{port}{path}: {head}"))?;
     Ok((status, body.to_owned()))
 }
+
+/// The value of one sample of sluice's /metrics, e.g.
+/// `metric(port, "sluice_replica_healthy{group=\"main\",replica=\"replica0\"}")`
+/// (the series exactly as exported: name and labels).
+pub fn metric(port: u16, series: &str) -> Option<f64> {
+    let (_, body) = http_get(port, "/metrics").ok()?;
+    body.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.trim().parse().ok())
+}

@@ -2,4 +2,4 @@
 pub mod cluster;
 pub mod http;
 pub mod raw;
-pub mod tracked;
+pub mod reads;

@@ -1,0 +1,162 @@
+//! When to give up on a read that a replica is not answering.
+//!
+//! A replica can stop answering without closing its sockets (paused with
+//! SIGSTOP, a hung disk, a network partition): a read waiting on it would wait
+//! until its client gives up. The relay therefore also watches the replica's
+//! health (`freshness::health`) while it waits for the backend:
+//! - the replica is *down* (`fall` failed probes in a row, see
+//!   `freshness::health`): a read that has relayed nothing and could run
+//!   elsewhere is abandoned so the caller runs it on the master; otherwise
+//!   (bytes relayed, or nowhere else to go: a read-only transaction lives on
+//!   that replica, an EXECUTE's statement is prepared there) it ends with an
+//!   error for the client.
+//! - `backend.replica_read_timeout` (if set) passes without a first byte, for
+//!   a read that could run elsewhere.
+//!
+//! A single failed probe already keeps *new* reads away from the replica,
+//! but does not abandon reads under way: on a merely overloaded replica that
+//! would re-run every waiting read on the master at each slow probe (seen in
+//! the soak: up to 100 reads at once at load average 50), which is the
+//! opposite of relief. Waiting for `fall` failures bounds the wait on a
+//! paused replica to about `fall` probe timeouts.
+//!
+//! The backend connection of an abandoned read is in an unknown state: the
+//! caller must close it, never pool it.
+
+use std::io;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::freshness::health::Health;
+use crate::freshness::monitor::GroupMonitor;
+use crate::protocol::ProtocolError;
+
+use super::prepared::Conn;
+
+pub struct ReadWatch {
+    health: watch::Receiver<Health>,
+    /// The caller can run the read elsewhere as long as nothing was relayed.
+    retryable: bool,
+    /// The first byte must arrive before this, if set (retryable reads only).
+    first_byte_by: Option<Instant>,
+}
+
+impl ReadWatch {
+    /// The watch for a command about to run on `conn`: replicas only (the
+    /// master has nowhere else to go, and a write must never be abandoned
+    /// half-way: whether it committed would be unknown).
+    pub fn for_conn(
+        monitor: &GroupMonitor,
+        conn: Conn,
+        first_byte: Duration,
+        retryable: bool,
+    ) -> Option<ReadWatch> {
+        match conn {
+            Conn::Replica(i) => monitor
+                .replicas
+                .get(i)
+                .map(|r| ReadWatch::new(r.watch_health(), first_byte, retryable)),
+            Conn::Master => None,
+        }
+    }
+
+    /// Watch a read that starts now; `first_byte` zero = no first-byte limit.
+    pub fn new(health: watch::Receiver<Health>, first_byte: Duration, retryable: bool) -> ReadWatch {
+        ReadWatch {
+            health,
+            retryable,
+            first_byte_by: (retryable && !first_byte.is_zero()).then(|| Instant::now() + first_byte),
+        }
+    }
+
+    /// Resolves (with the reason, as an error for the relay to report) when
+    /// the read should be abandoned; pends forever otherwise. Cancel-safe.
+    pub async fn abandoned(&mut self, relayed: bool) -> ProtocolError {
+        let early = self.retryable && !relayed;
+        let down = self.health.wait_for(|h| !h.up);
+        let why = match (early, self.first_byte_by) {
+            (true, Some(by)) => tokio::select! {
+                r = down => r.map(|_| DOWN_BEFORE_ANSWER).ok(),
+                () = tokio::time::sleep_until(by) => Some(NO_FIRST_BYTE),
+            },
+            _ => down
+                .await
+                .map(|_| if early { DOWN_BEFORE_ANSWER } else { DOWN })
+                .ok(),
+        };
+        match why {
+            Some(why) => ProtocolError::Io(io::Error::new(io::ErrorKind::TimedOut, why)),
+            // The monitor is gone (sluice is shutting down): never abandon.
+            None => std::future::pending().await,
+        }
+    }
+}
+
+const DOWN_BEFORE_ANSWER: &str = "the replica stopped answering (its health probes failed \
+                                  freshness.fall times in a row) before sending anything";
+const NO_FIRST_BYTE: &str = "the replica sent nothing within backend.replica_read_timeout";
+const DOWN: &str = "the replica stopped answering (its health probes failed freshness.fall times \
+                    in a row) and the statement could not be moved elsewhere (part of its result \
+                    was delivered, or it belongs to a transaction or prepared statement on that \
+                    replica); run the statement again";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(up: bool, current: bool) -> Health {
+        let mut h = Health::default();
+        if up {
+            h.record(true, 1, 1);
+        }
+        if !current {
+            h.record(false, 1, 2);
+        }
+        assert_eq!((h.up, h.current), (up, current));
+        h
+    }
+
+    async fn fires(w: &mut ReadWatch, relayed: bool) -> Option<String> {
+        tokio::time::timeout(Duration::from_millis(50), w.abandoned(relayed))
+            .await
+            .ok()
+            .map(|e| e.to_string())
+    }
+
+    #[tokio::test]
+    async fn waits_for_down_not_for_one_failed_probe() {
+        let tx = watch::Sender::new(state(true, true));
+        for (retryable, relayed) in [(true, false), (true, true), (false, false)] {
+            let mut w = ReadWatch::new(tx.subscribe(), Duration::ZERO, retryable);
+            tx.send_replace(state(true, true));
+            assert_eq!(fires(&mut w, relayed).await, None);
+            tx.send_replace(state(true, false));
+            assert_eq!(fires(&mut w, relayed).await, None, "one failed probe");
+            tx.send_replace(state(false, false));
+            let e = fires(&mut w, relayed).await.expect("down");
+            let movable = retryable && !relayed;
+            assert_eq!(e.contains("before sending anything"), movable, "{e}");
+            assert_eq!(e.contains("run the statement again"), !movable, "{e}");
+        }
+    }
+
+    #[tokio::test]
+    async fn no_first_byte_limit_for_reads_that_cannot_move() {
+        let tx = watch::Sender::new(state(true, true));
+        let mut w = ReadWatch::new(tx.subscribe(), Duration::from_millis(10), false);
+        assert_eq!(fires(&mut w, false).await, None);
+    }
+
+    #[tokio::test]
+    async fn first_byte_timeout_applies_only_before_the_first_byte() {
+        let tx = watch::Sender::new(state(true, true));
+        let mut w = ReadWatch::new(tx.subscribe(), Duration::from_millis(10), true);
+        let e = fires(&mut w, false).await.expect("first-byte timeout");
+        assert!(e.contains("replica_read_timeout"), "{e}");
+        assert_eq!(fires(&mut w, true).await, None);
+        drop(tx);
+        assert_eq!(fires(&mut w, true).await, None, "no monitor: never abandoned");
+    }
+}
