@@ -111,6 +111,8 @@ pub struct GroupMonitor {
     tracked: ArcSwap<Option<HashSet<String>>>,
     /// Set by `forget_tracked`: re-read the set at the next probe.
     tracked_forgotten: AtomicBool,
+    /// Cascading foreign keys as last read (see `tracked_tables_reusing`).
+    cascades: Mutex<Option<super::triggers::CascadeCache>>,
     history: Mutex<LagHistory>,
     warned_missing_table: AtomicBool,
     /// Collation id of table columns, looked up once (sharded merges compare
@@ -231,6 +233,7 @@ impl GroupMonitor {
             replicas,
             tracked: ArcSwap::from_pointee(None),
             tracked_forgotten: AtomicBool::new(false),
+            cascades: Mutex::new(None),
             history: Mutex::new(LagHistory::default()),
             warned_missing_table: AtomicBool::new(false),
             collations: Mutex::new(std::collections::HashMap::new()),
@@ -283,6 +286,9 @@ impl GroupMonitor {
     pub fn inherit_master_state(&self, old: &GroupMonitor) {
         self.target.store(old.target.load_full());
         self.tracked.store(old.tracked.load_full());
+        if let (Ok(mut mine), Ok(theirs)) = (self.cascades.lock(), old.cascades.lock()) {
+            *mine = theirs.clone();
+        }
     }
 
     /// A reload changed only the replicas' weights: apply them in place, so
@@ -373,14 +379,20 @@ impl GroupMonitor {
     }
 
     async fn refresh_tracked(&self) {
+        let cached = self.cascades.lock().ok().and_then(|c| c.clone());
         let fut = async {
             let mut conn = self.master.get_conn().await.map_err(|e| e.to_string())?;
-            super::triggers::tracked_tables(&mut conn, &self.cfg.schema)
+            super::triggers::tracked_tables_reusing(&mut conn, &self.cfg.schema, cached)
                 .await
                 .map_err(|e| e.to_string())
         };
         match tokio::time::timeout(self.cfg.probe_timeout * 4, fut).await {
-            Ok(Ok(set)) => self.tracked.store(Arc::new(Some(set))),
+            Ok(Ok((set, cascades))) => {
+                if let Ok(mut c) = self.cascades.lock() {
+                    *c = cascades;
+                }
+                self.tracked.store(Arc::new(Some(set)));
+            }
             Ok(Err(e)) => warn!(error = %e, "cannot read the list of tables with triggers"),
             Err(_) => warn!("reading the list of tables with triggers timed out"),
         }
@@ -390,6 +402,10 @@ impl GroupMonitor {
     /// changed, so trust none until it is read again.
     pub fn forget_tracked(&self) {
         self.tracked.store(Arc::new(None));
+        // Foreign keys may have changed too.
+        if let Ok(mut c) = self.cascades.lock() {
+            *c = None;
+        }
         self.tracked_forgotten.store(true, Ordering::Release);
     }
 

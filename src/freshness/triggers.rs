@@ -54,7 +54,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
 use report::{server_code, sql_error};
 use sql::{bump_global_sql, create_trigger};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// The counter table's name inside the counter schema.
 pub const COUNTER_TABLE: &str = "counters";
@@ -442,8 +442,30 @@ pub async fn status(conn: &mut Conn, counter_schema: &str, db: &str) -> Result<S
 /// Reads of any other table must go to the master. An empty set when the
 /// counter table does not exist.
 pub async fn tracked_tables(conn: &mut Conn, counter_schema: &str) -> Result<HashSet<String>, TriggerError> {
+    tracked_tables_reusing(conn, counter_schema, None)
+        .await
+        .map(|(set, _)| set)
+}
+
+/// The cascading foreign keys read for a set of tables with triggers.
+#[derive(Debug, Clone, Default)]
+pub struct CascadeCache {
+    trigger_tables: BTreeSet<String>,
+    parents: HashMap<String, BTreeSet<String>>,
+}
+
+/// [`tracked_tables`], reading `information_schema.REFERENTIAL_CONSTRAINTS`
+/// again only when the set of tables with triggers differs from `cached`'s
+/// (foreign keys change by DDL, after which the caller passes `None`).
+/// MariaDB 10.11 was seen crashing in that query under load, so the
+/// monitor's periodic refresh avoids it.
+pub async fn tracked_tables_reusing(
+    conn: &mut Conn,
+    counter_schema: &str,
+    cached: Option<CascadeCache>,
+) -> Result<(HashSet<String>, Option<CascadeCache>), TriggerError> {
     if !counter_table_exists(conn, counter_schema).await? {
-        return Ok(HashSet::new());
+        return Ok((HashSet::new(), None));
     }
     let mut slots_by_table: HashMap<String, (u8, u16)> = HashMap::new();
     for t in read_triggers(conn, None).await? {
@@ -459,15 +481,23 @@ pub async fn tracked_tables(conn: &mut Conn, counter_schema: &str) -> Result<Has
         }
     }
     let coverage = row_coverage(conn, counter_schema, None).await?;
-    let cascades = cascade_parents(conn, None).await?;
-    Ok(slots_by_table
+    let trigger_tables: BTreeSet<String> = slots_by_table.keys().cloned().collect();
+    let cache = match cached {
+        Some(c) if c.trigger_tables == trigger_tables => c,
+        _ => CascadeCache {
+            trigger_tables,
+            parents: cascade_parents(conn, None).await?,
+        },
+    };
+    let set = slots_by_table
         .into_iter()
         .filter(|(key, (events, slots))| {
             let rows_ok = coverage
                 .get(key)
                 .is_some_and(|c| c.is_some_and(|n| n >= u64::from(*slots)));
-            *events == 0b111 && rows_ok && !cascades.contains_key(key)
+            *events == 0b111 && rows_ok && !cache.parents.contains_key(key)
         })
         .map(|(key, _)| key)
-        .collect())
+        .collect();
+    Ok((set, Some(cache)))
 }
