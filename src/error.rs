@@ -25,13 +25,13 @@ pub fn backend_error_packet(label: &str, addr: &str, err: &BackendError) -> ErrP
         // A server's own error (e.g. unknown database) is passed on as it is.
         BackendError::Server(e) => e.clone(),
         BackendError::Connect(_) | BackendError::Timeout(_) | BackendError::Pool(_) => ErrPacket::new(
-            errcode::CR_CONN_HOST_ERROR,
+            errcode::ER_CONNECT_TO_FOREIGN_DATA_SOURCE,
             "HY000",
             format!("Can't connect to MySQL server on '{addr}' (sluice: backend {label}: {err})"),
         ),
         BackendError::Protocol(_) => ErrPacket::new(
-            errcode::CR_SERVER_LOST,
-            "HY000",
+            errcode::ER_NET_READ_ERROR,
+            "08S01",
             format!("Lost connection to MySQL server during query (sluice: backend {label}: {err})"),
         ),
         // What the server itself says when it has no connection left.
@@ -41,12 +41,12 @@ pub fn backend_error_packet(label: &str, addr: &str, err: &BackendError) -> ErrP
             format!("Too many connections (sluice: backend {label}: {err}; raise backend.pool_max)"),
         ),
         BackendError::Tls(_) => ErrPacket::new(
-            errcode::CR_SSL_CONNECTION_ERROR,
+            errcode::ER_CONNECT_TO_FOREIGN_DATA_SOURCE,
             "HY000",
             format!("SSL connection error: sluice cannot reach backend {label} securely: {err}"),
         ),
         BackendError::Unsupported(_) => ErrPacket::new(
-            errcode::CR_CONN_HOST_ERROR,
+            errcode::ER_CONNECT_TO_FOREIGN_DATA_SOURCE,
             "HY000",
             format!("sluice cannot use backend {label}: {err}"),
         ),

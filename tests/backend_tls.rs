@@ -2,7 +2,7 @@
 //! from a CA generated here (rcgen). The backend account sluice uses is created
 //! `REQUIRE SSL`, so a plaintext connection could not log in at all; `Ssl_cipher` read
 //! through sluice shows the backend session is encrypted. Failures (unknown CA, wrong
-//! name, a server without TLS under `required`) reach the client quickly as error 2026
+//! name, a server without TLS under `required`) reach the client quickly as error 1429
 //! with a sentence naming the cause.
 
 mod common;
@@ -87,7 +87,7 @@ async fn ssl_cipher(c: &mut Conn) -> String {
 }
 
 /// Connecting with a default database makes sluice reach the master during the
-/// login; the refusal must come fast, as error 2026, with `needle` in its sentence.
+/// login; the refusal must come fast, as error 1429, with `needle` in its sentence.
 async fn assert_tls_refusal(s: &Sluice, needle: &str) {
     let t = Instant::now();
     let e = try_connect(s, TEST_DB)
@@ -101,7 +101,7 @@ async fn assert_tls_refusal(s: &Sluice, needle: &str) {
         "refused in {took:?}: ERROR {} ({}): {}",
         e.code, e.state, e.message
     );
-    assert_eq!(e.code, 2026, "{e:?}");
+    assert_eq!(e.code, 1429, "{e:?}");
     assert!(e.message.starts_with("SSL connection error: "), "{}", e.message);
     assert!(e.message.contains(needle), "`{needle}` not in: {}", e.message);
     assert!(took < Duration::from_secs(5), "refusal took {took:?}");

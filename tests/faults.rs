@@ -85,8 +85,8 @@ impl ErrInfo {
     /// and a sentence that names sluice and the backend.
     fn assert_clear(&self, backend_addr: &str, context: &str) {
         let known = match self.code {
-            2003 => self.message.starts_with("Can't connect to MySQL server on"),
-            2013 => self
+            1429 => self.message.starts_with("Can't connect to MySQL server on"),
+            1158 => self
                 .message
                 .starts_with("Lost connection to MySQL server during query"),
             _ => false,
@@ -414,7 +414,7 @@ async fn fault_replica_paused_and_resumed() {
     let cut_after = paused.elapsed();
     assert!(rows < 60, "{rows} rows");
     err.assert_clear(&cluster.replicas[0].addr(), "streaming read on a paused replica");
-    assert_eq!(err.code, 2013);
+    assert_eq!(err.code, 1158);
     assert!(err.message.contains("run the statement again"), "{err:?}");
     drop(stream);
     // The session that got the error keeps working.
@@ -540,7 +540,7 @@ async fn fault_master_killed_and_restarted() {
         let (r, took) = try_insert(s, &db, 2_000_000).await;
         let e = r.expect_err("a write with the master down must fail");
         e.assert_clear(&master_addr, &format!("{m}: write on a new session"));
-        assert_eq!(e.code, 2003, "{m}: {e:?}");
+        assert_eq!(e.code, 1429, "{m}: {e:?}");
         slowest = slowest.max(took);
         let c = &mut held[modes.iter().position(|x| x == m).expect("mode")];
         let t0 = Instant::now();
@@ -551,7 +551,7 @@ async fn fault_master_killed_and_restarted() {
             &format!("{m}: write on a session that held a master connection"),
         );
         assert_eq!(
-            e.code, 2003,
+            e.code, 1429,
             "{m}: the dead connection is noticed before the write is sent: {e:?}"
         );
         slowest = slowest.max(t0.elapsed());
@@ -635,7 +635,7 @@ async fn fault_master_killed_and_restarted() {
         "master killed: writes failed in at most {slowest:?} (connect_timeout {CONNECT_TIMEOUT:?}); \
          master restart took {restart_took:?}; writes succeeded again {recovered:?} after it answered"
     );
-    // Writes that failed with 2003 never reached a server.
+    // Writes that failed with 1429 never reached a server.
     let present = ids_on(&cluster.master, &db);
     assert!(!present.contains(&2_000_000) && !present.contains(&2_000_001));
     assert_acked_present(&cluster, &db, &acked);

@@ -53,7 +53,7 @@ async fn eventually(s: &Sluice, sql: &str) {
             Ok(()) => return,
             Err(e) if Instant::now() < deadline => {
                 assert!(
-                    matches!(code_of(&e), Some(2003 | 1040)),
+                    matches!(code_of(&e), Some(1429 | 1040)),
                     "unexpected error: {e:?}"
                 );
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -92,7 +92,7 @@ async fn fault_backend_refusing_connections() {
     );
     for _ in 0..3 {
         let ((code, message), took) = failing(&s, &format!("INSERT INTO {table} VALUES (2)")).await;
-        assert_eq!(code, 2003, "{message}");
+        assert_eq!(code, 1429, "{message}");
         assert!(
             message.starts_with(&format!("Can't connect to MySQL server on '{}'", master.addr())),
             "{message}"
@@ -115,8 +115,19 @@ async fn fault_backend_refusing_connections() {
 
     // 2. The master's max_connections reached: MariaDB answers 1040, and sluice passes
     //    that on (new backend connections only; pooled ones keep working).
-    // This session holds a master connection (an open transaction pins it;
-    // multiplexed sessions otherwise give theirs back after each statement).
+    // These sessions hold master connections (an open transaction pins one;
+    // multiplexed sessions otherwise give theirs back after each statement):
+    // more of them than the pool has idle connections, so that what a new
+    // session needs must be created, and is refused.
+    let mut pinned = Vec::new();
+    for i in 0..6 {
+        let mut c = try_connect(&s, TEST_DB).await.expect("pinned session");
+        c.query_drop("BEGIN").await.expect("begin");
+        c.query_drop(format!("INSERT INTO {table} VALUES ({})", 100 + i))
+            .await
+            .expect("pinned session's write");
+        pinned.push(c);
+    }
     let mut keeper = try_connect(&s, TEST_DB).await.expect("keeper session");
     keeper.query_drop("BEGIN").await.expect("keeper begin");
     keeper
@@ -168,6 +179,9 @@ async fn fault_backend_refusing_connections() {
         .await
         .expect("a held connection keeps working while the master is full");
     keeper.query_drop("COMMIT").await.expect("keeper commit");
+    for mut c in pinned {
+        c.query_drop("ROLLBACK").await.expect("rollback");
+    }
     drop(held);
     master.sql("SET GLOBAL max_connections = 3000");
     eventually(&s, &format!("INSERT IGNORE INTO {table} VALUES (4)")).await;

@@ -187,7 +187,7 @@ impl Session {
     /// Before reusing a held connection, make sure the server has not
     /// closed it meanwhile (a restarted or crashed backend). A closed one is
     /// dropped so that `held` connects again: the statement then runs, or
-    /// fails with a plain connect error (2003), instead of being sent into a
+    /// fails with a plain connect error (1429), instead of being sent into a
     /// dead socket where its fate would be unknown. If the connection carried
     /// state the client relies on (a transaction, temporary tables, locks,
     /// variables, a read-only transaction), that state is gone: say so
@@ -212,8 +212,8 @@ impl Session {
             Conn::Replica(_) => self.ro_tx = None,
         }
         Err(ErrPacket::new(
-            crate::protocol::consts::errcode::CR_SERVER_LOST,
-            "HY000",
+            crate::protocol::consts::errcode::ER_NET_READ_ERROR,
+            "08S01",
             format!(
                 "Lost connection to MySQL server during query (sluice: backend {label} closed the \
                  session's connection while it was idle; its transaction, temporary tables, locks \
@@ -434,8 +434,8 @@ pub(super) fn slot_of<'a>(
 
 pub(super) fn lost(label: &str) -> ErrPacket {
     ErrPacket::new(
-        crate::protocol::consts::errcode::CR_SERVER_LOST,
-        "HY000",
+        crate::protocol::consts::errcode::ER_NET_READ_ERROR,
+        "08S01",
         format!("Lost connection to MySQL server during query (sluice: backend {label})"),
     )
 }

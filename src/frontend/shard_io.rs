@@ -19,8 +19,8 @@ pub(super) fn not_supported(message: impl Into<String>) -> ErrPacket {
 
 pub(super) fn lost(why: &str) -> ErrPacket {
     ErrPacket::new(
-        errcode::CR_SERVER_LOST,
-        "HY000",
+        errcode::ER_NET_READ_ERROR,
+        "08S01",
         format!("Lost connection to MySQL server during query (sluice: shard: {why})"),
     )
 }

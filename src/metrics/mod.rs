@@ -101,13 +101,12 @@ impl ErrorKind {
     /// (`crate::error` is where sluice picks those codes).
     pub fn from_code(code: u16) -> ErrorKind {
         match code {
-            errcode::CR_CONN_HOST_ERROR => ErrorKind::BackendUnreachable,
-            errcode::CR_SERVER_LOST => ErrorKind::BackendLost,
+            errcode::ER_CONNECT_TO_FOREIGN_DATA_SOURCE => ErrorKind::BackendUnreachable,
+            errcode::ER_NET_READ_ERROR => ErrorKind::BackendLost,
             errcode::ER_ACCESS_DENIED_ERROR => ErrorKind::AccessDenied,
             errcode::ER_UNKNOWN_COM_ERROR => ErrorKind::UnknownCommand,
             errcode::ER_HANDSHAKE_ERROR
             | errcode::ER_NET_PACKET_TOO_LARGE
-            | errcode::ER_NET_READ_ERROR
             | errcode::ER_UNKNOWN_STMT_HANDLER
             | errcode::ER_NOT_SUPPORTED_AUTH_MODE
             | errcode::ER_MALFORMED_PACKET
@@ -619,7 +618,7 @@ mod tests {
         m.route(true, "write");
         m.route(false, "fresh_replica");
         m.route(true, "some_new_reason");
-        m.error_code(errcode::CR_SERVER_LOST);
+        m.error_code(errcode::ER_NET_READ_ERROR);
         m.login_refused(errcode::ER_ACCESS_DENIED_ERROR);
         m.client_bytes_in(10);
         m.shard_fanout(3, "sharded");
@@ -644,8 +643,8 @@ mod tests {
 
     #[test]
     fn error_codes_map_to_kinds() {
-        assert_eq!(ErrorKind::from_code(2003), ErrorKind::BackendUnreachable);
-        assert_eq!(ErrorKind::from_code(2013), ErrorKind::BackendLost);
+        assert_eq!(ErrorKind::from_code(1429), ErrorKind::BackendUnreachable);
+        assert_eq!(ErrorKind::from_code(1158), ErrorKind::BackendLost);
         assert_eq!(ErrorKind::from_code(1045), ErrorKind::AccessDenied);
         assert_eq!(ErrorKind::from_code(1047), ErrorKind::UnknownCommand);
         assert_eq!(ErrorKind::from_code(1153), ErrorKind::ClientProtocol);

@@ -97,11 +97,13 @@ pub mod errcode {
     pub const ER_NOT_SUPPORTED_AUTH_MODE: u16 = 1251;
     pub const ER_MALFORMED_PACKET: u16 = 1835;
     pub const ER_SECURE_TRANSPORT_REQUIRED: u16 = 3159;
-    /// Client-side code, sent by sluice when it cannot reach a backend: drivers
-    /// and applications already treat it as "database unreachable".
-    pub const CR_CONN_HOST_ERROR: u16 = 2003;
-    /// Client-side code for a backend that died mid-query.
-    pub const CR_SERVER_LOST: u16 = 2013;
-    /// Client-side code for a TLS failure (MySQL's CR_SSL_CONNECTION_ERROR).
-    pub const CR_SSL_CONNECTION_ERROR: u16 = 2026;
+    // sluice's own errors about its backends use server codes: MariaDB
+    // Connector/C (the mariadb CLI, sysbench, PHP mysqli, Python
+    // mysqlclient) rejects an ERR packet whose code is in the client range
+    // (2000-2999) as "2027 Received malformed packet", losing the sentence.
+    /// A backend cannot be reached (MariaDB's "Unable to connect to foreign
+    /// data source", what FEDERATED/Spider answer); also TLS failures.
+    pub const ER_CONNECT_TO_FOREIGN_DATA_SOURCE: u16 = 1429;
+    // A backend connection that died mid-command: ER_NET_READ_ERROR (1158,
+    // SQLSTATE 08S01, which drivers treat as a communication failure).
 }
