@@ -272,6 +272,14 @@ async fn pinned_state_stays_with_its_session() {
     let v: Option<Option<String>> = a.query_first("SELECT @v").await.expect("a var");
     assert_eq!(v, Some(None), "a must not see b's variable");
     drop((a, b));
+    let (_, body) = http_get(s.admin_port, "/metrics").expect("GET /metrics");
+    for reason in ["temporary_table", "user_variable"] {
+        let line = format!("sluice_session_pins_total{{reason=\"{reason}\"}} ");
+        assert!(
+            body.lines().any(|l| l.starts_with(&line) && !l.ends_with(" 0")),
+            "pins by reason are counted ({reason}):\n{body}"
+        );
+    }
 
     // A transaction keeps its connection to the end: another session sees
     // its writes only after COMMIT.

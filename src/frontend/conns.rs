@@ -81,6 +81,11 @@ impl Pins {
         self.0 & bit != 0
     }
 
+    /// The metric label of one pin bit.
+    pub fn name(bit: u16) -> &'static str {
+        Self::NAMES[(bit.trailing_zeros() as usize).min(Self::NAMES.len() - 1)]
+    }
+
     /// The reason of the lowest pin (a metric label), if pinned.
     pub fn reason(&self) -> Option<&'static str> {
         (self.0 != 0).then(|| Self::NAMES[self.0.trailing_zeros() as usize])
@@ -104,6 +109,15 @@ pub(super) struct LastInsertId {
 }
 
 impl Session {
+    /// Pin the session (see `Pins`); counted once per reason and session
+    /// stretch, so operators see what keeps multiplexing from working.
+    pub(super) fn pin(&mut self, bit: u16) {
+        if !self.pins.has(bit) {
+            self.shared.metrics.session_pinned(Pins::name(bit)); // metrics: pins by reason
+        }
+        self.pins.set(bit);
+    }
+
     /// The uid of the connection held for `conn` (0 when none).
     pub(super) fn gen_of(&self, conn: Conn) -> u64 {
         match conn {
@@ -457,6 +471,8 @@ mod tests {
         p.set(Pins::NAMED_LOCK);
         p.set(Pins::NEXT_TRANSACTION);
         assert_eq!(p.reason(), Some("named_lock"));
+        assert_eq!(Pins::name(Pins::NEXT_TRANSACTION), "next_transaction");
+        assert_eq!(Pins::name(Pins::TEMP_TABLE), "temporary_table");
         p.clear(Pins::NAMED_LOCK);
         assert_eq!(p.reason(), Some("next_transaction"));
         assert!(p.has(Pins::NEXT_TRANSACTION));

@@ -427,7 +427,7 @@ impl Session {
                     self.record_set(sql, route.conn);
                 }
                 if matches!(scope, SetScope::UserVariable { .. }) {
-                    self.pins.set(Pins::USER_VARIABLE);
+                    self.pin(Pins::USER_VARIABLE);
                 }
             }
             Kind::Begin { read_only: true } if ok => {
@@ -469,22 +469,22 @@ impl Session {
         let was_next_tx = self.pins.has(Pins::NEXT_TRANSACTION);
         if ok {
             if c.creates_temp_table {
-                self.pins.set(Pins::TEMP_TABLE);
+                self.pin(Pins::TEMP_TABLE);
             }
             if c.sets_user_variable {
-                self.pins.set(Pins::USER_VARIABLE);
+                self.pin(Pins::USER_VARIABLE);
             }
             if c.locks_tables {
-                self.pins.set(Pins::LOCK_TABLES);
+                self.pin(Pins::LOCK_TABLES);
             }
             if c.takes_named_lock {
-                self.pins.set(Pins::NAMED_LOCK);
+                self.pin(Pins::NAMED_LOCK);
             }
             // Server-side objects of this connection: SQL prepared
             // statements, HANDLERs, XA transactions; what a procedure or a
             // multi-statement leaves behind is not known.
             if c.multi_statement || matches!(word.as_str(), "PREPARE" | "HANDLER" | "XA" | "CALL") {
-                self.pins.set(Pins::CONNECTION_STATE);
+                self.pin(Pins::CONNECTION_STATE);
             }
             match word.as_str() {
                 "UNLOCK" => self.pins.clear(Pins::LOCK_TABLES),
@@ -502,7 +502,7 @@ impl Session {
             && crate::router::lexer::first_word(rest).0 == "TRANSACTION"
             && matches!(c.kind, Kind::SessionSet(SetScope::MasterOnly));
         if next_tx && ok {
-            self.pins.set(Pins::NEXT_TRANSACTION);
+            self.pin(Pins::NEXT_TRANSACTION);
         } else if was_next_tx && !self.in_transaction() {
             self.pins.clear(Pins::NEXT_TRANSACTION);
         }
@@ -512,7 +512,7 @@ impl Session {
     /// other connections before they next serve it.
     fn record_set(&mut self, sql: &[u8], ran_on: Conn) {
         if self.sets.len() >= MAX_REPLAYED_SETS {
-            self.pins.set(Pins::SESSION_STATE);
+            self.pin(Pins::SESSION_STATE);
             return;
         }
         let before = self.chain.clone();
@@ -563,7 +563,7 @@ impl Session {
         if let Some(m) = self.master.as_mut() {
             m.conn.no_reuse = true;
         }
-        self.pins.set(Pins::SET_OPTION);
+        self.pin(Pins::SET_OPTION);
         r
     }
 

@@ -219,6 +219,8 @@ pub struct Metrics {
     idle_sessions_closed: IntCounter,
     /// Statements by destination (master/replica/shards) and routing reason.
     pub routed: IntCounterVec,
+    /// Sessions pinned to their backend connection, by reason.
+    session_pins: IntCounterVec,
     /// `routed` children, resolved on first use: [destination][reason].
     routed_known: Box<RouteCounters>,
     errors: [IntCounter; ErrorKind::ALL.len()],
@@ -271,6 +273,17 @@ impl Metrics {
                 "Statements routed, by destination (master, replica, shards) and reason.",
             ),
             &["destination", "reason"],
+        )
+        .expect("static metric");
+        let session_pins = IntCounterVec::new(
+            Opts::new(
+                "sluice_session_pins_total",
+                "Times a client session started keeping its backend connection between statements \
+                 (no multiplexing until the state is gone), by reason: temporary_table, \
+                 user_variable, lock_tables, named_lock, session_state, set_option, \
+                 connection_state, next_transaction.",
+            ),
+            &["reason"],
         )
         .expect("static metric");
         let errors_vec = IntCounterVec::new(
@@ -334,6 +347,7 @@ impl Metrics {
         generation.set(1);
         for c in [
             Box::new(routed.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(session_pins.clone()),
             Box::new(reloads_vec),
             Box::new(generation.clone()),
             Box::new(client_connections_open.clone()),
@@ -356,6 +370,7 @@ impl Metrics {
             client_connections_refused,
             idle_sessions_closed,
             routed,
+            session_pins,
             routed_known: Box::new(std::array::from_fn(|_| std::array::from_fn(|_| OnceLock::new()))),
             errors,
             bytes_received,
@@ -509,6 +524,11 @@ impl Metrics {
     }
 
     /// A session was closed for idling longer than `limits.idle_client_timeout`.
+    /// A session pinned itself to its backend connection for `reason`.
+    pub fn session_pinned(&self, reason: &'static str) {
+        self.session_pins.with_label_values(&[reason]).inc();
+    }
+
     pub fn idle_session_closed(&self) {
         self.idle_sessions_closed.inc();
     }
