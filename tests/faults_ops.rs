@@ -108,7 +108,10 @@ async fn fault_backend_refusing_connections() {
         .unwrap_or_else(|e| panic!("read while the master is down: {e}\n{}", s.log()));
     assert_eq!(rows, vec![1], "the committed write is on the replica");
     drop(reader);
-    assert!(common::raw::http_get(s.admin_port, "/healthz").contains("ok"));
+    assert!(common::http::http_get(s.admin_port, "/healthz")
+        .expect("GET /healthz")
+        .1
+        .contains("ok"));
 
     master.restart();
     eventually(&s, &format!("INSERT INTO {table} VALUES (2)")).await;

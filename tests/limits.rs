@@ -9,7 +9,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::cluster::{shared_cluster, Sluice, APP_PASSWORD, APP_USER, HASH_PASSWORD, HASH_USER, TEST_DB};
-use common::raw::{http_get, metric, Frame, RawConn};
+use common::http::{http_get, sample};
+use common::raw::{Frame, RawConn};
 use mysql_async::prelude::*;
 use mysql_async::{Conn, Opts, OptsBuilder};
 
@@ -103,9 +104,9 @@ async fn max_client_connections_answers_1040_instead_of_the_greeting() {
     let mut again = connect_once_freed(&s, 1040).await;
     assert_eq!(select_one(&mut again).await.expect("new session"), 1);
 
-    let body = http_get(s.admin_port, "/metrics");
+    let (_, body) = http_get(s.admin_port, "/metrics").expect("GET /metrics");
     assert!(
-        metric(&body, "sluice_client_connections_refused_total") >= 2.0,
+        sample(&body, "sluice_client_connections_refused_total").unwrap_or(0.0) >= 2.0,
         "refusals are counted:\n{body}"
     );
 }
@@ -176,9 +177,9 @@ async fn idle_client_timeout_closes_silent_sessions_only() {
         select_one(&mut driver_idle).await.is_err(),
         "the driver's idle session was closed too"
     );
-    let body = http_get(s.admin_port, "/metrics");
+    let (_, body) = http_get(s.admin_port, "/metrics").expect("GET /metrics");
     assert!(
-        metric(&body, "sluice_client_idle_timeouts_total") >= 2.0,
+        sample(&body, "sluice_client_idle_timeouts_total").unwrap_or(0.0) >= 2.0,
         "idle closes are counted:\n{body}"
     );
 }

@@ -65,9 +65,7 @@ fn rewrite_raw(s: &Sluice, text: &str) {
 /// string (`{result="ok"}`).
 fn metric(s: &Sluice, series: &str) -> f64 {
     let (_, text) = http_get(s.admin_port, "/metrics").expect("GET /metrics");
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {series} in /metrics:\n{text}"))
+    common::http::sample(&text, series).unwrap_or_else(|| panic!("no {series} in /metrics:\n{text}"))
 }
 
 fn reloads(s: &Sluice, result: &str) -> f64 {

@@ -343,19 +343,21 @@ impl Session {
         // holds its connection from its first statement to COMMIT like any
         // transaction (an error keeps it too, see `keep`: an ERR carries
         // no status flags).
-        let master_busy = self.status & SERVER_STATUS_IN_TRANS != 0
+        let keep_master = self.master.is_none()
+            || self.status & SERVER_STATUS_IN_TRANS != 0
             || self.pins.reason().is_some()
             || self.cursor.is_some_and(|(_, c)| c == Conn::Master)
             || self.keep == Some(Conn::Master)
             || self.stmts.stmts.values().any(|s| s.long_data);
-        if !master_busy {
-            if let Some(mut h) = self.master.take() {
-                if self.lid.unknown && self.lid.owner == h.conn.state.uid && !h.conn.broken {
-                    if self.capture_last_insert_id(&mut h).await.is_err() && !h.conn.broken {
-                        // Keep the connection: its value is the only copy.
-                        self.master = Some(h);
-                        return;
-                    }
+        if let Some(mut h) = if keep_master { None } else { self.master.take() } {
+            let needs_capture = self.lid.unknown && self.lid.owner == h.conn.state.uid && !h.conn.broken;
+            // A failed capture on a live connection keeps it: its
+            // LAST_INSERT_ID() is the only copy.
+            let keep = needs_capture && self.capture_last_insert_id(&mut h).await.is_err() && !h.conn.broken;
+            if keep {
+                self.master = Some(h);
+            } else {
+                if needs_capture {
                     self.lid.unknown = false;
                 }
                 if self.lid.owner == h.conn.state.uid {
@@ -456,8 +458,12 @@ pub(super) fn lost(label: &str) -> ErrPacket {
 
 /// `sql` mentions LAST_INSERT_ID (any case): it may read or set it.
 pub(super) fn mentions_last_insert_id(sql: &[u8]) -> bool {
-    const NEEDLE: &[u8] = b"last_insert_id";
-    sql.len() >= NEEDLE.len() && sql.windows(NEEDLE.len()).any(|w| w.eq_ignore_ascii_case(NEEDLE))
+    mentions(sql, b"last_insert_id")
+}
+
+/// `sql` contains `needle` (lower case), ignoring ASCII case.
+pub(super) fn mentions(sql: &[u8], needle: &[u8]) -> bool {
+    sql.len() >= needle.len() && sql.windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle))
 }
 
 #[cfg(test)]

@@ -203,7 +203,13 @@ impl Session {
 
     async fn command_loop(&mut self) {
         loop {
-            let pkt = match super::wait::next_command(&mut self.client, &self.shared).await {
+            let pkt = match super::wait::next_command(
+                &mut self.client,
+                &self.shared,
+                self.rt.config.limits.idle_client_timeout,
+            )
+            .await
+            {
                 Ok(p) => p,
                 Err(ProtocolError::TooLarge { .. }) => {
                     self.reply_seq = 1;
@@ -465,7 +471,15 @@ impl Session {
     /// Pins a master statement sets or lifts (the session's state that only
     /// this connection has; see conns.rs).
     fn update_pins(&mut self, c: &Classified, sql: &[u8], ok: bool) {
-        let (word, rest) = crate::router::lexer::first_word(sql);
+        // The first word only matters for writes and master-only SETs (no
+        // allocation for the reads a session runs on the master).
+        let word = match c.kind {
+            Kind::Write | Kind::SessionSet(SetScope::MasterOnly) => {
+                Some(crate::router::lexer::first_word(sql))
+            }
+            _ => None,
+        };
+        let word_is = |w: &str| word.as_ref().is_some_and(|(first, _)| first == w);
         let was_next_tx = self.pins.has(Pins::NEXT_TRANSACTION);
         if ok {
             if c.creates_temp_table {
@@ -483,24 +497,21 @@ impl Session {
             // Server-side objects of this connection: SQL prepared
             // statements, HANDLERs, XA transactions; what a procedure or a
             // multi-statement leaves behind is not known.
-            if c.multi_statement || matches!(word.as_str(), "PREPARE" | "HANDLER" | "XA" | "CALL") {
+            if c.multi_statement || ["PREPARE", "HANDLER", "XA", "CALL"].into_iter().any(word_is) {
                 self.pin(Pins::CONNECTION_STATE);
             }
-            match word.as_str() {
-                "UNLOCK" => self.pins.clear(Pins::LOCK_TABLES),
-                "SELECT" | "DO" if self.pins.has(Pins::NAMED_LOCK) => {
-                    let upper = sql.to_ascii_uppercase();
-                    if upper.windows(17).any(|w| w == b"RELEASE_ALL_LOCKS") {
-                        self.pins.clear(Pins::NAMED_LOCK);
-                    }
-                }
-                _ => {}
+            if c.unlocks_tables {
+                self.pins.clear(Pins::LOCK_TABLES);
+            }
+            if self.pins.has(Pins::NAMED_LOCK) && conns::mentions(sql, b"release_all_locks") {
+                self.pins.clear(Pins::NAMED_LOCK);
             }
         }
         // `SET TRANSACTION ...` applies to the connection's next transaction.
-        let next_tx = word == "SET"
-            && crate::router::lexer::first_word(rest).0 == "TRANSACTION"
-            && matches!(c.kind, Kind::SessionSet(SetScope::MasterOnly));
+        let next_tx = matches!(c.kind, Kind::SessionSet(SetScope::MasterOnly))
+            && word.as_ref().is_some_and(|(first, rest)| {
+                first == "SET" && crate::router::lexer::first_word(rest).0 == "TRANSACTION"
+            });
         if next_tx && ok {
             self.pin(Pins::NEXT_TRANSACTION);
         } else if was_next_tx && !self.in_transaction() {
@@ -515,14 +526,14 @@ impl Session {
             self.pin(Pins::SESSION_STATE);
             return;
         }
-        let before = self.chain.clone();
-        self.sets.push(sql.to_vec());
-        self.chain.push(sql);
-        if let Some(h) = self.slot(ran_on) {
-            if h.conn.state.sets == before {
+        // The connection that ran it had run all the others (it was synced).
+        if let Some(h) = slot_of(&mut self.master, &mut self.replica, ran_on) {
+            if h.conn.state.sets == self.chain {
                 h.conn.state.sets.push(sql);
             }
         }
+        self.sets.push(sql.to_vec());
+        self.chain.push(sql);
     }
 
     async fn init_db(&mut self, payload: &[u8]) -> CmdResult {

@@ -18,17 +18,18 @@ use super::io::ClientIo;
 use super::listener::Shared;
 
 /// Reads the client's next command. `Err(ProtocolError::Closed)` also when
-/// the session was idle too long or sluice is shutting down (logged here).
+/// the session was idle longer than `idle` (0: never) or sluice is shutting
+/// down (logged here).
 pub async fn next_command(
     client: &mut PacketStream<ClientIo>,
     shared: &Shared,
+    idle: std::time::Duration,
 ) -> Result<Packet, ProtocolError> {
     let shutdown = &shared.shutdown;
     if shutdown.is_cancelled() {
         debug!("closing the session: sluice is shutting down");
         return Err(ProtocolError::Closed);
     }
-    let idle = shared.runtime().config.limits.idle_client_timeout;
     let read = async {
         if idle.is_zero() {
             return Some(client.read_packet().await);

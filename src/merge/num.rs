@@ -28,6 +28,16 @@ pub struct Dec {
 /// allocating: `[+-]digits[.digits]`, leading zeros of the integer part and trailing
 /// zeros of the fraction removed. `None` if the text is not a plain decimal number.
 pub fn split_decimal(s: &[u8]) -> Option<(bool, &[u8], &[u8])> {
+    let (neg, int, frac) = decimal_parts(s)?;
+    let int = &int[int.iter().position(|&b| b != b'0').unwrap_or(int.len())..];
+    let frac = &frac[..frac.iter().rposition(|&b| b != b'0').map_or(0, |p| p + 1)];
+    let neg = neg && !(int.is_empty() && frac.is_empty());
+    Some((neg, int, frac))
+}
+
+/// `[+-]digits[.digits]` as (negative, integer digits, fraction digits),
+/// as written (no zeros removed). `None` if not a plain decimal number.
+fn decimal_parts(s: &[u8]) -> Option<(bool, &[u8], &[u8])> {
     let (neg, rest) = match s.first() {
         Some(b'-') => (true, &s[1..]),
         Some(b'+') => (false, &s[1..]),
@@ -37,16 +47,10 @@ pub fn split_decimal(s: &[u8]) -> Option<(bool, &[u8], &[u8])> {
         Some(p) => (&rest[..p], &rest[p + 1..]),
         None => (rest, &rest[rest.len()..]),
     };
-    if (int.is_empty() && frac.is_empty())
-        || !int.iter().all(u8::is_ascii_digit)
-        || !frac.iter().all(u8::is_ascii_digit)
-    {
-        return None;
-    }
-    let int = &int[int.iter().position(|&b| b != b'0').unwrap_or(int.len())..];
-    let frac = &frac[..frac.iter().rposition(|&b| b != b'0').map_or(0, |p| p + 1)];
-    let neg = neg && !(int.is_empty() && frac.is_empty());
-    Some((neg, int, frac))
+    let plain = !(int.is_empty() && frac.is_empty())
+        && int.iter().all(u8::is_ascii_digit)
+        && frac.iter().all(u8::is_ascii_digit);
+    plain.then_some((neg, int, frac))
 }
 
 /// Compares two decimal numbers given as text, exactly. `None` if either is malformed.
@@ -78,21 +82,7 @@ fn cmp_split(a: (bool, &[u8], &[u8]), b: (bool, &[u8], &[u8])) -> Ordering {
 impl Dec {
     /// Parses `[+-]digits[.digits]` (the text protocol form of DECIMAL and integers).
     pub fn parse(s: &[u8]) -> Option<Dec> {
-        let (neg, rest) = match s.first() {
-            Some(b'-') => (true, &s[1..]),
-            Some(b'+') => (false, &s[1..]),
-            _ => (false, s),
-        };
-        let (int, frac) = match rest.iter().position(|&b| b == b'.') {
-            Some(p) => (&rest[..p], &rest[p + 1..]),
-            None => (rest, &rest[rest.len()..]),
-        };
-        if (int.is_empty() && frac.is_empty())
-            || !int.iter().all(u8::is_ascii_digit)
-            || !frac.iter().all(u8::is_ascii_digit)
-        {
-            return None;
-        }
+        let (neg, int, frac) = decimal_parts(s)?;
         let digits = int.iter().chain(frac).map(|b| b - b'0').collect();
         Some(Dec::new(neg, digits, frac.len()))
     }

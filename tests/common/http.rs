@@ -44,6 +44,12 @@ fn request(port: u16, method: &str, path: &str) -> Result<(u16, String), String>
 /// (the series exactly as exported: name and labels).
 pub fn metric(port: u16, series: &str) -> Option<f64> {
     let (_, body) = http_get(port, "/metrics").ok()?;
+    sample(&body, series)
+}
+
+/// The value of `series` (name and labels, exactly as exported) in a
+/// /metrics body.
+pub fn sample(body: &str, series: &str) -> Option<f64> {
     body.lines()
         .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.trim().parse().ok())
 }

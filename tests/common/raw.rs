@@ -157,23 +157,3 @@ fn native_scramble(password: &[u8], nonce: &[u8]) -> Vec<u8> {
     let mix = h.finalize();
     stage1.iter().zip(mix.iter()).map(|(a, b)| a ^ b).collect()
 }
-
-/// GET `path` on `127.0.0.1:port` (HTTP/1.0): the body.
-pub fn http_get(port: u16, path: &str) -> String {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect to the admin endpoint");
-    s.set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").expect("send request");
-    let mut raw = String::new();
-    let _ = s.read_to_string(&mut raw);
-    raw.split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or(raw)
-}
-
-/// The value of an unlabelled Prometheus series in a /metrics body (0 if absent).
-pub fn metric(body: &str, name: &str) -> f64 {
-    body.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
-        .unwrap_or(0.0)
-}
