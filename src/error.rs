@@ -137,3 +137,16 @@ pub fn unknown_stmt(id: u32, during: &str) -> ErrPacket {
         format!("Unknown prepared statement handler ({id}) given to {during}"),
     )
 }
+
+/// A session holds as many prepared statements as sluice allows: MariaDB's
+/// answer at max_prepared_stmt_count (1461).
+pub fn too_many_prepared(max: usize) -> ErrPacket {
+    ErrPacket::new(
+        1461,
+        "42000",
+        format!(
+            "Can't create more than max_prepared_stmt_count statements (current value: {max}) \
+             (sluice: prepared statements per session; close some with COM_STMT_CLOSE)"
+        ),
+    )
+}

@@ -424,6 +424,24 @@ impl BackendConn {
         Ok(Ok(value))
     }
 
+    /// Run a query returning one text value (first column of the first row;
+    /// `None` for NULL or no row).
+    pub async fn query_text(&mut self, sql: &str) -> Result<Result<Option<String>, ErrPacket>, BackendError> {
+        let mut row = None;
+        let (_, err) = self
+            .command_consume_row(COM_QUERY, sql.as_bytes(), ResponseKind::Query, &mut row)
+            .await?;
+        if let Some(e) = err {
+            return Ok(Err(e));
+        }
+        let value = row.as_deref().and_then(|r| {
+            let (len, n) = crate::protocol::packets::read_lenenc(r)?;
+            let text = r.get(n..n + usize::try_from(len).ok()?)?;
+            Some(String::from_utf8_lossy(text).into_owned())
+        });
+        Ok(Ok(value))
+    }
+
     /// Prepare a statement for sluice's own use (lazily, on a connection the
     /// client did not prepare it on); the response is consumed here.
     pub async fn prepare(&mut self, sql: &[u8]) -> Result<Result<u32, ErrPacket>, BackendError> {

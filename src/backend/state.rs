@@ -139,6 +139,66 @@ impl StmtCache {
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
     }
+
+    /// Forget every statement no client has open any more (see
+    /// [`OpenStatements`]); returns their ids for the caller to close.
+    pub fn sweep(&mut self, open: &OpenStatements) -> Vec<u32> {
+        let mut close = Vec::new();
+        self.map.retain(|(_, sql), s| {
+            let keep = open.is_open(sql);
+            if !keep {
+                close.push(s.id);
+            }
+            keep
+        });
+        close
+    }
+}
+
+/// How many client statements (COM_STMT_PREPARE not yet closed, in any
+/// session) have each text. A connection's cached statement whose text no
+/// client has open is closed on the server the next time the connection is
+/// checked out or given back ([`StmtCache::sweep`]), so server-side
+/// statements stay bounded by what clients hold and go back to the baseline
+/// after a prepare/close loop. Touched only by PREPARE and CLOSE (and a
+/// sweep when something was closed since the connection's last one), never
+/// per EXECUTE.
+#[derive(Debug, Default)]
+pub struct OpenStatements {
+    counts: std::sync::Mutex<HashMap<Box<[u8]>, u32>>,
+    /// Bumped whenever a text's count drops to zero.
+    generation: AtomicU64,
+}
+
+impl OpenStatements {
+    pub fn open(&self, sql: &[u8]) {
+        if let Ok(mut m) = self.counts.lock() {
+            *m.entry(sql.into()).or_insert(0) += 1;
+        }
+    }
+
+    pub fn close(&self, sql: &[u8]) {
+        let Ok(mut m) = self.counts.lock() else {
+            return;
+        };
+        if let Some(n) = m.get_mut(sql) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(sql);
+                self.generation.fetch_add(1, Ordering::Release);
+            }
+        }
+    }
+
+    pub fn is_open(&self, sql: &[u8]) -> bool {
+        // A poisoned lock keeps everything (never closes a statement in use).
+        self.counts.lock().map(|m| m.contains_key(sql)).unwrap_or(true)
+    }
+
+    /// Changes whenever some text stopped being open.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
 }
 
 /// The part of a connection's server-side state sluice tracks for
@@ -154,6 +214,8 @@ pub struct ConnState {
     /// The server's LAST_INSERT_ID() for this connection, as last read or
     /// set by sluice (0 on a fresh or reset connection).
     pub last_insert_id: u64,
+    /// `OpenStatements::generation` when `stmts` was last swept.
+    pub swept: u64,
 }
 
 static NEXT_UID: AtomicU64 = AtomicU64::new(1);
@@ -232,5 +294,27 @@ mod tests {
         assert_eq!(c.insert(7, b"new", 10000), vec![9999]);
         // The same text in another context is another statement.
         assert!(c.get(8, b"new").is_none());
+    }
+
+    #[test]
+    fn sweeps_close_what_no_client_has_open() {
+        let open = OpenStatements::default();
+        let mut c = StmtCache::default();
+        c.insert(1, b"a", 10);
+        c.insert(2, b"b", 11);
+        open.open(b"a");
+        open.open(b"b");
+        open.open(b"b");
+        let g = open.generation();
+        assert!(c.sweep(&open).is_empty());
+        open.close(b"b");
+        assert_eq!(open.generation(), g, "b is still open once");
+        open.close(b"b");
+        assert_ne!(open.generation(), g);
+        assert_eq!(c.sweep(&open), vec![11]);
+        assert_eq!(c.len(), 1);
+        open.close(b"a");
+        assert_eq!(c.sweep(&open), vec![10]);
+        assert!(c.is_empty());
     }
 }

@@ -38,58 +38,11 @@ use crate::protocol::consts::SERVER_STATUS_IN_TRANS;
 
 use super::prepared::Conn;
 use super::Session;
+pub(super) use crate::router::plan::Pins;
 
 /// A backend connection held by the session.
 pub(super) struct Held {
     pub(super) conn: Pooled,
-}
-
-/// Why a session must stay on its master connection (bits).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Pins(u16);
-
-impl Pins {
-    pub const TEMP_TABLE: u16 = 1;
-    pub const USER_VARIABLE: u16 = 1 << 1;
-    pub const LOCK_TABLES: u16 = 1 << 2;
-    pub const NAMED_LOCK: u16 = 1 << 3;
-    pub const SESSION_STATE: u16 = 1 << 4;
-    pub const SET_OPTION: u16 = 1 << 5;
-    pub const CONNECTION_STATE: u16 = 1 << 6;
-    pub const NEXT_TRANSACTION: u16 = 1 << 7;
-
-    const NAMES: [&'static str; 8] = [
-        "temporary_table",
-        "user_variable",
-        "lock_tables",
-        "named_lock",
-        "session_state",
-        "set_option",
-        "connection_state",
-        "next_transaction",
-    ];
-
-    pub fn set(&mut self, bit: u16) {
-        self.0 |= bit;
-    }
-
-    pub fn clear(&mut self, bit: u16) {
-        self.0 &= !bit;
-    }
-
-    pub fn has(&self, bit: u16) -> bool {
-        self.0 & bit != 0
-    }
-
-    /// The metric label of one pin bit.
-    pub fn name(bit: u16) -> &'static str {
-        Self::NAMES[(bit.trailing_zeros() as usize).min(Self::NAMES.len() - 1)]
-    }
-
-    /// The reason of the lowest pin (a metric label), if pinned.
-    pub fn reason(&self) -> Option<&'static str> {
-        (self.0 != 0).then(|| Self::NAMES[self.0.trailing_zeros() as usize])
-    }
 }
 
 /// What a session knows of `LAST_INSERT_ID()`.
@@ -184,7 +137,8 @@ impl Session {
                     .store(std::sync::Arc::new(c.server_version.clone()));
                 self.shared.learn_backend_ext(c.server_mariadb_ext);
             }
-            let held = Held { conn: c };
+            let mut held = Held { conn: c };
+            sweep_stmts(&mut held, &self.shared.open_stmts).await;
             match conn {
                 Conn::Master => self.master = Some(held),
                 Conn::Replica(i) => self.replica = Some((i, held)),
@@ -363,6 +317,7 @@ impl Session {
                 if self.lid.owner == h.conn.state.uid {
                     self.lid.owner = 0;
                 }
+                sweep_stmts(&mut h, &self.shared.open_stmts).await;
                 give_back(h);
             }
         }
@@ -370,9 +325,26 @@ impl Session {
             || matches!(self.keep, Some(Conn::Replica(_)))
             || matches!(self.cursor, Some((_, Conn::Replica(_))));
         if !replica_busy {
-            if let Some((_, h)) = self.replica.take() {
+            if let Some((_, mut h)) = self.replica.take() {
+                sweep_stmts(&mut h, &self.shared.open_stmts).await;
                 give_back(h);
             }
+        }
+    }
+}
+
+/// Close the connection's cached statements that no client has open any
+/// more, when some were closed since its last sweep (COM_STMT_CLOSE has no
+/// response: nothing is waited for).
+async fn sweep_stmts(h: &mut Held, open: &crate::backend::state::OpenStatements) {
+    let generation = open.generation();
+    if h.conn.state.swept == generation || h.conn.broken {
+        return;
+    }
+    h.conn.state.swept = generation;
+    for id in h.conn.state.stmts.sweep(open) {
+        if h.conn.close_stmt(id).await.is_err() {
+            return;
         }
     }
 }
@@ -454,40 +426,4 @@ pub(super) fn lost(label: &str) -> ErrPacket {
         "08S01",
         format!("Lost connection to MySQL server during query (sluice: backend {label})"),
     )
-}
-
-/// `sql` mentions LAST_INSERT_ID (any case): it may read or set it.
-pub(super) fn mentions_last_insert_id(sql: &[u8]) -> bool {
-    mentions(sql, b"last_insert_id")
-}
-
-/// `sql` contains `needle` (lower case), ignoring ASCII case.
-pub(super) fn mentions(sql: &[u8], needle: &[u8]) -> bool {
-    sql.len() >= needle.len() && sql.windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pins_report_their_reason() {
-        let mut p = Pins::default();
-        assert_eq!(p.reason(), None);
-        p.set(Pins::NAMED_LOCK);
-        p.set(Pins::NEXT_TRANSACTION);
-        assert_eq!(p.reason(), Some("named_lock"));
-        assert_eq!(Pins::name(Pins::NEXT_TRANSACTION), "next_transaction");
-        assert_eq!(Pins::name(Pins::TEMP_TABLE), "temporary_table");
-        p.clear(Pins::NAMED_LOCK);
-        assert_eq!(p.reason(), Some("next_transaction"));
-        assert!(p.has(Pins::NEXT_TRANSACTION));
-    }
-
-    #[test]
-    fn last_insert_id_mentions() {
-        assert!(mentions_last_insert_id(b"select Last_Insert_Id()"));
-        assert!(!mentions_last_insert_id(b"select 1"));
-        assert!(!mentions_last_insert_id(b""));
-    }
 }

@@ -40,6 +40,9 @@ pub struct Shared {
     pub clients: ClientSlots,
     /// Sessions per user (`users[].max_connections`).
     pub user_limits: UserLimits,
+    /// Texts of the prepared statements clients have open (server-side
+    /// statements nobody needs are closed; see `backend::state`).
+    pub open_stmts: crate::backend::state::OpenStatements,
     /// Cancelled on SIGTERM/SIGINT: stop accepting, close idle sessions.
     pub shutdown: CancellationToken,
 }
@@ -73,6 +76,7 @@ impl Shared {
             max_packet,
             clients,
             user_limits,
+            open_stmts: Default::default(),
             shutdown: CancellationToken::new(),
         })
     }

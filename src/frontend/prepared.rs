@@ -8,6 +8,9 @@
 //! must never reach a server where the statement was not prepared).
 
 use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::router::classify::Classified;
 
 /// Which backend connection of the session: the master, or replica `i`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -18,11 +21,12 @@ pub enum Conn {
 
 #[derive(Debug, Clone)]
 pub struct Stmt {
-    /// COM_STMT_PREPARE payload without the command byte.
-    pub sql: Vec<u8>,
-    /// May run on a replica (a plain read).
-    pub read: bool,
-    pub tables: Option<Vec<String>>,
+    /// COM_STMT_PREPARE payload without the command byte (shared: every
+    /// EXECUTE needs it, and copying it each time would cost).
+    pub sql: Arc<[u8]>,
+    /// The statement's classification, made once at PREPARE: each EXECUTE is
+    /// planned from it like a text statement (see `frontend::pipeline`).
+    pub class: Arc<Classified>,
     pub params: u16,
     /// The parameter types last bound by the client (2 bytes per parameter).
     pub types: Option<Vec<u8>>,
@@ -45,11 +49,10 @@ pub struct ShardedStmt {
 }
 
 impl Stmt {
-    pub fn new(sql: Vec<u8>, read: bool, tables: Option<Vec<String>>, params: u16) -> Stmt {
+    pub fn new(sql: Vec<u8>, class: Classified, params: u16) -> Stmt {
         Stmt {
-            sql,
-            read,
-            tables,
+            sql: sql.into(),
+            class: Arc::new(class),
             params,
             types: None,
             long_data: false,
@@ -58,6 +61,12 @@ impl Stmt {
         }
     }
 }
+
+/// Prepared statements one session may hold open at once (MariaDB bounds
+/// them per server with `max_prepared_stmt_count`, 16382 by default; a
+/// proxy bounds each session so no client can hold sluice's memory or the
+/// servers' statement slots alone).
+pub const MAX_STMTS_PER_SESSION: usize = 1024;
 
 #[derive(Debug, Default)]
 pub struct Registry {

@@ -33,13 +33,14 @@ use crate::backend::state::SetChain;
 use crate::backend::{BackendError, PoolKey};
 use crate::error;
 use crate::freshness::monitor::GroupMonitor;
-use crate::freshness::state::Scope;
 use crate::protocol::consts::*;
 use crate::protocol::packets::{ok_packet, ErrPacket};
 use crate::protocol::response::{ResponseKind, ResponseTracker};
 use crate::protocol::{PacketStream, ProtocolError};
-use crate::router::classify::{self, Classified, Kind, SetScope};
+use crate::router::lexer::LexOptions;
+use crate::router::route::Source;
 use crate::runtime::Runtime;
+use pipeline::Exec;
 
 use super::abandon::ReadWatch;
 use super::change_user::parse_change_user;
@@ -53,6 +54,8 @@ use conns::{lost, slot_of, Held, LastInsertId, Pins};
 
 #[path = "conns.rs"]
 mod conns;
+#[path = "pipeline.rs"]
+mod pipeline;
 #[path = "refresh.rs"]
 mod refresh;
 #[path = "sharded.rs"]
@@ -86,6 +89,7 @@ pub async fn run(socket: TcpStream, peer: SocketAddr, conn_id: u32, shared: Arc<
     }
     // Connections without session-only state go back to the pool clean;
     // the others are reset by the pool.
+    session.close_all_stmts();
     session.keep = None;
     session.release_idle().await;
     session.client.shutdown().await;
@@ -130,6 +134,9 @@ struct Session {
     chain: SetChain,
     /// Why the session is pinned to the master, if it is.
     pins: Pins,
+    /// How the server reads quotes in this session (its sql_mode), when
+    /// known; `None`: classify under every reading.
+    lex: Option<LexOptions>,
     /// Borrow connections per statement (`backend.multiplex`).
     multiplex: bool,
     /// The connection the next statement may ask about (see conns.rs).
@@ -177,6 +184,7 @@ impl Session {
             sets: Vec::new(),
             chain: SetChain::default(),
             pins: Pins::default(),
+            lex: None,
             multiplex,
             keep: None,
             cursor: None,
@@ -288,235 +296,16 @@ impl Session {
             .collect()
     }
 
-    /// Route a read that is allowed on a replica by its text.
-    async fn route_read(&mut self, tables: Option<&[String]>) -> Route {
-        if let Some(i) = self.ro_tx {
-            return Route {
-                conn: Conn::Replica(i),
-                reason: "read_only_transaction",
-            };
-        }
-        if let Some(pin) = self.pins.reason() {
-            return Route {
-                conn: Conn::Master,
-                reason: pin,
-            };
-        }
-        if self.in_transaction() {
-            return Route {
-                conn: Conn::Master,
-                reason: "transaction",
-            };
-        }
-        let qualified = tables.and_then(|t| self.qualify(t));
-        let scope = match &qualified {
-            Some(t) => Scope::Tables(t),
-            None => Scope::All,
-        };
-        let current = self.replica.as_ref().map(|(i, _)| *i);
-        match self.monitor.pick(scope, current).await {
-            Ok(i) => Route {
-                conn: Conn::Replica(i),
-                reason: "fresh_replica",
-            },
-            Err(f) => Route {
-                conn: Conn::Master,
-                reason: f.as_str(),
-            },
-        }
-    }
-
-    async fn route(&mut self, c: &Classified) -> Route {
-        let master = |reason| Route {
-            conn: Conn::Master,
-            reason,
-        };
-        // FOUND_ROWS() stays with the master, as the routing contract says
-        // (SQL_CALC_FOUND_ROWS reads are sent there too).
-        if c.refers_to_previous
-            && c.force_master != Some(classify::MasterReason::FoundRows)
-            && self.ro_tx.is_none()
-            && self.pins.reason().is_none()
-        {
-            // SHOW WARNINGS, @@warning_count, FOUND_ROWS(), ...: the answer
-            // lives on the connection that ran the previous statement.
-            return Route {
-                conn: self.last_conn,
-                reason: "previous_statement",
-            };
-        }
-        match &c.kind {
-            Kind::Read => match c.force_master {
-                Some(r) if self.ro_tx.is_none() => master(r.as_str()),
-                _ => self.route_read(c.tables.as_deref()).await,
-            },
-            Kind::Begin { read_only: true } if !self.in_transaction() && self.pins.reason().is_none() => {
-                self.route_read(None).await
-            }
-            // Inside a read-only transaction on a replica, everything stays
-            // there until it ends (a write fails there as it would anywhere).
-            _ if self.ro_tx.is_some() => self.route_read(None).await,
-            Kind::SessionSet(_) | Kind::Use(_) => master("session_state"),
-            Kind::Begin { .. } | Kind::Commit | Kind::Rollback => master("transaction"),
-            _ => master("write"),
-        }
-    }
-
+    /// COM_QUERY: a statement on a sharded table goes to the shard
+    /// planner; every other one through the pipeline (pipeline.rs).
     async fn query(&mut self, payload: &[u8]) -> CmdResult {
         let sql = &payload[1..];
         if self.try_sharded(sql).await? {
             return Ok(());
         }
-        let c = classify::classify_any_mode(sql);
-        // Sub-tables in other backend groups: one writing group per transaction.
-        if self.groups_before(&c).await? {
-            return Ok(());
-        }
-        let route = self.route(&c).await;
-        let on_master = route.conn == Conn::Master;
-        let is_write = matches!(c.kind, Kind::Write | Kind::Commit) && on_master;
-        // A statement may also commit implicitly (SET autocommit=1, DDL, BEGIN
-        // inside a transaction): anything on the master while in a
-        // transaction may make writes visible.
-        let was_in_tx = self.in_transaction();
-        let hold = (is_write || (on_master && was_in_tx))
-            && self.monitor.mode == crate::config::FreshnessMode::Causal;
-        self.shared
-            .metrics
-            .route(route.conn == Conn::Master, route.reason);
-        if c.refers_to_previous && self.gen_of(route.conn) == 0 {
-            // The connection that ran the previous statement went back to
-            // the pool (it had no warnings, else it would be kept): make
-            // sure the borrowed one answers with an empty diagnostics area,
-            // never with another session's.
-            if let Err(e) = self.clear_diagnostics(route.conn).await {
-                return self.send_err(&e).await;
-            }
-        }
-        let lid_sensitive = on_master && conns::mentions_last_insert_id(sql);
-        if lid_sensitive {
-            if let Err(e) = self.held(Conn::Master).await {
-                return self.send_err(&e).await;
-            }
-            if let Err(e) = self.sync_last_insert_id().await {
-                return self.send_err(&e).await;
-            }
-        }
-        let relayed = self
-            .run_on(route, payload, ResponseKind::Query, hold, None)
-            .await?;
-        self.groups_after(&c.kind, relayed.as_ref().is_some_and(|t| !t.error))
-            .await;
-        let Some(tracker) = relayed else {
-            return Ok(());
-        };
-        let ok = !tracker.error;
-        if on_master {
-            let reported = tracker.last_ok.map(|(_, id)| id).unwrap_or(0);
-            self.note_insert_id(reported, lid_sensitive);
-            // FOUND_ROWS() after SQL_CALC_FOUND_ROWS is answered by this
-            // connection. (Not kept after writes for ROW_COUNT(): idle
-            // sessions would hold connections; see conns.rs.)
-            if c.force_master == Some(classify::MasterReason::FoundRows) {
-                self.keep = Some(Conn::Master);
-            }
-        }
-        // Effects on the session's tracked state.
-        match &c.kind {
-            Kind::Use(db) if ok => self.db = Some(db.clone()),
-            Kind::SessionSet(scope) if ok => {
-                let replay = matches!(
-                    scope,
-                    SetScope::Session | SetScope::UserVariable { also_session: true }
-                );
-                if replay {
-                    self.record_set(sql, route.conn);
-                }
-                if matches!(scope, SetScope::UserVariable { .. }) {
-                    self.pin(Pins::USER_VARIABLE);
-                }
-            }
-            Kind::Begin { read_only: true } if ok => {
-                if let Conn::Replica(i) = route.conn {
-                    self.ro_tx = Some(i);
-                }
-            }
-            _ => {}
-        }
-        if on_master {
-            self.update_pins(&c, sql, ok);
-        }
-        if let Conn::Replica(_) = route.conn {
-            if self.ro_tx.is_some()
-                && tracker
-                    .last_status
-                    .is_some_and(|s| s & SERVER_STATUS_IN_TRANS == 0)
-            {
-                self.ro_tx = None;
-            }
-        }
-        if is_write && needs_global_bump(&c, sql) {
-            self.monitor.forget_tracked();
-            self.monitor.bump_global().await;
-        }
-        if (is_write || (on_master && was_in_tx)) && !self.in_transaction() {
-            self.monitor.after_write().await;
-        }
-        if hold {
-            self.client.flush().await.map_err(|_| Closed)?;
-        }
-        Ok(())
-    }
-
-    /// Pins a master statement sets or lifts (the session's state that only
-    /// this connection has; see conns.rs).
-    fn update_pins(&mut self, c: &Classified, sql: &[u8], ok: bool) {
-        // The first word only matters for writes and master-only SETs (no
-        // allocation for the reads a session runs on the master).
-        let word = match c.kind {
-            Kind::Write | Kind::SessionSet(SetScope::MasterOnly) => {
-                Some(crate::router::lexer::first_word(sql))
-            }
-            _ => None,
-        };
-        let word_is = |w: &str| word.as_ref().is_some_and(|(first, _)| first == w);
-        let was_next_tx = self.pins.has(Pins::NEXT_TRANSACTION);
-        if ok {
-            if c.creates_temp_table {
-                self.pin(Pins::TEMP_TABLE);
-            }
-            if c.sets_user_variable {
-                self.pin(Pins::USER_VARIABLE);
-            }
-            if c.locks_tables {
-                self.pin(Pins::LOCK_TABLES);
-            }
-            if c.takes_named_lock {
-                self.pin(Pins::NAMED_LOCK);
-            }
-            // Server-side objects of this connection: SQL prepared
-            // statements, HANDLERs, XA transactions; what a procedure or a
-            // multi-statement leaves behind is not known.
-            if c.multi_statement || ["PREPARE", "HANDLER", "XA", "CALL"].into_iter().any(word_is) {
-                self.pin(Pins::CONNECTION_STATE);
-            }
-            if c.unlocks_tables {
-                self.pins.clear(Pins::LOCK_TABLES);
-            }
-            if self.pins.has(Pins::NAMED_LOCK) && conns::mentions(sql, b"release_all_locks") {
-                self.pins.clear(Pins::NAMED_LOCK);
-            }
-        }
-        // `SET TRANSACTION ...` applies to the connection's next transaction.
-        let next_tx = matches!(c.kind, Kind::SessionSet(SetScope::MasterOnly))
-            && word.as_ref().is_some_and(|(first, rest)| {
-                first == "SET" && crate::router::lexer::first_word(rest).0 == "TRANSACTION"
-            });
-        if next_tx && ok {
-            self.pin(Pins::NEXT_TRANSACTION);
-        } else if was_next_tx && !self.in_transaction() {
-            self.pins.clear(Pins::NEXT_TRANSACTION);
-        }
+        let c = self.classify(sql);
+        self.statement(&c, sql, Source::Text, Exec::Text { payload })
+            .await
     }
 
     /// Remember a SET that ran on `ran_on`, to replay it on the session's
@@ -578,6 +367,17 @@ impl Session {
         r
     }
 
+    /// The client's prepared statements are gone (end of session, reset):
+    /// their texts are no longer open for this client.
+    fn close_all_stmts(&mut self) {
+        for s in self.stmts.stmts.values() {
+            if s.sharded.is_none() {
+                self.shared.open_stmts.close(&s.sql);
+            }
+        }
+        self.stmts.clear();
+    }
+
     /// Forget all session state (after COM_RESET_CONNECTION/CHANGE_USER).
     fn clear_state(&mut self) {
         self.groups = sharded::GroupConns::default();
@@ -587,8 +387,9 @@ impl Session {
         self.cursor = None;
         self.lid = LastInsertId::default();
         self.pins = Pins::default();
+        self.lex = None;
         self.ro_tx = None;
-        self.stmts.clear();
+        self.close_all_stmts();
         self.replica = None;
         self.status = SERVER_STATUS_AUTOCOMMIT;
     }
@@ -837,45 +638,4 @@ impl Session {
             .await
             .map_err(|_| Closed)
     }
-}
-
-/// Statements after which sluice bumps the global counter row: they fire no
-/// trigger (DDL, TRUNCATE) or cannot be analysed (multi-statements, unknown),
-/// yet replicas must not be considered fresh before applying them.
-fn needs_global_bump(c: &Classified, sql: &[u8]) -> bool {
-    if c.force_master == Some(classify::MasterReason::MultiStatement) {
-        return true;
-    }
-    let (word, _) = crate::router::lexer::first_word(sql);
-    !matches!(
-        word.as_str(),
-        "INSERT"
-            | "UPDATE"
-            | "DELETE"
-            | "REPLACE"
-            | "LOAD"
-            | "CALL"
-            | "SELECT"
-            | "SET"
-            | "DO"
-            | "COMMIT"
-            | "BEGIN"
-            | "START"
-            | "ROLLBACK"
-            | "SAVEPOINT"
-            | "RELEASE"
-            | "XA"
-            | "KILL"
-            | "FLUSH"
-            | "HANDLER"
-            | "PREPARE"
-            | "EXECUTE"
-            | "DEALLOCATE"
-            | "CHECK"
-            | "CHECKSUM"
-            | "SHOW"
-            | "USE"
-            | "LOCK"
-            | "UNLOCK"
-    )
 }

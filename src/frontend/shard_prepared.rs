@@ -88,7 +88,11 @@ impl Session {
             .await?;
             return Ok(true);
         }
-        let mut stmt = Stmt::new(payload[1..].to_vec(), false, None, count as u16);
+        let mut stmt = Stmt::new(
+            payload[1..].to_vec(),
+            crate::router::classify::classify(&payload[1..]),
+            count as u16,
+        );
         stmt.sharded = Some(ShardedStmt {
             long_data: vec![None; count],
         });

@@ -7,30 +7,35 @@
 use tracing::debug;
 
 use crate::error;
-use crate::protocol::consts::SERVER_STATUS_CURSOR_EXISTS;
 use crate::protocol::packets::ErrPacket;
 use crate::protocol::response::ResponseKind;
-use crate::router::classify::{self, Kind};
+use crate::router::route::Source;
 
 use crate::frontend::abandon::ReadWatch;
 
+use super::pipeline::Exec;
 use super::prepared::{self, Conn, Stmt};
-use super::{conns, lost, Closed, CmdResult, Route, Session};
+use super::{lost, CmdResult, Route, Session};
 
 impl Session {
     pub(super) async fn stmt_prepare(&mut self, payload: &[u8]) -> CmdResult {
+        if self.stmts.stmts.len() >= prepared::MAX_STMTS_PER_SESSION {
+            // MariaDB's own answer when max_prepared_stmt_count is reached.
+            return self
+                .send_err(&error::too_many_prepared(prepared::MAX_STMTS_PER_SESSION))
+                .await;
+        }
         if self.sharded_prepare(payload).await? {
             return Ok(());
         }
         let sql = payload[1..].to_vec();
-        let c = classify::classify_any_mode(&sql);
-        let read = c.kind == Kind::Read && c.force_master.is_none();
+        let c = self.classify(&sql);
         let route = Route {
             conn: Conn::Master,
             reason: "prepare",
         };
         // The id is reserved now so the relay can put it in the response.
-        let id = self.stmts.insert(Stmt::new(sql, read, c.tables.clone(), 0));
+        let id = self.stmts.insert(Stmt::new(sql, c, 0));
         let tracker = self
             .run_on(route, payload, ResponseKind::Prepare, false, Some(id))
             .await?;
@@ -39,6 +44,7 @@ impl Session {
                 if let Some(s) = self.stmts.stmts.get_mut(&id) {
                     s.params = info.params;
                 }
+                self.shared.open_stmts.open(&payload[1..]);
                 if let Some(m) = self.master.as_mut() {
                     let ctx = m.conn.stmt_context();
                     for old in m.conn.state.stmts.insert(ctx, &payload[1..], info.stmt_id) {
@@ -53,6 +59,8 @@ impl Session {
         Ok(())
     }
 
+    /// COM_STMT_EXECUTE: planned and applied by the pipeline like a text
+    /// statement, from the classification made at PREPARE.
     pub(super) async fn stmt_execute(&mut self, payload: &[u8]) -> CmdResult {
         let Some(id) = prepared::stmt_id(payload) else {
             return self.send_err(&error::malformed_packet()).await;
@@ -65,116 +73,30 @@ impl Session {
         if stmt.sharded.is_some() {
             return self.sharded_execute(id, payload).await;
         }
-        let (read, long_data, tables, params) = (stmt.read, stmt.long_data, stmt.tables.clone(), stmt.params);
-        let lid_sensitive = !read && conns::mentions_last_insert_id(&stmt.sql);
-        if !read {
-            // A write to group 0: one group per transaction (see groups.rs).
-            if let Err(e) = self.note_tx_write(0) {
-                return self.send_err(&e).await;
-            }
-        }
-        let route = if read && !long_data {
-            self.route_read(tables.as_deref()).await
-        } else {
-            Route {
-                conn: Conn::Master,
-                reason: if long_data { "long_data" } else { "write" },
-            }
-        };
-        self.shared
-            .metrics
-            .route(route.conn == Conn::Master, route.reason);
+        let (class, sql, params, long_data) =
+            (stmt.class.clone(), stmt.sql.clone(), stmt.params, stmt.long_data);
         let Some(layout) = prepared::execute_layout(payload, params) else {
             return self.send_err(&error::malformed_packet()).await;
         };
-        // faults: see prepare_for_execute.
-        let (route, backend_id) = match self.prepare_for_execute(id, route).await {
-            Ok(r) => r,
-            Err(e) => return self.send_err(&e).await,
+        let exec = Exec::Prepared {
+            id,
+            payload,
+            layout,
+            long_data,
         };
-        if lid_sensitive {
-            if let Err(e) = self.sync_last_insert_id().await {
-                return self.send_err(&e).await;
-            }
-        }
-        let uid = self.gen_of(route.conn);
-        let Some(stmt) = self.stmts.stmts.get_mut(&id) else {
-            return Ok(());
-        };
-        if layout.bound {
-            stmt.types = prepared::bound_types(payload, &layout, params);
-        }
-        stmt.long_data = false;
-        stmt.last_exec = Some((route.conn, uid));
-        let (sql, types) = (stmt.sql.clone(), stmt.types.clone());
-        // The server runs an EXECUTE without types with the types it last
-        // received for this statement, possibly from another session: send
-        // this session's whenever they differ.
-        let label = self.label(route.conn);
-        let Some(h) = self.slot(route.conn) else {
-            return self.send_err(&lost(&label)).await;
-        };
-        let ctx = h.conn.stmt_context();
-        let cached = h.conn.state.stmts.get(ctx, &sql);
-        let mut packet = match (layout.bound_at, layout.bound, cached) {
-            (Some(_), true, Some(entry)) => {
-                entry.types = types;
-                payload.to_vec()
-            }
-            (Some(at), false, Some(entry)) if types.is_some() && entry.types != types => {
-                let p = prepared::inject_types(payload, at, types.as_deref().unwrap_or_default());
-                entry.types = types;
-                p
-            }
-            _ => payload.to_vec(),
-        };
-        prepared::set_stmt_id(&mut packet, backend_id);
-        if self.cursor.is_some_and(|(c, _)| c == id) {
-            // A new EXECUTE closes the statement's cursor on the server.
-            self.cursor = None;
-        }
-        let hold = !read && self.monitor.mode == crate::config::FreshnessMode::Causal;
-        let tracker = self
-            .run_on_stmt(
-                route,
-                &packet,
-                ResponseKind::Execute,
-                hold,
-                None,
-                Some((backend_id, id)),
-            )
-            .await?;
-        let Some(tracker) = tracker else {
-            return Ok(());
-        };
-        if layout.cursor_flags != 0
-            && tracker
-                .last_status
-                .is_some_and(|s| s & SERVER_STATUS_CURSOR_EXISTS != 0)
-        {
-            // Rows come with COM_STMT_FETCH on this connection.
-            self.cursor = Some((id, route.conn));
-        }
-        if !read {
-            if route.conn == Conn::Master {
-                let reported = tracker.last_ok.map(|(_, id)| id).unwrap_or(0);
-                self.note_insert_id(reported, lid_sensitive);
-            }
-            if !self.in_transaction() {
-                self.monitor.after_write().await;
-            }
-            if hold {
-                self.client.flush().await.map_err(|_| Closed)?;
-            }
-        }
-        Ok(())
+        self.statement(&class, &sql, Source::Prepared { params }, exec)
+            .await
     }
 
     /// faults: `prepare_on` for an EXECUTE routed to `route`. On a replica,
     /// preparing is watched like a read (frontend::abandon): if the replica
     /// stops answering, or cannot prepare the statement, the EXECUTE goes to
     /// the master instead, since nothing has been sent to the client yet.
-    async fn prepare_for_execute(&mut self, id: u32, route: Route) -> Result<(Route, u32), ErrPacket> {
+    pub(super) async fn prepare_for_execute(
+        &mut self,
+        id: u32,
+        route: Route,
+    ) -> Result<(Route, u32), ErrPacket> {
         let first_byte = self.rt.config.backend.replica_read_timeout;
         let retryable = self.ro_tx.is_none();
         let Some(mut watch) = ReadWatch::for_conn(&self.monitor, route.conn, first_byte, retryable) else {
@@ -319,6 +241,9 @@ impl Session {
         let Some(stmt) = self.stmts.stmts.remove(&id) else {
             return Ok(());
         };
+        if stmt.sharded.is_none() {
+            self.shared.open_stmts.close(&stmt.sql);
+        }
         if let Some((_, conn)) = self.cursor.filter(|(c, _)| *c == id) {
             // Its cursor is open on the server: closing the backend
             // statement is what closes it.

@@ -6,3 +6,5 @@
 
 pub mod classify;
 pub mod lexer;
+pub mod plan;
+pub mod route;

@@ -1,0 +1,404 @@
+//! The one statement pipeline: every statement a client runs, whatever
+//! command carried it, goes through
+//! `classify → Plan (router::route) → freshness gate → execute → apply`.
+//!
+//! - COM_QUERY text and COM_STMT_EXECUTE of a prepared statement share it;
+//!   the SQL-level dynamic statements (`EXECUTE IMMEDIATE`, `PREPARE`,
+//!   `EXECUTE`, `CALL`, compound statements) are classified as opaque by the
+//!   router: master, counted as writing everything, and the session pinned
+//!   to its connection until reset.
+//! - [`Session::apply`] is the only place where a statement's effects reach
+//!   the session: pins taken and lifted, SETs recorded for replay, the
+//!   default database, the read-only transaction, LAST_INSERT_ID, the global
+//!   counter bump and the causal snapshot.
+//! - Statements on sharded tables leave the pipeline before the plan
+//!   (`sharded.rs`): their parts are planned by `crate::shard`.
+
+use crate::config::FreshnessMode;
+use crate::freshness::state::Scope;
+use crate::protocol::consts::SERVER_STATUS_IN_TRANS;
+use crate::protocol::response::{ResponseKind, ResponseTracker};
+use crate::router::classify::{self, Classified};
+use crate::router::lexer::LexOptions;
+use crate::router::plan::{Pins, Plan, ReadSet, Target, WriteSet};
+use crate::router::route::{self, Source, View};
+
+use super::prepared::{self, Conn};
+use super::{lost, Closed, CmdResult, Route, Session};
+
+/// How a planned statement is sent to the backend.
+pub(super) enum Exec<'p> {
+    /// A COM_QUERY packet, sent as it came.
+    Text { payload: &'p [u8] },
+    /// A COM_STMT_EXECUTE of client statement `id`.
+    Prepared {
+        id: u32,
+        payload: &'p [u8],
+        layout: prepared::ExecuteLayout,
+        /// SEND_LONG_DATA went to the master: so must the EXECUTE.
+        long_data: bool,
+    },
+}
+
+impl Session {
+    /// Classify a statement under the session's sql_mode when it is known
+    /// (it changes where strings end), else under both readings.
+    pub(super) fn classify(&self, sql: &[u8]) -> Classified {
+        match self.lex {
+            Some(opts) => classify::classify_with(sql, opts),
+            None => classify::classify_any_mode(sql),
+        }
+    }
+
+    fn view(&self) -> View {
+        View {
+            ro_tx: self.ro_tx,
+            pinned: self.pins.reason(),
+            in_transaction: self.in_transaction(),
+        }
+    }
+
+    /// Run one statement through the pipeline. `sql` is its text (for a
+    /// prepared statement, the text it was prepared with).
+    pub(super) async fn statement(
+        &mut self,
+        c: &Classified,
+        sql: &[u8],
+        src: Source,
+        exec: Exec<'_>,
+    ) -> CmdResult {
+        let plan = route::plan(c, sql, src, &self.view());
+        // Sub-tables in other backend groups: one writing group per transaction.
+        if self.groups_before(c).await? {
+            return Ok(());
+        }
+        let long_data = matches!(exec, Exec::Prepared { long_data: true, .. });
+        let route = if long_data {
+            Route {
+                conn: Conn::Master,
+                reason: "long_data",
+            }
+        } else {
+            self.gate(&plan).await
+        };
+        let on_master = route.conn == Conn::Master;
+        // A statement may also commit implicitly (SET autocommit=1, DDL, BEGIN
+        // inside a transaction): anything on the master while in a
+        // transaction may make writes visible, so its answer waits for the
+        // causal snapshot (released below once it is decided).
+        let was_in_tx = self.in_transaction();
+        let was_in_server_tx = self.status & SERVER_STATUS_IN_TRANS != 0;
+        let hold = on_master && (plan.is_write || was_in_tx) && self.monitor.mode == FreshnessMode::Causal;
+        self.shared.metrics.route(on_master, route.reason);
+        if c.refers_to_previous && self.gen_of(route.conn) == 0 {
+            // The connection that ran the previous statement went back to
+            // the pool (it had no warnings, else it would be kept): make
+            // sure the borrowed one answers with an empty diagnostics area,
+            // never with another session's.
+            if let Err(e) = self.clear_diagnostics(route.conn).await {
+                return self.send_err(&e).await;
+            }
+        }
+        let lid_sensitive = on_master && plan.effects.last_insert_id;
+        if lid_sensitive {
+            if let Err(e) = self.held(Conn::Master).await {
+                return self.send_err(&e).await;
+            }
+            if let Err(e) = self.sync_last_insert_id().await {
+                return self.send_err(&e).await;
+            }
+        }
+        let ran = self.execute(route, exec, hold).await?;
+        self.groups_after(&c.kind, ran.as_ref().is_some_and(|(t, _)| !t.error))
+            .await;
+        let Some((tracker, conn)) = ran else {
+            return Ok(());
+        };
+        self.apply(&plan, c, sql, conn, &tracker, was_in_server_tx).await;
+        if hold {
+            self.client.flush().await.map_err(|_| Closed)?;
+        }
+        Ok(())
+    }
+
+    /// The freshness gate: resolve the plan's target to a connection.
+    async fn gate(&mut self, plan: &Plan<'_>) -> Route {
+        match plan.target {
+            Target::Master => Route {
+                conn: Conn::Master,
+                reason: plan.reason,
+            },
+            Target::Replica(i) => Route {
+                conn: Conn::Replica(i),
+                reason: plan.reason,
+            },
+            Target::Previous => {
+                // A replica that answers about its previous statement must
+                // also be fresh for the tables this statement reads.
+                if let (Conn::Replica(i), ReadSet::Tables(t)) = (self.last_conn, plan.read_set) {
+                    if !t.is_empty() && !self.replica_fresh_for(i, Some(t)).await {
+                        return Route {
+                            conn: Conn::Master,
+                            reason: "stale_replica",
+                        };
+                    }
+                }
+                Route {
+                    conn: self.last_conn,
+                    reason: plan.reason,
+                }
+            }
+            Target::FreshReplica => {
+                let tables = match plan.read_set {
+                    ReadSet::Tables(t) => Some(t),
+                    ReadSet::All => None,
+                };
+                self.pick_replica(tables).await
+            }
+        }
+    }
+
+    /// A read its text allows on a replica (sharded parts use this too):
+    /// the session's state first (read-only transaction, pins, transaction),
+    /// then freshness.
+    pub(super) async fn route_read(&mut self, tables: Option<&[String]>) -> Route {
+        match route::read_target(&self.view()) {
+            (Target::FreshReplica, _) => self.pick_replica(tables).await,
+            (Target::Replica(i), reason) => Route {
+                conn: Conn::Replica(i),
+                reason,
+            },
+            (_, reason) => Route {
+                conn: Conn::Master,
+                reason,
+            },
+        }
+    }
+
+    /// A fresh replica for a read of `tables` (None: unknown), or the master.
+    pub(super) async fn pick_replica(&mut self, tables: Option<&[String]>) -> Route {
+        let qualified = tables.and_then(|t| self.qualify(t));
+        let scope = match &qualified {
+            Some(t) => Scope::Tables(t),
+            None => Scope::All,
+        };
+        let current = self.replica.as_ref().map(|(i, _)| *i);
+        match self.monitor.pick(scope, current).await {
+            Ok(i) => Route {
+                conn: Conn::Replica(i),
+                reason: "fresh_replica",
+            },
+            Err(f) => Route {
+                conn: Conn::Master,
+                reason: f.as_str(),
+            },
+        }
+    }
+
+    /// Is replica `i` (the one the session uses) fresh for a read of `tables`?
+    async fn replica_fresh_for(&mut self, i: usize, tables: Option<&[String]>) -> bool {
+        let qualified = tables.and_then(|t| self.qualify(t));
+        let scope = match &qualified {
+            Some(t) => Scope::Tables(t),
+            None => Scope::All,
+        };
+        self.monitor.pick(scope, Some(i)).await == Ok(i)
+    }
+
+    /// Send the statement to `route`'s connection and relay the answer.
+    /// `None`: it failed and the client got an error.
+    async fn execute(
+        &mut self,
+        route: Route,
+        exec: Exec<'_>,
+        hold: bool,
+    ) -> Result<Option<(ResponseTracker, Conn)>, Closed> {
+        match exec {
+            Exec::Text { payload } => {
+                let t = self
+                    .run_on(route, payload, ResponseKind::Query, hold, None)
+                    .await?;
+                Ok(t.map(|t| (t, self.last_conn)))
+            }
+            Exec::Prepared {
+                id, payload, layout, ..
+            } => self.execute_prepared(id, payload, layout, route, hold).await,
+        }
+    }
+
+    /// The one place where a statement's effects reach the session.
+    async fn apply(
+        &mut self,
+        plan: &Plan<'_>,
+        c: &Classified,
+        sql: &[u8],
+        conn: Conn,
+        tracker: &ResponseTracker,
+        was_in_server_tx: bool,
+    ) {
+        let ok = !tracker.error;
+        let on_master = conn == Conn::Master;
+        let e = &plan.effects;
+        if on_master {
+            let reported = tracker.last_ok.map(|(_, id)| id).unwrap_or(0);
+            self.note_insert_id(reported, e.last_insert_id);
+            // FOUND_ROWS() after SQL_CALC_FOUND_ROWS is answered by this
+            // connection. (Not kept after writes for ROW_COUNT(): idle
+            // sessions would hold connections; see conns.rs.)
+            if e.keep_for_found_rows {
+                self.keep = Some(Conn::Master);
+            }
+        }
+        let was_next_tx = self.pins.has(Pins::NEXT_TRANSACTION);
+        if ok {
+            if let Some(db) = &e.use_db {
+                self.db = Some(db.clone());
+            }
+            if e.replay_set {
+                self.record_set(sql, conn);
+            }
+            if e.begin_read_only {
+                if let Conn::Replica(i) = conn {
+                    self.ro_tx = Some(i);
+                }
+            }
+            // Only master statements leave state the session must keep on
+            // its master connection.
+            if on_master {
+                let mut bits = e.pin;
+                while bits != 0 {
+                    let bit = bits & bits.wrapping_neg();
+                    self.pin(bit);
+                    bits &= !bit;
+                }
+                self.pins.clear(e.unpin);
+                if e.next_transaction {
+                    self.pin(Pins::NEXT_TRANSACTION);
+                }
+            }
+            if e.sql_mode {
+                self.learn_sql_mode(conn).await;
+            }
+        }
+        // `SET TRANSACTION ...` applies to the connection's next transaction.
+        if was_next_tx && !(ok && e.next_transaction) && !self.in_transaction() {
+            self.pins.clear(Pins::NEXT_TRANSACTION);
+        }
+        if let Conn::Replica(_) = conn {
+            if self.ro_tx.is_some()
+                && tracker
+                    .last_status
+                    .is_some_and(|s| s & SERVER_STATUS_IN_TRANS == 0)
+            {
+                self.ro_tx = None;
+            }
+        }
+        if on_master && plan.write_set == WriteSet::Everything {
+            // DDL, TRUNCATE, dynamic SQL, procedures: no trigger counted
+            // them, and the tracked set may have changed.
+            if e.refresh_tracked {
+                self.monitor.forget_tracked();
+            }
+            self.monitor.bump_global().await;
+        }
+        let now_in_server_tx = self.status & SERVER_STATUS_IN_TRANS != 0;
+        if route::needs_snapshot(plan, c, was_in_server_tx, now_in_server_tx) {
+            self.monitor.after_write().await;
+        }
+    }
+
+    /// After a SET that may change sql_mode: read the mode the connection
+    /// now has, so the next statements are classified under it. When it
+    /// cannot be read, classify under every reading again.
+    async fn learn_sql_mode(&mut self, conn: Conn) {
+        self.lex = None;
+        let Some(h) = self.slot(conn) else {
+            return;
+        };
+        if let Ok(Ok(Some(mode))) = h.conn.query_text("SELECT @@session.sql_mode").await {
+            let has = |flag: &str| mode.split(',').any(|m| m.eq_ignore_ascii_case(flag));
+            self.lex = Some(LexOptions {
+                ansi_quotes: has("ANSI_QUOTES"),
+                no_backslash_escapes: has("NO_BACKSLASH_ESCAPES"),
+            });
+        }
+    }
+
+    /// COM_STMT_EXECUTE of a prepared statement on `route`'s connection.
+    async fn execute_prepared(
+        &mut self,
+        id: u32,
+        payload: &[u8],
+        layout: prepared::ExecuteLayout,
+        route: Route,
+        hold: bool,
+    ) -> Result<Option<(ResponseTracker, Conn)>, Closed> {
+        // faults: see prepare_for_execute.
+        let (route, backend_id) = match self.prepare_for_execute(id, route).await {
+            Ok(r) => r,
+            Err(e) => {
+                self.send_err(&e).await?;
+                return Ok(None);
+            }
+        };
+        let uid = self.gen_of(route.conn);
+        let Some(stmt) = self.stmts.stmts.get_mut(&id) else {
+            return Ok(None);
+        };
+        if layout.bound {
+            stmt.types = prepared::bound_types(payload, &layout, stmt.params);
+        }
+        stmt.long_data = false;
+        stmt.last_exec = Some((route.conn, uid));
+        let (sql, types) = (stmt.sql.clone(), stmt.types.clone());
+        // The server runs an EXECUTE without types with the types it last
+        // received for this statement, possibly from another session: send
+        // this session's whenever they differ.
+        let label = self.label(route.conn);
+        let Some(h) = self.slot(route.conn) else {
+            self.send_err(&lost(&label)).await?;
+            return Ok(None);
+        };
+        let ctx = h.conn.stmt_context();
+        let cached = h.conn.state.stmts.get(ctx, &sql);
+        let mut packet = match (layout.bound_at, layout.bound, cached) {
+            (Some(_), true, Some(entry)) => {
+                entry.types = types;
+                payload.to_vec()
+            }
+            (Some(at), false, Some(entry)) if types.is_some() && entry.types != types => {
+                let p = prepared::inject_types(payload, at, types.as_deref().unwrap_or_default());
+                entry.types = types;
+                p
+            }
+            _ => payload.to_vec(),
+        };
+        prepared::set_stmt_id(&mut packet, backend_id);
+        if self.cursor.is_some_and(|(c, _)| c == id) {
+            // A new EXECUTE closes the statement's cursor on the server.
+            self.cursor = None;
+        }
+        let tracker = self
+            .run_on_stmt(
+                route,
+                &packet,
+                ResponseKind::Execute,
+                hold,
+                None,
+                Some((backend_id, id)),
+            )
+            .await?;
+        let Some(tracker) = tracker else {
+            return Ok(None);
+        };
+        if layout.cursor_flags != 0
+            && tracker
+                .last_status
+                .is_some_and(|s| s & crate::protocol::consts::SERVER_STATUS_CURSOR_EXISTS != 0)
+        {
+            // Rows come with COM_STMT_FETCH on this connection.
+            self.cursor = Some((id, route.conn));
+        }
+        Ok(Some((tracker, self.last_conn)))
+    }
+}

@@ -1,0 +1,162 @@
+//! The route of one statement as plain data: where it runs, what it reads
+//! and writes (for the freshness gate and the counters), and what it does to
+//! the session. Every command path (COM_QUERY, COM_STMT_EXECUTE, the SQL-level
+//! dynamic statements inside them) produces a [`Plan`] with [`super::route::plan`]
+//! and the session applies its [`Effects`] in one place, so no path can decide
+//! pins or snapshots on its own.
+
+/// Where a statement runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// The master of group 0.
+    Master,
+    /// A replica the freshness gate finds fresh for the read set; the master
+    /// when none is.
+    FreshReplica,
+    /// Replica `i`: the session's read-only transaction runs there.
+    Replica(usize),
+    /// The connection that ran the session's previous statement (the answer
+    /// is about that statement: warnings, diagnostics).
+    Previous,
+}
+
+/// What a read must see. Only meaningful for [`Target::FreshReplica`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadSet<'a> {
+    /// These tables (as written: `t` or `db.t`).
+    Tables(&'a [String]),
+    /// Unknown: every counter row is compared.
+    All,
+}
+
+/// What a statement may change, for the freshness counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteSet {
+    /// Nothing a replica could lack (reads, session SETs, transaction control).
+    Nothing,
+    /// Rows of tables whose triggers count the change (DML).
+    Counted,
+    /// Anything: no trigger fires, or what it touches is not known (DDL,
+    /// TRUNCATE, dynamic SQL, procedures, multi-statements, unparsable text).
+    /// The global counter row is bumped after it.
+    Everything,
+}
+
+/// What a statement does to the session when it succeeds. Pins are bits of
+/// [`Pins`]; the rest are typed flags.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Effects {
+    /// Pins taken.
+    pub pin: u16,
+    /// Pins lifted.
+    pub unpin: u16,
+    /// The text is a SET to replay on every backend connection the session uses.
+    pub replay_set: bool,
+    /// The session's default database becomes this (`USE db`).
+    pub use_db: Option<String>,
+    /// `START TRANSACTION READ ONLY`: the transaction stays where it began.
+    pub begin_read_only: bool,
+    /// The text reads or sets LAST_INSERT_ID(): the connection must hold the
+    /// session's value first, and its new value is the session's.
+    pub last_insert_id: bool,
+    /// The answer to FOUND_ROWS() lives on this connection: keep it for the
+    /// next statement.
+    pub keep_for_found_rows: bool,
+    /// The statement may change how the server reads quotes (`sql_mode`):
+    /// learn the new mode before classifying the next statement.
+    pub sql_mode: bool,
+    /// DDL or unknown: the set of tables with triggers may have changed.
+    pub refresh_tracked: bool,
+    /// A `SET TRANSACTION ...` for the next transaction only.
+    pub next_transaction: bool,
+    /// Commits the session's transaction, if one is open, even when another
+    /// begins at once: COMMIT [AND CHAIN], BEGIN / START TRANSACTION.
+    pub commits: bool,
+}
+
+/// The route of one statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan<'a> {
+    pub target: Target,
+    /// Why (a metric label).
+    pub reason: &'static str,
+    pub read_set: ReadSet<'a>,
+    pub write_set: WriteSet,
+    pub effects: Effects,
+    /// A write for the transaction rules of backend groups (one writing group
+    /// per transaction) and for causal snapshots.
+    pub is_write: bool,
+}
+
+impl Plan<'_> {
+    pub fn on_master(&self) -> bool {
+        self.target == Target::Master
+    }
+}
+
+/// Why a session must stay on its master connection (bits).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Pins(u16);
+
+impl Pins {
+    pub const TEMP_TABLE: u16 = 1;
+    pub const USER_VARIABLE: u16 = 1 << 1;
+    pub const LOCK_TABLES: u16 = 1 << 2;
+    pub const NAMED_LOCK: u16 = 1 << 3;
+    pub const SESSION_STATE: u16 = 1 << 4;
+    pub const SET_OPTION: u16 = 1 << 5;
+    pub const CONNECTION_STATE: u16 = 1 << 6;
+    pub const NEXT_TRANSACTION: u16 = 1 << 7;
+
+    const NAMES: [&'static str; 8] = [
+        "temporary_table",
+        "user_variable",
+        "lock_tables",
+        "named_lock",
+        "session_state",
+        "set_option",
+        "connection_state",
+        "next_transaction",
+    ];
+
+    pub fn set(&mut self, bit: u16) {
+        self.0 |= bit;
+    }
+
+    pub fn clear(&mut self, bit: u16) {
+        self.0 &= !bit;
+    }
+
+    pub fn has(&self, bit: u16) -> bool {
+        self.0 & bit != 0
+    }
+
+    /// The metric label of one pin bit.
+    pub fn name(bit: u16) -> &'static str {
+        Self::NAMES[(bit.trailing_zeros() as usize).min(Self::NAMES.len() - 1)]
+    }
+
+    /// The reason of the lowest pin (a metric label), if pinned.
+    pub fn reason(&self) -> Option<&'static str> {
+        (self.0 != 0).then(|| Self::NAMES[self.0.trailing_zeros() as usize])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pins_report_their_reason() {
+        let mut p = Pins::default();
+        assert_eq!(p.reason(), None);
+        p.set(Pins::NAMED_LOCK);
+        p.set(Pins::NEXT_TRANSACTION);
+        assert_eq!(p.reason(), Some("named_lock"));
+        assert_eq!(Pins::name(Pins::NEXT_TRANSACTION), "next_transaction");
+        assert_eq!(Pins::name(Pins::TEMP_TABLE), "temporary_table");
+        p.clear(Pins::NAMED_LOCK);
+        assert_eq!(p.reason(), Some("next_transaction"));
+        assert!(p.has(Pins::NEXT_TRANSACTION));
+    }
+}

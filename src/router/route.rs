@@ -1,0 +1,524 @@
+//! From a classified statement and what the session is doing to a [`Plan`]:
+//! a pure function, the one place that decides where a statement goes and
+//! what it does to the session, for every command path.
+
+use super::classify::{Classified, Kind, MasterReason, SetScope};
+use super::lexer::{first_word, LexOptions, Token, Tokens};
+use super::plan::{Effects, Pins, Plan, ReadSet, Target, WriteSet};
+
+/// How the statement reached sluice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// COM_QUERY.
+    Text,
+    /// COM_STMT_EXECUTE of a statement prepared with COM_STMT_PREPARE, with
+    /// this many parameters.
+    Prepared { params: u16 },
+}
+
+/// What the router needs to know of the session.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct View {
+    /// The replica running the session's read-only transaction.
+    pub ro_tx: Option<usize>,
+    /// Why the session is pinned to its master connection, if it is.
+    pub pinned: Option<&'static str>,
+    /// A transaction is open (or autocommit is off).
+    pub in_transaction: bool,
+}
+
+/// The plan for `c` (the classification of `sql`).
+pub fn plan<'a>(c: &'a Classified, sql: &[u8], src: Source, v: &View) -> Plan<'a> {
+    let (target, reason) = target(c, v);
+    let read_set = match &c.tables {
+        Some(t) => ReadSet::Tables(t),
+        None => ReadSet::All,
+    };
+    let write_set = write_set(c, sql);
+    Plan {
+        target,
+        reason,
+        read_set,
+        write_set,
+        effects: effects(c, sql, src, write_set),
+        // `SET STATEMENT ... FOR INSERT ...` writes like its statement.
+        is_write: matches!(c.kind, Kind::Write | Kind::Commit) || write_set != WriteSet::Nothing,
+    }
+}
+
+fn target(c: &Classified, v: &View) -> (Target, &'static str) {
+    // FOUND_ROWS() stays with the master, as the routing contract says
+    // (SQL_CALC_FOUND_ROWS reads are sent there too).
+    if c.refers_to_previous
+        && c.force_master != Some(MasterReason::FoundRows)
+        && v.ro_tx.is_none()
+        && v.pinned.is_none()
+    {
+        // SHOW WARNINGS, @@warning_count, ...: the answer lives on the
+        // connection that ran the previous statement.
+        return (Target::Previous, "previous_statement");
+    }
+    match &c.kind {
+        Kind::Read => match c.force_master {
+            Some(r) if v.ro_tx.is_none() => (Target::Master, r.as_str()),
+            _ => read_target(v),
+        },
+        Kind::Begin { read_only: true } if !v.in_transaction && v.pinned.is_none() => read_target(v),
+        // Inside a read-only transaction on a replica, everything stays
+        // there until it ends (a write fails there as it would anywhere).
+        _ if v.ro_tx.is_some() => read_target(v),
+        Kind::SessionSet(_) | Kind::Use(_) => (Target::Master, "session_state"),
+        Kind::Begin { .. } | Kind::Commit | Kind::Rollback => (Target::Master, "transaction"),
+        _ => (Target::Master, "write"),
+    }
+}
+
+/// Where a read that its text allows on a replica goes, given the session.
+pub fn read_target(v: &View) -> (Target, &'static str) {
+    if let Some(i) = v.ro_tx {
+        return (Target::Replica(i), "read_only_transaction");
+    }
+    if let Some(pin) = v.pinned {
+        return (Target::Master, pin);
+    }
+    if v.in_transaction {
+        return (Target::Master, "transaction");
+    }
+    (Target::FreshReplica, "fresh_replica")
+}
+
+/// First words of statements whose effects on the session and on the data
+/// sluice cannot know from their text: they run code or SQL built at run
+/// time (procedures, dynamic SQL, compound statements) or create server-side
+/// objects of the connection (SQL prepared statements, HANDLERs, XA).
+const OPAQUE: [&str; 7] = [
+    "CALL",
+    "EXECUTE",
+    "PREPARE",
+    "DEALLOCATE",
+    "HANDLER",
+    "XA",
+    "BEGIN",
+];
+
+/// Statements that change no table rows a replica could lack, or only rows
+/// whose triggers count the change.
+const COUNTED_OR_NOTHING: [&str; 22] = [
+    "INSERT",
+    "UPDATE",
+    "DELETE",
+    "REPLACE",
+    "LOAD",
+    "SELECT",
+    "SET",
+    "DO",
+    "COMMIT",
+    "START",
+    "ROLLBACK",
+    "SAVEPOINT",
+    "RELEASE",
+    "KILL",
+    "FLUSH",
+    "CHECK",
+    "CHECKSUM",
+    "SHOW",
+    "USE",
+    "LOCK",
+    "UNLOCK",
+    "WITH",
+];
+
+/// What `c` may change. DDL, TRUNCATE and anything opaque count as touching
+/// everything: no trigger fires for them, or what they touch is unknown.
+pub fn write_set(c: &Classified, sql: &[u8]) -> WriteSet {
+    match c.kind {
+        Kind::Read | Kind::Use(_) | Kind::Rollback | Kind::Empty => return WriteSet::Nothing,
+        Kind::Begin { .. } | Kind::Commit => return WriteSet::Nothing,
+        Kind::SessionSet(_) => {
+            // `SET STATEMENT ... FOR <statement>`: what matters is the statement.
+            let (_, rest) = first_word(sql);
+            return match set_statement_target(rest) {
+                Some(inner) => write_set_of_text(inner),
+                None => WriteSet::Nothing,
+            };
+        }
+        Kind::Write => {}
+    }
+    if c.multi_statement {
+        return WriteSet::Everything;
+    }
+    let (word, rest) = first_word(sql);
+    if word == "BEGIN" {
+        // `BEGIN [WORK]` is Kind::Begin; a Write starting with BEGIN is a
+        // compound statement (`BEGIN NOT ATOMIC ... END`).
+        return WriteSet::Everything;
+    }
+    if OPAQUE.contains(&word.as_str()) {
+        return match word.as_str() {
+            // Server-side objects only.
+            "PREPARE" | "DEALLOCATE" | "HANDLER" | "XA" => WriteSet::Counted,
+            _ => WriteSet::Everything,
+        };
+    }
+    if word == "SET" {
+        if let Some(inner) = set_statement_target(rest) {
+            return write_set_of_text(inner);
+        }
+    }
+    if COUNTED_OR_NOTHING.contains(&word.as_str()) {
+        WriteSet::Counted
+    } else {
+        WriteSet::Everything
+    }
+}
+
+/// The write set of a statement known only by its text.
+fn write_set_of_text(sql: &[u8]) -> WriteSet {
+    let c = super::classify::classify(sql);
+    match c.kind {
+        Kind::Read => WriteSet::Nothing,
+        _ => write_set(&c, sql),
+    }
+}
+
+/// `SET STATEMENT var = value [, ...] FOR <statement>`: the statement.
+pub fn set_statement_target(after_set: &[u8]) -> Option<&[u8]> {
+    let (w, _) = first_word(after_set);
+    if w != "STATEMENT" {
+        return None;
+    }
+    let mut lx = Tokens::new(after_set);
+    let mut depth = 0usize;
+    while let Some(t) = lx.next() {
+        match t {
+            Token::LParen => depth += 1,
+            Token::RParen => depth = depth.saturating_sub(1),
+            Token::Word(w) if depth == 0 && w.eq_ignore_ascii_case(b"FOR") => {
+                return Some(&after_set[lx.offset()..]);
+            }
+            Token::Unterminated => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The first word, if it is one of the opaque statements (see [`OPAQUE`]).
+pub fn is_opaque(c: &Classified, sql: &[u8]) -> bool {
+    if c.multi_statement {
+        return true;
+    }
+    if !matches!(c.kind, Kind::Write) {
+        return false;
+    }
+    let (word, _) = first_word(sql);
+    OPAQUE.contains(&word.as_str())
+}
+
+fn effects(c: &Classified, sql: &[u8], src: Source, write_set: WriteSet) -> Effects {
+    let mut e = Effects::default();
+    if c.creates_temp_table {
+        e.pin |= Pins::TEMP_TABLE;
+    }
+    if c.sets_user_variable || matches!(c.kind, Kind::SessionSet(SetScope::UserVariable { .. })) {
+        e.pin |= Pins::USER_VARIABLE;
+    }
+    if c.locks_tables {
+        e.pin |= Pins::LOCK_TABLES;
+    }
+    if c.takes_named_lock {
+        e.pin |= Pins::NAMED_LOCK;
+    }
+    // Server-side objects of this connection, or effects not known: what a
+    // procedure, dynamic SQL or a multi-statement leaves behind stays on the
+    // connection, so the session keeps it until it is reset.
+    if is_opaque(c, sql) {
+        e.pin |= Pins::CONNECTION_STATE;
+    }
+    if c.unlocks_tables {
+        e.unpin |= Pins::LOCK_TABLES;
+    }
+    // RELEASE_ALL_LOCKS() lifts the pin; GET_LOCK in the same text keeps it.
+    // (The text is searched only when it calls a lock function at all.)
+    if !c.takes_named_lock
+        && c.force_master == Some(MasterReason::LockFunction)
+        && mentions(sql, b"release_all_locks")
+    {
+        e.unpin |= Pins::NAMED_LOCK;
+    }
+    match c.kind {
+        Kind::SessionSet(scope) => {
+            let session_part = matches!(
+                scope,
+                SetScope::Session | SetScope::UserVariable { also_session: true }
+            );
+            if session_part {
+                // Replayed on every connection the session borrows: only
+                // what gives the same result there (no parameters, no
+                // subqueries or functions with effects).
+                let params = matches!(src, Source::Prepared { params } if params > 0);
+                if !params && replayable_set(sql) {
+                    e.replay_set = true;
+                } else {
+                    e.pin |= Pins::SESSION_STATE;
+                }
+                if mentions(sql, b"sql_mode") {
+                    e.sql_mode = true;
+                }
+            }
+            if scope == SetScope::MasterOnly {
+                let (first, rest) = first_word(sql);
+                if first == "SET" && first_word(rest).0 == "TRANSACTION" {
+                    e.next_transaction = true;
+                }
+            }
+        }
+        Kind::Use(ref db) => e.use_db = Some(db.clone()),
+        Kind::Begin { read_only: true } => e.begin_read_only = true,
+        _ => {}
+    }
+    e.commits = match c.kind {
+        Kind::Commit | Kind::Begin { .. } => true,
+        Kind::Write => first_word(sql).0 == "COMMIT",
+        _ => false,
+    };
+    e.last_insert_id = mentions(sql, b"last_insert_id");
+    e.keep_for_found_rows = c.force_master == Some(MasterReason::FoundRows);
+    e.refresh_tracked = write_set == WriteSet::Everything;
+    e
+}
+
+/// Functions whose value depends only on their arguments (and on session
+/// variables the replay has set already): a SET using them gives the same
+/// result on every connection.
+const PURE_FUNCTIONS: [&[u8]; 14] = [
+    b"CONCAT",
+    b"CONCAT_WS",
+    b"REPLACE",
+    b"LOWER",
+    b"UPPER",
+    b"LCASE",
+    b"UCASE",
+    b"TRIM",
+    b"IF",
+    b"IFNULL",
+    b"COALESCE",
+    b"NULLIF",
+    b"SUBSTRING",
+    b"CAST",
+];
+
+/// Can this SET be replayed verbatim on another connection with the same
+/// result? Literals, names, system variables and a few pure functions: yes.
+/// Subqueries, user variables and any other function (a stored function, a
+/// sequence, RAND(), a lock): no, their value or effect differs per run.
+pub fn replayable_set(sql: &[u8]) -> bool {
+    let mut lx = Tokens::with_options(sql, LexOptions::default());
+    let mut prev_word: Option<&[u8]> = None;
+    while let Some(t) = lx.next() {
+        match t {
+            Token::LParen => {
+                let pure =
+                    prev_word.is_some_and(|w| PURE_FUNCTIONS.iter().any(|f| w.eq_ignore_ascii_case(f)));
+                if !pure {
+                    return false;
+                }
+            }
+            Token::Word(w) if w.eq_ignore_ascii_case(b"SELECT") => return false,
+            Token::UserVar(_) | Token::Unterminated | Token::Semi => return false,
+            _ => {}
+        }
+        prev_word = match t {
+            Token::Word(w) => Some(w),
+            _ => None,
+        };
+    }
+    true
+}
+
+/// `sql` contains `needle` (lower case), ignoring ASCII case.
+pub fn mentions(sql: &[u8], needle: &[u8]) -> bool {
+    sql.len() >= needle.len() && sql.windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle))
+}
+
+/// Does a statement that ran on the master while the session's transaction
+/// state went from `was_in_tx` to `now_in_tx` (the server's IN_TRANS flag)
+/// need a causal snapshot before its answer is released? Yes whenever it may
+/// have made writes visible to others: a write outside a transaction, or
+/// anything that ended or may have implicitly committed one (COMMIT, COMMIT
+/// AND CHAIN, BEGIN inside a transaction, DDL, SET autocommit=1, ...). Plain
+/// DML and reads inside a transaction commit nothing.
+pub fn needs_snapshot(plan: &Plan<'_>, c: &Classified, was_in_tx: bool, now_in_tx: bool) -> bool {
+    if !plan.on_master() {
+        return false;
+    }
+    if c.kind == Kind::Rollback {
+        // Nothing it undid was visible to anyone else.
+        return false;
+    }
+    if was_in_tx && !now_in_tx {
+        return true;
+    }
+    if !was_in_tx {
+        return plan.is_write && !now_in_tx;
+    }
+    // In a transaction before and after: only what may have committed it.
+    match c.kind {
+        Kind::Read | Kind::Rollback | Kind::Empty | Kind::Use(_) => false,
+        Kind::Begin { .. } | Kind::Commit => true,
+        Kind::SessionSet(_) => mentions_autocommit(c) || plan.write_set == WriteSet::Everything,
+        Kind::Write => plan.effects.commits || plan.write_set == WriteSet::Everything,
+    }
+}
+
+fn mentions_autocommit(c: &Classified) -> bool {
+    c.autocommit.is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::router::classify::classify;
+
+    fn p(sql: &str, src: Source, v: View) -> (Target, WriteSet, Effects) {
+        let c = classify(sql.as_bytes());
+        let plan = plan(&c, sql.as_bytes(), src, &v);
+        (plan.target, plan.write_set, plan.effects)
+    }
+
+    fn text(sql: &str) -> (Target, WriteSet, Effects) {
+        p(sql, Source::Text, View::default())
+    }
+
+    #[test]
+    fn reads_and_writes() {
+        assert_eq!(text("SELECT * FROM t").0, Target::FreshReplica);
+        assert_eq!(text("SELECT * FROM t FOR UPDATE").0, Target::Master);
+        assert_eq!(text("INSERT INTO t VALUES (1)").1, WriteSet::Counted);
+        assert_eq!(text("TRUNCATE t").1, WriteSet::Everything);
+        assert_eq!(text("ALTER TABLE t ADD c INT").1, WriteSet::Everything);
+        assert_eq!(text("CALL p()").1, WriteSet::Everything);
+        assert_eq!(text("EXECUTE IMMEDIATE 'TRUNCATE t'").1, WriteSet::Everything);
+        assert_eq!(text("EXECUTE s").1, WriteSet::Everything);
+        assert_eq!(text("BEGIN NOT ATOMIC TRUNCATE t; END").1, WriteSet::Everything);
+        assert_eq!(
+            text("SET STATEMENT max_statement_time=1 FOR TRUNCATE t").1,
+            WriteSet::Everything
+        );
+        assert_eq!(
+            text("SET STATEMENT max_statement_time=1 FOR INSERT INTO t VALUES (1)").1,
+            WriteSet::Counted
+        );
+        assert_eq!(text("SELECT 1; DROP TABLE t").1, WriteSet::Everything);
+        assert_eq!(text("BEGIN").1, WriteSet::Nothing);
+        assert_eq!(text("SET time_zone = '+00:00'").1, WriteSet::Nothing);
+        let c = classify(b"SET STATEMENT sql_mode='' FOR UPDATE t SET a = 1");
+        assert!(
+            plan(
+                &c,
+                b"SET STATEMENT sql_mode='' FOR UPDATE t SET a = 1",
+                Source::Text,
+                &View::default()
+            )
+            .is_write
+        );
+    }
+
+    #[test]
+    fn inside_transactions_and_pins() {
+        let tx = View {
+            in_transaction: true,
+            ..View::default()
+        };
+        assert_eq!(p("SELECT 1", Source::Text, tx).0, Target::Master);
+        let pinned = View {
+            pinned: Some("user_variable"),
+            ..View::default()
+        };
+        assert_eq!(p("SELECT * FROM t", Source::Text, pinned).0, Target::Master);
+        let ro = View {
+            ro_tx: Some(1),
+            ..View::default()
+        };
+        assert_eq!(p("SELECT * FROM t", Source::Text, ro).0, Target::Replica(1));
+        assert_eq!(p("COMMIT", Source::Text, ro).0, Target::Replica(1));
+    }
+
+    #[test]
+    fn session_effects_in_every_path() {
+        let prepared = Source::Prepared { params: 1 };
+        // A SET with a parameter cannot be replayed: the session keeps its connection.
+        let (t, _, e) = p("SET time_zone = ?", prepared, View::default());
+        assert_eq!(t, Target::Master);
+        assert!(!e.replay_set);
+        assert_ne!(e.pin & Pins::SESSION_STATE, 0);
+        let (_, _, e) = p("SET time_zone = '+01:00'", Source::Text, View::default());
+        assert!(e.replay_set);
+        assert_eq!(e.pin, 0);
+        let (_, _, e) = p("SET @v = ?", prepared, View::default());
+        assert_ne!(e.pin & Pins::USER_VARIABLE, 0);
+        let (t, _, e) = p("SELECT GET_LOCK(?, 0)", prepared, View::default());
+        assert_eq!(t, Target::Master);
+        assert_ne!(e.pin & Pins::NAMED_LOCK, 0);
+        let (_, _, e) = p("CREATE TEMPORARY TABLE tt (a INT)", prepared, View::default());
+        assert_ne!(e.pin & Pins::TEMP_TABLE, 0);
+        for opaque in [
+            "CALL p()",
+            "EXECUTE IMMEDIATE 'SET @a = 1'",
+            "PREPARE s FROM 'SELECT 1'",
+            "EXECUTE s",
+        ] {
+            let (t, _, e) = text(opaque);
+            assert_eq!(t, Target::Master, "{opaque}");
+            assert_ne!(e.pin & Pins::CONNECTION_STATE, 0, "{opaque}");
+        }
+        let (_, _, e) = text("SELECT RELEASE_ALL_LOCKS()");
+        assert_ne!(e.unpin & Pins::NAMED_LOCK, 0);
+        let (_, _, e) = text("SET sql_mode = 'ANSI_QUOTES'");
+        assert!(e.sql_mode && e.replay_set);
+        let (_, _, e) = text("SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
+        assert!(e.next_transaction);
+    }
+
+    #[test]
+    fn replayable_sets() {
+        assert!(replayable_set(b"SET time_zone = '+00:00'"));
+        assert!(replayable_set(b"SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci"));
+        assert!(replayable_set(
+            b"SET sql_mode = CONCAT(@@sql_mode, ',STRICT_TRANS_TABLES')"
+        ));
+        assert!(replayable_set(
+            b"SET SESSION wait_timeout = 28800, autocommit = 1"
+        ));
+        assert!(!replayable_set(
+            b"SET time_zone = (SELECT tz FROM config LIMIT 1)"
+        ));
+        assert!(!replayable_set(b"SET sql_mode = f()"));
+        assert!(!replayable_set(b"SET time_zone = @tz"));
+        assert!(!replayable_set(b"SET max_statement_time = RAND()"));
+    }
+
+    #[test]
+    fn snapshots() {
+        let snap = |sql: &str, was: bool, now: bool| {
+            let c = classify(sql.as_bytes());
+            let v = View {
+                in_transaction: was,
+                ..View::default()
+            };
+            let plan = plan(&c, sql.as_bytes(), Source::Text, &v);
+            needs_snapshot(&plan, &c, was, now)
+        };
+        assert!(snap("INSERT INTO t VALUES (1)", false, false));
+        // autocommit=0: the first write opens a transaction and commits nothing.
+        assert!(!snap("INSERT INTO t VALUES (1)", false, true));
+        assert!(!snap("INSERT INTO t VALUES (1)", true, true));
+        assert!(snap("COMMIT", true, false));
+        assert!(snap("COMMIT AND CHAIN", true, true));
+        assert!(snap("BEGIN", true, true));
+        assert!(snap("CREATE TABLE x (a INT)", true, true));
+        assert!(snap("SET autocommit = 1", true, false));
+        assert!(!snap("SELECT 1", true, true));
+        assert!(!snap("ROLLBACK", true, false));
+    }
+}
