@@ -1128,7 +1128,12 @@ impl Sluice {
             .collect();
         let config_path = dir.path().join("sluice.yaml");
         let log = dir.path().join("sluice.log");
-        let bin = Path::new(env!("CARGO_BIN_EXE_sluice"));
+        // SLUICE_TEST_BIN runs the tests against another build (e.g. an older one, to show a test fails there).
+        let bin_override = std::env::var_os("SLUICE_TEST_BIN");
+        let bin = bin_override
+            .as_deref()
+            .map(Path::new)
+            .unwrap_or(Path::new(env!("CARGO_BIN_EXE_sluice")));
         let mut last = String::new();
         for attempt in 1..=5 {
             let port = free_port();
