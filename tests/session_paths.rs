@@ -224,3 +224,45 @@ async fn own_cluster_prepare_close_loop_frees_server_statements() {
     );
     assert_eq!(after, baseline, "server-side statements freed");
 }
+
+/// With CLIENT_SESSION_TRACK, the OK packets a client gets through sluice
+/// carry exactly the session-state data the server sends (charset, time
+/// zone, autocommit, schema, transaction state), byte for byte.
+#[test]
+fn session_track_data_is_the_servers() {
+    use common::raw::{Frame, RawConn};
+    const SESSION_TRACK: u32 = 0x0080_0000;
+    let s = master_only(2);
+    let db = make_db("paths_track");
+    let other = make_db("paths_track2");
+    let run = |port: u16, user: &str, pw: &str| -> Vec<Vec<u8>> {
+        let mut c = RawConn::connect(port);
+        match c.login_with(user, pw, SESSION_TRACK, Some(&db)) {
+            Frame::Packet(_, p) if <[u8]>::first(&p) == Some(&0) => {}
+            other => panic!("login on {port}: {other:?}"),
+        }
+        let mut out = Vec::new();
+        for sql in [
+            "SET NAMES latin1".to_string(),
+            "SET time_zone = '+02:00'".to_string(),
+            "SET autocommit = 0".to_string(),
+            "SET autocommit = 1".to_string(),
+            "SET SESSION sql_mode = 'ANSI_QUOTES'".to_string(),
+            format!("USE {other}"),
+            "SET NAMES utf8mb4".to_string(),
+        ] {
+            match c.query(&sql) {
+                Frame::Packet(_, p) => out.push(p),
+                f => panic!("{sql} on {port}: {f:?}"),
+            }
+        }
+        out
+    };
+    let direct = run(shared_cluster().master.port, SLUICE_USER, SLUICE_PASSWORD);
+    let through = run(s.port, APP_USER, APP_PASSWORD);
+    assert_eq!(through, direct, "OK packets (with session-state data) differ");
+    assert!(
+        direct.iter().any(|p| p.len() > 7),
+        "the server sent session-state data: {direct:?}"
+    );
+}

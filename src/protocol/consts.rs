@@ -30,9 +30,12 @@ pub const SERVER_MORE_RESULTS_EXISTS: u16 = 0x0008;
 pub const SERVER_STATUS_CURSOR_EXISTS: u16 = 0x0040;
 
 /// Capabilities sluice offers to clients (intersected with the backend's).
+/// CLIENT_SESSION_TRACK is relayed: backend connections serving the client
+/// have it too (it is a format capability), so the server's session-state
+/// data reaches the client in every OK packet it sends; sluice's own OK
+/// packets carry none (see `packets::ok_packet`).
 /// Left out on purpose: CLIENT_SSL (added only when TLS is configured),
-/// CLIENT_SESSION_TRACK (sluice synthesizes OK packets and would have to fake
-/// tracking data), CLIENT_COMPRESS (not implemented), and MariaDB's extended
+/// CLIENT_COMPRESS (not implemented), and MariaDB's extended
 /// capabilities (bulk execute, metadata cache) which change response formats.
 pub fn offered_capabilities() -> CapabilityFlags {
     CapabilityFlags::CLIENT_LONG_PASSWORD
@@ -54,6 +57,7 @@ pub fn offered_capabilities() -> CapabilityFlags {
         | CapabilityFlags::CLIENT_CONNECT_ATTRS
         | CapabilityFlags::CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA
         | CapabilityFlags::CLIENT_DEPRECATE_EOF
+        | CapabilityFlags::CLIENT_SESSION_TRACK
 }
 
 /// MariaDB extended capabilities sluice relays when the backend offers them.
@@ -78,6 +82,7 @@ pub fn format_capabilities() -> CapabilityFlags {
         | CapabilityFlags::CLIENT_MULTI_RESULTS
         | CapabilityFlags::CLIENT_PS_MULTI_RESULTS
         | CapabilityFlags::CLIENT_DEPRECATE_EOF
+        | CapabilityFlags::CLIENT_SESSION_TRACK
 }
 
 /// MySQL error codes sluice sends itself.

@@ -168,12 +168,17 @@ impl std::fmt::Display for ErrPacket {
 }
 
 /// An OK packet as sluice sends it.
+/// Status flag: the OK packet carries session-state changes (CLIENT_SESSION_TRACK).
+pub const SERVER_SESSION_STATE_CHANGED: u16 = 0x4000;
+
 pub fn ok_packet(affected_rows: u64, last_insert_id: u64, status: u16, warnings: u16) -> BytesMut {
     let mut out = BytesMut::with_capacity(16);
     out.put_u8(0x00);
     put_lenenc(&mut out, affected_rows);
     put_lenenc(&mut out, last_insert_id);
-    out.put_u16_le(status);
+    // sluice's own OK packets carry no session-state data, so never the
+    // flag announcing it (the status may come from a backend's OK that had it).
+    out.put_u16_le(status & !SERVER_SESSION_STATE_CHANGED);
     out.put_u16_le(warnings);
     out
 }
@@ -189,7 +194,7 @@ pub fn eof_packet(caps: CapabilityFlags, status: u16, warnings: u16) -> BytesMut
         let mut out = BytesMut::with_capacity(5);
         out.put_u8(0xfe);
         out.put_u16_le(warnings);
-        out.put_u16_le(status);
+        out.put_u16_le(status & !SERVER_SESSION_STATE_CHANGED);
         out
     }
 }

@@ -103,6 +103,11 @@ impl RawConn {
     /// Reads the greeting and answers it with a mysql_native_password login.
     /// Returns the greeting (if it was an ERR) or the answer to the login.
     pub fn login(&mut self, user: &str, password: &str) -> Frame {
+        self.login_with(user, password, 0, None)
+    }
+
+    /// `login` with more capability flags and a default database.
+    pub fn login_with(&mut self, user: &str, password: &str, extra_caps: u32, db: Option<&str>) -> Frame {
         let greeting = self.read();
         let Frame::Packet(seq, g) = &greeting else {
             return greeting;
@@ -113,7 +118,10 @@ impl RawConn {
         let nonce = greeting_nonce(g).expect("parse the greeting");
         let auth = native_scramble(password.as_bytes(), &nonce);
         // PROTOCOL_41 | SECURE_CONNECTION | PLUGIN_AUTH | TRANSACTIONS | LONG_FLAG
-        let caps: u32 = 0x0000_0200 | 0x0000_8000 | 0x0008_0000 | 0x0000_2000 | 0x0000_0004;
+        let mut caps: u32 = 0x0000_0200 | 0x0000_8000 | 0x0008_0000 | 0x0000_2000 | 0x0000_0004 | extra_caps;
+        if db.is_some() {
+            caps |= 0x0000_0008; // CONNECT_WITH_DB
+        }
         let mut p = Vec::new();
         p.extend_from_slice(&caps.to_le_bytes());
         p.extend_from_slice(&(16u32 << 20).to_le_bytes());
@@ -123,6 +131,10 @@ impl RawConn {
         p.push(0);
         p.push(auth.len() as u8);
         p.extend_from_slice(&auth);
+        if let Some(db) = db {
+            p.extend_from_slice(db.as_bytes());
+            p.push(0);
+        }
         p.extend_from_slice(b"mysql_native_password\0");
         self.write(seq.wrapping_add(1), &p);
         self.read()
