@@ -96,6 +96,7 @@ async fn learn_server_version(shared: &Shared) {
             info!(version = %conn.server_version, backend = %group.master.label, "master reachable");
             shared.server_version.store(Arc::new(conn.server_version.clone()));
             shared.learn_backend_ext(conn.server_mariadb_ext);
+            shared.learn_backend_collation(conn.server_collation);
         }
         Err(e) => warn!(backend = %group.master.label, error = %e, "master not reachable at startup"),
     }

@@ -92,6 +92,8 @@ pub struct BackendConn {
     pub caps: CapabilityFlags,
     pub key: PoolKey,
     pub server_version: String,
+    /// The collation id the server's greeting advertises (its default).
+    pub server_collation: u8,
     /// MariaDB extended capabilities the server offers (0 for MySQL).
     pub server_mariadb_ext: u32,
     /// The default database as last set through this connection; `None` when
@@ -227,6 +229,7 @@ impl BackendConn {
             caps,
             key,
             server_version: hs.server_version_str().into_owned(),
+            server_collation: hs.default_collation(),
             server_mariadb_ext: if server_caps.contains(CapabilityFlags::CLIENT_LONG_PASSWORD) {
                 0
             } else {

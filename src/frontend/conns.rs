@@ -136,6 +136,7 @@ impl Session {
                     .server_version
                     .store(std::sync::Arc::new(c.server_version.clone()));
                 self.shared.learn_backend_ext(c.server_mariadb_ext);
+                self.shared.learn_backend_collation(c.server_collation);
             }
             let mut held = Held { conn: c };
             sweep_stmts(&mut held, &self.shared.open_stmts).await;

@@ -28,7 +28,6 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// A handshake response is small; refuse to buffer more.
 const HANDSHAKE_MAX_PACKET: usize = 64 * 1024;
 /// utf8mb4_general_ci, what MariaDB greets with.
-const GREETING_COLLATION: u8 = 45;
 
 pub struct Authed {
     pub client: PacketStream<ClientIo>,
@@ -107,7 +106,7 @@ async fn handshake_inner(
         first8,
         Some(scramble_2),
         offered,
-        GREETING_COLLATION,
+        shared.greeting_collation(),
         StatusFlags::from_bits_truncate(SERVER_STATUS_AUTOCOMMIT),
         Some(NATIVE),
     )

@@ -34,6 +34,9 @@ pub struct Shared {
     pub metrics: Arc<Metrics>,
     /// MariaDB extended capabilities of the master (0 until known).
     backend_ext: std::sync::atomic::AtomicU32,
+    /// The collation the master's greeting advertises, advertised to clients
+    /// in turn (drivers adopt it as the session's).
+    backend_collation: std::sync::atomic::AtomicU8,
     /// Largest packet accepted from a client (`limits.max_packet_size`).
     pub max_packet: usize,
     /// Places for client sessions (`limits.max_client_connections`).
@@ -49,6 +52,9 @@ pub struct Shared {
 
 /// Advertised until a backend has told us its own version. The "5.5.5-"
 /// prefix is how MariaDB servers present themselves to MySQL clients.
+/// Advertised until the master's greeting was seen (utf8mb4_general_ci).
+pub const GREETING_COLLATION_FALLBACK: u8 = 45;
+
 pub const FALLBACK_VERSION: &str = "5.5.5-10.11.0-MariaDB-sluice";
 
 impl Shared {
@@ -71,6 +77,7 @@ impl Shared {
             tls,
             server_version: ArcSwap::from_pointee(FALLBACK_VERSION.to_string()),
             backend_ext: std::sync::atomic::AtomicU32::new(0),
+            backend_collation: std::sync::atomic::AtomicU8::new(GREETING_COLLATION_FALLBACK),
             next_conn_id: AtomicU32::new(1),
             metrics,
             max_packet,
@@ -103,6 +110,18 @@ impl Shared {
     /// Record the master's MariaDB extended capabilities.
     pub fn learn_backend_ext(&self, ext: u32) {
         self.backend_ext.store(ext, Ordering::Relaxed);
+    }
+
+    /// Record the collation the master's greeting advertises.
+    pub fn learn_backend_collation(&self, collation: u8) {
+        if collation != 0 {
+            self.backend_collation.store(collation, Ordering::Relaxed);
+        }
+    }
+
+    /// The collation sluice's greeting advertises: the master's, once known.
+    pub fn greeting_collation(&self) -> u8 {
+        self.backend_collation.load(Ordering::Relaxed)
     }
 
     /// The MariaDB extended capabilities sluice offers clients: those it can
