@@ -27,8 +27,6 @@ use super::listener::Shared;
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// A handshake response is small; refuse to buffer more.
 const HANDSHAKE_MAX_PACKET: usize = 64 * 1024;
-/// utf8mb4_general_ci, what MariaDB greets with.
-
 pub struct Authed {
     pub client: PacketStream<ClientIo>,
     pub user: String,

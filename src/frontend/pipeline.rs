@@ -17,8 +17,9 @@
 use crate::config::FreshnessMode;
 use crate::freshness::state::Scope;
 use crate::protocol::consts::SERVER_STATUS_IN_TRANS;
+use crate::protocol::packets::ErrPacket;
 use crate::protocol::response::{ResponseKind, ResponseTracker};
-use crate::router::classify::{self, Classified};
+use crate::router::classify::{self, Classified, Kind};
 use crate::router::lexer::LexOptions;
 use crate::router::plan::{Pins, Plan, ReadSet, Target, WriteSet};
 use crate::router::route::{self, Source, View};
@@ -79,7 +80,10 @@ impl Session {
                 reason: "long_data",
             }
         } else {
-            self.gate(&plan).await
+            match self.gate(&plan, c).await {
+                Ok(r) => r,
+                Err(e) => return self.send_err(&e).await,
+            }
         };
         let on_master = route.conn == Conn::Master;
         // A statement may also commit implicitly (SET autocommit=1, DDL, BEGIN
@@ -122,25 +126,39 @@ impl Session {
     }
 
     /// The freshness gate: resolve the plan's target to a connection.
-    async fn gate(&mut self, plan: &Plan<'_>) -> Route {
-        match plan.target {
+    async fn gate(&mut self, plan: &Plan<'_>, c: &Classified) -> Result<Route, ErrPacket> {
+        Ok(match plan.target {
             Target::Master => Route {
                 conn: Conn::Master,
                 reason: plan.reason,
             },
-            Target::Replica(i) => Route {
-                conn: Conn::Replica(i),
-                reason: plan.reason,
-            },
+            Target::Replica(i) => {
+                if c.kind == Kind::Read && !self.read_only_tx_fresh(i, plan).await? {
+                    // The replica's snapshot would miss writes this read must
+                    // see: the transaction has read nothing that binds it
+                    // (REPEATABLE READ before its first read), or every
+                    // statement sees the latest commits anyway (READ
+                    // COMMITTED), so it moves to the master unchanged.
+                    self.move_read_only_tx_to_master().await?;
+                    return Ok(Route {
+                        conn: Conn::Master,
+                        reason: "stale_replica",
+                    });
+                }
+                Route {
+                    conn: Conn::Replica(i),
+                    reason: plan.reason,
+                }
+            }
             Target::Previous => {
                 // A replica that answers about its previous statement must
                 // also be fresh for the tables this statement reads.
                 if let (Conn::Replica(i), ReadSet::Tables(t)) = (self.last_conn, plan.read_set) {
                     if !t.is_empty() && !self.replica_fresh_for(i, Some(t)).await {
-                        return Route {
+                        return Ok(Route {
                             conn: Conn::Master,
                             reason: "stale_replica",
-                        };
+                        });
                     }
                 }
                 Route {
@@ -155,6 +173,71 @@ impl Session {
                 };
                 self.pick_replica(tables).await
             }
+        })
+    }
+
+    /// A read inside the read-only transaction on replica `i`: is the
+    /// replica fresh enough for it? Under REPEATABLE READ the snapshot is
+    /// taken at the first read, so that read must find every write
+    /// committed before it (all tables: later reads see the same snapshot);
+    /// under READ COMMITTED each statement must find the writes committed
+    /// before it, for the tables it reads.
+    async fn read_only_tx_fresh(&mut self, i: usize, plan: &Plan<'_>) -> Result<bool, ErrPacket> {
+        let rc = match self.read_committed {
+            Some(rc) => rc,
+            None => self.learn_isolation(Conn::Replica(i)).await?,
+        };
+        if !rc && self.ro_checked {
+            return Ok(true);
+        }
+        let tables = match (rc, plan.read_set) {
+            (true, ReadSet::Tables(t)) => Some(t),
+            _ => None,
+        };
+        let fresh = self.replica_fresh_for(i, tables).await;
+        if fresh && !rc {
+            self.ro_checked = true;
+        }
+        Ok(fresh)
+    }
+
+    /// The session's isolation level, as its connection `conn` reports it.
+    async fn learn_isolation(&mut self, conn: Conn) -> Result<bool, ErrPacket> {
+        let label = self.label(conn);
+        let h = self.slot(conn).ok_or_else(|| lost(&label))?;
+        let level = match h.conn.query_text("SELECT @@session.tx_isolation").await {
+            Ok(Ok(Some(v))) => v,
+            Ok(Ok(None)) => String::new(),
+            Ok(Err(e)) => return Err(e),
+            Err(e) => return Err(crate::error::backend_error_packet(&label, "", &e)),
+        };
+        let rc =
+            level.eq_ignore_ascii_case("READ-COMMITTED") || level.eq_ignore_ascii_case("READ-UNCOMMITTED");
+        self.read_committed = Some(rc);
+        Ok(rc)
+    }
+
+    /// End the read-only transaction on its replica (it has read nothing
+    /// that binds it) and open the same one on the master.
+    async fn move_read_only_tx_to_master(&mut self) -> Result<(), ErrPacket> {
+        if let Some((_, mut h)) = self.replica.take() {
+            if !matches!(h.conn.query_drop("ROLLBACK").await, Ok(Ok(()))) {
+                h.conn.broken = true;
+            }
+        }
+        self.ro_tx = None;
+        self.ro_checked = false;
+        self.held(Conn::Master).await?;
+        let label = self.label(Conn::Master);
+        let h = self.slot(Conn::Master).ok_or_else(|| lost(&label))?;
+        h.conn.dirty = true;
+        match h.conn.query_drop("START TRANSACTION READ ONLY").await {
+            Ok(Ok(())) => {
+                self.status |= SERVER_STATUS_IN_TRANS;
+                Ok(())
+            }
+            Ok(Err(e)) => Err(e),
+            Err(e) => Err(crate::error::backend_error_packet(&label, "", &e)),
         }
     }
 
@@ -260,7 +343,13 @@ impl Session {
             if e.begin_read_only {
                 if let Conn::Replica(i) = conn {
                     self.ro_tx = Some(i);
+                    // START was checked against every table; WITH
+                    // CONSISTENT SNAPSHOT takes the snapshot right then.
+                    self.ro_checked = route::mentions(sql, b"consistent snapshot");
                 }
+            }
+            if e.isolation {
+                self.read_committed = None;
             }
             // Only master statements leave state the session must keep on
             // its master connection.

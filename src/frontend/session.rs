@@ -146,6 +146,13 @@ struct Session {
     lid: LastInsertId,
     /// The replica running the session's read-only transaction.
     ro_tx: Option<usize>,
+    /// The read-only transaction's snapshot is known to cover every write
+    /// committed before it began (REPEATABLE READ: checked at its first
+    /// read, or at START ... WITH CONSISTENT SNAPSHOT).
+    ro_checked: bool,
+    /// The session's isolation level is READ COMMITTED or READ UNCOMMITTED
+    /// (every statement sees what committed before it), when known.
+    read_committed: Option<bool>,
     /// The connection that ran the session's last statement.
     last_conn: Conn,
     stmts: Registry,
@@ -190,6 +197,8 @@ impl Session {
             cursor: None,
             lid: LastInsertId::default(),
             ro_tx: None,
+            ro_checked: false,
+            read_committed: None,
             last_conn: Conn::Master,
             stmts: Registry::default(),
             reply_seq: a.seq,
@@ -388,6 +397,7 @@ impl Session {
         self.lid = LastInsertId::default();
         self.pins = Pins::default();
         self.lex = None;
+        self.read_committed = None;
         self.ro_tx = None;
         self.close_all_stmts();
         self.replica = None;

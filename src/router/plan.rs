@@ -69,6 +69,8 @@ pub struct Effects {
     pub refresh_tracked: bool,
     /// A `SET TRANSACTION ...` for the next transaction only.
     pub next_transaction: bool,
+    /// May change the session's isolation level.
+    pub isolation: bool,
     /// Commits the session's transaction, if one is open, even when another
     /// begins at once: COMMIT [AND CHAIN], BEGIN / START TRANSACTION.
     pub commits: bool,

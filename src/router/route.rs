@@ -265,6 +265,9 @@ fn effects(c: &Classified, sql: &[u8], src: Source, write_set: WriteSet) -> Effe
                 if mentions(sql, b"sql_mode") {
                     e.sql_mode = true;
                 }
+                if mentions(sql, b"isolation") {
+                    e.isolation = true;
+                }
             }
             if scope == SetScope::MasterOnly {
                 let (first, rest) = first_word(sql);
@@ -313,9 +316,8 @@ const PURE_FUNCTIONS: [&[u8]; 14] = [
 /// Subqueries, user variables and any other function (a stored function, a
 /// sequence, RAND(), a lock): no, their value or effect differs per run.
 pub fn replayable_set(sql: &[u8]) -> bool {
-    let mut lx = Tokens::with_options(sql, LexOptions::default());
     let mut prev_word: Option<&[u8]> = None;
-    while let Some(t) = lx.next() {
+    for t in Tokens::with_options(sql, LexOptions::default()) {
         match t {
             Token::LParen => {
                 let pure =
