@@ -1020,6 +1020,9 @@ enum Variant {
     SessionTrack,
     /// `multiplex: false`: one backend connection per session.
     NoMultiplex,
+    /// Multiplexing with the cluster's replicas and sluice's triggers on the
+    /// run's tables: reads go to a fresh replica. Routing must not change answers.
+    Replica,
 }
 
 impl Variant {
@@ -1028,6 +1031,7 @@ impl Variant {
             Variant::Multiplex => "multiplex",
             Variant::SessionTrack => "session_track",
             Variant::NoMultiplex => "no_multiplex",
+            Variant::Replica => "replica",
         }
     }
 
@@ -1039,18 +1043,70 @@ impl Variant {
     }
 
     fn sluice_yaml(self) -> String {
-        let m = shared_cluster().master.addr();
+        let c = shared_cluster();
         let multiplex = self != Variant::NoMultiplex;
-        format!(
-            "{}groups:\n  - name: main\n    master: {{ addr: {m}, user: {SLUICE_USER}, password: {SLUICE_PASSWORD} }}\n    replicas: []\nbackend: {{ pool_max: 2, connect_timeout: 2s, multiplex: {multiplex} }}\nlimits: {{ shutdown_timeout: 1s }}\n",
-            Sluice::users_yaml()
-        )
+        let mut y = if self == Variant::Replica {
+            Sluice::config_for(c)
+        } else {
+            format!(
+                "{}groups:\n  - name: main\n    master: {{ addr: {}, user: {SLUICE_USER}, password: {SLUICE_PASSWORD} }}\n    replicas: []\n",
+                Sluice::users_yaml(),
+                c.master.addr()
+            )
+        };
+        y.push_str(&format!(
+            "backend: {{ pool_max: 2, connect_timeout: 2s, multiplex: {multiplex} }}\nlimits: {{ shutdown_timeout: 1s }}\n"
+        ));
+        y
     }
+
+    /// sluice processes can be started ahead of their sequence (not when they
+    /// must see triggers installed by the sequence's set-up).
+    fn prestart(self) -> bool {
+        self != Variant::Replica
+    }
+}
+
+/// `sluice triggers install` on the run's database, then wait until every
+/// replica has the set-up (so reads may go there), then start sluice (which
+/// reads the set of tables with triggers at start-up).
+fn replica_ready_sluice(yaml: &str, config: &Path, db: &str) -> Sluice {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["triggers", "install", "--schema", db, "--config"])
+        .arg(config)
+        .output()
+        .expect("run sluice triggers install");
+    assert!(
+        out.status.success(),
+        "sluice triggers install --schema {db}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    shared_cluster().wait_replicas_caught_up();
+    Sluice::start(yaml)
+}
+
+/// Statements sluice routed to a replica (its /metrics).
+fn replica_reads(s: &Sluice) -> u64 {
+    let Ok((_, body)) = common::http::http_get(s.admin_port, "/metrics") else {
+        return 0;
+    };
+    body.lines()
+        .filter(|l| l.starts_with("sluice_routed_statements_total{") && l.contains("\"replica\""))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
 }
 
 async fn run_variant(variant: Variant) {
     let t0 = Instant::now();
-    let seqs = Arc::new(corpus());
+    let mut seqs = corpus();
+    if variant == Variant::Replica {
+        // Each sequence waits for replication and starts its own sluice after
+        // the set-up (~0.7 s): the text path only keeps this variant short.
+        seqs.retain(|s| s.path == Via::Text);
+    }
+    let seqs = Arc::new(seqs);
+    let lanes_n = if variant.prestart() { LANES } else { 2 * LANES };
     let master = shared_cluster().master.addr();
     let direct = Target {
         addr: master.clone(),
@@ -1063,7 +1119,7 @@ async fn run_variant(variant: Variant) {
     let (ready_tx, ready_rx) = tokio::sync::mpsc::channel::<Sluice>(LANES);
     let ready_rx = Arc::new(tokio::sync::Mutex::new(ready_rx));
     let yaml = variant.sluice_yaml();
-    let starters: Vec<_> = (0..2)
+    let starters: Vec<_> = (0..if variant.prestart() { 2 } else { 0 })
         .map(|_| {
             let (tx, yaml) = (ready_tx.clone(), yaml.clone());
             tokio::spawn(async move {
@@ -1101,15 +1157,23 @@ async fn run_variant(variant: Variant) {
         })
     };
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let replica_total = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    // For `sluice triggers install` (the replica variant).
+    let config_dir = tempfile::tempdir().expect("temp dir");
+    let config = config_dir.path().join("sluice.yaml");
+    std::fs::write(&config, &yaml).expect("write config");
     let mut lanes = Vec::new();
-    for _ in 0..LANES {
-        let (seqs, next, direct, master, ready_rx, done_tx) = (
+    for _ in 0..lanes_n {
+        let (seqs, next, direct, master, ready_rx, done_tx, yaml, config, replica_total) = (
             seqs.clone(),
             next.clone(),
             direct.clone(),
             master.clone(),
             ready_rx.clone(),
             done_tx.clone(),
+            yaml.clone(),
+            config.clone(),
+            replica_total.clone(),
         );
         lanes.push(tokio::spawn(async move {
             let (mut adm_d, mut adm_s) = (admin(&master).await, admin(&master).await);
@@ -1123,7 +1187,14 @@ async fn run_variant(variant: Variant) {
                     create_db(&mut adm_d, &db_d, seq),
                     create_db(&mut adm_s, &db_s, seq)
                 );
-                let sluice = ready_rx.lock().await.recv().await.expect("a started sluice");
+                let sluice = if variant.prestart() {
+                    ready_rx.lock().await.recv().await.expect("a started sluice")
+                } else {
+                    let (y, cfg, db) = (yaml.clone(), config.clone(), db_s.clone());
+                    tokio::task::spawn_blocking(move || replica_ready_sluice(&y, &cfg, &db))
+                        .await
+                        .expect("start sluice")
+                };
                 let through = Target {
                     addr: format!("127.0.0.1:{}", sluice.port),
                     user: APP_USER.into(),
@@ -1133,7 +1204,19 @@ async fn run_variant(variant: Variant) {
                     run_sequence(seq, &direct, &db_d, caps),
                     run_sequence(seq, &through, &db_s, caps)
                 );
-                let _ = done_tx.send((sluice, [db_d, db_s], seq.id.clone()));
+                if variant == Variant::Replica {
+                    let s = sluice;
+                    let (s, n) = tokio::task::spawn_blocking(move || {
+                        let n = replica_reads(&s);
+                        (s, n)
+                    })
+                    .await
+                    .expect("metrics");
+                    replica_total.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                    let _ = done_tx.send((s, [db_d, db_s], seq.id.clone()));
+                } else {
+                    let _ = done_tx.send((sluice, [db_d, db_s], seq.id.clone()));
+                }
                 results.push((i, d, s));
             }
             adm_d.quit().await;
@@ -1205,6 +1288,13 @@ async fn run_variant(variant: Variant) {
         t.by_category.values().sum::<usize>(),
         t0.elapsed()
     );
+    if variant == Variant::Replica {
+        let _ = writeln!(
+            summary,
+            "  statements sluice routed to a replica: {}",
+            replica_total.load(std::sync::atomic::Ordering::Relaxed)
+        );
+    }
     let _ = writeln!(summary, "  differing fields by category:");
     for (c, n) in &t.by_category {
         let _ = writeln!(summary, "    {n:5}  {c}");
@@ -1226,7 +1316,7 @@ async fn run_variant(variant: Variant) {
     let _ = std::fs::write(&out, &full);
     eprintln!("{full}(report written to {})", out.display());
     assert!(
-        t.sequences >= 200 || std::env::var("SESSION_DIFF_FILTER").is_ok(),
+        t.sequences >= 200 || variant == Variant::Replica || std::env::var("SESSION_DIFF_FILTER").is_ok(),
         "the corpus must hold at least 200 sequences, it has {}",
         t.sequences
     );
@@ -1251,4 +1341,9 @@ async fn sessions_with_session_tracking_match_mariadb() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_without_multiplexing_match_mariadb() {
     run_variant(Variant::NoMultiplex).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_with_reads_on_replicas_match_mariadb() {
+    run_variant(Variant::Replica).await;
 }
