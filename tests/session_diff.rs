@@ -38,6 +38,18 @@
 //!   design); the corpus never prints `CONNECTION_ID()` or `IS_USED_LOCK()` values,
 //!   only compares them (`IS_USED_LOCK(x) = CONNECTION_ID()`).
 //!
+//! Variants (one test each): multiplexing on the master (the main one), the same
+//! with CLIENT_SESSION_TRACK asked for, `multiplex: false`, and reads routed to
+//! fresh replicas (text path only, sluice's triggers installed on the run's tables).
+//!
+//! Limits: sluice gives a borrowed connection back just after the client has its
+//! reply, so whether the other session's next statement lands on the same backend
+//! connection is a race; a 10 ms pause before each switch of session makes it
+//! land there nearly always, but on a loaded machine a leak can now and then stay
+//! hidden (never the reverse: a difference is always real). `SESSION_DIFF_FILTER`
+//! runs the sequences whose id contains it; `SESSION_DIFF_DUMP` writes every
+//! reply of the direct run to `$CARGO_TARGET_TMPDIR`.
+//!
 //! Output: per differing sequence, one line per differing field (sequence id, step,
 //! session, statement, field, direct vs sluice), then a summary line with counts.
 //! The test fails if any sequence differs. The full report is also written to
