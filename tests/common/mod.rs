@@ -3,3 +3,4 @@ pub mod cluster;
 pub mod http;
 pub mod raw;
 pub mod reads;
+pub mod wire;
