@@ -112,12 +112,20 @@ impl Session {
                 return self.send_err(&e).await;
             }
         }
+        let kept = self.keep;
         let ran = self.execute(route, exec, hold).await?;
         self.groups_after(&c.kind, ran.as_ref().is_some_and(|(t, _)| !t.error))
             .await;
         let Some((tracker, conn)) = ran else {
             return Ok(());
         };
+        // A statement that reads no table (SHOW WARNINGS, @@warning_count,
+        // SELECT 1) leaves the diagnostics area as it was: the connection
+        // holding it stays with the session for the next statement too.
+        let no_table = c.refers_to_previous || c.tables.as_ref().is_some_and(|t| t.is_empty());
+        if no_table && kept == Some(conn) && self.keep.is_none() {
+            self.keep = Some(conn);
+        }
         self.apply(&plan, c, sql, conn, &tracker, was_in_server_tx).await;
         if hold {
             self.client.flush().await.map_err(|_| Closed)?;

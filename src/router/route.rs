@@ -229,6 +229,14 @@ fn effects(c: &Classified, sql: &[u8], src: Source, write_set: WriteSet) -> Effe
     if c.takes_named_lock {
         e.pin |= Pins::NAMED_LOCK;
     }
+    // NEXTVAL/SETVAL/NEXT VALUE FOR set the connection's LASTVAL() of the
+    // sequence: session state only that connection has. (The text is
+    // searched only when a master-only function was seen at all.)
+    if c.force_master.is_some()
+        && (mentions(sql, b"nextval") || mentions(sql, b"setval") || mentions(sql, b"next value"))
+    {
+        e.pin |= Pins::SESSION_STATE;
+    }
     // Server-side objects of this connection, or effects not known: what a
     // procedure, dynamic SQL or a multi-statement leaves behind stays on the
     // connection, so the session keeps it until it is reset.
@@ -474,6 +482,10 @@ mod tests {
             assert_eq!(t, Target::Master, "{opaque}");
             assert_ne!(e.pin & Pins::CONNECTION_STATE, 0, "{opaque}");
         }
+        let (_, _, e) = text("SELECT NEXTVAL(sq)");
+        assert_ne!(e.pin & Pins::SESSION_STATE, 0);
+        let (_, _, e) = text("INSERT INTO t VALUES (NEXT VALUE FOR sq)");
+        assert_ne!(e.pin & Pins::SESSION_STATE, 0);
         let (_, _, e) = text("SELECT RELEASE_ALL_LOCKS()");
         assert_ne!(e.unpin & Pins::NAMED_LOCK, 0);
         let (_, _, e) = text("SET sql_mode = 'ANSI_QUOTES'");
