@@ -22,6 +22,7 @@ use crate::protocol::response::{ResponseKind, ResponseTracker};
 use crate::router::classify::{self, Classified, Kind};
 use crate::router::lexer::LexOptions;
 use crate::router::plan::{Pins, Plan, ReadSet, Target, WriteSet};
+use crate::router::previous;
 use crate::router::route::{self, Source, View};
 
 use super::prepared::{self, Conn};
@@ -94,7 +95,9 @@ impl Session {
         let was_in_server_tx = self.status & SERVER_STATUS_IN_TRANS != 0;
         let hold = on_master && (plan.is_write || was_in_tx) && self.monitor.mode == FreshnessMode::Causal;
         self.shared.metrics.route(on_master, route.reason);
-        if c.refers_to_previous && self.gen_of(route.conn) == 0 {
+        // The connection did not run this session's previous statement.
+        let borrowed = self.gen_of(route.conn) == 0;
+        if c.refers_to_previous && borrowed {
             // The connection that ran the previous statement went back to
             // the pool (it had no warnings, else it would be kept): make
             // sure the borrowed one answers with an empty diagnostics area,
@@ -112,13 +115,31 @@ impl Session {
                 return self.send_err(&e).await;
             }
         }
+        // ROW_COUNT()/FOUND_ROWS() on a connection that ran other sessions'
+        // statements since this session's last one: the session's own values.
+        let rewritten;
+        let exec = match exec {
+            Exec::Text { payload } if c.refers_to_previous && borrowed => {
+                let lex = self.lex.unwrap_or_default();
+                match previous::rewrite(&payload[1..], self.prev, lex) {
+                    Some(sql) => {
+                        rewritten = [&payload[..1], &sql[..]].concat();
+                        Exec::Text { payload: &rewritten }
+                    }
+                    None => Exec::Text { payload },
+                }
+            }
+            other => other,
+        };
         let kept = self.keep;
         let ran = self.execute(route, exec, hold).await?;
         self.groups_after(&c.kind, ran.as_ref().is_some_and(|(t, _)| !t.error))
             .await;
         let Some((tracker, conn)) = ran else {
+            self.prev.row_count = -1;
             return Ok(());
         };
+        self.note_previous(&tracker);
         // A statement that reads no table (SHOW WARNINGS, @@warning_count,
         // SELECT 1) leaves the diagnostics area as it was: the connection
         // holding it stays with the session for the next statement too.
@@ -131,6 +152,19 @@ impl Session {
             self.client.flush().await.map_err(|_| Closed)?;
         }
         Ok(())
+    }
+
+    /// What ROW_COUNT() and FOUND_ROWS() say after this answer.
+    fn note_previous(&mut self, t: &ResponseTracker) {
+        if t.error {
+            self.prev.row_count = -1;
+        } else if t.result_set {
+            self.prev.row_count = -1;
+            self.prev.found_rows = t.rows;
+        } else {
+            let affected = t.last_ok.map(|(a, _)| a).unwrap_or(0);
+            self.prev.row_count = i64::try_from(affected).unwrap_or(i64::MAX);
+        }
     }
 
     /// The freshness gate: resolve the plan's target to a connection.

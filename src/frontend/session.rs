@@ -153,6 +153,9 @@ struct Session {
     /// The session's isolation level is READ COMMITTED or READ UNCOMMITTED
     /// (every statement sees what committed before it), when known.
     read_committed: Option<bool>,
+    /// ROW_COUNT() and FOUND_ROWS() of the session's previous statement,
+    /// for when the next one runs on a connection that ran another's since.
+    prev: crate::router::previous::Previous,
     /// The connection that ran the session's last statement.
     last_conn: Conn,
     stmts: Registry,
@@ -199,6 +202,7 @@ impl Session {
             ro_tx: None,
             ro_checked: false,
             read_committed: None,
+            prev: Default::default(),
             last_conn: Conn::Master,
             stmts: Registry::default(),
             reply_seq: a.seq,
@@ -398,6 +402,7 @@ impl Session {
         self.pins = Pins::default();
         self.lex = None;
         self.read_committed = None;
+        self.prev = Default::default();
         self.ro_tx = None;
         self.close_all_stmts();
         self.replica = None;

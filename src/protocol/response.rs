@@ -87,6 +87,10 @@ pub struct ResponseTracker {
     /// Some OK/EOF of the response reported warnings: `SHOW WARNINGS`
     /// must still find them on this connection.
     pub warnings: bool,
+    /// The last result of the response was a result set (not an OK), and
+    /// how many rows it had: what ROW_COUNT() (-1) and FOUND_ROWS() say next.
+    pub result_set: bool,
+    pub rows: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,6 +117,8 @@ impl ResponseTracker {
             last_ok: None,
             warnings: false,
             relayed_bytes: 0,
+            result_set: false,
+            rows: 0,
         }
     }
 
@@ -195,6 +201,7 @@ impl ResponseTracker {
                         Step::Done
                     }
                 } else {
+                    self.rows += 1;
                     Step::More
                 }
             }
@@ -283,6 +290,7 @@ impl ResponseTracker {
                 let ok = parse_ok(payload);
                 let status = ok.map(|o| o.status).unwrap_or(0);
                 self.last_ok = ok.map(|o| (o.affected_rows, o.last_insert_id));
+                self.result_set = false;
                 self.warnings |= ok.is_some_and(|o| o.warnings > 0);
                 self.last_status = Some(status);
                 let more = status & SERVER_MORE_RESULTS_EXISTS != 0 && self.kind != ResponseKind::Single;
@@ -296,6 +304,8 @@ impl ResponseTracker {
             Some(0xfb) if matches!(self.kind, ResponseKind::Query) => Step::LocalInfile,
             _ => match read_lenenc(payload) {
                 Some((n, _)) if n > 0 => {
+                    self.result_set = true;
+                    self.rows = 0;
                     self.state = State::Columns { left: n };
                     Step::More
                 }

@@ -7,4 +7,5 @@
 pub mod classify;
 pub mod lexer;
 pub mod plan;
+pub mod previous;
 pub mod route;
