@@ -42,6 +42,8 @@ pub struct Shared {
     pub user_limits: UserLimits,
     /// Cancelled on SIGTERM/SIGINT: stop accepting, close idle sessions.
     pub shutdown: CancellationToken,
+    /// The live sessions by thread id (processlist, KILL).
+    pub sessions: Arc<super::registry::Registry>,
 }
 
 /// Advertised until a backend has told us its own version. The "5.5.5-"
@@ -74,6 +76,7 @@ impl Shared {
             clients,
             user_limits,
             shutdown: CancellationToken::new(),
+            sessions: Default::default(),
         })
     }
 

@@ -19,6 +19,18 @@ use super::{conns, lost, Closed, CmdResult, Route, Session};
 
 impl Session {
     pub(super) async fn stmt_prepare(&mut self, payload: &[u8]) -> CmdResult {
+        // hook(kill): thread-id statements are sluice's; CONNECTION_ID() is the session's id.
+        if crate::frontend::kill::intercept(&payload[1..]).is_some() {
+            return self.send_err(&crate::frontend::kill::not_preparable()).await;
+        }
+        let rewritten;
+        let payload = match crate::frontend::kill::rewrite_connection_id(&payload[1..], self.proc.id) {
+            Some(sql) => {
+                rewritten = [&[crate::protocol::consts::COM_STMT_PREPARE][..], &sql].concat();
+                &rewritten[..]
+            }
+            None => payload,
+        };
         if self.sharded_prepare(payload).await? {
             return Ok(());
         }
