@@ -10,6 +10,9 @@
 //!   item without an alias, aliased with its own text so the column keeps
 //!   the name the server gives it (`CONNECTION_ID()`, as written).
 //!
+//! Not in `CREATE`/`ALTER` statements: stored code (triggers, routines,
+//! views, events) runs later, in other sessions, and keeps the call.
+//!
 //! Limits (documented in the README): an executable comment (`/*! KILL 5 */`)
 //! is not looked into; inside a larger select item the column name shows
 //! the literal instead of the call (`CAST(..)+1`).
@@ -260,6 +263,12 @@ pub fn rewrite_connection_id(sql: &[u8], id: u32) -> Option<Vec<u8>> {
         return None;
     }
     let toks: Vec<_> = Lexer::new(sql).collect();
+    // Stored code (triggers, procedures, functions, events, views) runs
+    // later on the server, in other sessions: its CONNECTION_ID() is the
+    // server's to answer then.
+    if is_word(toks.first().map(|t| t.0), "CREATE") || is_word(toks.first().map(|t| t.0), "ALTER") {
+        return None;
+    }
     let literal = format!("CAST({id:010} AS UNSIGNED)");
     let mut out = Vec::with_capacity(sql.len() + 32);
     let mut copied = 0;
@@ -422,6 +431,12 @@ mod tests {
             rw("INSERT INTO t VALUES (CONNECTION_ID())").as_deref(),
             Some("INSERT INTO t VALUES (CAST(0000000042 AS UNSIGNED))")
         );
+        // Stored code is left to the server.
+        assert_eq!(
+            rw("CREATE TRIGGER tr AFTER INSERT ON t FOR EACH ROW SET @c = CONNECTION_ID()"),
+            None
+        );
+        assert_eq!(rw("create view v as select connection_id()"), None);
         // Strings, quoted names, comments and other functions stay as they are.
         assert_eq!(
             rw("SELECT 'CONNECTION_ID()'").as_deref(),
