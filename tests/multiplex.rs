@@ -2,7 +2,8 @@
 //! statement, so many clients share a few connections, and each session
 //! still behaves as if it had a server of its own. Most tests use a pool of
 //! ONE master connection, so two sessions provably share it (same
-//! CONNECTION_ID()), and check that no state leaks from one to the other.
+//! backend thread id, `@@pseudo_thread_id`: CONNECTION_ID() is the session's own
+//! id through sluice), and check that no state leaks from one to the other.
 
 mod common;
 
@@ -109,8 +110,8 @@ async fn session_state_does_not_leak_between_sessions() {
     let mut b = Conn::from_url(s.url(APP_USER, APP_PASSWORD, ""))
         .await
         .expect("b");
-    let a_id: u64 = one(&mut a, "SELECT CONNECTION_ID()").await;
-    let b_id: u64 = one(&mut b, "SELECT CONNECTION_ID()").await;
+    let a_id: u64 = one(&mut a, "SELECT @@pseudo_thread_id").await;
+    let b_id: u64 = one(&mut b, "SELECT @@pseudo_thread_id").await;
     assert_eq!(
         a_id, b_id,
         "with a pool of one, both sessions use the same backend connection"
@@ -305,7 +306,7 @@ async fn pinned_state_stays_with_its_session() {
     let _: i64 = one(&mut c, "SELECT COUNT(*) FROM t").await;
     let iso: String = one(
         &mut c,
-        "SELECT trx_isolation_level FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = CONNECTION_ID()",
+        "SELECT trx_isolation_level FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = @@pseudo_thread_id",
     )
     .await;
     c.query_drop("COMMIT").await.expect("commit");
@@ -329,8 +330,8 @@ async fn prepared_statements_are_shared_per_connection_not_per_session() {
     let db = make_db("mux_ps");
     let mut a = conn(&s, &db).await;
     let mut b = conn(&s, &db).await;
-    let sa = a.prep("SELECT ? AS x, CONNECTION_ID()").await.expect("prep a");
-    let sb = b.prep("SELECT ? AS x, CONNECTION_ID()").await.expect("prep b");
+    let sa = a.prep("SELECT ? AS x, @@pseudo_thread_id").await.expect("prep a");
+    let sb = b.prep("SELECT ? AS x, @@pseudo_thread_id").await.expect("prep b");
     for i in 0..5 {
         let (x, ca): (i64, u64) = a.exec_first(&sa, (i,)).await.expect("exec a").expect("row");
         assert_eq!(x, i);

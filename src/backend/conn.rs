@@ -13,7 +13,10 @@ use mysql_common::proto::MySerialize;
 use tokio::net::TcpStream;
 
 use crate::config::BackendTlsMode;
-use crate::protocol::consts::{CapabilityFlags, COM_INIT_DB, COM_PING, COM_QUERY, COM_RESET_CONNECTION};
+use crate::protocol::consts::{
+    CapabilityFlags, COM_INIT_DB, COM_PING, COM_QUERY, COM_RESET_CONNECTION, SERVER_STATUS_AUTOCOMMIT,
+    SERVER_STATUS_IN_TRANS,
+};
 use crate::protocol::packets::{parse_ok, ErrPacket, OkInfo};
 use crate::protocol::response::{ResponseKind, ResponseTracker, Step};
 use crate::protocol::transport::Transport;
@@ -109,6 +112,11 @@ pub struct BackendConn {
     pub no_reuse: bool,
     /// What survives from one borrower to the next (see `state.rs`).
     pub state: super::state::ConnState,
+    /// The server status flags of the last answer that carried them (OK or
+    /// EOF), starting with the greeting's: whether a transaction is open on
+    /// this connection (`in_transaction`). The pool refuses to hand on a
+    /// connection whose last known status says so.
+    pub status: u16,
     /// The greeting's scramble: COM_CHANGE_USER authenticates against it.
     nonce: Vec<u8>,
 }
@@ -240,6 +248,7 @@ impl BackendConn {
             dirty: false,
             no_reuse: false,
             state: super::state::ConnState::new(),
+            status: hs.status_flags().bits(),
             nonce,
         })
     }
@@ -297,6 +306,20 @@ impl BackendConn {
         }
     }
 
+    /// The last answer said a transaction is open (SERVER_STATUS_IN_TRANS):
+    /// its locks and uncommitted rows belong to the session that opened it.
+    pub fn in_transaction(&self) -> bool {
+        self.status & SERVER_STATUS_IN_TRANS != 0
+    }
+
+    /// Record the status flags of an answer relayed to a client (`None`:
+    /// the answer carried none, e.g. an ERR; the previous flags stand).
+    pub fn note_status(&mut self, status: Option<u16>) {
+        if let Some(st) = status {
+            self.status = st;
+        }
+    }
+
     pub fn deprecate_eof(&self) -> bool {
         self.caps.contains(CapabilityFlags::CLIENT_DEPRECATE_EOF)
     }
@@ -316,12 +339,16 @@ impl BackendConn {
             }
         };
         match p.payload.first() {
-            Some(0x00) | Some(0xfe) => Ok(Ok(parse_ok(&p.payload).unwrap_or(OkInfo {
-                affected_rows: 0,
-                last_insert_id: 0,
-                status: 0,
-                warnings: 0,
-            }))),
+            Some(0x00) | Some(0xfe) => {
+                let ok = parse_ok(&p.payload).unwrap_or(OkInfo {
+                    affected_rows: 0,
+                    last_insert_id: 0,
+                    status: self.status,
+                    warnings: 0,
+                });
+                self.status = ok.status;
+                Ok(Ok(ok))
+            }
             Some(0xff) => Ok(Err(ErrPacket::parse(&p.payload)
                 .unwrap_or_else(|| ErrPacket::new(2027, "HY000", "Malformed packet")))),
             _ => {
@@ -384,7 +411,10 @@ impl BackendConn {
             }
             match tracker.feed(p.payload.len(), &p.payload) {
                 Step::More => {}
-                Step::Done => return Ok((tracker, first_err)),
+                Step::Done => {
+                    self.note_status(tracker.last_status);
+                    return Ok((tracker, first_err));
+                }
                 Step::LocalInfile => {
                     // Never expected from sluice's own statements: send no file.
                     let mut s = p.seq.wrapping_add(1);
@@ -534,12 +564,38 @@ impl BackendConn {
                 self.db = None;
                 self.dirty = false;
                 self.state.forget();
+                // COM_CHANGE_USER rolled back any transaction; a fresh
+                // login's flags (its OK is consumed by `authenticate`).
+                self.status = SERVER_STATUS_AUTOCOMMIT;
                 Ok(())
             }
             Err(e) => {
                 self.broken = true;
                 Err(e)
             }
+        }
+    }
+
+    /// `KILL QUERY <thread>` (`query_only`) or `KILL CONNECTION <thread>` on a
+    /// side connection of its own, opened for this and closed at once: the
+    /// connection running the statement is busy and cannot carry it. Used
+    /// when the client of a running statement is gone, or another session
+    /// killed it; `thread` must be a connection sluice still holds open, so
+    /// the id cannot have been reused by the server for someone else's.
+    pub async fn kill_thread(
+        params: &ConnectParams,
+        thread: u32,
+        query_only: bool,
+    ) -> Result<Result<(), ErrPacket>, BackendError> {
+        let mut side = BackendConn::connect(params, PoolKey::sluice_own()).await?;
+        let sql = if query_only {
+            format!("KILL QUERY {thread}")
+        } else {
+            format!("KILL CONNECTION {thread}")
+        };
+        match tokio::time::timeout(params.connect_timeout, side.query_drop(&sql)).await {
+            Ok(r) => r,
+            Err(_) => Err(BackendError::Timeout(params.connect_timeout)),
         }
     }
 

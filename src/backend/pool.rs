@@ -13,10 +13,13 @@ use super::conn::{BackendConn, ConnectParams, IdleState, PoolKey};
 use super::error::BackendError;
 
 /// A checked-out connection. Dropping it gives it back to its pool, except
-/// a connection that is broken or must not be reused: that one is detached
-/// and closed at once. (A pool only recycles on the next checkout, so a
-/// broken connection left in it would keep its socket, and a query the
-/// server is still streaming, alive until then.)
+/// a connection that is broken, must not be reused, or whose last answer
+/// said a transaction is open: that one is detached and closed at once, and
+/// the server rolls the transaction back as soon as it reads the end of the
+/// stream. (A pool only recycles on the next checkout, so such a connection
+/// left in it would keep its socket, its transaction and its locks, or a
+/// query the server is still streaming, alive until then; and the next
+/// borrower would run inside another client's transaction.)
 pub struct Pooled(Option<managed::Object<Manager>>);
 
 impl std::ops::Deref for Pooled {
@@ -40,7 +43,7 @@ impl std::ops::DerefMut for Pooled {
 impl Drop for Pooled {
     fn drop(&mut self) {
         if let Some(obj) = self.0.take() {
-            if obj.broken || obj.no_reuse {
+            if !reusable(&obj) {
                 drop(managed::Object::take(obj));
             }
         }
@@ -61,7 +64,9 @@ impl managed::Manager for Manager {
     }
 
     async fn recycle(&self, conn: &mut BackendConn, _: &Metrics) -> RecycleResult<BackendError> {
-        if conn.broken || conn.no_reuse {
+        // Checked again at checkout, whatever path gave the connection back:
+        // no borrower ever starts inside another client's transaction.
+        if !reusable(conn) {
             return Err(RecycleError::message("connection not reusable"));
         }
         if conn.dirty {
@@ -85,6 +90,12 @@ impl managed::Manager for Manager {
             _ => Err(RecycleError::message("connection closed while idle")),
         }
     }
+}
+
+/// A connection may serve another borrower: not broken, not marked
+/// `no_reuse`, and no transaction open as far as its last answer said.
+fn reusable(conn: &BackendConn) -> bool {
+    !(conn.broken || conn.no_reuse || conn.in_transaction())
 }
 
 /// All pools of one backend server.
@@ -149,6 +160,15 @@ impl BackendPool {
     /// (COM_CHANGE_USER as sluice's backend user).
     pub async fn reset(&self, conn: &mut BackendConn) -> Result<(), BackendError> {
         conn.reset_as_new(&self.params).await
+    }
+
+    /// `KILL QUERY` (`query_only`) or `KILL CONNECTION` of one of this
+    /// backend's threads, on a side connection (see `BackendConn::kill_thread`).
+    pub async fn kill(&self, thread: u32, query_only: bool) -> Result<(), BackendError> {
+        match BackendConn::kill_thread(&self.params, thread, query_only).await? {
+            Ok(()) => Ok(()),
+            Err(e) => Err(BackendError::Server(e)),
+        }
     }
 
     /// Check out a connection for `key`.

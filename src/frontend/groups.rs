@@ -43,6 +43,18 @@ struct GroupHeld {
     in_tx: bool,
 }
 
+/// A connection dropped with sluice's transaction still open (the session
+/// ended or was reset mid-transaction) is closed, not pooled: the server
+/// rolls back as soon as it reads the end of the stream (see
+/// `frontend::control`).
+impl Drop for GroupHeld {
+    fn drop(&mut self) {
+        if self.in_tx {
+            self.conn.no_reuse = true;
+        }
+    }
+}
+
 impl GroupConns {
     fn slot(&mut self, group: usize) -> &mut Option<GroupHeld> {
         if self.held.len() <= group {

@@ -48,6 +48,8 @@ pub struct Shared {
     pub open_stmts: crate::backend::state::OpenStatements,
     /// Cancelled on SIGTERM/SIGINT: stop accepting, close idle sessions.
     pub shutdown: CancellationToken,
+    /// The live sessions by thread id (processlist, KILL).
+    pub sessions: Arc<super::registry::Registry>,
 }
 
 /// Advertised until a backend has told us its own version. The "5.5.5-"
@@ -85,6 +87,7 @@ impl Shared {
             user_limits,
             open_stmts: Default::default(),
             shutdown: CancellationToken::new(),
+            sessions: Default::default(),
         })
     }
 

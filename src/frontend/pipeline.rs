@@ -410,6 +410,11 @@ impl Session {
             if e.sql_mode {
                 self.learn_sql_mode(conn).await;
             }
+            // SET [SESSION] wait_timeout / interactive_timeout: the session's
+            // idle limit follows (see control.rs).
+            if matches!(c.kind, Kind::SessionSet(_)) && super::control::mentions_timeouts(sql) {
+                self.note_wait_timeout(conn).await;
+            }
         }
         // `SET TRANSACTION ...` applies to the connection's next transaction.
         if was_next_tx && !(ok && e.next_transaction) && !self.in_transaction() {

@@ -11,6 +11,24 @@ use crate::protocol::{PacketStream, ProtocolError};
 
 use super::abandon::ReadWatch;
 use super::io::ClientIo;
+use super::registry::{Entry, KillRequest};
+
+/// Bytes a client may send ahead (pipelined commands) while sluice watches
+/// its socket for EOF during a response; beyond this the watch stops
+/// reading until the response is done.
+const PIPELINE_LIMIT: usize = 64 * 1024;
+
+/// What a session's relay watches besides the backend: the client going
+/// away, and `KILL` from another session. Either cancels the statement on
+/// the backend (`KILL QUERY`, or `KILL CONNECTION` when the session ends)
+/// on a side connection: the server would otherwise run it to its end, and
+/// keep the transaction's locks meanwhile, with nobody to answer.
+pub struct Guard<'a> {
+    pub entry: &'a Entry,
+    pub pool: &'a crate::backend::BackendPool,
+    /// The backend connection's thread id (from its handshake).
+    pub thread: u32,
+}
 
 /// Flush the client's buffer once this much is queued even if the backend
 /// has more ready, so a huge result streams in bounded memory.
@@ -55,6 +73,7 @@ pub async fn command(
     payload: &[u8],
     opts: Opts,
     watch: Option<&mut ReadWatch>,
+    guard: Option<&Guard<'_>>,
 ) -> Result<ResponseTracker, RelayError> {
     let mut seq = 0u8;
     backend
@@ -65,7 +84,14 @@ pub async fn command(
             relayed: false,
             last_seq: 0,
         })?;
-    response(client, backend, opts, watch).await
+    response(client, backend, opts, watch, guard).await
+}
+
+/// What ended a wait for the backend.
+enum Woke {
+    Filled(Result<usize, ProtocolError>),
+    ClientGone(ProtocolError),
+    Killed(KillRequest),
 }
 
 /// Relay the response to a command already sent.
@@ -74,6 +100,7 @@ pub async fn response(
     backend: &mut PacketStream<BackendIo>,
     opts: Opts,
     mut watch: Option<&mut ReadWatch>,
+    guard: Option<&Guard<'_>>,
 ) -> Result<ResponseTracker, RelayError> {
     let mut tracker = ResponseTracker::new(opts.kind, opts.deprecate_eof);
     let mut relayed = false;
@@ -129,15 +156,44 @@ pub async fn response(
             backend.reserve_for_frame()?;
             backend.fill().await
         };
-        let filled = match watch.as_deref_mut() {
-            None => fill.await,
-            // Reading into the buffer is cancel-safe; an abandoned
-            // connection is closed by the caller anyway.
-            Some(w) => tokio::select! {
+        let filled = async {
+            match watch.as_deref_mut() {
+                None => fill.await,
+                // Reading into the buffer is cancel-safe; an abandoned
+                // connection is closed by the caller anyway.
+                Some(w) => tokio::select! {
+                    biased;
+                    r = fill => r,
+                    err = w.abandoned(relayed) => Err(err),
+                },
+            }
+        };
+        let woke = match guard {
+            None => Woke::Filled(filled.await),
+            Some(g) => tokio::select! {
                 biased;
-                r = fill => r,
-                err = w.abandoned(relayed) => Err(err),
+                r = filled => Woke::Filled(r),
+                e = client_closed(client) => Woke::ClientGone(e),
+                k = g.entry.killed() => Woke::Killed(k),
             },
+        };
+        let filled = match (woke, guard) {
+            (Woke::Filled(r), _) => r,
+            (Woke::ClientGone(e), Some(g)) => {
+                cancel(g, false, "the client closed its connection").await;
+                return Err(RelayError::Client(e));
+            }
+            (Woke::Killed(KillRequest::Query), Some(g)) => {
+                // The server answers the statement with ERR 1317, which is
+                // relayed like any answer.
+                cancel(g, true, "KILL QUERY from another session").await;
+                continue;
+            }
+            (Woke::Killed(KillRequest::Connection), Some(g)) => {
+                cancel(g, false, "KILL CONNECTION from another session").await;
+                return Err(RelayError::Client(ProtocolError::Closed));
+            }
+            (_, None) => continue,
         };
         if let Err(err) = filled {
             return Err(RelayError::Backend {
@@ -145,6 +201,34 @@ pub async fn response(
                 relayed,
                 last_seq,
             });
+        }
+    }
+}
+
+/// Resolves when the client has closed its connection (end of stream or a
+/// socket error). Bytes it sends meanwhile (pipelined commands) are kept in
+/// its read buffer for the command loop, never consumed here.
+async fn client_closed(client: &mut PacketStream<ClientIo>) -> ProtocolError {
+    loop {
+        if client.rbuf.len() >= PIPELINE_LIMIT {
+            return std::future::pending().await;
+        }
+        if let Err(e) = client.fill().await {
+            return e;
+        }
+    }
+}
+
+/// Kill the statement (`query_only`) or the whole backend connection on a
+/// side connection; failures are logged (the caller closes the connection
+/// anyway, which ends the statement at its next write at the latest).
+async fn cancel(g: &Guard<'_>, query_only: bool, why: &str) {
+    match g.pool.kill(g.thread, query_only).await {
+        Ok(()) => {
+            tracing::debug!(backend = %g.pool.label, thread = g.thread, why, "cancelled the running statement")
+        }
+        Err(e) => {
+            tracing::warn!(backend = %g.pool.label, thread = g.thread, why, error = %e, "could not cancel the running statement")
         }
     }
 }

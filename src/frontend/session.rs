@@ -56,6 +56,10 @@ use conns::{lost, slot_of, Held, LastInsertId, Pins};
 mod conns;
 #[path = "pipeline.rs"]
 mod pipeline;
+// hook(abandon/kill/wait_timeout): the session's side of KILL, processlist,
+// wait_timeout and its end.
+#[path = "control.rs"]
+mod control;
 #[path = "refresh.rs"]
 mod refresh;
 #[path = "sharded.rs"]
@@ -82,7 +86,11 @@ pub async fn run(socket: TcpStream, peer: SocketAddr, conn_id: u32, shared: Arc<
         }
     };
     debug!(%peer, user = %authed.user, "client authenticated");
-    let mut session = Session::new(authed, shared);
+    // hook(kill): the session is visible to others (processlist, KILL) by its handshake id.
+    let proc = shared
+        .sessions
+        .register(conn_id, &authed.user, peer.to_string(), authed.db.as_deref());
+    let mut session = Session::new(authed, shared, proc);
     if session.accept_login().await.is_ok() {
         session.release_idle().await;
         session.command_loop().await;
@@ -92,6 +100,8 @@ pub async fn run(socket: TcpStream, peer: SocketAddr, conn_id: u32, shared: Arc<
     session.close_all_stmts();
     session.keep = None;
     session.release_idle().await;
+    // hook(abandon): nothing of the session survives on a backend.
+    session.finish_connections().await;
     session.client.shutdown().await;
 }
 
@@ -166,10 +176,14 @@ struct Session {
     groups: sharded::GroupConns,
     /// Counts the session against its user's `max_connections` until dropped.
     user_slot: super::limits::UserSlot,
+    /// hook(kill): this session in the registry (processlist, KILL).
+    proc: super::registry::Handle,
+    /// hook(wait_timeout): the session's `wait_timeout` once it set one.
+    wait_timeout: Option<std::time::Duration>,
 }
 
 impl Session {
-    fn new(a: Authed, shared: Arc<Shared>) -> Session {
+    fn new(a: Authed, shared: Arc<Shared>, proc: super::registry::Handle) -> Session {
         let key = PoolKey {
             caps: (a.caps & format_capabilities()).bits(),
             collation: a.collation,
@@ -208,6 +222,8 @@ impl Session {
             reply_seq: a.seq,
             groups: sharded::GroupConns::default(),
             user_slot: a.user_slot,
+            proc,
+            wait_timeout: None,
         }
     }
 
@@ -224,12 +240,9 @@ impl Session {
 
     async fn command_loop(&mut self) {
         loop {
-            let pkt = match super::wait::next_command(
-                &mut self.client,
-                &self.shared,
-                self.rt.config.limits.idle_client_timeout,
-            )
-            .await
+            // hook(wait_timeout, kill): the session's idle limit; killed while idle.
+            let idle = super::wait::idle_limit(self.rt.config.limits.idle_client_timeout, self.wait_timeout);
+            let pkt = match super::wait::next_command(&mut self.client, &self.shared, idle, &self.proc).await
             {
                 Ok(p) => p,
                 Err(ProtocolError::TooLarge { .. }) => {
@@ -255,6 +268,7 @@ impl Session {
             // An empty packet is answered like an unknown command, as MariaDB does.
             let cmd = pkt.payload.first().copied().unwrap_or(COM_SLEEP);
             let p = &pkt.payload[..];
+            self.proc.begin(cmd, p); // hook(kill): processlist Command/Time/Info
             let r = match cmd {
                 COM_QUIT => return,
                 COM_PING => self.send_ok().await,
@@ -282,6 +296,7 @@ impl Session {
                 COM_CHANGE_USER => self.change_user(p).await,
                 other => self.send_err(&error::unknown_command(other)).await,
             };
+            self.proc.end(self.db.as_deref()); // hook(kill)
             if r.is_err() {
                 return;
             }
@@ -312,6 +327,19 @@ impl Session {
     /// COM_QUERY: a statement on a sharded table goes to the shard
     /// planner; every other one through the pipeline (pipeline.rs).
     async fn query(&mut self, payload: &[u8]) -> CmdResult {
+        // hook(kill): KILL and SHOW PROCESSLIST are answered by sluice;
+        // CONNECTION_ID() becomes the session's id.
+        if let Some(i) = super::kill::intercept(&payload[1..]) {
+            return self.intercepted(i).await;
+        }
+        let rewritten;
+        let payload = match super::kill::rewrite_connection_id(&payload[1..], self.proc.id) {
+            Some(sql) => {
+                rewritten = [&[COM_QUERY][..], &sql].concat();
+                &rewritten[..]
+            }
+            None => payload,
+        };
         let sql = &payload[1..];
         if self.try_sharded(sql).await? {
             return Ok(());
@@ -407,6 +435,7 @@ impl Session {
         self.close_all_stmts();
         self.replica = None;
         self.status = SERVER_STATUS_AUTOCOMMIT;
+        self.wait_timeout = None; // hook(wait_timeout)
     }
 
     async fn reset_connection(&mut self, payload: &[u8]) -> CmdResult {
@@ -491,6 +520,7 @@ impl Session {
         self.master = None;
         self.clear_state();
         self.user = req.user;
+        self.proc.set_user(&self.user); // hook(kill)
         if let Some(c) = req.collation {
             self.key.collation = c;
         }
@@ -571,15 +601,24 @@ impl Session {
             };
             let started = std::time::Instant::now(); // metrics: command latency, slow-query log
             self.keep = None;
+            // hook(abandon, kill): the relay cancels the statement on the
+            // backend when the client leaves or the session is killed.
+            let guard = control::pool_for(&self.rt, conn).map(|pool| relay::Guard {
+                entry: &self.proc,
+                pool,
+                thread: h.conn.thread_id,
+            });
             let relay = relay::command(
                 &mut self.client,
                 &mut h.conn.stream,
                 payload,
                 opts,
                 watch.as_mut(),
+                guard.as_ref(),
             );
             match relay.await {
                 Ok(tracker) => {
+                    h.conn.note_status(tracker.last_status); // hook(abandon): pool's check
                     self.last_conn = conn;
                     if tracker.error || tracker.warnings {
                         // SHOW WARNINGS must find them here.

@@ -25,6 +25,18 @@ impl Session {
                 .send_err(&error::too_many_prepared(prepared::MAX_STMTS_PER_SESSION))
                 .await;
         }
+        // hook(kill): thread-id statements are sluice's; CONNECTION_ID() is the session's id.
+        if crate::frontend::kill::intercept(&payload[1..]).is_some() {
+            return self.send_err(&crate::frontend::kill::not_preparable()).await;
+        }
+        let rewritten;
+        let payload = match crate::frontend::kill::rewrite_connection_id(&payload[1..], self.proc.id) {
+            Some(sql) => {
+                rewritten = [&[crate::protocol::consts::COM_STMT_PREPARE][..], &sql].concat();
+                &rewritten[..]
+            }
+            None => payload,
+        };
         if self.sharded_prepare(payload).await? {
             return Ok(());
         }

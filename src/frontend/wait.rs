@@ -1,6 +1,8 @@
-//! Waiting for a client's next command, and the two reasons sluice stops
-//! waiting: the session was idle longer than `limits.idle_client_timeout`
-//! (MariaDB's `wait_timeout`), or sluice is shutting down.
+//! Waiting for a client's next command, and the three reasons sluice stops
+//! waiting: the session was idle longer than its limit (the smaller of
+//! `limits.idle_client_timeout` and the session's own `wait_timeout`, see
+//! `idle_limit`), another session killed it (`KILL CONNECTION`), or sluice
+//! is shutting down.
 //!
 //! Either way the session ends as if the client had left: MariaDB 10.11
 //! sends nothing to a client it disconnects for inactivity or at shutdown
@@ -9,6 +11,8 @@
 //! not expect. A statement that is running is never interrupted here: the
 //! session only comes back to this wait once its statement is answered.
 
+use std::time::Duration;
+
 use tracing::{debug, info};
 
 use crate::protocol::codec::Packet;
@@ -16,14 +20,30 @@ use crate::protocol::{PacketStream, ProtocolError};
 
 use super::io::ClientIo;
 use super::listener::Shared;
+use super::registry::Entry;
+
+/// The idle limit of a session: `config` (`limits.idle_client_timeout`, 0 =
+/// none) and the session's `wait_timeout` (what its last `SET … wait_timeout`
+/// left, read back from the server; `None` before any), whichever is
+/// shorter. MariaDB closes a session idle for `wait_timeout` seconds; a
+/// client with CLIENT_INTERACTIVE starts with the global
+/// `interactive_timeout` there, which sluice's operator default stands for
+/// until the client sets its own.
+pub fn idle_limit(config: Duration, session: Option<Duration>) -> Duration {
+    match session {
+        Some(s) if !s.is_zero() && (config.is_zero() || s < config) => s,
+        _ => config,
+    }
+}
 
 /// Reads the client's next command. `Err(ProtocolError::Closed)` also when
-/// the session was idle longer than `idle` (0: never) or sluice is shutting
-/// down (logged here).
+/// the session was idle longer than `idle` (0: never), was killed, or sluice
+/// is shutting down (logged here).
 pub async fn next_command(
     client: &mut PacketStream<ClientIo>,
     shared: &Shared,
-    idle: std::time::Duration,
+    idle: Duration,
+    entry: &Entry,
 ) -> Result<Packet, ProtocolError> {
     let shutdown = &shared.shutdown;
     if shutdown.is_cancelled() {
@@ -42,11 +62,16 @@ pub async fn next_command(
             debug!("closing the idle session: sluice is shutting down");
             Err(ProtocolError::Closed)
         }
+        // As the server does with a killed idle connection: close, send nothing.
+        () = entry.connection_killed_wait() => {
+            info!(session = entry.id, "closing the session: KILL CONNECTION from another session");
+            Err(ProtocolError::Closed)
+        }
         read = read => match read {
             Some(result) => result,
             None => {
                 shared.metrics.idle_session_closed();
-                info!(idle_client_timeout = ?idle, "closing a session idle for longer than limits.idle_client_timeout");
+                info!(idle_limit = ?idle, "closing a session idle for longer than its wait_timeout (or limits.idle_client_timeout)");
                 Err(ProtocolError::Closed)
             }
         },
@@ -66,5 +91,21 @@ pub async fn discard_rest(client: &mut PacketStream<ClientIo>) {
         if n == 0 {
             break;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shorter_limit_wins_and_zero_means_none() {
+        let s = Duration::from_secs;
+        assert_eq!(idle_limit(s(0), None), s(0));
+        assert_eq!(idle_limit(s(60), None), s(60));
+        assert_eq!(idle_limit(s(0), Some(s(5))), s(5));
+        assert_eq!(idle_limit(s(60), Some(s(5))), s(5));
+        assert_eq!(idle_limit(s(60), Some(s(600))), s(60));
+        assert_eq!(idle_limit(s(60), Some(s(0))), s(60));
     }
 }

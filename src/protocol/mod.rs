@@ -10,6 +10,7 @@ pub mod consts;
 pub mod error;
 pub mod packets;
 pub mod response;
+pub mod resultset;
 pub mod transport;
 
 pub use codec::{Packet, PacketStream};

@@ -106,11 +106,13 @@ pub fn rewrite(sql: &[u8], prev: Previous, opts: LexOptions) -> Option<Vec<u8>> 
     let mut item: Option<Item> = None;
     let close_item = |item: &mut Option<Item>, aliases: &mut Vec<(usize, String)>| {
         if let Some(it) = item.take() {
-            let aliased = match (it.before_last, it.last) {
-                (Some(Kind::As), Some(Kind::Name)) => true,
-                (Some(Kind::Close | Kind::Name | Kind::Value), Some(Kind::Name)) => true,
-                _ => false,
-            };
+            let aliased = matches!(
+                (it.before_last, it.last),
+                (
+                    Some(Kind::As | Kind::Close | Kind::Name | Kind::Value),
+                    Some(Kind::Name)
+                )
+            );
             if it.replaced && !aliased {
                 let text = String::from_utf8_lossy(&sql[it.start..it.end]).replace('`', "``");
                 aliases.push((it.end, format!(" AS `{text}`")));

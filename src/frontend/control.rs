@@ -1,0 +1,426 @@
+//! The session's side of thread ids, `KILL`, `wait_timeout` and of its own
+//! end (a submodule of `session`, reached through small marked hooks there):
+//!
+//! - `KILL` and `SHOW PROCESSLIST` are answered from the session registry
+//!   (`registry.rs`, classification in `kill.rs`), never forwarded.
+//! - After a `SET` that mentions `wait_timeout`/`interactive_timeout`, the
+//!   session reads its effective `@@session.wait_timeout` back from the
+//!   server that ran it; the command loop then closes the session when idle
+//!   that long (`wait::idle_limit`), silently, as MariaDB does.
+//! - When the session ends (the client left, was killed, timed out), no
+//!   backend connection keeps anything of it: one with a transaction open
+//!   (or state sluice cannot know: CALL, SQL PREPARE, HANDLER, XA,
+//!   COM_SET_OPTION) is closed, so the server rolls back and frees its locks
+//!   as soon as it reads the end of the stream; one with other session state
+//!   (temporary tables, named locks, variables) is reset at once and goes
+//!   back to the pool clean; a failed reset closes it.
+
+use std::time::Duration;
+
+use crate::backend::{BackendPool, Pooled};
+use crate::protocol::consts::errcode;
+use crate::protocol::packets::ErrPacket;
+use crate::protocol::resultset::{queue_result, Column};
+use crate::runtime::Runtime;
+
+use super::conns::Pins;
+use super::{Closed, CmdResult, Conn, Session};
+use crate::frontend::kill::{Intercept, KillTarget};
+use crate::frontend::registry::{KillRequest, Row};
+
+/// How long resetting a connection at the end of a session may take before
+/// it is closed instead.
+const END_RESET_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The pool a session connection comes from (no reference count touched:
+/// borrowed from the session's configuration snapshot).
+pub(super) fn pool_for(rt: &Runtime, conn: Conn) -> Option<&BackendPool> {
+    let g = rt.topology.groups.first()?;
+    match conn {
+        Conn::Master => Some(&g.master),
+        Conn::Replica(i) => g.replicas.get(i).map(|r| &*r.pool),
+    }
+}
+
+impl Session {
+    /// hook(abandon): at the end of the session, after `release_idle`.
+    pub(super) async fn finish_connections(&mut self) {
+        let in_tx = self.in_transaction();
+        let unknown = self.pins.has(Pins::CONNECTION_STATE) || self.pins.has(Pins::SET_OPTION);
+        if let Some(mut h) = self.master.take() {
+            match pool_for(&self.rt, Conn::Master) {
+                Some(pool) => finish(&mut h.conn, pool, in_tx || unknown).await,
+                None => h.conn.no_reuse = true,
+            }
+        }
+        if let Some((i, mut h)) = self.replica.take() {
+            match pool_for(&self.rt, Conn::Replica(i)) {
+                Some(pool) => finish(&mut h.conn, pool, self.ro_tx.is_some()).await,
+                None => h.conn.no_reuse = true,
+            }
+        }
+    }
+
+    /// hook(kill): answer a statement `kill::intercept` recognized.
+    pub(super) async fn intercepted(&mut self, i: Intercept) -> CmdResult {
+        match i {
+            Intercept::Processlist { full } => self.send_processlist(full).await,
+            Intercept::Kill { query_only, target } => self.kill(query_only, target).await,
+        }
+    }
+
+    async fn kill(&mut self, query_only: bool, target: KillTarget) -> CmdResult {
+        let id = match target {
+            KillTarget::Thread(id) => id,
+            KillTarget::Own => u64::from(self.proc.id),
+            KillTarget::QueryId(q) => {
+                return self
+                    .send_err(&ErrPacket::new(
+                        ER_NO_SUCH_QUERY,
+                        "HY000",
+                        format!("Unknown query id: {q}"),
+                    ))
+                    .await
+            }
+            KillTarget::User => {
+                return self
+                    .send_err(&ErrPacket::new(
+                        errcode::ER_NOT_SUPPORTED_YET,
+                        "42000",
+                        "sluice does not support KILL USER yet; kill each session by its id (SHOW \
+                         PROCESSLIST lists them)",
+                    ))
+                    .await
+            }
+            KillTarget::Other => {
+                return self
+                    .send_err(&ErrPacket::new(
+                        errcode::ER_NOT_SUPPORTED_YET,
+                        "42000",
+                        "sluice only runs KILL with a literal thread id or CONNECTION_ID(); the ids \
+                         are sluice's session ids, which the server does not know, so the statement \
+                         cannot be sent to it",
+                    ))
+                    .await
+            }
+        };
+        let entry = u32::try_from(id).ok().and_then(|id| self.shared.sessions.get(id));
+        let Some(entry) = entry else {
+            return self
+                .send_err(&ErrPacket::new(
+                    ER_NO_SUCH_THREAD,
+                    "HY000",
+                    format!("Unknown thread id: {id}"),
+                ))
+                .await;
+        };
+        if entry.id == self.proc.id {
+            // As the server does: the KILL statement itself is interrupted;
+            // killing the own connection also ends it.
+            if query_only {
+                return self
+                    .send_err(&ErrPacket::new(
+                        ER_QUERY_INTERRUPTED,
+                        "70100",
+                        "Query execution was interrupted",
+                    ))
+                    .await;
+            }
+            let _ = self
+                .send_err(&ErrPacket::new(
+                    ER_CONNECTION_KILLED,
+                    "70100",
+                    "Connection was killed",
+                ))
+                .await;
+            return Err(Closed);
+        }
+        // sluice's users have no privileges beyond their own sessions (as a
+        // server account without CONNECTION ADMIN / SUPER).
+        if !entry.user_is(&self.user) {
+            return self
+                .send_err(&ErrPacket::new(
+                    ER_KILL_DENIED_ERROR,
+                    "HY000",
+                    format!("You are not owner of thread {id}"),
+                ))
+                .await;
+        }
+        entry.request_kill(if query_only {
+            KillRequest::Query
+        } else {
+            KillRequest::Connection
+        });
+        self.send_ok().await
+    }
+
+    async fn send_processlist(&mut self, full: bool) -> CmdResult {
+        let own = self.proc.id;
+        let rows: Vec<Vec<Option<Vec<u8>>>> = self
+            .shared
+            .sessions
+            .all()
+            .iter()
+            .filter(|e| e.id == own || e.user_is(&self.user))
+            .map(|e| processlist_row(e.snapshot(), e.id == own, full))
+            .collect();
+        let cols = processlist_columns(self.key.collation, full);
+        let ext = self.key.mariadb_ext & crate::protocol::consts::MARIADB_RELAYED_EXT != 0;
+        let mut seq = self.reply_seq;
+        let before = self.client.wbuf.len();
+        queue_result(
+            &mut self.client.wbuf,
+            &mut seq,
+            self.caps,
+            ext,
+            &cols,
+            &rows,
+            self.status,
+        );
+        self.shared
+            .metrics
+            .client_bytes_out(self.client.wbuf.len() - before); // metrics: bytes out
+        self.client.flush().await.map_err(|_| Closed)
+    }
+
+    /// hook(wait_timeout): after a `SET` mentioning `wait_timeout` or
+    /// `interactive_timeout` succeeded on `conn`, read the session's
+    /// effective value back there (DEFAULT, expressions and the server's
+    /// clamping included). A failed read keeps the previous limit.
+    pub(super) async fn note_wait_timeout(&mut self, conn: Conn) {
+        let Some(h) = self.slot(conn) else {
+            return;
+        };
+        if let Ok(Ok(Some(secs))) = h.conn.query_u64("SELECT @@session.wait_timeout").await {
+            self.wait_timeout = Some(Duration::from_secs(secs));
+        }
+    }
+}
+
+/// Whether a SET may have changed the session's idle limit.
+pub(super) fn mentions_timeouts(sql: &[u8]) -> bool {
+    crate::router::route::mentions(sql, b"wait_timeout")
+        || crate::router::route::mentions(sql, b"interactive_timeout")
+}
+
+/// Give a session's connection back at the end of the session, or close it
+/// (`close`: it holds a transaction or state nobody can reset reliably).
+async fn finish(conn: &mut Pooled, pool: &BackendPool, close: bool) {
+    if conn.broken || conn.no_reuse {
+        return;
+    }
+    if close || conn.in_transaction() {
+        conn.no_reuse = true;
+        return;
+    }
+    if conn.dirty {
+        match tokio::time::timeout(END_RESET_TIMEOUT, pool.reset(conn)).await {
+            Ok(Ok(())) => {}
+            _ => conn.broken = true,
+        }
+    }
+}
+
+const ER_NO_SUCH_THREAD: u16 = 1094;
+const ER_KILL_DENIED_ERROR: u16 = 1095;
+const ER_QUERY_INTERRUPTED: u16 = 1317;
+const ER_CONNECTION_KILLED: u16 = 1927;
+const ER_NO_SUCH_QUERY: u16 = 1957;
+
+/// Bytes per character of a collation's character set, as the server uses
+/// for column lengths (utf8mb4 4, utf8mb3 3, ucs2 2, else 1).
+fn mbmaxlen(collation: u8) -> u32 {
+    match collation {
+        45 | 46 | 224..=247 | 255 => 4,
+        33 | 83 | 192..=215 => 3,
+        35 | 90 | 128..=151 => 2,
+        _ => 1,
+    }
+}
+
+const TYPE_LONG: u8 = 3;
+const TYPE_DOUBLE: u8 = 5;
+const TYPE_LONGLONG: u8 = 8;
+const TYPE_LONG_BLOB: u8 = 251;
+const TYPE_VAR_STRING: u8 = 253;
+const NOT_NULL: u16 = 1;
+const BINARY: u16 = 128;
+
+/// `SHOW [FULL] PROCESSLIST`'s columns exactly as MariaDB 10.11 describes
+/// them (read from a server: types, lengths, flags, decimals), text columns
+/// in the client's character set.
+fn processlist_columns(collation: u8, full: bool) -> [Column; 9] {
+    let cs = u16::from(collation);
+    let m = mbmaxlen(collation);
+    let text = |name, chars: u32, flags| Column {
+        name,
+        charset: cs,
+        length: chars * m,
+        type_: TYPE_VAR_STRING,
+        flags,
+        decimals: 39,
+    };
+    let info = if full {
+        Column {
+            type_: TYPE_LONG_BLOB,
+            length: (805_306_368 / 4) * m,
+            ..text("Info", 0, 0)
+        }
+    } else {
+        text("Info", 100, 0)
+    };
+    [
+        Column {
+            name: "Id",
+            charset: 63,
+            length: 11,
+            type_: TYPE_LONGLONG,
+            flags: NOT_NULL | BINARY,
+            decimals: 0,
+        },
+        text("User", 128, NOT_NULL),
+        text("Host", 64, NOT_NULL),
+        text("db", 64, 0),
+        text("Command", 16, NOT_NULL),
+        Column {
+            name: "Time",
+            charset: 63,
+            length: 7,
+            type_: TYPE_LONG,
+            flags: NOT_NULL | BINARY,
+            decimals: 0,
+        },
+        text("State", 30, 0),
+        info,
+        Column {
+            name: "Progress",
+            charset: 63,
+            length: 7,
+            type_: TYPE_DOUBLE,
+            flags: NOT_NULL | BINARY,
+            decimals: 3,
+        },
+    ]
+}
+
+/// MariaDB's names of client commands (`Command` column), by code.
+fn command_name(cmd: u8) -> &'static str {
+    const NAMES: [&str; 32] = [
+        "Sleep",
+        "Quit",
+        "Init DB",
+        "Query",
+        "Field List",
+        "Create DB",
+        "Drop DB",
+        "Refresh",
+        "Shutdown",
+        "Statistics",
+        "Processlist",
+        "Connect",
+        "Kill",
+        "Debug",
+        "Ping",
+        "Time",
+        "Delayed insert",
+        "Change user",
+        "Binlog Dump",
+        "Table Dump",
+        "Connect Out",
+        "Register Slave",
+        "Prepare",
+        "Execute",
+        "Long Data",
+        "Close stmt",
+        "Reset stmt",
+        "Set option",
+        "Fetch",
+        "Daemon",
+        "Unimpl get tid",
+        "Reset connection",
+    ];
+    NAMES.get(usize::from(cmd)).copied().unwrap_or("Error")
+}
+
+/// The first 100 characters (UTF-8; bytes otherwise), as `SHOW PROCESSLIST`
+/// without FULL shows `Info`.
+fn first_chars(text: &[u8], n: usize) -> &[u8] {
+    match std::str::from_utf8(text) {
+        Ok(s) => s.char_indices().nth(n).map_or(text, |(i, _)| &text[..i]),
+        Err(_) => &text[..text.len().min(n)],
+    }
+}
+
+fn processlist_row(r: Row, own: bool, full: bool) -> Vec<Option<Vec<u8>>> {
+    let sleeping = r.command == crate::protocol::consts::COM_SLEEP;
+    // The server's stage of a statement is not visible through sluice: the
+    // own statement is "starting" (as the server shows it), others running
+    // are "executing", idle ones empty.
+    let state = match (own, sleeping) {
+        (true, _) => "starting",
+        (false, true) => "",
+        (false, false) => "executing",
+    };
+    let info = r
+        .info
+        .map(|i| if full { i } else { first_chars(&i, 100).to_vec() });
+    vec![
+        Some(r.id.to_string().into_bytes()),
+        Some(r.user.into_bytes()),
+        Some(r.host.into_bytes()),
+        r.db.map(String::into_bytes),
+        Some(command_name(r.command).as_bytes().to_vec()),
+        Some(r.time_s.to_string().into_bytes()),
+        Some(state.as_bytes().to_vec()),
+        info,
+        Some(b"0.000".to_vec()),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_follow_mariadb() {
+        let r = Row {
+            id: 9,
+            user: "app".into(),
+            host: "127.0.0.1:4000".into(),
+            db: None,
+            command: crate::protocol::consts::COM_QUERY,
+            time_s: 3,
+            info: Some("é".repeat(150).into_bytes()),
+        };
+        let row = processlist_row(r.clone(), false, false);
+        assert_eq!(row[0].as_deref(), Some(&b"9"[..]));
+        assert_eq!(row[3], None);
+        assert_eq!(row[4].as_deref(), Some(&b"Query"[..]));
+        assert_eq!(row[6].as_deref(), Some(&b"executing"[..]));
+        assert_eq!(
+            row[7].as_ref().map(Vec::len),
+            Some(200),
+            "100 characters of 2 bytes"
+        );
+        let row = processlist_row(r, true, true);
+        assert_eq!(row[7].as_ref().map(Vec::len), Some(300));
+        assert_eq!(row[6].as_deref(), Some(&b"starting"[..]));
+        assert_eq!(command_name(0), "Sleep");
+        assert_eq!(command_name(0x1f), "Reset connection");
+        assert_eq!(command_name(200), "Error");
+        assert_eq!(first_chars(&[0xff; 120], 100).len(), 100);
+    }
+
+    #[test]
+    fn column_lengths_scale_with_the_character_set() {
+        let c = processlist_columns(45, false);
+        assert_eq!(
+            (c[1].length, c[7].length, c[7].type_),
+            (512, 400, TYPE_VAR_STRING)
+        );
+        let c = processlist_columns(45, true);
+        assert_eq!((c[7].length, c[7].type_), (805_306_368, TYPE_LONG_BLOB));
+        let c = processlist_columns(8, false);
+        assert_eq!((c[1].length, c[1].charset), (128, 8));
+    }
+}

@@ -1,0 +1,471 @@
+//! The statements about thread ids that sluice answers itself, as pure
+//! functions of the statement text (unit-tested without sockets):
+//!
+//! - `KILL [HARD|SOFT] [CONNECTION|QUERY] <id>`: the id is a sluice session
+//!   id; forwarding it would hit whatever backend thread has that number.
+//! - `SHOW [FULL] PROCESSLIST`: sluice's sessions, in MariaDB's layout.
+//! - `CONNECTION_ID()`: rewritten to the session's id as a literal of the
+//!   same type (`CAST(0000000042 AS UNSIGNED)`: INT UNSIGNED NOT NULL,
+//!   display length 10, like the function), and, where it is a whole select
+//!   item without an alias, aliased with its own text so the column keeps
+//!   the name the server gives it (`CONNECTION_ID()`, as written).
+//!
+//! Not in `CREATE`/`ALTER` statements: stored code (triggers, routines,
+//! views, events) runs later, in other sessions, and keeps the call.
+//!
+//! Limits (documented in the README): an executable comment (`/*! KILL 5 */`)
+//! is not looked into; inside a larger select item the column name shows
+//! the literal instead of the call (`CAST(..)+1`).
+
+/// What sluice does instead of forwarding a statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Intercept {
+    Kill { query_only: bool, target: KillTarget },
+    Processlist { full: bool },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KillTarget {
+    /// A thread id (a sluice session id).
+    Thread(u64),
+    /// `KILL CONNECTION_ID()`: the session itself.
+    Own,
+    /// `KILL QUERY ID <query id>`: sluice has no query ids.
+    QueryId(u64),
+    /// `KILL USER <name>`.
+    User,
+    /// Something else (an expression): refused, never forwarded.
+    Other,
+}
+
+/// A token of SQL text: only what these statements need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tok<'a> {
+    Word(&'a [u8]),
+    Number(&'a [u8]),
+    Punct(u8),
+    /// A quoted string or identifier (never looked into).
+    Quoted,
+    /// `/*!…*/` or `/*M!…*/`: the server runs what is inside.
+    Executable,
+}
+
+/// Tokens with their byte spans, comments and whitespace skipped.
+struct Lexer<'a> {
+    sql: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Lexer<'a> {
+    fn new(sql: &'a [u8]) -> Self {
+        Lexer { sql, at: 0 }
+    }
+
+    fn skip_blank(&mut self) {
+        let s = self.sql;
+        loop {
+            match s.get(self.at..) {
+                Some([c, ..]) if c.is_ascii_whitespace() => self.at += 1,
+                Some([b'#', ..]) => self.skip_line(),
+                Some([b'-', b'-', c, ..]) if c.is_ascii_whitespace() => self.skip_line(),
+                Some([b'/', b'*', rest @ ..]) if !matches!(rest, [b'!', ..] | [b'M', b'!', ..]) => {
+                    match find(&s[self.at + 2..], b"*/") {
+                        Some(i) => self.at += 2 + i + 2,
+                        None => self.at = s.len(),
+                    }
+                }
+                _ => return,
+            }
+        }
+    }
+
+    fn skip_line(&mut self) {
+        match self.sql[self.at..].iter().position(|&c| c == b'\n') {
+            Some(i) => self.at += i + 1,
+            None => self.at = self.sql.len(),
+        }
+    }
+}
+
+impl<'a> Iterator for Lexer<'a> {
+    /// (token, start, end)
+    type Item = (Tok<'a>, usize, usize);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.skip_blank();
+        let s = self.sql;
+        let start = self.at;
+        let c = *s.get(start)?;
+        let tok = match c {
+            b'\'' | b'"' | b'`' => {
+                let mut i = start + 1;
+                while i < s.len() {
+                    if s[i] == b'\\' && c != b'`' {
+                        i += 2;
+                        continue;
+                    }
+                    if s[i] == c {
+                        // A doubled quote continues the string.
+                        if s.get(i + 1) == Some(&c) {
+                            i += 2;
+                            continue;
+                        }
+                        break;
+                    }
+                    i += 1;
+                }
+                self.at = (i + 1).min(s.len());
+                Tok::Quoted
+            }
+            b'/' if s.get(start + 1) == Some(&b'*') => {
+                self.at = find(&s[start + 2..], b"*/").map_or(s.len(), |i| start + 2 + i + 2);
+                Tok::Executable
+            }
+            c if c.is_ascii_digit() => {
+                let n = s[start..]
+                    .iter()
+                    .take_while(|c| c.is_ascii_alphanumeric() || **c == b'_')
+                    .count();
+                self.at = start + n;
+                Tok::Number(&s[start..self.at])
+            }
+            c if c.is_ascii_alphabetic() || c == b'_' || c == b'$' || c >= 0x80 => {
+                let n = s[start..]
+                    .iter()
+                    .take_while(|c| c.is_ascii_alphanumeric() || matches!(**c, b'_' | b'$') || **c >= 0x80)
+                    .count();
+                self.at = start + n;
+                Tok::Word(&s[start..self.at])
+            }
+            c => {
+                self.at = start + 1;
+                Tok::Punct(c)
+            }
+        };
+        Some((tok, start, self.at))
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+fn is_word(t: Option<Tok<'_>>, w: &str) -> bool {
+    matches!(t, Some(Tok::Word(x)) if x.eq_ignore_ascii_case(w.as_bytes()))
+}
+
+/// Nothing but an optional `;` left.
+fn at_end(lx: &mut Lexer<'_>) -> bool {
+    match lx.next() {
+        None => true,
+        Some((Tok::Punct(b';'), _, _)) => lx.next().is_none(),
+        _ => false,
+    }
+}
+
+/// Whether sluice answers `sql` itself (cheap for everything else: one
+/// look at the first word).
+pub fn intercept(sql: &[u8]) -> Option<Intercept> {
+    let mut lx = Lexer::new(sql);
+    let first = lx.next().map(|t| t.0);
+    if is_word(first, "KILL") {
+        return Some(parse_kill(&mut lx));
+    }
+    if is_word(first, "SHOW") {
+        let mut next = lx.next().map(|t| t.0);
+        let full = is_word(next, "FULL");
+        if full {
+            next = lx.next().map(|t| t.0);
+        }
+        if is_word(next, "PROCESSLIST") && at_end(&mut lx) {
+            return Some(Intercept::Processlist { full });
+        }
+    }
+    None
+}
+
+fn parse_kill(lx: &mut Lexer<'_>) -> Intercept {
+    let mut t = lx.next().map(|t| t.0);
+    if is_word(t, "HARD") || is_word(t, "SOFT") {
+        t = lx.next().map(|t| t.0);
+    }
+    let mut query_only = false;
+    if is_word(t, "QUERY") {
+        query_only = true;
+        t = lx.next().map(|t| t.0);
+    } else if is_word(t, "CONNECTION") {
+        t = lx.next().map(|t| t.0);
+    }
+    let target = match t {
+        Some(Tok::Number(n)) => match std::str::from_utf8(n).ok().and_then(|n| n.parse().ok()) {
+            Some(id) if at_end(lx) => KillTarget::Thread(id),
+            _ => KillTarget::Other,
+        },
+        _ if is_word(t, "ID") && query_only => match lx.next().map(|t| t.0) {
+            Some(Tok::Number(n)) => match std::str::from_utf8(n).ok().and_then(|n| n.parse().ok()) {
+                Some(id) if at_end(lx) => KillTarget::QueryId(id),
+                _ => KillTarget::Other,
+            },
+            _ => KillTarget::Other,
+        },
+        _ if is_word(t, "USER") => KillTarget::User,
+        _ if is_word(t, "CONNECTION_ID") => {
+            let call = matches!(lx.next(), Some((Tok::Punct(b'('), _, _)))
+                && matches!(lx.next(), Some((Tok::Punct(b')'), _, _)));
+            if call && at_end(lx) {
+                KillTarget::Own
+            } else {
+                KillTarget::Other
+            }
+        }
+        _ => KillTarget::Other,
+    };
+    Intercept::Kill { query_only, target }
+}
+
+/// The answer to COM_STMT_PREPARE of a statement `intercept` recognizes:
+/// sluice answers those only as text statements (never forwarded: the ids
+/// are sluice's).
+pub fn not_preparable() -> crate::protocol::packets::ErrPacket {
+    crate::protocol::packets::ErrPacket::new(
+        1295,
+        "HY000",
+        "This command is not supported in the prepared statement protocol yet (sluice answers KILL \
+         and SHOW PROCESSLIST itself, as text statements)",
+    )
+}
+
+/// Quick test before the rewrite scan: the text names the function at all.
+fn mentions_connection_id(sql: &[u8]) -> bool {
+    const N: &[u8] = b"connection_id";
+    sql.len() >= N.len()
+        && sql
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| (**c | 0x20) == b'c')
+            .any(|(i, _)| sql.get(i..i + N.len()).is_some_and(|w| w.eq_ignore_ascii_case(N)))
+}
+
+/// Words that end a select list at the depth where it started.
+fn ends_select_list(w: &[u8]) -> bool {
+    const ENDS: [&str; 12] = [
+        "FROM", "INTO", "WHERE", "GROUP", "HAVING", "ORDER", "LIMIT", "UNION", "FOR", "LOCK", "WINDOW",
+        "EXCEPT",
+    ];
+    ENDS.iter().any(|e| w.eq_ignore_ascii_case(e.as_bytes())) || w.eq_ignore_ascii_case(b"INTERSECT")
+}
+
+/// `sql` with every `CONNECTION_ID()` replaced by session `id` (see the
+/// module comment); `None` when it has none (the common case: one pass
+/// over the bytes, no allocation).
+pub fn rewrite_connection_id(sql: &[u8], id: u32) -> Option<Vec<u8>> {
+    if !mentions_connection_id(sql) {
+        return None;
+    }
+    let toks: Vec<_> = Lexer::new(sql).collect();
+    // Stored code (triggers, procedures, functions, events, views) runs
+    // later on the server, in other sessions: its CONNECTION_ID() is the
+    // server's to answer then.
+    if is_word(toks.first().map(|t| t.0), "CREATE") || is_word(toks.first().map(|t| t.0), "ALTER") {
+        return None;
+    }
+    let literal = format!("CAST({id:010} AS UNSIGNED)");
+    let mut out = Vec::with_capacity(sql.len() + 32);
+    let mut copied = 0;
+    // Per parenthesis depth: inside a select list there.
+    let mut in_select = vec![false];
+    let mut i = 0;
+    while i < toks.len() {
+        let (tok, start, _) = toks[i];
+        match tok {
+            Tok::Punct(b'(') => in_select.push(false),
+            Tok::Punct(b')') if in_select.len() > 1 => {
+                in_select.pop();
+            }
+            Tok::Word(w) if w.eq_ignore_ascii_case(b"SELECT") => {
+                if let Some(s) = in_select.last_mut() {
+                    *s = true;
+                }
+            }
+            Tok::Word(w) if ends_select_list(w) => {
+                if let Some(s) = in_select.last_mut() {
+                    *s = false;
+                }
+            }
+            _ => {}
+        }
+        let is_call = matches!(tok, Tok::Word(w) if w.eq_ignore_ascii_case(b"CONNECTION_ID"))
+            && matches!(toks.get(i + 1), Some((Tok::Punct(b'('), _, _)))
+            && matches!(toks.get(i + 2), Some((Tok::Punct(b')'), _, _)))
+            && !matches!(i.checked_sub(1).map(|p| toks[p].0), Some(Tok::Punct(b'.')));
+        if !is_call {
+            i += 1;
+            continue;
+        }
+        let end = toks[i + 2].2;
+        let prev = i.checked_sub(1).map(|p| toks[p].0);
+        let next = toks.get(i + 3).map(|t| t.0);
+        let item_start = matches!(prev, Some(Tok::Punct(b',')))
+            || is_word(prev, "SELECT")
+            || is_word(prev, "DISTINCT")
+            || is_word(prev, "ALL");
+        let item_end = match next {
+            None | Some(Tok::Punct(b',' | b';' | b')')) => true,
+            Some(Tok::Word(w)) => ends_select_list(w),
+            _ => false,
+        };
+        out.extend_from_slice(&sql[copied..start]);
+        out.extend_from_slice(literal.as_bytes());
+        if in_select.last() == Some(&true) && item_start && item_end {
+            out.extend_from_slice(b" AS `");
+            for &c in &sql[start..end] {
+                if c == b'`' {
+                    out.push(b'`');
+                }
+                out.push(c);
+            }
+            out.push(b'`');
+        }
+        copied = end;
+        i += 3;
+    }
+    out.extend_from_slice(&sql[copied..]);
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kill(sql: &str) -> Option<(bool, KillTarget)> {
+        match intercept(sql.as_bytes())? {
+            Intercept::Kill { query_only, target } => Some((query_only, target)),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn kill_forms() {
+        use KillTarget::*;
+        assert_eq!(kill("KILL 12"), Some((false, Thread(12))));
+        assert_eq!(kill("kill connection 12;"), Some((false, Thread(12))));
+        assert_eq!(kill("  /* c */ KILL QUERY 7 "), Some((true, Thread(7))));
+        assert_eq!(kill("KILL HARD QUERY 7"), Some((true, Thread(7))));
+        assert_eq!(kill("KILL SOFT 7"), Some((false, Thread(7))));
+        assert_eq!(kill("KILL QUERY ID 99"), Some((true, QueryId(99))));
+        assert_eq!(kill("KILL USER 'app'"), Some((false, User)));
+        assert_eq!(kill("KILL CONNECTION_ID()"), Some((false, Own)));
+        assert_eq!(kill("KILL QUERY connection_id ( )"), Some((true, Own)));
+        assert_eq!(kill("KILL 1+1"), Some((false, Other)));
+        assert_eq!(kill("KILL @id"), Some((false, Other)));
+        assert_eq!(kill("KILL 5; SELECT 1"), Some((false, Other)));
+        assert_eq!(kill("KILL 99999999999999999999999"), Some((false, Other)));
+        assert_eq!(kill("KILL"), Some((false, Other)));
+        assert_eq!(kill("SELECT 'KILL 5'"), None);
+        assert_eq!(kill("KILLX 5"), None);
+        assert_eq!(
+            kill("/*! KILL 5 */"),
+            None,
+            "executable comments are not looked into"
+        );
+    }
+
+    #[test]
+    fn processlist_forms() {
+        let p = |s: &str| intercept(s.as_bytes());
+        assert_eq!(
+            p("SHOW PROCESSLIST"),
+            Some(Intercept::Processlist { full: false })
+        );
+        assert_eq!(
+            p("show full processlist ;"),
+            Some(Intercept::Processlist { full: true })
+        );
+        assert_eq!(
+            p("# x\nSHOW FULL PROCESSLIST"),
+            Some(Intercept::Processlist { full: true })
+        );
+        assert_eq!(p("SHOW PROCESSLIST LIKE 'x'"), None);
+        assert_eq!(p("SHOW TABLES"), None);
+        assert_eq!(p("SELECT * FROM information_schema.PROCESSLIST"), None);
+        assert_eq!(p(""), None);
+        assert_eq!(p("\u{1F600}"), None);
+    }
+
+    fn rw(sql: &str) -> Option<String> {
+        rewrite_connection_id(sql.as_bytes(), 42).map(|v| String::from_utf8(v).expect("utf8"))
+    }
+
+    #[test]
+    fn connection_id_rewrites() {
+        assert_eq!(rw("SELECT 1"), None);
+        assert_eq!(
+            rw("SELECT CONNECTION_ID()").as_deref(),
+            Some("SELECT CAST(0000000042 AS UNSIGNED) AS `CONNECTION_ID()`")
+        );
+        assert_eq!(
+            rw("select connection_id( ), 1").as_deref(),
+            Some("select CAST(0000000042 AS UNSIGNED) AS `connection_id( )`, 1")
+        );
+        assert_eq!(
+            rw("SELECT CONNECTION_ID() AS me").as_deref(),
+            Some("SELECT CAST(0000000042 AS UNSIGNED) AS me")
+        );
+        assert_eq!(
+            rw("SELECT CONNECTION_ID() me FROM t").as_deref(),
+            Some("SELECT CAST(0000000042 AS UNSIGNED) me FROM t")
+        );
+        assert_eq!(
+            rw("SELECT a FROM t WHERE id = CONNECTION_ID()").as_deref(),
+            Some("SELECT a FROM t WHERE id = CAST(0000000042 AS UNSIGNED)")
+        );
+        assert_eq!(
+            rw("SELECT CONCAT('x', CONNECTION_ID())").as_deref(),
+            Some("SELECT CONCAT('x', CAST(0000000042 AS UNSIGNED))")
+        );
+        assert_eq!(
+            rw("SELECT (SELECT CONNECTION_ID()) FROM t").as_deref(),
+            Some("SELECT (SELECT CAST(0000000042 AS UNSIGNED) AS `CONNECTION_ID()`) FROM t")
+        );
+        assert_eq!(
+            rw("INSERT INTO t VALUES (CONNECTION_ID())").as_deref(),
+            Some("INSERT INTO t VALUES (CAST(0000000042 AS UNSIGNED))")
+        );
+        // Stored code is left to the server.
+        assert_eq!(
+            rw("CREATE TRIGGER tr AFTER INSERT ON t FOR EACH ROW SET @c = CONNECTION_ID()"),
+            None
+        );
+        assert_eq!(rw("create view v as select connection_id()"), None);
+        // Strings, quoted names, comments and other functions stay as they are.
+        assert_eq!(
+            rw("SELECT 'CONNECTION_ID()'").as_deref(),
+            Some("SELECT 'CONNECTION_ID()'")
+        );
+        assert_eq!(
+            rw("SELECT `CONNECTION_ID`()").as_deref(),
+            Some("SELECT `CONNECTION_ID`()")
+        );
+        assert_eq!(
+            rw("SELECT db.connection_id()").as_deref(),
+            Some("SELECT db.connection_id()")
+        );
+        assert_eq!(
+            rw("SELECT my_connection_id()").as_deref(),
+            Some("SELECT my_connection_id()")
+        );
+        assert_eq!(
+            rw("SELECT 1 /* CONNECTION_ID() */").as_deref(),
+            Some("SELECT 1 /* CONNECTION_ID() */")
+        );
+        // Unterminated quotes and odd bytes never panic.
+        for s in [
+            "SELECT 'CONNECTION_ID()",
+            "CONNECTION_ID(",
+            "connection_id",
+            "SELECT \u{e9}connection_id()",
+        ] {
+            let _ = rw(s);
+        }
+    }
+}

@@ -1,0 +1,351 @@
+//! The live client sessions, by the thread id each was given in its
+//! handshake: what `SHOW PROCESSLIST` lists and what `KILL <id>` acts on.
+//!
+//! The ids a client can see are the session's own (handshake, the rewritten
+//! `CONNECTION_ID()`, processlist, `KILL`), never a backend thread's: with
+//! multiplexing a session runs on many backend connections over its life,
+//! and a backend's thread id may belong to an unrelated client.
+//!
+//! Cost on the hot path: the map is sharded and only touched when a
+//! session starts or ends, and by `KILL` / `SHOW PROCESSLIST`. Per command a
+//! session stores its command code and start time in atomics and copies the
+//! statement text (capped, into a buffer it reuses: no allocation once
+//! warm) under its own mutex, which only a concurrent processlist reader
+//! ever contends for.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use tokio::sync::Notify;
+
+const SHARDS: usize = 16;
+
+/// Statement text kept for the processlist's `Info` column; longer
+/// statements are shown cut (documented limit of `SHOW FULL PROCESSLIST`).
+pub const INFO_MAX: usize = 64 * 1024;
+
+/// What `KILL` asked of a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KillRequest {
+    /// `KILL QUERY`: interrupt the statement running now, if any.
+    Query,
+    /// `KILL [CONNECTION]`: end the session (its transaction rolls back).
+    Connection,
+}
+
+const KILL_NONE: u8 = 0;
+const KILL_QUERY: u8 = 1;
+const KILL_CONNECTION: u8 = 2;
+
+/// The part of an entry that changes rarely or is text.
+#[derive(Debug, Default)]
+struct Text {
+    user: String,
+    db: Option<String>,
+    /// The last text statement (shown while a COM_QUERY runs).
+    info: Vec<u8>,
+}
+
+/// One session as others can see it.
+pub struct Entry {
+    pub id: u32,
+    /// "ip:port" of the client, as MariaDB shows it.
+    pub host: String,
+    text: Mutex<Text>,
+    /// The command being run (`COM_*`), `COM_SLEEP` between commands.
+    command: AtomicU8,
+    /// When the current command (or idle stretch) started, in ms since the
+    /// registry was created.
+    since_ms: AtomicU64,
+    /// Identity of the session's database string last seen by `end`.
+    db_ident: AtomicU64,
+    kill: AtomicU8,
+    killed: Notify,
+    epoch: Instant,
+}
+
+impl Entry {
+    /// Command `cmd` starts now (`payload` is the whole command packet). A
+    /// `KILL QUERY` that arrived between commands is forgotten, as the
+    /// server does: it interrupts the statement running when it arrives.
+    pub fn begin(&self, cmd: u8, payload: &[u8]) {
+        self.command.store(cmd, Ordering::Relaxed);
+        self.since_ms.store(self.now_ms(), Ordering::Relaxed);
+        let _ = self
+            .kill
+            .compare_exchange(KILL_QUERY, KILL_NONE, Ordering::AcqRel, Ordering::Relaxed);
+        if cmd == crate::protocol::consts::COM_QUERY {
+            if let Ok(mut t) = self.text.lock() {
+                let sql = payload.get(1..).unwrap_or_default();
+                t.info.clear();
+                t.info.extend_from_slice(&sql[..sql.len().min(INFO_MAX)]);
+            }
+        }
+    }
+
+    /// The command is answered; `db` is the session's default database now.
+    /// Atomics only, unless the database changed: the identity (address
+    /// and length) of the session's string is compared first, and only a
+    /// new string (a `USE`, a COM_INIT_DB) takes the lock.
+    pub fn end(&self, db: Option<&str>) {
+        self.command
+            .store(crate::protocol::consts::COM_SLEEP, Ordering::Relaxed);
+        self.since_ms.store(self.now_ms(), Ordering::Relaxed);
+        let ident = db.map_or(0, |d| (d.as_ptr() as u64) ^ ((d.len() as u64) << 48) | 1);
+        if self.db_ident.swap(ident, Ordering::Relaxed) != ident {
+            if let Ok(mut t) = self.text.lock() {
+                if t.db.as_deref() != db {
+                    t.db = db.map(str::to_owned);
+                }
+            }
+        }
+    }
+
+    pub fn set_user(&self, user: &str) {
+        if let Ok(mut t) = self.text.lock() {
+            t.user = user.to_owned();
+        }
+    }
+
+    pub fn user_is(&self, user: &str) -> bool {
+        self.text.lock().map(|t| t.user == user).unwrap_or(false)
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// Ask the session to act on a `KILL`.
+    pub fn request_kill(&self, k: KillRequest) {
+        let v = match k {
+            KillRequest::Query => KILL_QUERY,
+            KillRequest::Connection => KILL_CONNECTION,
+        };
+        // A connection kill is never downgraded to a query kill.
+        let _ = self.kill.fetch_max(v, Ordering::AcqRel);
+        self.killed.notify_waiters();
+        // A session between two polls of `killed()` finds the flag there.
+        self.killed.notify_one();
+    }
+
+    /// The pending request, if any (a query kill is consumed).
+    pub fn take_kill(&self) -> Option<KillRequest> {
+        match self.kill.load(Ordering::Acquire) {
+            KILL_CONNECTION => Some(KillRequest::Connection),
+            KILL_QUERY => {
+                let _ =
+                    self.kill
+                        .compare_exchange(KILL_QUERY, KILL_NONE, Ordering::AcqRel, Ordering::Relaxed);
+                Some(KillRequest::Query)
+            }
+            _ => None,
+        }
+    }
+
+    /// The session was killed (`KILL CONNECTION`).
+    pub fn connection_killed(&self) -> bool {
+        self.kill.load(Ordering::Acquire) == KILL_CONNECTION
+    }
+
+    /// Resolves with the next kill request (cancel-safe: the request stays
+    /// in the flag until taken).
+    pub async fn killed(&self) -> KillRequest {
+        loop {
+            let notified = self.killed.notified();
+            if let Some(k) = self.take_kill() {
+                return k;
+            }
+            notified.await;
+        }
+    }
+
+    /// Resolves when the session was killed with `KILL CONNECTION`; a
+    /// `KILL QUERY` between commands does nothing, as on the server.
+    pub async fn connection_killed_wait(&self) {
+        loop {
+            let notified = self.killed.notified();
+            if self.connection_killed() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// A row of the processlist as of now.
+    pub fn snapshot(&self) -> Row {
+        let t = self
+            .text
+            .lock()
+            .map(|t| (t.user.clone(), t.db.clone(), t.info.clone()));
+        let (user, db, info) = t.unwrap_or_default();
+        let cmd = self.command.load(Ordering::Relaxed);
+        let since = self.since_ms.load(Ordering::Relaxed);
+        Row {
+            id: self.id,
+            user,
+            host: self.host.clone(),
+            db,
+            command: cmd,
+            time_s: self.now_ms().saturating_sub(since) / 1000,
+            // The text of the last statement stays in the buffer while idle.
+            info: (cmd != crate::protocol::consts::COM_SLEEP && !info.is_empty()).then_some(info),
+        }
+    }
+}
+
+/// A processlist row (see `kill::processlist`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    pub id: u32,
+    pub user: String,
+    pub host: String,
+    pub db: Option<String>,
+    pub command: u8,
+    pub time_s: u64,
+    pub info: Option<Vec<u8>>,
+}
+
+/// Every live session of this sluice process.
+pub struct Registry {
+    shards: [Mutex<HashMap<u32, Arc<Entry>>>; SHARDS],
+    epoch: Instant,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry {
+            shards: std::array::from_fn(|_| Mutex::new(HashMap::new())),
+            epoch: Instant::now(),
+        }
+    }
+}
+
+impl Registry {
+    fn shard(&self, id: u32) -> &Mutex<HashMap<u32, Arc<Entry>>> {
+        &self.shards[id as usize % SHARDS]
+    }
+
+    /// Register a session; it is removed when the handle is dropped.
+    pub fn register(self: &Arc<Self>, id: u32, user: &str, host: String, db: Option<&str>) -> Handle {
+        let entry = Arc::new(Entry {
+            id,
+            host,
+            text: Mutex::new(Text {
+                user: user.to_owned(),
+                db: db.map(str::to_owned),
+                info: Vec::new(),
+            }),
+            command: AtomicU8::new(crate::protocol::consts::COM_SLEEP),
+            since_ms: AtomicU64::new(0),
+            db_ident: AtomicU64::new(0),
+            kill: AtomicU8::new(KILL_NONE),
+            killed: Notify::new(),
+            epoch: self.epoch,
+        });
+        entry.since_ms.store(entry.now_ms(), Ordering::Relaxed);
+        if let Ok(mut m) = self.shard(id).lock() {
+            m.insert(id, entry.clone());
+        }
+        Handle {
+            registry: self.clone(),
+            entry,
+        }
+    }
+
+    pub fn get(&self, id: u32) -> Option<Arc<Entry>> {
+        self.shard(id).lock().ok()?.get(&id).cloned()
+    }
+
+    /// Every session, by id.
+    pub fn all(&self) -> Vec<Arc<Entry>> {
+        let mut v: Vec<Arc<Entry>> = self
+            .shards
+            .iter()
+            .filter_map(|s| s.lock().ok().map(|m| m.values().cloned().collect::<Vec<_>>()))
+            .flatten()
+            .collect();
+        v.sort_by_key(|e| e.id);
+        v
+    }
+}
+
+/// A session's place in the registry, for as long as the session lives.
+pub struct Handle {
+    registry: Arc<Registry>,
+    pub entry: Arc<Entry>,
+}
+
+impl std::ops::Deref for Handle {
+    type Target = Entry;
+    fn deref(&self) -> &Entry {
+        &self.entry
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        if let Ok(mut m) = self.registry.shard(self.entry.id).lock() {
+            m.remove(&self.entry.id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::consts::{COM_QUERY, COM_SLEEP};
+
+    #[test]
+    fn sessions_register_and_leave() {
+        let r = Arc::new(Registry::default());
+        let a = r.register(7, "app", "127.0.0.1:5000".into(), Some("db1"));
+        let b = r.register(23, "other", "127.0.0.1:5001".into(), None);
+        assert_eq!(r.all().iter().map(|e| e.id).collect::<Vec<_>>(), vec![7, 23]);
+        assert!(r.get(7).is_some_and(|e| e.user_is("app")));
+        drop(a);
+        assert!(r.get(7).is_none());
+        assert_eq!(r.all().len(), 1);
+        drop(b);
+        assert!(r.all().is_empty());
+    }
+
+    #[test]
+    fn a_command_shows_its_text_until_answered() {
+        let r = Arc::new(Registry::default());
+        let h = r.register(1, "app", "h:1".into(), None);
+        h.begin(COM_QUERY, b"\x03SELECT SLEEP(5)");
+        let row = h.snapshot();
+        assert_eq!(
+            (row.command, row.info.as_deref()),
+            (COM_QUERY, Some(&b"SELECT SLEEP(5)"[..]))
+        );
+        h.end(Some("d"));
+        let row = h.snapshot();
+        assert_eq!(
+            (row.command, row.info, row.db.as_deref()),
+            (COM_SLEEP, None, Some("d"))
+        );
+    }
+
+    #[tokio::test]
+    async fn kill_query_between_commands_is_forgotten_kill_connection_is_not() {
+        let r = Arc::new(Registry::default());
+        let h = r.register(1, "app", "h:1".into(), None);
+        h.request_kill(KillRequest::Query);
+        h.begin(COM_QUERY, b"\x03SELECT 1");
+        assert_eq!(h.take_kill(), None);
+        h.request_kill(KillRequest::Query);
+        assert_eq!(h.killed().await, KillRequest::Query);
+        assert_eq!(h.take_kill(), None, "a query kill is consumed");
+        h.request_kill(KillRequest::Connection);
+        h.request_kill(KillRequest::Query);
+        h.begin(COM_QUERY, b"\x03SELECT 1");
+        assert_eq!(h.killed().await, KillRequest::Connection);
+        assert!(h.connection_killed());
+        tokio::time::timeout(std::time::Duration::from_millis(100), h.connection_killed_wait())
+            .await
+            .expect("a killed session is told at once");
+    }
+}
