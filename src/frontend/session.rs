@@ -455,7 +455,7 @@ impl Session {
                 self.ro_tx = None;
             }
         }
-        if is_write && needs_global_bump(&c, sql) {
+        if is_write && classify::writes_unknown_tables(&c, sql) {
             self.monitor.forget_tracked();
             self.monitor.bump_global().await;
         }
@@ -837,45 +837,4 @@ impl Session {
             .await
             .map_err(|_| Closed)
     }
-}
-
-/// Statements after which sluice bumps the global counter row: they fire no
-/// trigger (DDL, TRUNCATE) or cannot be analysed (multi-statements, unknown),
-/// yet replicas must not be considered fresh before applying them.
-fn needs_global_bump(c: &Classified, sql: &[u8]) -> bool {
-    if c.force_master == Some(classify::MasterReason::MultiStatement) {
-        return true;
-    }
-    let (word, _) = crate::router::lexer::first_word(sql);
-    !matches!(
-        word.as_str(),
-        "INSERT"
-            | "UPDATE"
-            | "DELETE"
-            | "REPLACE"
-            | "LOAD"
-            | "CALL"
-            | "SELECT"
-            | "SET"
-            | "DO"
-            | "COMMIT"
-            | "BEGIN"
-            | "START"
-            | "ROLLBACK"
-            | "SAVEPOINT"
-            | "RELEASE"
-            | "XA"
-            | "KILL"
-            | "FLUSH"
-            | "HANDLER"
-            | "PREPARE"
-            | "EXECUTE"
-            | "DEALLOCATE"
-            | "CHECK"
-            | "CHECKSUM"
-            | "SHOW"
-            | "USE"
-            | "LOCK"
-            | "UNLOCK"
-    )
 }

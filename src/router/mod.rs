@@ -4,5 +4,6 @@
 //! `lexer` has the cheap word-level helpers; `classify` decides read/write,
 //! session effects and the tables a read depends on.
 
+pub mod builtins;
 pub mod classify;
 pub mod lexer;
