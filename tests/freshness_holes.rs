@@ -381,3 +381,39 @@ async fn non_transactional_tables_stay_untracked() {
     assert!(status.to_string().contains("non-transactional"), "{status}");
     cluster.replicas[0].start_sql_thread();
 }
+
+#[tokio::test]
+async fn strict_mode_is_never_stale_across_two_sluices() {
+    let cluster = Cluster::start(1);
+    let db = setup(&cluster, "fh_two", &[("t", T)]).await;
+    let writer = Sluice::start_for(&cluster, &freshness_yaml("strict"));
+    let reader = Sluice::start_for(&cluster, &freshness_yaml("strict"));
+    let master_id = warm(&reader, &db, &cluster).await;
+    let mut w = sluice_conn(&writer, &db).await;
+    let mut r = sluice_conn(&reader, &db).await;
+    let q = "SELECT @@server_id, COUNT(*) FROM t";
+    let (mut stale, mut on_replica) = (0, 0);
+    // The SQL thread toggles while one sluice writes and the other reads.
+    for i in 0..60 {
+        if i % 10 == 0 {
+            cluster.replicas[0].stop_sql_thread();
+        } else if i % 10 == 5 {
+            cluster.replicas[0].start_sql_thread();
+        }
+        w.query_drop(format!("INSERT INTO t VALUES ({i}, {i})"))
+            .await
+            .expect("insert");
+        let (id, n) = read2(&mut r, q).await;
+        if n != i + 1 {
+            stale += 1;
+        }
+        if id != master_id {
+            on_replica += 1;
+        }
+    }
+    assert_eq!(
+        stale, 0,
+        "stale reads across instances ({on_replica} on the replica)"
+    );
+    cluster.replicas[0].start_sql_thread();
+}

@@ -175,7 +175,7 @@ const FAMILIES: [Family; 17] = [
         &["group"],
     ),
     family(
-        "sluice_counter_epoch_changes_total",
+        "sluice_freshness_epoch_changes_total",
         "Changes of the counter table's generation seen (install, uninstall, slot count, \
          truncation, DDL through a sluice): counters are then compared afresh.",
         COUNTER,
