@@ -21,6 +21,16 @@
 -- tbl = '*' are the rows sluice bumps itself after statements that fire no trigger
 -- (TRUNCATE, DDL) when they pass through sluice.
 --
+-- tbl = '#epoch', slot 0 is the generation: a random value that `sluice triggers install`
+-- and `uninstall` (when they change something) and DDL through sluice write anew. sluice
+-- compares counters only within one generation, so resetting the counters (a truncated
+-- table, another slot count) never makes a stale replica look fresh, nor keeps reads on the
+-- master forever. It is read with the counters in every probe; nothing sums it.
+--
+-- Tables whose engine is not transactional (MyISAM, Aria, MEMORY, ...) get no triggers:
+-- their rows survive a rollback while the counter bump would not. Reads of them go to
+-- the master.
+--
 -- The character set and binary collation are explicit (the server default may be
 -- latin1 and case-insensitive): table names are case-sensitive on Linux and may be
 -- non-ASCII, and `db.table` must never match another table's row.

@@ -11,6 +11,15 @@ use std::collections::HashMap;
 /// The row sluice bumps itself after statements that fire no trigger.
 pub const GLOBAL_ROW: &str = "*";
 
+/// The generation row (`tbl`, slot 0): a random value that `sluice triggers
+/// install`/`uninstall` and DDL through sluice set anew whenever the tracked
+/// set or the counters change under it (new tables, dropped triggers, other
+/// slot count; a truncated counter table loses it). Counters are compared
+/// only within one generation. `#` cannot start a `db.table` key of a
+/// tracked table sluice creates (those come from `information_schema`), and
+/// the row is never summed or compared slot by slot.
+pub const EPOCH_ROW: &str = "#epoch";
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Counters {
     /// tbl → value per slot (index = slot).
@@ -18,6 +27,23 @@ pub struct Counters {
     /// The server's GTID position (domain → sequence number) when the
     /// counters were read; `None` when the server has none (not MariaDB).
     pub gtid: Option<HashMap<u32, u64>>,
+    /// The generation row's value ([`EPOCH_ROW`]); None when the counter
+    /// table has none (installed by an older sluice, or truncated).
+    pub epoch: Option<u64>,
+    /// Master only: the sum of its DDL statement counters when read (a
+    /// change means the tracked set may have changed).
+    pub ddl_statements: Option<u64>,
+    /// Master only: the order in which the probe started (0: none).
+    pub seq: u64,
+}
+
+/// Has a replica at position `have` applied every transaction of `need`?
+/// No position proves nothing (unless nothing is needed).
+pub fn gtid_at_least(have: Option<&HashMap<u32, u64>>, need: &HashMap<u32, u64>) -> bool {
+    match have {
+        None => need.is_empty(),
+        Some(mine) => need.iter().all(|(d, seq)| mine.get(d).is_some_and(|m| m >= seq)),
+    }
 }
 
 /// Parse a MariaDB GTID position such as `0-1-6159,1-2-33` (domain-server-seq).
@@ -44,6 +70,12 @@ pub enum Scope<'a> {
 
 impl Counters {
     pub fn set(&mut self, tbl: &str, slot: usize, n: u64) {
+        if tbl == EPOCH_ROW {
+            if slot == 0 {
+                self.epoch = Some(n);
+            }
+            return;
+        }
         let v = self.rows.entry(tbl.to_string()).or_default();
         if v.len() <= slot {
             v.resize(slot + 1, 0);
@@ -81,10 +113,9 @@ impl Counters {
     /// Without a position on the master side there is nothing to compare; a
     /// replica without one cannot prove anything.
     fn gtid_covers(&self, target: &Counters) -> bool {
-        match (&self.gtid, &target.gtid) {
-            (_, None) => true,
-            (None, Some(t)) => t.is_empty(),
-            (Some(mine), Some(t)) => t.iter().all(|(d, seq)| mine.get(d).is_some_and(|m| m >= seq)),
+        match &target.gtid {
+            None => true,
+            Some(t) => gtid_at_least(self.gtid.as_ref(), t),
         }
     }
 
@@ -99,6 +130,12 @@ impl Counters {
     /// Does this (replica) snapshot hold everything `target` (master) holds,
     /// for the rows in `scope`?
     pub fn covers(&self, target: &Counters, scope: Scope<'_>) -> bool {
+        // Counters of two generations say nothing about each other (a reset
+        // starts them again from 0): the replica has not applied the change
+        // of generation yet, or the target predates it.
+        if self.epoch != target.epoch {
+            return false;
+        }
         match scope {
             // The tables read are unknown: every counter row, and every
             // transaction the master had (writes no trigger counted too).
@@ -212,6 +249,25 @@ mod tests {
         assert!(!replica.covers(&master, Scope::All));
         assert_eq!(parse_gtid_pos(""), Some(HashMap::new()));
         assert_eq!(parse_gtid_pos("x"), None);
+    }
+
+    #[test]
+    fn counters_of_two_generations_never_compare() {
+        let mut master = snap(&[("db.a", &[1])]);
+        master.set(EPOCH_ROW, 0, 7);
+        assert_eq!(master.epoch, Some(7));
+        assert!(!master.rows.contains_key(EPOCH_ROW));
+        // Far ahead, but of the previous generation.
+        let mut replica = snap(&[("db.a", &[100])]);
+        replica.set(EPOCH_ROW, 0, 6);
+        let a = vec!["db.a".to_string()];
+        assert!(!replica.covers(&master, Scope::Tables(&a)));
+        assert!(!replica.covers(&master, Scope::All));
+        replica.set(EPOCH_ROW, 0, 7);
+        assert!(replica.covers(&master, Scope::Tables(&a)));
+        // A truncated counter table has no generation: not the same one.
+        let truncated = snap(&[]);
+        assert!(!truncated.covers(&master, Scope::All));
     }
 
     #[test]

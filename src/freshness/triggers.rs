@@ -47,19 +47,21 @@ pub use sql::{
 };
 
 use catalog::{
-    cascade_parents, check_schema, counter_table_exists, finish, per_table, prepare_session, read_triggers,
-    row_coverage, schema_exists, Existing,
+    cascade_parents, check_schema, counter_table_exists, finish, non_transactional, per_table,
+    prepare_session, read_triggers, row_coverage, schema_exists, Existing,
 };
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
 use report::{server_code, sql_error};
-use sql::{bump_global_sql, create_trigger};
+use sql::{bump_global_sql, create_trigger, new_epoch_sql, random_epoch};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// The counter table's name inside the counter schema.
 pub const COUNTER_TABLE: &str = "counters";
 /// The `tbl` value of the rows sluice bumps itself (TRUNCATE, DDL, ...).
 pub const GLOBAL_ROW: &str = "*";
+/// The generation row (see `state::EPOCH_ROW`).
+pub use super::state::EPOCH_ROW;
 /// Largest accepted `slots` (the config enforces the same range).
 pub const MAX_SLOTS: u16 = 1024;
 /// MySQL/MariaDB identifiers are at most 64 characters.
@@ -111,10 +113,17 @@ pub async fn install(
             .map_err(sql_error("cannot create the counter table"))?;
     }
 
-    let tables = base_tables(conn, db).await?;
+    let all_tables = base_tables(conn, db).await?;
+    // Non-transactional tables get no triggers (and lose stale ones below).
+    let nontx = non_transactional(conn, Some(db)).await?;
+    let (tables, skipped_engine): (Vec<String>, Vec<String>) = all_tables
+        .iter()
+        .cloned()
+        .partition(|t| !nontx.contains(&(db.to_owned(), t.clone())));
     let mut report = Report {
         db: db.to_owned(),
-        tables: tables.len(),
+        tables: all_tables.len(),
+        non_transactional: skipped_engine,
         ..Report::default()
     };
     // Which table and event each trigger name belongs to, in table order.
@@ -247,6 +256,15 @@ pub async fn install(
             .await
             .map_err(sql_error("cannot bump the `*` counter rows"))?;
     }
+    if !(report.created.is_empty() && report.replaced.is_empty() && report.dropped.is_empty())
+        || report.rows_deleted > 0
+    {
+        // The tracked set or the slot count changed: a new generation, so
+        // every sluice notices within one probe.
+        conn.query_drop(new_epoch_sql(counter_schema, random_epoch()))
+            .await
+            .map_err(sql_error("cannot set the counter generation"))?;
+    }
     finish(report)
 }
 
@@ -356,6 +374,11 @@ pub async fn uninstall(conn: &mut Conn, counter_schema: &str, db: &str) -> Resul
     if counter_table_exists(conn, counter_schema).await? {
         let keys = unused_rows(conn, counter_schema, db, &[]).await?;
         report.rows_deleted = delete_rows(conn, counter_schema, &keys, None).await?;
+        if !report.dropped.is_empty() || report.rows_deleted > 0 {
+            conn.query_drop(new_epoch_sql(counter_schema, random_epoch()))
+                .await
+                .map_err(sql_error("cannot set the counter generation"))?;
+        }
     }
     finish(report)
 }
@@ -375,6 +398,7 @@ pub async fn status(conn: &mut Conn, counter_schema: &str, db: &str) -> Result<S
         HashMap::new()
     };
     let cascades = cascade_parents(conn, Some(db)).await?;
+    let nontx = non_transactional(conn, Some(db)).await?;
     let mut status = Status {
         db: db.to_owned(),
         counter_schema: counter_schema.to_owned(),
@@ -421,6 +445,7 @@ pub async fn status(conn: &mut Conn, counter_schema: &str, db: &str) -> Result<S
                 .get(&key)
                 .map(|p| p.iter().cloned().collect())
                 .unwrap_or_default(),
+            non_transactional: nontx.contains(&(db.to_owned(), table.clone())),
             table,
             insert,
             update,
@@ -452,6 +477,8 @@ pub async fn tracked_tables(conn: &mut Conn, counter_schema: &str) -> Result<Has
 pub struct CascadeCache {
     trigger_tables: BTreeSet<String>,
     parents: HashMap<String, BTreeSet<String>>,
+    /// `db.table` of the tables with triggers whose engine is not transactional.
+    non_transactional: HashSet<String>,
 }
 
 /// [`tracked_tables`], reading `information_schema.REFERENTIAL_CONSTRAINTS`
@@ -484,10 +511,18 @@ pub async fn tracked_tables_reusing(
     let trigger_tables: BTreeSet<String> = slots_by_table.keys().cloned().collect();
     let cache = match cached {
         Some(c) if c.trigger_tables == trigger_tables => c,
-        _ => CascadeCache {
-            trigger_tables,
-            parents: cascade_parents(conn, None).await?,
-        },
+        _ => {
+            let nontx = non_transactional(conn, None).await?;
+            CascadeCache {
+                non_transactional: nontx
+                    .iter()
+                    .map(|(db, t)| counter_key(db, t))
+                    .filter(|k| trigger_tables.contains(k))
+                    .collect(),
+                trigger_tables,
+                parents: cascade_parents(conn, None).await?,
+            }
+        }
     };
     let set = slots_by_table
         .into_iter()
@@ -495,7 +530,10 @@ pub async fn tracked_tables_reusing(
             let rows_ok = coverage
                 .get(key)
                 .is_some_and(|c| c.is_some_and(|n| n >= u64::from(*slots)));
-            *events == 0b111 && rows_ok && !cache.parents.contains_key(key)
+            *events == 0b111
+                && rows_ok
+                && !cache.parents.contains_key(key)
+                && !cache.non_transactional.contains(key)
         })
         .map(|(key, _)| key)
         .collect();

@@ -195,8 +195,12 @@ impl Session {
             Target::Previous => {
                 // A replica that answers about its previous statement must
                 // also be fresh for the tables this statement reads.
-                if let (Conn::Replica(i), ReadSet::Tables(t)) = (self.last_conn, plan.read_set) {
-                    if !t.is_empty() && !self.replica_fresh_for(i, Some(t)).await {
+                if let (Conn::Replica(i), true) = (self.last_conn, c.previous_reads_tables) {
+                    let tables = match plan.read_set {
+                        ReadSet::Tables(t) => Some(t),
+                        ReadSet::All => None,
+                    };
+                    if !self.replica_fresh_for(i, tables).await {
                         return Ok(Route {
                             conn: Conn::Master,
                             reason: "stale_replica",
@@ -456,6 +460,7 @@ impl Session {
             self.lex = Some(LexOptions {
                 ansi_quotes: has("ANSI_QUOTES"),
                 no_backslash_escapes: has("NO_BACKSLASH_ESCAPES"),
+                ..LexOptions::default()
             });
         }
     }

@@ -124,7 +124,7 @@ impl ErrorKind {
 /// [`crate::freshness::monitor::Fallback::as_str`],
 /// [`crate::router::classify::MasterReason::as_str`]). Known reasons get a
 /// pre-resolved counter; an unknown one still counts, through a label lookup.
-pub const REASONS: [&str; 28] = [
+pub const REASONS: [&str; 30] = [
     "write",
     "transaction",
     "session_state",
@@ -153,6 +153,8 @@ pub const REASONS: [&str; 28] = [
     "hint",
     "multi_statement",
     "side_effect",
+    "stored_function",
+    "unmarked_write",
 ];
 
 /// Index into [`REASONS`]: a `match` on the string (length, then bytes), no
@@ -187,6 +189,8 @@ fn reason_index(reason: &str) -> Option<usize> {
         "hint" => 25,
         "multi_statement" => 26,
         "side_effect" => 27,
+        "stored_function" => 28,
+        "unmarked_write" => 29,
         _ => return None,
     })
 }

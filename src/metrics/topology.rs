@@ -64,8 +64,11 @@ const FRESH: usize = 10;
 const PROBE_FAILURES: usize = 11;
 const PROBE_DURATION: usize = 12;
 const IN_ROTATION: usize = 13;
+const UNMARKED_WRITES: usize = 14;
+const UNMARKED_PENDING: usize = 15;
+const EPOCH_CHANGES: usize = 16;
 
-const FAMILIES: [Family; 14] = [
+const FAMILIES: [Family; 17] = [
     family(
         "sluice_backend_info",
         "Configured backends: always 1, with the backend's address and role.",
@@ -155,6 +158,28 @@ const FAMILIES: [Family; 14] = [
          probe succeeded; a single failed probe makes it 0.",
         GAUGE,
         REPLICA,
+    ),
+    family(
+        "sluice_unmarked_writes_total",
+        "Writes through sluice that fire no trigger (DDL, TRUNCATE, CALL, dynamic SQL) whose bump \
+         of the global counter row failed: reads then go to the master until every replica has \
+         the master's GTID position after them.",
+        COUNTER,
+        &["group"],
+    ),
+    family(
+        "sluice_unmarked_write_pending",
+        "1 while an unmarked write is not yet applied by every replica (reads to the master, \
+         or to a replica that has its GTID position).",
+        GAUGE,
+        &["group"],
+    ),
+    family(
+        "sluice_freshness_epoch_changes_total",
+        "Changes of the counter table's generation seen (install, uninstall, slot count, \
+         truncation, DDL through a sluice): counters are then compared afresh.",
+        COUNTER,
+        &["group"],
     ),
 ];
 
@@ -291,6 +316,22 @@ impl Collector for TopologyCollector {
             };
             let target = mon.target();
             s[MASTER_COUNTER].gauge(&f[MASTER_COUNTER], &[group], target.total() as f64);
+            let relaxed = std::sync::atomic::Ordering::Relaxed;
+            s[UNMARKED_WRITES].counter(
+                &f[UNMARKED_WRITES],
+                &[group],
+                mon.unmarked_writes.load(relaxed) as f64,
+            );
+            s[UNMARKED_PENDING].gauge(
+                &f[UNMARKED_PENDING],
+                &[group],
+                f64::from(u8::from(mon.unmarked_pending())),
+            );
+            s[EPOCH_CHANGES].counter(
+                &f[EPOCH_CHANGES],
+                &[group],
+                mon.epoch_changes.load(relaxed) as f64,
+            );
             for (i, r) in mon.replicas.iter().enumerate() {
                 let name = replica_name(i);
                 let key = [group, name.as_str()];

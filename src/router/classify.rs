@@ -7,7 +7,7 @@
 //! Unknown or unparsable text is a [`Kind::Write`]: it goes to the master
 //! untouched, which is always safe.
 
-use super::lexer::{unquote_ident, LexOptions, Token, Tokens};
+use super::lexer::{first_word, unquote_ident, LexOptions, Token, Tokens, DEFAULT_VERSION_RANGE};
 
 /// What one COM_QUERY is, for routing and for the session's state.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,7 +19,8 @@ pub struct Classified {
     /// `ROW_COUNT()`, `SQL_CALC_FOUND_ROWS`, `NEXTVAL()`/`LASTVAL()`/`SETVAL()`,
     /// `NEXT VALUE FOR` / `PREVIOUS VALUE FOR`, `MASTER_POS_WAIT()`/`MASTER_GTID_WAIT()`,
     /// user-variable assignment `:=`, a routing hint naming the master, a
-    /// multi-statement, or a `SHOW` whose answer differs per server.
+    /// multi-statement, a `SHOW` whose answer differs per server, or a call of a
+    /// function that is not a MariaDB built-in (`StoredFunction`).
     ///
     /// Computed for every kind (for a write it is informative only). When
     /// several reasons apply: `MultiStatement` first, then `Hint`, then the
@@ -42,8 +43,9 @@ pub struct Classified {
     /// `JSON_TABLE(...)` and other table functions, `LATERAL`,
     /// `FOR SYSTEM_TIME`, unbalanced parentheses, names that are not UTF-8 or
     /// hold a dot (`` `a.b` ``),
-    /// SHOW/EXPLAIN/DESCRIBE/HELP. Caveat: views and stored functions may read
-    /// tables not named here.
+    /// SHOW/EXPLAIN/DESCRIBE/HELP. Caveat: views may read tables not named
+    /// here (they have no triggers, so they are untracked); a call of a
+    /// function that is not a built-in sets `force_master: StoredFunction`.
     pub tables: Option<Vec<String>>,
     // ---- additions beyond the first API sketch ----
     /// The text holds more than one statement (also reported as
@@ -63,6 +65,15 @@ pub struct Classified {
     pub refers_to_previous: bool,
     /// What `autocommit` is set to, as [`sets_autocommit`] returns it.
     pub autocommit: Option<bool>,
+    /// `refers_to_previous` and the read also reads tables
+    /// (`SELECT @@warning_count, a FROM t`; `tables` names them, None:
+    /// unknown, so every table): sending it to the previous statement's
+    /// connection is right for the diagnostics but, when that connection is
+    /// a replica, only if that replica is fresh for those tables. The router
+    /// must check that freshness (or use the master); never send it to the
+    /// previous replica unchecked. False for `SHOW WARNINGS` and reads of no
+    /// table (`SELECT @@warning_count`).
+    pub previous_reads_tables: bool,
 }
 
 impl Classified {
@@ -115,8 +126,9 @@ pub enum SetScope {
     /// `SET GLOBAL` / `@@global.` / `PERSIST` / `PERSIST_ONLY` (wins over any
     /// other assignment in the same statement): master only, never replayed.
     Global,
-    /// `SET TRANSACTION ...` (next transaction only), `SET STATEMENT ... FOR ...`,
-    /// `SET PASSWORD`, `SET ROLE`, `SET DEFAULT ROLE`: master only, not replayed.
+    /// `SET TRANSACTION ...` (next transaction only), a `SET STATEMENT`
+    /// without a readable `FOR <statement>` (with one, the statement is
+    /// classified as `<statement>`), `SET PASSWORD`, `SET ROLE`, `SET DEFAULT ROLE`: master only, not replayed.
     MasterOnly,
 }
 
@@ -132,6 +144,11 @@ pub enum MasterReason {
     Hint,
     MultiStatement,
     SideEffect,
+    /// A read calls a function that is not a MariaDB built-in (`f()`,
+    /// `db.f()`, in any clause): a stored function may read tables the
+    /// statement does not name, or write. Lowest priority: reported only
+    /// when no other reason applies.
+    StoredFunction,
 }
 
 impl MasterReason {
@@ -148,6 +165,7 @@ impl MasterReason {
             MasterReason::Hint => "hint",
             MasterReason::MultiStatement => "multi_statement",
             MasterReason::SideEffect => "side_effect",
+            MasterReason::StoredFunction => "stored_function",
         }
     }
 }
@@ -158,9 +176,175 @@ pub fn classify(sql: &[u8]) -> Classified {
 }
 
 /// Classify under a known `sql_mode` (`ANSI_QUOTES`, `NO_BACKSLASH_ESCAPES`
-/// change where strings end).
+/// change where strings end) and server version (which versioned comments
+/// are code; see [`LexOptions::server_version`]).
+///
+/// `SET STATEMENT var = value, ... FOR <statement>` is classified as
+/// `<statement>` (a write if it writes, a read with its tables if it reads):
+/// the variables last for that statement only, nothing is left to replay.
 pub fn classify_with(sql: &[u8], opts: LexOptions) -> Classified {
-    Scanner::new(sql, opts).run()
+    match set_statement_for(sql, opts) {
+        None => classify_plain(sql, opts),
+        Some(Err(())) => unknown_write(),
+        Some(Ok((body, hint))) => {
+            let mut c = classify_plain(body, opts);
+            if hint && !c.multi_statement {
+                c.force_master = Some(MasterReason::Hint);
+            }
+            c
+        }
+    }
+}
+
+/// [`classify_with`] without the `SET STATEMENT` prefix rule (so a nested
+/// prefix, which the server refuses anyway, costs no recursion).
+fn classify_plain(sql: &[u8], opts: LexOptions) -> Classified {
+    let (c, doubt) = Scanner::new(sql, opts).run();
+    if !doubt {
+        return c;
+    }
+    // A versioned comment that a MariaDB 10.11 runs or skips depending on
+    // its patch level, which is not known: read the text as the oldest and
+    // the newest 10.11 would; when the readings differ, the master.
+    let (low, high) = DEFAULT_VERSION_RANGE;
+    let read_at = |v| {
+        Scanner::new(
+            sql,
+            LexOptions {
+                server_version: v,
+                ..opts
+            },
+        )
+        .run()
+        .0
+    };
+    let (a, b) = (read_at(low), read_at(high));
+    if a == b {
+        a
+    } else {
+        disagreement(a, b)
+    }
+}
+
+/// A statement whose effects cannot be read: a write for the master.
+fn unknown_write() -> Classified {
+    Classified {
+        kind: Kind::Write,
+        force_master: Some(MasterReason::SideEffect),
+        sets_user_variable: false,
+        creates_temp_table: false,
+        locks_tables: false,
+        takes_named_lock: false,
+        tables: None,
+        multi_statement: false,
+        reads_user_variable: false,
+        unlocks_tables: false,
+        refers_to_previous: false,
+        autocommit: None,
+        previous_reads_tables: false,
+    }
+}
+
+/// `SET STATEMENT ... FOR <body>`: Some(Ok((body, master hint in the
+/// prefix))), Some(Err) when the prefix cannot be read safely (its `FOR` is
+/// inside an executable or undecided versioned comment), None when the text
+/// is not such a statement.
+fn set_statement_for(sql: &[u8], opts: LexOptions) -> Option<Result<(&[u8], bool), ()>> {
+    let mut lx = Tokens::with_options(sql, opts);
+    if kw_of(&lex(&mut lx)) != Kw::Set || kw_of(&lex(&mut lx)) != Kw::Statement {
+        return None;
+    }
+    let mut depth = 0usize;
+    loop {
+        let t = lex(&mut lx);
+        match tok_of(&t) {
+            None | Some(Token::Semi) | Some(Token::Unterminated) => return None,
+            Some(Token::LParen) => depth += 1,
+            Some(Token::RParen) => depth = depth.saturating_sub(1),
+            _ if depth == 0 && kw_of(&t) == Kw::For => break,
+            _ => {}
+        }
+    }
+    if lx.in_exec() || lx.version_doubt() {
+        return Some(Err(()));
+    }
+    Some(Ok((&sql[lx.offset()..], lx.master_hint())))
+}
+
+/// The statement a text runs: after a `SET STATEMENT ... FOR` prefix, the
+/// text itself otherwise.
+fn statement_body(sql: &[u8]) -> &[u8] {
+    match set_statement_for(sql, LexOptions::default()) {
+        Some(Ok((body, _))) => body,
+        _ => sql,
+    }
+}
+
+/// Must a statement that ran on the master count as touching every table
+/// (a bump of the global `*` row)? True when it may change rows without
+/// firing sluice's triggers, or its tables cannot be known: DDL (`CREATE`,
+/// `ALTER`, `DROP`, `RENAME`), `TRUNCATE`, `CALL` (a procedure may run DDL),
+/// `EXECUTE` and `EXECUTE IMMEDIATE` (dynamic SQL), `BEGIN NOT ATOMIC`
+/// blocks, `REPAIR`, `IMPORT`, any statement sluice does not know, and
+/// multi-statements; also behind `SET STATEMENT ... FOR`. False for reads,
+/// session statements and transaction control, and for DML whose every row
+/// change fires the triggers (`INSERT`, `UPDATE`, `DELETE`, `REPLACE`,
+/// `LOAD DATA`, `DO`, `WITH ... UPDATE`), and for `PREPARE`/`DEALLOCATE`,
+/// which change nothing by themselves (the `EXECUTE` counts).
+pub fn writes_unknown_tables(c: &Classified, sql: &[u8]) -> bool {
+    if c.multi_statement {
+        return true;
+    }
+    match c.kind {
+        Kind::Write => {}
+        Kind::Read
+        | Kind::SessionSet(_)
+        | Kind::Use(_)
+        | Kind::Begin { .. }
+        | Kind::Commit
+        | Kind::Rollback
+        | Kind::Empty => return false,
+    }
+    let (word, _) = first_word(statement_body(sql));
+    !matches!(
+        word.as_str(),
+        "INSERT"
+            | "UPDATE"
+            | "DELETE"
+            | "REPLACE"
+            | "LOAD"
+            | "SELECT"
+            | "WITH"
+            | "VALUES"
+            | "TABLE"
+            | "DO"
+            | "SET"
+            | "USE"
+            | "COMMIT"
+            | "ROLLBACK"
+            | "SAVEPOINT"
+            | "RELEASE"
+            | "XA"
+            | "KILL"
+            | "HANDLER"
+            | "PREPARE"
+            | "DEALLOCATE"
+            | "CHECK"
+            | "CHECKSUM"
+            | "SHOW"
+            | "EXPLAIN"
+            | "DESCRIBE"
+            | "DESC"
+            | "HELP"
+            | "ANALYZE"
+            | "FLUSH"
+            | "LOCK"
+            | "UNLOCK"
+            | "BACKUP"
+            | "GET"
+            | "SIGNAL"
+            | "RESIGNAL"
+    )
 }
 
 /// Classify without knowing the session's `sql_mode`: where strings end
@@ -174,20 +358,30 @@ pub fn classify_any_mode(sql: &[u8]) -> Classified {
     if !sql.contains(&b'\\') {
         return c;
     }
-    let other = classify_with(
-        sql,
-        LexOptions {
-            ansi_quotes: false,
-            no_backslash_escapes: true,
-        },
-    );
-    if other.kind == c.kind
-        && other.force_master == c.force_master
-        && other.multi_statement == c.multi_statement
-    {
-        return c;
+    // With a backslash, a double quote also ends differently under
+    // ANSI_QUOTES (an identifier has no escapes): read those ways too.
+    let ansi = sql.contains(&b'"');
+    let modes = [(false, true), (true, false), (true, true)];
+    let mut out = c.clone();
+    for (ansi_quotes, no_backslash_escapes) in modes {
+        if ansi_quotes && !ansi {
+            continue;
+        }
+        let other = classify_with(
+            sql,
+            LexOptions {
+                ansi_quotes,
+                no_backslash_escapes,
+                ..LexOptions::default()
+            },
+        );
+        // Every field counts: a table one reading sees and the other does
+        // not is a read set sluice cannot be sure of.
+        if other != c {
+            out = disagreement(out, other);
+        }
     }
-    disagreement(c, other)
+    out
 }
 
 /// What two readings of one text that disagree amount to: a write for the
@@ -220,6 +414,7 @@ fn disagreement(a: Classified, b: Classified) -> Classified {
         } else {
             None
         },
+        previous_reads_tables: false,
     }
 }
 
@@ -364,6 +559,7 @@ enum Kw {
     Profile,
     Profiles,
     Read,
+    Recursive,
     Relaylog,
     Release,
     Replace,
@@ -499,6 +695,7 @@ const KEYWORDS: &[(&[u8], Kw)] = &[
     (b"PROFILE", Kw::Profile),
     (b"PROFILES", Kw::Profiles),
     (b"READ", Kw::Read),
+    (b"RECURSIVE", Kw::Recursive),
     (b"RELAYLOG", Kw::Relaylog),
     (b"RELEASE", Kw::Release),
     (b"RELEASE_ALL_LOCKS", Kw::ReleaseAllLocks),
@@ -1098,6 +1295,17 @@ fn ends_from(k: Kw) -> bool {
     )
 }
 
+/// The keyword a quoted identifier spells (`` `get_lock` ``), if any.
+fn quoted_keyword(q: &[u8]) -> Kw {
+    let Some(&delim) = q.first() else {
+        return Kw::None;
+    };
+    match q.get(1..q.len().saturating_sub(1)) {
+        Some(inner) if !inner.contains(&delim) => keyword(inner),
+        _ => Kw::None,
+    }
+}
+
 fn ident_name(t: Token<'_>) -> Option<String> {
     match t {
         Token::Word(w) => std::str::from_utf8(w).ok().map(str::to_owned),
@@ -1111,6 +1319,13 @@ struct Scanner<'a> {
     /// Keywords of the current token and the three before it (None for
     /// other words and for punctuation).
     hist: [Kw; 4],
+    /// The current token and the two before it (for `db.f(`).
+    toks: [Option<Token<'a>>; 3],
+    /// `WITH`: the main query (a SELECT at the top level) has started.
+    with_main: bool,
+    /// A read calls a function that is not a built-in (`f()`, `db.f()`):
+    /// it may read or write any table (see `MasterReason::StoredFunction`).
+    stored_function: bool,
     /// How the current statement starts.
     lead: Lead,
     /// Parenthesis depth in the current statement.
@@ -1150,6 +1365,9 @@ impl<'a> Scanner<'a> {
         Scanner {
             lx: Tokens::with_options(sql, opts),
             hist: [Kw::None; 4],
+            toks: [None; 3],
+            stored_function: false,
+            with_main: false,
             lead: Lead::Other,
             paren: 0,
             into_list: false,
@@ -1178,7 +1396,8 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    fn run(mut self) -> Classified {
+    /// The classification, and whether a versioned comment was undecided.
+    fn run(mut self) -> (Classified, bool) {
         let mut at_start = true;
         loop {
             let before = at_start.then(|| self.lx.clone());
@@ -1206,7 +1425,8 @@ impl<'a> Scanner<'a> {
             self.token(t);
         }
         self.end_statement();
-        self.finish()
+        let doubt = self.lx.version_doubt();
+        (self.finish(), doubt)
     }
 
     fn start_statement(&mut self, h: Head) {
@@ -1219,6 +1439,7 @@ impl<'a> Scanner<'a> {
             self.collect = false;
         }
         self.lead = h.lead;
+        self.with_main = false;
         self.paren = 0;
         self.into_list = false;
         self.depth = 0;
@@ -1263,10 +1484,16 @@ impl<'a> Scanner<'a> {
         } else if self.lx.master_hint() {
             Some(MasterReason::Hint)
         } else {
+            // Last: the session looks for some reasons (FOUND_ROWS) by name.
             self.force
+                .or(self.stored_function.then_some(MasterReason::StoredFunction))
         };
         let tables = (kind == Kind::Read && self.first_lead == Lead::Select && !self.tables_unknown)
             .then_some(self.tables);
+        let previous_reads_tables = self.refers_to_previous
+            && kind == Kind::Read
+            && matches!(self.first_lead, Lead::Select | Lead::With)
+            && tables.as_ref().is_none_or(|t| !t.is_empty());
         Classified {
             kind,
             force_master: force,
@@ -1280,12 +1507,14 @@ impl<'a> Scanner<'a> {
             unlocks_tables: self.unlocks_tables,
             refers_to_previous: self.refers_to_previous,
             autocommit: self.autocommit.flatten(),
+            previous_reads_tables,
         }
     }
 
     fn bump(&mut self) -> Option<Tk<'a>> {
         let t = lex(&mut self.lx)?;
         self.hist = [t.kw, self.hist[0], self.hist[1], self.hist[2]];
+        self.toks = [Some(t.tok), self.toks[0], self.toks[1]];
         Some(t)
     }
 
@@ -1327,8 +1556,15 @@ impl<'a> Scanner<'a> {
             Token::Comma if into => self.into_list = true,
             Token::SysVar(name) if !self.set_target() => self.sysvar(name),
             Token::LParen => {
-                // Only words have keywords.
-                self.function(self.hist[1]);
+                // Only words have keywords; a quoted built-in name calls the
+                // built-in too (`` `get_lock`('x', 0) ``).
+                match self.toks[1] {
+                    Some(Token::Quoted(q)) => self.function(quoted_keyword(q)),
+                    _ => self.function(self.hist[1]),
+                }
+                if matches!(self.lead, Lead::Select | Lead::With) && self.calls_routine() {
+                    self.stored_function = true;
+                }
                 self.paren += 1;
             }
             Token::RParen => self.paren = self.paren.saturating_sub(1),
@@ -1341,6 +1577,9 @@ impl<'a> Scanner<'a> {
 
     fn word(&mut self, t: Tk<'a>) {
         let p1 = self.hist[1];
+        if self.lead == Lead::With && self.paren == 0 && t.kw == Kw::Select {
+            self.with_main = true;
+        }
         match t.kw {
             Kw::Update if p1 == Kw::For => self.reason(MasterReason::LockingRead),
             Kw::Update if self.lead == Lead::With => self.with_write = true,
@@ -1390,6 +1629,50 @@ impl<'a> Scanner<'a> {
             | Kw::WaitUntilSqlThreadAfterGtids => self.reason(MasterReason::SideEffect),
             _ => {}
         }
+    }
+
+    /// At `(`: is the token before it the name of a stored function (any
+    /// function that is not a built-in)? `db.f(` always is, and so is a
+    /// quoted name (`` `f`( ``, `"f"(` under ANSI_QUOTES; a string before `(`
+    /// too, in case the mode is ANSI_QUOTES after all). `AGAINST`, `ESCAPE`,
+    /// `OF` are keywords only in their place (after `)`, a string, `AS`);
+    /// elsewhere MariaDB would call a stored function of that name.
+    fn calls_routine(&self) -> bool {
+        match self.toks[1] {
+            Some(Token::Word(w)) => {
+                if self.toks[2] == Some(Token::Dot) {
+                    return true;
+                }
+                if self.cte_list() {
+                    return false;
+                }
+                if super::builtins::is_builtin(w) {
+                    return false;
+                }
+                let after = self.toks[2];
+                let is = |k: &[u8]| w.eq_ignore_ascii_case(k);
+                !((is(b"AGAINST") && after == Some(Token::RParen))
+                    || (is(b"ESCAPE") && matches!(after, Some(Token::Str(_))))
+                    || (is(b"OF") && self.hist[2] == Kw::As))
+            }
+            Some(Token::Quoted(q)) => {
+                self.toks[2] == Some(Token::Dot)
+                    || !unquote_ident(q).is_some_and(|n| super::builtins::is_builtin(n.as_bytes()))
+            }
+            Some(Token::Str(_)) => true,
+            // A CTE's column list: `WITH c(a) AS`, `, d(b) AS` before the
+            // main SELECT.
+            _ => false,
+        }
+    }
+
+    /// In `WITH` before the main query, at the top level: a word before `(`
+    /// after `WITH`, `RECURSIVE` or `,` names a CTE with a column list.
+    fn cte_list(&self) -> bool {
+        self.lead == Lead::With
+            && !self.with_main
+            && self.paren == 0
+            && (matches!(self.hist[2], Kw::With | Kw::Recursive) || self.toks[2] == Some(Token::Comma))
     }
 
     fn sysvar(&mut self, name: &[u8]) {
@@ -1809,7 +2092,8 @@ mod tests {
         plain_read("SELECT \"a\"\"b; INSERT\", \"x\\\"; DELETE\"");
         plain_read("SELECT `into` FROM t");
         plain_read("SELECT `a``; DELETE` FROM t");
-        plain_read("SELECT `get_lock`(1)");
+        // A quoted built-in name calls the built-in (checked on 10.11).
+        read_forced("SELECT `get_lock`(1)", R::LockFunction);
         plain_read("SELECT 'GET_LOCK(1)', \"LAST_INSERT_ID()\"");
         plain_read("SELECT '/*master*/', '-- master'");
         plain_read("SELECT ';' ; ");
@@ -1888,7 +2172,9 @@ mod tests {
         );
         read_forced("SELECT /*!50000 SQL_CALC_FOUND_ROWS */ * FROM t", R::FoundRows);
         read_forced("SELECT * FROM t /*! FOR UPDATE */", R::LockingRead);
-        read_forced("SELECT * FROM t /*!80000 FOR SHARE */", R::LockingRead);
+        // MariaDB skips MySQL 5.7+ versioned comments.
+        plain_read("SELECT * FROM t /*!80000 FOR SHARE */");
+        read_forced("SELECT * FROM t /*!50000 FOR UPDATE */", R::LockingRead);
         read_forced("SELECT 1 /*M!100100 FOR UPDATE */", R::LockingRead);
         plain_read("/*M!100100 SELECT 1 */");
         plain_read("/*!SELECT*/ 1");
@@ -2179,7 +2465,7 @@ mod tests {
         for s in [
             "SET TRANSACTION ISOLATION LEVEL READ COMMITTED",
             "SET TRANSACTION READ ONLY",
-            "SET STATEMENT max_statement_time = 1 FOR SELECT * FROM t",
+            "SET STATEMENT max_statement_time = 1",
             "SET PASSWORD = 'x'",
             "SET PASSWORD FOR 'u'@'h' = PASSWORD('x')",
             "SET ROLE r",
@@ -2606,11 +2892,11 @@ mod tests {
     fn ansi_quotes_and_backslashes() {
         let ansi = LexOptions {
             ansi_quotes: true,
-            no_backslash_escapes: false,
+            ..LexOptions::default()
         };
         let nbe = LexOptions {
-            ansi_quotes: false,
             no_backslash_escapes: true,
+            ..LexOptions::default()
         };
         let s = b"SELECT * FROM \"my\"\"t\" WHERE a = 'x'";
         assert_eq!(classify(s).tables, None);
@@ -2773,5 +3059,236 @@ mod any_mode_tests {
         // autocommit only when both readings agree.
         let c = classify_any_mode(b"SET autocommit = 0, @v = 'a\\' ; SET autocommit = 1; -- '");
         assert_eq!(c.autocommit, None);
+    }
+}
+
+/// The read sets and write marks that issue 11 found missing: versioned
+/// comments, quoting under each sql_mode, stored functions, `SET STATEMENT`,
+/// diagnostics reads with tables, and which writes touch unknown tables.
+#[cfg(test)]
+mod read_set_tests {
+    use super::*;
+
+    fn tt(names: &[&str]) -> Option<Vec<String>> {
+        Some(names.iter().map(|s| s.to_string()).collect())
+    }
+
+    fn at(v: u32) -> LexOptions {
+        LexOptions {
+            server_version: v,
+            ..LexOptions::default()
+        }
+    }
+
+    #[test]
+    fn versioned_comments_hide_nothing() {
+        let s = b"SELECT * FROM a /*!999999 WHERE */ , b";
+        assert_eq!(classify(s).tables, tt(&["a", "b"]));
+        assert_eq!(classify_with(s, at(101106)).tables, tt(&["a", "b"]));
+        // MySQL-only range: skipped by MariaDB whatever its version.
+        let s = b"SELECT * FROM a /*!80000 WHERE */ , b";
+        assert_eq!(classify(s).tables, tt(&["a", "b"]));
+        // Run by MariaDB: code.
+        let s = b"SELECT * FROM a /*!100100 , b */ , c";
+        assert_eq!(classify(s).tables, tt(&["a", "b", "c"]));
+        let s = b"SELECT * FROM a /*M!80000 , b */";
+        assert_eq!(classify(s).tables, tt(&["a", "b"]));
+        // Exactly at the boundary of a known server.
+        let s = b"SELECT * FROM a /*!101106 WHERE */ , b";
+        assert_eq!(classify_with(s, at(101106)).tables, tt(&["a"]));
+        assert_eq!(classify_with(s, at(101105)).tables, tt(&["a", "b"]));
+        // Unknown 10.11 patch level: both readings; they differ, so the master.
+        let c = classify(s);
+        assert_eq!(c.kind, Kind::Write);
+        assert!(!c.replica_eligible());
+        // A skipped comment hides a write keyword too: still a read.
+        let c = classify(b"SELECT 1 /*!999999 ; DELETE FROM t */");
+        assert_eq!(c.kind, Kind::Read);
+        // And a run one shows it.
+        let c = classify(b"SELECT 1 /*!100000 ; DELETE FROM t */");
+        assert!(c.multi_statement);
+    }
+
+    #[test]
+    fn quoting_under_each_sql_mode() {
+        let nbe = LexOptions {
+            no_backslash_escapes: true,
+            ..LexOptions::default()
+        };
+        let ansi = LexOptions {
+            ansi_quotes: true,
+            ..LexOptions::default()
+        };
+        // 'C:\' ends at the second quote only without NO_BACKSLASH_ESCAPES.
+        let s = b"SELECT * FROM t WHERE a = 'C:\\' AND b IN (SELECT x FROM u) -- '";
+        assert_eq!(classify(s).tables, tt(&["t"]));
+        assert_eq!(classify_with(s, nbe).tables, tt(&["t", "u"]));
+        let any = classify_any_mode(s);
+        assert!(!any.replica_eligible(), "{any:?}");
+        // "a\" is an identifier without escapes under ANSI_QUOTES.
+        let s = b"SELECT * FROM t WHERE a = \"a\\\" AND b IN (SELECT x FROM u) -- \"";
+        assert_eq!(classify(s).tables, tt(&["t"]));
+        assert_eq!(classify_with(s, ansi).tables, tt(&["t", "u"]));
+        assert_eq!(classify_with(s, nbe).tables, tt(&["t", "u"]));
+        let any = classify_any_mode(s);
+        assert!(!any.replica_eligible(), "{any:?}");
+        // Under ANSI_QUOTES a double-quoted table is a table.
+        let s = b"SELECT * FROM t JOIN \"u\" ON 1";
+        assert_eq!(classify_with(s, ansi).tables, tt(&["t", "u"]));
+        assert_eq!(classify(s).tables, None);
+        // Unambiguous backslashes keep one reading.
+        let s = b"SELECT * FROM t WHERE a = 'x\\\\y'";
+        assert_eq!(classify_any_mode(s).tables, tt(&["t"]));
+    }
+
+    #[test]
+    fn stored_functions_are_master_only() {
+        let sf = Some(MasterReason::StoredFunction);
+        for s in [
+            &b"SELECT f()"[..],
+            b"SELECT db.f()",
+            b"SELECT db.f(), x FROM t",
+            b"SELECT `db`.`f`(1) FROM t",
+            b"SELECT x FROM t WHERE y = f(x)",
+            b"SELECT x FROM t ORDER BY my_rank(x)",
+            b"SELECT x FROM t GROUP BY x HAVING g (x) > 1",
+            b"SELECT x FROM (SELECT f(1) AS x) d",
+            b"SELECT `my_f`('a')",
+            b"SELECT against(1)",
+            b"SELECT point(1)",
+            b"SELECT vec_distance(1, 2)",
+            b"SELECT * FROM t WHERE a IN (SELECT f(b) FROM u)",
+        ] {
+            let c = classify(s);
+            assert_eq!(c.kind, Kind::Read, "{}", String::from_utf8_lossy(s));
+            assert_eq!(c.force_master, sf, "{}", String::from_utf8_lossy(s));
+            assert!(!c.replica_eligible());
+        }
+        for s in [
+            &b"SELECT COUNT(*), CONCAT(a, 'x'), CAST(a AS DECIMAL(10,2)) FROM t"[..],
+            b"SELECT * FROM t WHERE a IN (1, 2) AND EXISTS (SELECT 1 FROM u)",
+            b"SELECT * FROM t WHERE MATCH (a) AGAINST ('x' IN BOOLEAN MODE)",
+            b"SELECT * FROM t WHERE a LIKE 'x!%' ESCAPE ('!')",
+            b"SELECT SUM(a) OVER (PARTITION BY b ORDER BY c) FROM t",
+            b"SELECT JSON_EXTRACT(j, '$.a'), ST_X(ST_POINTFROMTEXT('POINT(1 2)')), IF(a, 1, 2) FROM t",
+            b"SELECT CONVERT(a, CHAR(10)), CONVERT(a USING utf8mb4) FROM t",
+            b"SELECT * FROM t USE INDEX (i) WHERE (a, b) = (1, 2)",
+            b"SELECT a FROM t UNION (SELECT b FROM u)",
+            b"SELECT TRIM(BOTH 'x' FROM a), EXTRACT(YEAR FROM (d)) FROM t",
+            b"SELECT ROW_NUMBER() OVER (), LAG(a) OVER w FROM t WINDOW w AS (ORDER BY a)",
+            b"SELECT NOW(6), CURRENT_TIMESTAMP(), DATE(d), MOD(a, 2) FROM t",
+            // A quoted built-in name calls the built-in (checked on 10.11).
+            b"SELECT `concat`('a')",
+            // CTE column lists are no calls.
+            b"WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3), s(m) AS (SELECT 1) SELECT * FROM r, s",
+        ] {
+            let c = classify(s);
+            assert!(c.replica_eligible(), "{} {c:?}", String::from_utf8_lossy(s));
+        }
+        // After the main SELECT of a WITH, a word before `(` is a call again.
+        let c = classify(b"WITH c(a) AS (SELECT 1) SELECT f(a), g(a) FROM c");
+        assert_eq!(c.force_master, sf);
+        // Other reasons win (the session looks for FOUND_ROWS by name).
+        let c = classify(b"SELECT f(), FOUND_ROWS()");
+        assert_eq!(c.force_master, Some(MasterReason::FoundRows));
+        assert_eq!(
+            classify(b"/*master*/ SELECT f()").force_master,
+            Some(MasterReason::Hint)
+        );
+        // Writes go to the master anyway; the reason is informative.
+        assert_eq!(classify(b"INSERT INTO t (a) VALUES (f(1))").kind, Kind::Write);
+    }
+
+    #[test]
+    fn set_statement_is_its_statement() {
+        let c = classify(b"SET STATEMENT max_statement_time=1 FOR SELECT * FROM t JOIN u");
+        assert_eq!(c.kind, Kind::Read);
+        assert_eq!(c.tables, tt(&["t", "u"]));
+        assert!(c.replica_eligible());
+        let s = b"SET STATEMENT sql_mode='', foreign_key_checks=0 FOR INSERT INTO t VALUES (1)";
+        let c = classify(s);
+        assert_eq!(c.kind, Kind::Write);
+        assert!(!writes_unknown_tables(&c, s));
+        let s = b"SET STATEMENT lock_wait_timeout=(SELECT 1) FOR TRUNCATE t";
+        let c = classify(s);
+        assert_eq!(c.kind, Kind::Write);
+        assert!(writes_unknown_tables(&c, s));
+        let s = b"set statement x=1 for alter table t add c int";
+        assert!(writes_unknown_tables(&classify(s), s));
+        assert_eq!(
+            classify(b"/*master*/ SET STATEMENT x=1 FOR SELECT 1").force_master,
+            Some(MasterReason::Hint)
+        );
+        assert_eq!(
+            classify(b"SET STATEMENT x=1 FOR SELECT f() FROM t").force_master,
+            Some(MasterReason::StoredFunction)
+        );
+        let c = classify(b"SET STATEMENT x=1 FOR SELECT 1; DELETE FROM t");
+        assert!(c.multi_statement);
+        // No FOR: a master-only SET, as before.
+        assert_eq!(
+            classify(b"SET STATEMENT x=1").kind,
+            Kind::SessionSet(SetScope::MasterOnly)
+        );
+        // A FOR the prefix cannot place surely: a write.
+        let c = classify(b"SET STATEMENT x=1 /*! FOR SELECT 1 */");
+        assert_eq!(c.kind, Kind::Write);
+    }
+
+    #[test]
+    fn diagnostics_reads_with_tables() {
+        let c = classify(b"SELECT @@warning_count, a FROM t");
+        assert!(c.refers_to_previous && c.previous_reads_tables);
+        assert_eq!(c.tables, tt(&["t"]));
+        let c = classify(b"SELECT @@warning_count, (SELECT a FROM t LIMIT 1)");
+        assert!(c.previous_reads_tables);
+        let c = classify(b"SELECT @@warning_count");
+        assert!(c.refers_to_previous && !c.previous_reads_tables);
+        let c = classify(b"SHOW WARNINGS");
+        assert!(c.refers_to_previous && !c.previous_reads_tables);
+        let c = classify(b"SELECT a FROM t");
+        assert!(!c.previous_reads_tables);
+    }
+
+    #[test]
+    fn which_writes_touch_unknown_tables() {
+        let w = |s: &[u8]| writes_unknown_tables(&classify(s), s);
+        for s in [
+            &b"TRUNCATE t"[..],
+            b"ALTER TABLE t ADD c INT",
+            b"CREATE TABLE x (a INT)",
+            b"DROP TABLE t",
+            b"RENAME TABLE a TO b",
+            b"CALL p()",
+            b"EXECUTE IMMEDIATE 'TRUNCATE t'",
+            b"EXECUTE s",
+            b"BEGIN NOT ATOMIC TRUNCATE t; END",
+            b"INSERT INTO t VALUES (1); TRUNCATE u",
+            b"REPAIR TABLE t",
+            b"frobnicate",
+            b"/*!100000 TRUNCATE t */",
+        ] {
+            assert!(w(s), "{}", String::from_utf8_lossy(s));
+        }
+        for s in [
+            &b"INSERT INTO t VALUES (1)"[..],
+            b"update t set a = 1",
+            b"DELETE FROM t",
+            b"REPLACE INTO t VALUES (1)",
+            b"LOAD DATA INFILE 'x' INTO TABLE t",
+            b"DO f()",
+            b"SELECT 1",
+            b"SET @a = 1",
+            b"COMMIT",
+            b"COMMIT AND CHAIN",
+            b"BEGIN",
+            b"PREPARE s FROM 'TRUNCATE t'",
+            b"DEALLOCATE PREPARE s",
+            b"SAVEPOINT a",
+            b"ROLLBACK TO SAVEPOINT a",
+            b"",
+        ] {
+            assert!(!w(s), "{}", String::from_utf8_lossy(s));
+        }
     }
 }

@@ -89,13 +89,48 @@ pub fn use_database(sql: &[u8]) -> Option<String> {
     String::from_utf8(name).ok()
 }
 
-/// How the server reads quotes: its `sql_mode` flags `ANSI_QUOTES` (a
+/// How the server reads the text: its `sql_mode` flags `ANSI_QUOTES` (a
 /// double-quoted text is an identifier) and `NO_BACKSLASH_ESCAPES` (a
-/// backslash in a string is an ordinary character). The default is MySQL's.
+/// backslash in a string is an ordinary character), and its version, which
+/// decides which versioned comments (`/*!NNNNN ... */`) are code. The default
+/// is MySQL's quoting and a MariaDB 10.11 of unknown patch level.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LexOptions {
     pub ansi_quotes: bool,
     pub no_backslash_escapes: bool,
+    /// The server's version as `MYSQL_VERSION_ID` spells it (10.11.6 is
+    /// 101106; `server_version_id` turns `@@version` into it). 0: a MariaDB
+    /// 10.11 whose patch level is unknown; a comment versioned 101101..=101199
+    /// is then undecided (see [`Tokens::version_doubt`]).
+    pub server_version: u32,
+}
+
+/// The lowest and highest version id of a MariaDB 10.11 (the default when the
+/// server's version is not known).
+pub const DEFAULT_VERSION_RANGE: (u32, u32) = (101101, 101199);
+
+/// `MYSQL_VERSION_ID` of a server from its `@@version` text
+/// (`10.11.6-MariaDB-log` → 101106); None when it does not start with
+/// `major.minor.patch`.
+pub fn server_version_id(version: &str) -> Option<u32> {
+    let mut parts = version.splitn(3, '.');
+    let major: u32 = parts.next()?.parse().ok()?;
+    let minor: u32 = parts.next()?.parse().ok()?;
+    let rest = parts.next()?;
+    let end = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+    let patch: u32 = rest[..end].parse().ok()?;
+    if minor > 99 || patch > 99 {
+        return None;
+    }
+    Some(major * 10000 + minor * 100 + patch)
+}
+
+/// What MariaDB's lexer does with a versioned comment `/*!NNNNN` (or
+/// `/*M!NNNNN` when `mariadb_only`) on a server of version id `server`: its
+/// body is code when NNNNN <= the server's version, except that plain `/*!`
+/// comments in MySQL's 5.7+ range (50700..=99999) are always skipped.
+pub fn versioned_comment_runs(version: u32, mariadb_only: bool, server: u32) -> bool {
+    version <= server && (mariadb_only || !(50700..=99999).contains(&version))
 }
 
 /// One token of SQL text. Slices borrow the input; quoted tokens keep their
@@ -139,6 +174,9 @@ pub struct Tokens<'a> {
     opts: LexOptions,
     in_exec: bool,
     master_hint: bool,
+    /// A versioned comment whose fate depends on the patch level of an
+    /// unknown 10.11 (`server_version` 0); read as code here.
+    version_doubt: bool,
     done: bool,
     /// End of the last word, string or quoted identifier: an `@` right there
     /// separates a user from a host (`'u'@'h'`), it starts no variable.
@@ -157,6 +195,7 @@ impl<'a> Tokens<'a> {
             opts,
             in_exec: false,
             master_hint: false,
+            version_doubt: false,
             done: false,
             name_end: usize::MAX,
         }
@@ -165,6 +204,18 @@ impl<'a> Tokens<'a> {
     /// Whether a comment seen so far contains the word `master` (any case).
     pub fn master_hint(&self) -> bool {
         self.master_hint
+    }
+
+    /// Whether a versioned comment was met that a MariaDB 10.11 runs or skips
+    /// depending on its patch level (only when `server_version` is 0): the
+    /// caller should read the text both ways (see `classify_with`).
+    pub fn version_doubt(&self) -> bool {
+        self.version_doubt
+    }
+
+    /// Whether the next token is inside an executable comment.
+    pub fn in_exec(&self) -> bool {
+        self.in_exec
     }
 
     /// Byte offset of the next unread byte.
@@ -199,16 +250,10 @@ impl<'a> Tokens<'a> {
                         None
                     };
                     if let Some(skip) = exec {
-                        // Executable comment: its content (after an optional
-                        // server version) is code.
-                        self.pos += skip;
-                        let mut digits = 0;
-                        while digits < 6 && self.at(self.pos).is_ascii_digit() {
-                            self.pos += 1;
-                            digits += 1;
+                        if self.executable_comment(skip) {
+                            continue;
                         }
-                        self.in_exec = true;
-                        continue;
+                        return false;
                     }
                     let body_start = self.pos + 2;
                     match find(&self.s[body_start.min(self.s.len())..], b"*/") {
@@ -228,6 +273,65 @@ impl<'a> Tokens<'a> {
                 _ => return true,
             }
         }
+    }
+
+    /// At `/*!` (`skip` 3) or `/*M!` (4): MariaDB's rule (sql_lex.cc). Five
+    /// digits, or six when a sixth follows, are a version: the body is code
+    /// when [`versioned_comment_runs`], else the comment is skipped up to its
+    /// `*/` (one nested `/* */` allowed, quotes not looked at). Fewer than
+    /// five digits are no version: they and the rest are code. False if a
+    /// skipped comment never ends.
+    fn executable_comment(&mut self, skip: usize) -> bool {
+        let start = self.pos + skip;
+        let digits = self.s[start.min(self.s.len())..]
+            .iter()
+            .take(6)
+            .take_while(|c| c.is_ascii_digit())
+            .count();
+        if digits < 5 {
+            self.pos = start;
+            self.in_exec = true;
+            return true;
+        }
+        let version = self.s[start..start + digits]
+            .iter()
+            .fold(0u32, |v, d| v * 10 + u32::from(d - b'0'));
+        let mariadb_only = skip == 4;
+        let runs = if self.opts.server_version != 0 {
+            versioned_comment_runs(version, mariadb_only, self.opts.server_version)
+        } else {
+            let (low, high) = DEFAULT_VERSION_RANGE;
+            let at_low = versioned_comment_runs(version, mariadb_only, low);
+            if at_low != versioned_comment_runs(version, mariadb_only, high) {
+                self.version_doubt = true;
+            }
+            at_low
+        };
+        if runs {
+            self.pos = start + digits;
+            self.in_exec = true;
+            return true;
+        }
+        // Skipped: up to the first `*/`, one nested comment allowed.
+        let mut i = start + digits;
+        let mut nested = false;
+        while i < self.s.len() {
+            if !nested && self.at(i) == b'/' && self.at(i + 1) == b'*' {
+                nested = true;
+                i += 2;
+            } else if self.at(i) == b'*' && self.at(i + 1) == b'/' {
+                i += 2;
+                if !nested {
+                    self.pos = i;
+                    return true;
+                }
+                nested = false;
+            } else {
+                i += 1;
+            }
+        }
+        self.pos = self.s.len();
+        false
     }
 
     fn skip_line(&mut self) {
@@ -515,17 +619,74 @@ mod tests {
         assert_eq!(toks(b""), vec![]);
     }
 
+    fn toks_at(s: &[u8], server_version: u32) -> Vec<Token<'_>> {
+        Tokens::with_options(
+            s,
+            LexOptions {
+                server_version,
+                ..LexOptions::default()
+            },
+        )
+        .collect()
+    }
+
+    #[test]
+    fn versioned_comments() {
+        use Token::*;
+        // Above the server's version: skipped, so `WHERE` is not code.
+        assert_eq!(
+            toks_at(b"a /*!999999 WHERE */ , b", 101106),
+            vec![Word(b"a"), Comma, Word(b"b")]
+        );
+        assert_eq!(
+            toks(b"a /*!999999 WHERE */ , b"),
+            vec![Word(b"a"), Comma, Word(b"b")]
+        );
+        // MySQL 5.7+ range: skipped by MariaDB, unless `/*M!`.
+        assert_eq!(toks_at(b"/*!50700 x */ y", 101106), vec![Word(b"y")]);
+        assert_eq!(toks_at(b"/*!80000 x */ y", 101106), vec![Word(b"y")]);
+        assert_eq!(toks_at(b"/*M!50700 x */ y", 101106), vec![Word(b"x"), Word(b"y")]);
+        assert_eq!(toks_at(b"/*!50699 x */ y", 101106), vec![Word(b"x"), Word(b"y")]);
+        // At or below the version: code; six digits.
+        assert_eq!(toks_at(b"/*!101106 x */", 101106), vec![Word(b"x")]);
+        assert_eq!(toks_at(b"/*!101107 x */ y", 101106), vec![Word(b"y")]);
+        assert_eq!(toks_at(b"/*M!101107 x */ y", 101106), vec![Word(b"y")]);
+        // Fewer than five digits: no version, the digits are code.
+        assert_eq!(toks_at(b"/*!1234 */", 101106), vec![Number(b"1234")]);
+        assert_eq!(toks_at(b"/*!x*/", 101106), vec![Word(b"x")]);
+        // A skipped comment ignores quotes and allows one nested comment.
+        assert_eq!(toks_at(b"/*!99999 ' */ y", 101106), vec![Word(b"y")]);
+        assert_eq!(toks_at(b"/*!999999 a /* b */ c */ d", 101106), vec![Word(b"d")]);
+        assert_eq!(toks_at(b"/*!999999 a", 101106), vec![Unterminated]);
+        // Unknown 10.11 patch level: read as at 10.11.1, with a doubt.
+        let mut t = Tokens::new(b"/*!101150 x */ y");
+        assert_eq!(t.by_ref().collect::<Vec<_>>(), vec![Word(b"y")]);
+        assert!(t.version_doubt());
+        let mut t = Tokens::new(b"/*!100100 x */ /*!999999 y */");
+        assert_eq!(t.by_ref().collect::<Vec<_>>(), vec![Word(b"x")]);
+        assert!(!t.version_doubt());
+    }
+
+    #[test]
+    fn version_ids() {
+        assert_eq!(server_version_id("10.11.6-MariaDB-log"), Some(101106));
+        assert_eq!(server_version_id("11.4.2-MariaDB"), Some(110402));
+        assert_eq!(server_version_id("8.0.36"), Some(80036));
+        assert_eq!(server_version_id("10.11"), None);
+        assert_eq!(server_version_id("x"), None);
+    }
+
     #[test]
     fn token_options() {
         let ansi = LexOptions {
             ansi_quotes: true,
-            no_backslash_escapes: false,
+            ..LexOptions::default()
         };
         let t: Vec<_> = Tokens::with_options(b"\"a\"\"b\"", ansi).collect();
         assert_eq!(t, vec![Token::Quoted(b"\"a\"\"b\"")]);
         let nbe = LexOptions {
-            ansi_quotes: false,
             no_backslash_escapes: true,
+            ..LexOptions::default()
         };
         let t: Vec<_> = Tokens::with_options(b"'a\\' x", nbe).collect();
         assert_eq!(t, vec![Token::Str(b"'a\\'"), Token::Word(b"x")]);

@@ -4,6 +4,7 @@
 //! `lexer` has the cheap word-level helpers; `classify` decides read/write,
 //! session effects and the tables a read depends on.
 
+pub mod builtins;
 pub mod classify;
 pub mod lexer;
 pub mod plan;

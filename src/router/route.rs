@@ -41,8 +41,12 @@ pub fn plan<'a>(c: &'a Classified, sql: &[u8], src: Source, v: &View) -> Plan<'a
         read_set,
         write_set,
         effects: effects(c, sql, src, write_set),
-        // `SET STATEMENT ... FOR INSERT ...` writes like its statement.
-        is_write: matches!(c.kind, Kind::Write | Kind::Commit) || write_set != WriteSet::Nothing,
+        // `SET STATEMENT ... FOR INSERT ...` writes like its statement; a
+        // stored function may write too (counted by triggers, and the
+        // causal snapshot must follow it).
+        is_write: matches!(c.kind, Kind::Write | Kind::Commit)
+            || write_set != WriteSet::Nothing
+            || c.force_master == Some(MasterReason::StoredFunction),
     }
 }
 
@@ -101,33 +105,6 @@ const OPAQUE: [&str; 7] = [
     "BEGIN",
 ];
 
-/// Statements that change no table rows a replica could lack, or only rows
-/// whose triggers count the change.
-const COUNTED_OR_NOTHING: [&str; 22] = [
-    "INSERT",
-    "UPDATE",
-    "DELETE",
-    "REPLACE",
-    "LOAD",
-    "SELECT",
-    "SET",
-    "DO",
-    "COMMIT",
-    "START",
-    "ROLLBACK",
-    "SAVEPOINT",
-    "RELEASE",
-    "KILL",
-    "FLUSH",
-    "CHECK",
-    "CHECKSUM",
-    "SHOW",
-    "USE",
-    "LOCK",
-    "UNLOCK",
-    "WITH",
-];
-
 /// What `c` may change. DDL, TRUNCATE and anything opaque count as touching
 /// everything: no trigger fires for them, or what they touch is unknown.
 pub fn write_set(c: &Classified, sql: &[u8]) -> WriteSet {
@@ -144,31 +121,12 @@ pub fn write_set(c: &Classified, sql: &[u8]) -> WriteSet {
         }
         Kind::Write => {}
     }
-    if c.multi_statement {
-        return WriteSet::Everything;
-    }
-    let (word, rest) = first_word(sql);
-    if word == "BEGIN" {
-        // `BEGIN [WORK]` is Kind::Begin; a Write starting with BEGIN is a
-        // compound statement (`BEGIN NOT ATOMIC ... END`).
-        return WriteSet::Everything;
-    }
-    if OPAQUE.contains(&word.as_str()) {
-        return match word.as_str() {
-            // Server-side objects only.
-            "PREPARE" | "DEALLOCATE" | "HANDLER" | "XA" => WriteSet::Counted,
-            _ => WriteSet::Everything,
-        };
-    }
-    if word == "SET" {
-        if let Some(inner) = set_statement_target(rest) {
-            return write_set_of_text(inner);
-        }
-    }
-    if COUNTED_OR_NOTHING.contains(&word.as_str()) {
-        WriteSet::Counted
-    } else {
+    // One list of what fires no trigger or touches unknown tables, shared
+    // with the classifier (DDL, TRUNCATE, dynamic SQL, procedures, ...).
+    if super::classify::writes_unknown_tables(c, sql) {
         WriteSet::Everything
+    } else {
+        WriteSet::Counted
     }
 }
 

@@ -9,7 +9,7 @@ use super::sql::{
 use super::{COUNTER_TABLE, LOCK_WAIT_TIMEOUT_SECS, MAX_SLOTS, SYSTEM_SCHEMAS};
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// A row of `information_schema.TRIGGERS`.
 #[derive(Debug, Clone)]
@@ -95,6 +95,33 @@ pub async fn base_tables(conn: &mut Conn, db: &str) -> Result<Vec<String>, Trigg
         .collect();
     tables.sort();
     Ok(tables)
+}
+
+/// `(schema, table)` of base tables whose engine is not transactional
+/// (MyISAM, Aria, MEMORY, CSV, ...), in `db` or in every schema. Their rows
+/// survive a failed statement or a rollback while a trigger's counter bump
+/// is rolled back, so counting their writes with triggers is unsound: they
+/// are never tracked (reads of them go to the master). Only InnoDB (and
+/// MyRocks) roll back with the bump.
+pub(super) async fn non_transactional(
+    conn: &mut Conn,
+    db: Option<&str>,
+) -> Result<HashSet<(String, String)>, TriggerError> {
+    let mut sql = "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES \
+                   WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') AND ENGINE IS NOT NULL \
+                   AND ENGINE NOT IN ('InnoDB', 'ROCKSDB')"
+        .to_owned();
+    match db {
+        Some(db) => sql.push_str(&format!(" AND TABLE_SCHEMA = {}", quote_literal(db))),
+        None => sql.push_str(
+            " AND TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')",
+        ),
+    }
+    let rows: Vec<(String, String)> = conn
+        .query(sql)
+        .await
+        .map_err(sql_error("cannot read the engines of the tables"))?;
+    Ok(rows.into_iter().collect())
 }
 
 pub(super) async fn schema_exists(conn: &mut Conn, db: &str) -> Result<bool, TriggerError> {

@@ -81,6 +81,10 @@ pub struct Report {
     pub rows_deleted: u64,
     /// Tables dropped while the command ran.
     pub skipped: Vec<String>,
+    /// Tables left without triggers because their engine is not
+    /// transactional (MyISAM, Aria, MEMORY, ...): reads of them go to the
+    /// master.
+    pub non_transactional: Vec<String>,
     /// `(trigger, error)`: statements that failed (e.g. a lock wait timeout);
     /// when not empty the command returns [`TriggerError::Incomplete`].
     pub failed: Vec<(String, String)>,
@@ -115,6 +119,13 @@ impl fmt::Display for Report {
                 f,
                 "  skipped (table dropped meanwhile): {}",
                 self.skipped.join(", ")
+            )?;
+        }
+        if !self.non_transactional.is_empty() {
+            writeln!(
+                f,
+                "  not tracked (engine not transactional, reads go to the master): {}",
+                self.non_transactional.join(", ")
             )?;
         }
         for (name, error) in &self.failed {
@@ -157,6 +168,8 @@ pub struct TableStatus {
     /// `db.table` of parents whose foreign keys cascade into this table:
     /// cascaded changes fire no trigger, so reads of it go to the master.
     pub cascaded_from: Vec<String>,
+    /// The table's engine is not transactional: never tracked.
+    pub non_transactional: bool,
 }
 
 impl TableStatus {
@@ -173,7 +186,7 @@ impl TableStatus {
         let all_ok = Event::ALL
             .into_iter()
             .all(|e| matches!(self.state(e), TriggerState::Ok { .. }));
-        all_ok && self.rows_ok && self.cascaded_from.is_empty()
+        all_ok && self.rows_ok && self.cascaded_from.is_empty() && !self.non_transactional
     }
 
     pub(super) fn has_any_sluice_trigger(&self) -> bool {
@@ -246,6 +259,8 @@ impl fmt::Display for Status {
             .map(|t| {
                 let reads = if t.is_tracked() {
                     "replica".to_owned()
+                } else if t.non_transactional {
+                    "master (non-transactional engine)".to_owned()
                 } else if !t.cascaded_from.is_empty() {
                     format!("master (FK cascade from {})", t.cascaded_from.join(", "))
                 } else {

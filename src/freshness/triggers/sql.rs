@@ -1,6 +1,8 @@
 //! SQL generation: pure functions, no I/O.
 
-use super::{COUNTER_TABLE, GLOBAL_ROW, MAX_NAME_CHARS, MAX_SLOTS, ROWS_PER_INSERT, SHORT_PREFIX_CHARS};
+use super::{
+    COUNTER_TABLE, EPOCH_ROW, GLOBAL_ROW, MAX_NAME_CHARS, MAX_SLOTS, ROWS_PER_INSERT, SHORT_PREFIX_CHARS,
+};
 use sha1::{Digest, Sha1};
 
 /// Removes NO_BACKSLASH_ESCAPES from the session: the trigger bodies escape
@@ -169,6 +171,24 @@ pub(super) fn bump_global_sql(counter_schema: &str, slots: u16) -> String {
         quote_literal(GLOBAL_ROW),
         slots.max(1)
     )
+}
+
+/// Gives the counters a new generation (see [`EPOCH_ROW`]): every sluice
+/// compares counters afresh and re-reads the tables with triggers at its
+/// next probe. `value` should be random (two installs must not agree).
+pub fn new_epoch_sql(counter_schema: &str, value: u64) -> String {
+    format!(
+        "INSERT INTO {}.{} (tbl, slot, n) VALUES ({}, 0, {value}) ON DUPLICATE KEY UPDATE n = VALUES(n)",
+        quote_ident(counter_schema),
+        quote_ident(COUNTER_TABLE),
+        quote_literal(EPOCH_ROW),
+    )
+}
+
+/// A random generation value (never 0).
+pub fn random_epoch() -> u64 {
+    use rand::Rng;
+    rand::rng().random_range(1..i64::MAX as u64)
 }
 
 /// Text safe inside a `-- ` comment line: no line breaks or other control
