@@ -119,7 +119,8 @@ impl Session {
         // statements since this session's last one: the session's own values.
         let rewritten;
         let exec = match exec {
-            Exec::Text { payload } if c.refers_to_previous && borrowed => {
+            // (Not in a multi-statement: its own statements come before.)
+            Exec::Text { payload } if c.refers_to_previous && borrowed && !c.multi_statement => {
                 let lex = self.lex.unwrap_or_default();
                 match previous::rewrite(&payload[1..], self.prev, lex) {
                     Some(sql) => {
