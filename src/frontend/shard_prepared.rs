@@ -22,7 +22,7 @@ use crate::frontend::prepared::{ShardedStmt, Stmt};
 use crate::protocol::consts::{CapabilityFlags, COM_STMT_PREPARE};
 use crate::protocol::packets::{eof_packet, ErrPacket};
 use crate::protocol::response::ResponseKind;
-use crate::shard::{ParamValue, ShardPlan};
+use crate::shard::{Charset, ParamValue, ShardPlan};
 
 use super::shard_io::{lost, not_supported, read_defs, read_payload};
 use super::shard_select::RowFormat;
@@ -62,6 +62,11 @@ impl Session {
                 return Ok(true);
             }
         }
+        if let Some(refusal) = self.unreadable_text(&payload[1..]).await {
+            self.send_err(&not_supported(refusal)).await?;
+            return Ok(true);
+        }
+        let rules = &self.rt.shard_rules;
         let Some(d) = crate::shard::describe(&text, self.db.as_deref(), rules) else {
             self.send_err(&not_supported(
                 "sluice: cannot prepare this statement on a sharded table; send it as text",
@@ -180,17 +185,33 @@ impl Session {
         };
         let text = String::from_utf8_lossy(&stmt.sql).into_owned();
         let cursor = payload.get(5).is_some_and(|f| f & CURSOR_READ_ONLY != 0);
-        // Parameters become literals escaped with backslashes.
-        if (text.contains('\\') || values.iter().any(needs_backslash)) && self.no_backslash_escapes().await {
+        // String parameters that are not plain ASCII are written with the
+        // session's character set (`crate::shard::Charset`); a backslash in the
+        // text is read as an escape, wrong under NO_BACKSLASH_ESCAPES.
+        let cs = if !text.is_ascii() || text.contains('\\') || values.iter().any(crate::shard::needs_charset)
+        {
+            self.session_charset().await
+        } else {
+            Charset::default()
+        };
+        if !text.is_ascii() && !cs.lexes_like_utf8() {
             return self
                 .send_err(&not_supported(
-                    "sluice: a prepared statement on a sharded table with a backslash or NUL in its text \
-                     or parameters is not supported while sql_mode has NO_BACKSLASH_ESCAPES",
+                    "sluice: a prepared statement on a sharded table with non-ASCII text is not supported \
+                     under this character_set_client (a multi-byte character set other than UTF-8); bind \
+                     such values as parameters",
                 ))
                 .await;
         }
-        let planned =
-            crate::shard::plan_with_params(&text, &values, self.db.as_deref(), &self.rt.shard_rules);
+        if text.contains('\\') && cs.no_backslash_escapes {
+            return self
+                .send_err(&not_supported(
+                    "sluice: a prepared statement on a sharded table with a backslash in its text is not \
+                     supported while sql_mode has NO_BACKSLASH_ESCAPES",
+                ))
+                .await;
+        }
+        let planned = self.plan_sharded(&text, Some((&values, &cs))).await;
         match planned {
             Err(r) => self.send_err(&not_supported(r.0)).await,
             Ok(None) => {
@@ -244,14 +265,6 @@ impl Session {
         {
             slot.get_or_insert_with(Vec::new).extend_from_slice(data);
         }
-    }
-}
-
-/// A string parameter whose literal needs a backslash escape (`\` or NUL).
-fn needs_backslash(v: &ParamValue) -> bool {
-    match v {
-        ParamValue::Bytes(b) => std::str::from_utf8(b).is_ok() && b.iter().any(|&c| c == b'\\' || c == 0),
-        _ => false,
     }
 }
 
