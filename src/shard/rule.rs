@@ -347,9 +347,10 @@ pub struct ShardRules {
 
 /// Default of `sharding.max_statement_size`. Planning holds the statement's tokens and
 /// tree, several hundred bytes per token (a 1.9 MiB `IN (1,1,…)` list took 1.24 GiB
-/// before the limit), so large statements on sharded tables are refused rather than
-/// allowed to exhaust sluice's memory; 1 MiB holds multi-row INSERTs of thousands of rows.
-pub const DEFAULT_MAX_STATEMENT_SIZE: usize = 1 << 20;
+/// before the limit; an 800 KB one about 500 MiB in a debug build), so large statements on
+/// sharded tables are refused rather than allowed to exhaust sluice's memory; 256 KiB
+/// holds multi-row INSERTs of a few thousand rows.
+pub const DEFAULT_MAX_STATEMENT_SIZE: usize = 256 << 10;
 
 impl ShardRules {
     /// Validates each rule, fills in default placements and rejects duplicates.
