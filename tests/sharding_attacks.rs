@@ -240,3 +240,45 @@ async fn huge_in_lists_are_refused_in_bounded_memory() {
         "peak RSS grew from {before} to {after} kB"
     );
 }
+
+/// COM_STMT_SEND_LONG_DATA on a sharded statement is capped at `sharding.max_statement_size`
+/// (beyond it the statement cannot be planned), with MariaDB's max_long_data_size
+/// semantics: past the cap the bytes are dropped and the EXECUTE fails, instead of
+/// sluice's memory growing by what the client sends.
+#[tokio::test]
+async fn long_data_is_capped() {
+    let cluster = shared_cluster();
+    let db = unique_name("shard_long");
+    let s = Sluice::start_for(cluster, &yaml(&db));
+    let (mut sl, _direct) = setup(cluster, &s, &db).await;
+    let before = rss_peak_kib(s.pid());
+    // mysql_async sends a parameter this large with COM_STMT_SEND_LONG_DATA, in chunks.
+    // Two 40 MiB parameters: held, they would add 80 MiB on top of the packet being read.
+    let blob = vec![b'x'; 40 << 20];
+    let e = sl
+        .exec_drop(
+            "INSERT INTO pr (id, tid, subject) VALUES (?, ?, CONCAT(?, ?))",
+            (1000, 1, blob.clone(), blob),
+        )
+        .await
+        .map_err(code)
+        .unwrap_err();
+    assert_eq!(e.0, NOT_SUPPORTED, "{e:?}");
+    assert!(
+        e.1.contains("long data") && e.1.contains("sharding.max_statement_size"),
+        "{e:?}"
+    );
+    let after = rss_peak_kib(s.pid());
+    eprintln!("long data: sluice peak RSS {before} kB before, {after} kB after 80 MiB of long data");
+    // What remains is the buffer of the one packet being read (up to limits.max_packet_size).
+    assert!(
+        after < before + 72 * 1024,
+        "peak RSS grew from {before} to {after} kB"
+    );
+    // The statement and the session still work.
+    let n: Option<i64> = sl
+        .exec_first("SELECT COUNT(*) FROM pr WHERE tid = ?", (1,))
+        .await
+        .expect("session still works");
+    assert_eq!(n, Some(6));
+}

@@ -96,6 +96,7 @@ impl Session {
         let mut stmt = Stmt::new(payload[1..].to_vec(), false, None, count as u16);
         stmt.sharded = Some(ShardedStmt {
             long_data: vec![None; count],
+            long_data_sent: 0,
         });
         let id = self.stmts.insert(stmt);
         self.send_prepare_ok(id, &described).await?;
@@ -169,11 +170,34 @@ impl Session {
                 .await;
         };
         let n = usize::from(stmt.params);
+        let sent = stmt
+            .sharded
+            .as_mut()
+            .map_or(0, |s| std::mem::take(&mut s.long_data_sent));
         let long = stmt
             .sharded
             .as_mut()
             .map(|s| std::mem::replace(&mut s.long_data, vec![None; n]))
             .unwrap_or_default();
+        // As MariaDB does past max_long_data_size / max_allowed_packet, the
+        // bytes were dropped as they came and the EXECUTE fails; sluice's limit
+        // is the statement size it plans (a 1235, not the server's 1105, since
+        // the server itself would take up to max_allowed_packet per parameter).
+        if sent > self.rt.shard_rules.max_statement_size() {
+            return self
+                .send_err(&not_supported(format!(
+                    "sluice: {sent} bytes of long data were sent for this statement on a sharded table; \
+                     sluice plans statements of at most {} bytes with their parameters \
+                     (sharding.max_statement_size)",
+                    self.rt.shard_rules.max_statement_size()
+                )))
+                .await;
+        }
+        let Some(stmt) = self.stmts.stmts.get_mut(&id) else {
+            return self
+                .send_err(&error::unknown_stmt(id, "mysqld_stmt_execute"))
+                .await;
+        };
         let values = match params::decode(payload, n, stmt.types.as_deref(), &long) {
             Ok(d) => {
                 if let Some(t) = d.bound_types {
@@ -244,25 +268,33 @@ impl Session {
         }
         if let Some(s) = self.stmts.stmts.get_mut(&id).and_then(|s| s.sharded.as_mut()) {
             s.long_data.iter_mut().for_each(|d| *d = None);
+            s.long_data_sent = 0;
         }
         self.send_ok().await
     }
 
     /// COM_STMT_SEND_LONG_DATA of a sharded statement: kept until EXECUTE
     /// (no response is defined; a bad parameter index is ignored, as the
-    /// server reports it only at EXECUTE).
+    /// server reports it only at EXECUTE), at most
+    /// `sharding.max_statement_size` bytes per statement.
     pub(in crate::frontend::session) fn sharded_long_data(&mut self, id: u32, payload: &[u8]) {
         let (Some(p), Some(data)) = (payload.get(5..7), payload.get(7..)) else {
             return;
         };
         let index = usize::from(u16::from_le_bytes([p[0], p[1]]));
-        if let Some(slot) = self
-            .stmts
-            .stmts
-            .get_mut(&id)
-            .and_then(|s| s.sharded.as_mut())
-            .and_then(|s| s.long_data.get_mut(index))
-        {
+        // Capped at sharding.max_statement_size over all of the statement's
+        // parameters (beyond it the statement cannot be planned): past the
+        // cap the bytes are dropped at once and the EXECUTE fails.
+        let cap = self.rt.shard_rules.max_statement_size();
+        let Some(s) = self.stmts.stmts.get_mut(&id).and_then(|s| s.sharded.as_mut()) else {
+            return;
+        };
+        s.long_data_sent = s.long_data_sent.saturating_add(data.len());
+        if s.long_data_sent > cap {
+            s.long_data.iter_mut().for_each(|d| *d = None);
+            return;
+        }
+        if let Some(slot) = s.long_data.get_mut(index) {
             slot.get_or_insert_with(Vec::new).extend_from_slice(data);
         }
     }

@@ -49,7 +49,10 @@ fn chains_within_the_bound_plan_on_a_small_stack() {
     let sql = format!("SELECT tid, COUNT(*) FROM post_reply GROUP BY tid HAVING COUNT(*) IN ({list})");
     let t = std::thread::Builder::new()
         .stack_size(2 << 20)
-        .spawn(move || run(&sql).map(|p| p.map(|p| p.parts().len())))
+        .spawn(move || {
+            let big = rules().with_max_statement_size(1 << 20);
+            plan(&sql, Some("test"), &big).map(|p| p.map(|p| p.parts().len()))
+        })
         .unwrap();
     assert_eq!(t.join().unwrap(), Ok(Some(4)));
     // Long flat lists are not deep.
