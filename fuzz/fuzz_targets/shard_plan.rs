@@ -7,6 +7,12 @@
 //! (lossily decoded, as the session does). Properties checked: nothing
 //! panics; refusals carry a sentence; every part names a real shard of a
 //! rule and the group its placement says; a select plan's merge spec binds.
+//!
+//! Deep and flat expressions (issue 15): when the config byte's top bit is
+//! set, the input is also repeated into a long operator chain and a deep
+//! parenthesis nest around a statement on `post_reply` (up to ~6,000 levels),
+//! which must be refused or planned, never overflow the stack. Parameters are
+//! bound under UTF-8, GBK and an unknown character set.
 #![no_main]
 
 use std::sync::OnceLock;
@@ -14,8 +20,8 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 
 use sluice::shard::{
-    bind_merge, count_placeholders, plan, plan_with_params, KeyCollation, ParamValue, ShardFn, ShardPlan,
-    ShardRule, ShardRules,
+    bind_merge, count_placeholders, plan, plan_with_charset, Charset, KeyCollation, ParamValue, ShardFn,
+    ShardPlan, ShardRule, ShardRules, Temporal,
 };
 
 fn rules() -> &'static ShardRules {
@@ -66,10 +72,43 @@ fn params(n: usize, seed: u8, text: &[u8]) -> Vec<ParamValue> {
                 2 => ParamValue::UInt(u64::MAX - u64::from(b)),
                 3 => ParamValue::Float(f64::from(b) / 3.0),
                 4 => ParamValue::Bytes(text.get(i..i + 8).unwrap_or_default().to_vec()),
+                5 if b % 3 == 0 => ParamValue::Blob(text.get(i..i + 4).unwrap_or_default().to_vec()),
+                5 if b % 3 == 1 => ParamValue::Decimal(text.get(i..i + 6).unwrap_or_default().to_vec()),
+                5 => ParamValue::Temporal(Temporal::DateTime {
+                    year: u16::from(b) * 40,
+                    month: b % 14,
+                    day: b % 33,
+                    hour: b % 25,
+                    minute: b % 61,
+                    second: b % 61,
+                    micro: u32::from(b) * 4000,
+                }),
                 _ => ParamValue::Bytes(format!("{b}").into_bytes()),
             }
         })
         .collect()
+}
+
+fn charsets() -> [Charset; 3] {
+    [
+        Charset::from_session("utf8mb4", "utf8mb4", "utf8mb4_general_ci", "utf8mb4_general_ci", "", 4),
+        Charset::from_session("gbk", "gbk", "gbk_chinese_ci", "gbk_chinese_ci", "NO_BACKSLASH_ESCAPES", 2),
+        Charset::default(),
+    ]
+}
+
+/// A statement on `post_reply` whose WHERE is `text` chained `n` times with an operator
+/// (flat), or nested in `n` parentheses (deep).
+fn deep(text: &str, n: usize, flat: bool) -> String {
+    let piece: String = text.chars().filter(|c| !c.is_control()).take(12).collect();
+    let piece = if piece.trim().is_empty() { "0".to_string() } else { piece };
+    if flat {
+        let ops = [" + ", " AND ", " OR ", " * ", " = ", " - "];
+        let op = ops[n % ops.len()];
+        format!("SELECT id FROM post_reply WHERE {}", vec![piece.as_str(); n].join(op))
+    } else {
+        format!("SELECT id FROM post_reply WHERE {}{piece}{}", "(".repeat(n), ")".repeat(n))
+    }
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -80,5 +119,13 @@ fuzz_target!(|data: &[u8]| {
     let sql = String::from_utf8_lossy(text);
     check(plan(&sql, db, rules()));
     let n = count_placeholders(&sql).unwrap_or(0).min(64);
-    check(plan_with_params(&sql, &params(n, config >> 2, text), db, rules()));
+    let cs = &charsets()[usize::from(config >> 2) % 3];
+    check(plan_with_charset(&sql, &params(n, config >> 2, text), cs, db, rules()));
+    if config & 0x80 != 0 {
+        let len = 1 + usize::from(text.first().copied().unwrap_or(0)) * 24;
+        for flat in [true, false] {
+            let s = deep(&sql, len, flat);
+            check(plan(&s, Some("test"), rules()));
+        }
+    }
 });

@@ -241,6 +241,17 @@ struct RawSharding {
     tables: Vec<RawAtlasTable>,
     #[serde(default)]
     rules: Vec<RawShardRule>,
+    /// Largest statement on a sharded table sluice plans (bytes; see
+    /// `ShardRules::max_statement_size`).
+    #[serde(
+        default = "default_max_statement_size",
+        deserialize_with = "de::parse::<de::PacketSize, _>"
+    )]
+    max_statement_size: usize,
+}
+
+fn default_max_statement_size() -> usize {
+    crate::shard::DEFAULT_MAX_STATEMENT_SIZE
 }
 
 /// One Atlas shorthand entry, checked while it is read (so errors name its line).
@@ -344,7 +355,9 @@ impl RawSharding {
             t.validate()
                 .map_err(|e| err(format!("sharding: {}.{}: {e}", t.db, t.table)))?;
         }
-        let rules = crate::shard::ShardRules::new(tables).map_err(|e| err(format!("sharding: {e}")))?;
+        let rules = crate::shard::ShardRules::new(tables)
+            .map_err(|e| err(format!("sharding: {e}")))?
+            .with_max_statement_size(self.max_statement_size);
         Ok(Sharding { rules })
     }
 }

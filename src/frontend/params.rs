@@ -9,12 +9,17 @@
 //! data. Without the flag the types of the previous EXECUTE apply.
 //!
 //! Values as the server reads them: integers by width and sign, FLOAT and
-//! DOUBLE as doubles, temporal values as their text (`2024-01-31
-//! 12:00:00.500000`, `-838:59:59`), which MySQL compares with temporal
-//! columns as the values themselves, and every other type (strings, BLOBs,
-//! DECIMAL, JSON, BIT) as its bytes.
+//! DOUBLE as doubles, temporal values decoded into their fields, DECIMAL as
+//! its text, BLOB types (and GEOMETRY) as binary strings, and every other type
+//! (strings, JSON, BIT, ENUM, SET) as a string in the client's character set.
+//! Long data takes the kind of its parameter's type (BLOB or string).
 
-use crate::shard::ParamValue;
+use crate::shard::{ParamValue, Temporal};
+
+/// TINY_BLOB, MEDIUM_BLOB, LONG_BLOB, BLOB, GEOMETRY: binary strings in MariaDB.
+fn is_blob(code: u8) -> bool {
+    matches!(code, 0xf9..=0xfc | 0xff)
+}
 
 /// A parameter block that cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -75,7 +80,11 @@ pub fn decode(
     let mut values = Vec::with_capacity(n);
     for i in 0..n {
         if let Some(data) = long_data.get(i).and_then(Option::as_ref) {
-            values.push(ParamValue::Bytes(data.clone()));
+            values.push(if is_blob(types[2 * i]) {
+                ParamValue::Blob(data.clone())
+            } else {
+                ParamValue::Bytes(data.clone())
+            });
             continue;
         }
         if bitmap[i / 8] & (1 << (i % 8)) != 0 {
@@ -143,57 +152,74 @@ impl<'a> Reader<'a> {
                 a.copy_from_slice(self.take(8)?);
                 ParamValue::Float(f64::from_le_bytes(a))
             }
-            // DATE, TIMESTAMP, DATETIME, NEWDATE
-            0x0a | 0x07 | 0x0c | 0x0e => {
+            // DATE, NEWDATE
+            0x0a | 0x0e => {
                 let len = usize::from(self.take(1)?[0]);
-                let b = self.take(len)?;
-                ParamValue::Bytes(datetime_text(b, code == 0x0a).into_bytes())
+                ParamValue::Temporal(date(self.take(len)?, true))
+            }
+            // TIMESTAMP, DATETIME
+            0x07 | 0x0c => {
+                let len = usize::from(self.take(1)?[0]);
+                ParamValue::Temporal(date(self.take(len)?, false))
             }
             // TIME
             0x0b => {
                 let len = usize::from(self.take(1)?[0]);
-                ParamValue::Bytes(time_text(self.take(len)?).into_bytes())
+                ParamValue::Temporal(time(self.take(len)?))
             }
-            // DECIMAL, VARCHAR, BIT, JSON, NEWDECIMAL, ENUM, SET, BLOBs,
-            // VAR_STRING, STRING, GEOMETRY: length-encoded bytes.
+            // DECIMAL, NEWDECIMAL, BLOBs, GEOMETRY, and strings (VARCHAR, BIT, JSON,
+            // ENUM, SET, VAR_STRING, STRING): length-encoded bytes.
             0x00 | 0x0f | 0x10 | 0xf5..=0xff => {
                 let len = usize::try_from(self.lenenc()?).map_err(|_| ParamError::Truncated)?;
-                ParamValue::Bytes(self.take(len)?.to_vec())
+                let b = self.take(len)?.to_vec();
+                match code {
+                    0x00 | 0xf6 => ParamValue::Decimal(b),
+                    c if is_blob(c) => ParamValue::Blob(b),
+                    _ => ParamValue::Bytes(b),
+                }
             }
             code => return Err(ParamError::UnknownType { index, code }),
         })
     }
 }
 
-/// `YYYY-MM-DD[ HH:MM:SS[.ffffff]]` of a binary DATE/DATETIME value (0, 4,
-/// 7 or 11 bytes).
-fn datetime_text(b: &[u8], date_only: bool) -> String {
+/// A binary DATE/DATETIME value (0, 4, 7 or 11 bytes; missing fields are 0).
+fn date(b: &[u8], date_only: bool) -> Temporal {
     let g = |k: usize| b.get(k).copied().unwrap_or(0);
-    let year = u16::from_le_bytes([g(0), g(1)]);
-    let date = format!("{year:04}-{:02}-{:02}", g(2), g(3));
+    let (year, month, day) = (u16::from_le_bytes([g(0), g(1)]), g(2), g(3));
     if date_only {
-        return date;
+        return Temporal::Date { year, month, day };
     }
-    let mut s = format!("{date} {:02}:{:02}:{:02}", g(4), g(5), g(6));
-    if b.len() >= 11 {
-        let micro = u32::from_le_bytes([g(7), g(8), g(9), g(10)]);
-        s.push_str(&format!(".{micro:06}"));
+    Temporal::DateTime {
+        year,
+        month,
+        day,
+        hour: g(4),
+        minute: g(5),
+        second: g(6),
+        micro: if b.len() >= 11 {
+            u32::from_le_bytes([g(7), g(8), g(9), g(10)])
+        } else {
+            0
+        },
     }
-    s
 }
 
-/// `[-]HHH:MM:SS[.ffffff]` of a binary TIME value (0, 8 or 12 bytes).
-fn time_text(b: &[u8]) -> String {
+/// A binary TIME value (0, 8 or 12 bytes).
+fn time(b: &[u8]) -> Temporal {
     let g = |k: usize| b.get(k).copied().unwrap_or(0);
-    let neg = g(0) == 1;
     let days = u32::from_le_bytes([g(1), g(2), g(3), g(4)]);
-    let hours = u64::from(days) * 24 + u64::from(g(5));
-    let mut s = format!("{}{hours:02}:{:02}:{:02}", if neg { "-" } else { "" }, g(6), g(7));
-    if b.len() >= 12 {
-        let micro = u32::from_le_bytes([g(8), g(9), g(10), g(11)]);
-        s.push_str(&format!(".{micro:06}"));
+    Temporal::Time {
+        negative: g(0) == 1,
+        hours: u64::from(days) * 24 + u64::from(g(5)),
+        minute: g(6),
+        second: g(7),
+        micro: if b.len() >= 12 {
+            u32::from_le_bytes([g(8), g(9), g(10), g(11)])
+        } else {
+            0
+        },
     }
-    s
 }
 
 #[cfg(test)]
@@ -261,7 +287,7 @@ mod tests {
     }
 
     #[test]
-    fn temporal_values_become_their_text() {
+    fn temporal_values_are_decoded() {
         let mut dt = vec![11, 0xe8, 0x07, 1, 31, 23, 59, 58];
         dt.extend_from_slice(&500_000u32.to_le_bytes());
         let params = vec![
@@ -273,23 +299,57 @@ mod tests {
             (0x0b, false, Some(vec![0])),
         ];
         let d = decode(&packet(&params, true), params.len(), None, &[]).expect("decode");
-        let texts: Vec<String> = d
-            .values
-            .iter()
-            .map(|v| match v {
-                ParamValue::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
-                other => format!("{other:?}"),
+        let dt = |year, month, day, hour, minute, second, micro| {
+            ParamValue::Temporal(Temporal::DateTime {
+                year,
+                month,
+                day,
+                hour,
+                minute,
+                second,
+                micro,
             })
-            .collect();
+        };
+        let time = |negative, hours, minute, second| {
+            ParamValue::Temporal(Temporal::Time {
+                negative,
+                hours,
+                minute,
+                second,
+                micro: 0,
+            })
+        };
         assert_eq!(
-            texts,
-            [
-                "2024-01-31 23:59:58.500000",
-                "2024-02-29 00:00:00",
-                "2024-02-29",
-                "0000-00-00 00:00:00",
-                "-838:59:59",
-                "00:00:00"
+            d.values,
+            vec![
+                dt(2024, 1, 31, 23, 59, 58, 500_000),
+                dt(2024, 2, 29, 0, 0, 0, 0),
+                ParamValue::Temporal(Temporal::Date {
+                    year: 2024,
+                    month: 2,
+                    day: 29
+                }),
+                dt(0, 0, 0, 0, 0, 0, 0),
+                time(true, 838, 59, 59),
+                time(false, 0, 0, 0),
+            ]
+        );
+    }
+
+    #[test]
+    fn decimals_blobs_and_strings_keep_their_kind() {
+        let params = vec![
+            (0xf6, false, Some([&[4u8][..], b"-1.5"].concat())),
+            (0xfc, false, Some(vec![2, 0xe4, 0x5c])),
+            (0xfd, false, Some(vec![2, 0xe4, 0x5c])),
+        ];
+        let d = decode(&packet(&params, true), params.len(), None, &[]).expect("decode");
+        assert_eq!(
+            d.values,
+            vec![
+                ParamValue::Decimal(b"-1.5".to_vec()),
+                ParamValue::Blob(vec![0xe4, 0x5c]),
+                ParamValue::Bytes(vec![0xe4, 0x5c]),
             ]
         );
     }
@@ -309,7 +369,7 @@ mod tests {
         let d = decode(&p, 2, Some(&types), &long).expect("decode");
         assert_eq!(
             d.values,
-            vec![ParamValue::Int(8), ParamValue::Bytes(b"long \\ data".to_vec())]
+            vec![ParamValue::Int(8), ParamValue::Blob(b"long \\ data".to_vec())]
         );
         assert_eq!(d.bound_types, None);
         assert_eq!(decode(&p, 2, None, &long), Err(ParamError::NoTypes));

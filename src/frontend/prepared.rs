@@ -46,6 +46,10 @@ pub struct ShardedStmt {
     /// Bytes sent per parameter by COM_STMT_SEND_LONG_DATA since the last
     /// EXECUTE or RESET.
     pub long_data: Vec<Option<Vec<u8>>>,
+    /// Bytes of long data received since the last EXECUTE or RESET, kept or
+    /// not: past the cap the bytes are dropped and the EXECUTE fails
+    /// (`shard_prepared.rs`).
+    pub long_data_sent: usize,
 }
 
 impl Stmt {

@@ -22,7 +22,7 @@ use crate::frontend::prepared::{ShardedStmt, Stmt};
 use crate::protocol::consts::{CapabilityFlags, COM_STMT_PREPARE};
 use crate::protocol::packets::{eof_packet, ErrPacket};
 use crate::protocol::response::ResponseKind;
-use crate::shard::{ParamValue, ShardPlan};
+use crate::shard::{Charset, ParamValue, ShardPlan};
 
 use super::shard_io::{lost, not_supported, read_defs, read_payload};
 use super::shard_select::RowFormat;
@@ -62,6 +62,11 @@ impl Session {
                 return Ok(true);
             }
         }
+        if let Some(refusal) = self.unreadable_text(&payload[1..]).await {
+            self.send_err(&not_supported(refusal)).await?;
+            return Ok(true);
+        }
+        let rules = &self.rt.shard_rules;
         let Some(d) = crate::shard::describe(&text, self.db.as_deref(), rules) else {
             self.send_err(&not_supported(
                 "sluice: cannot prepare this statement on a sharded table; send it as text",
@@ -95,6 +100,7 @@ impl Session {
         );
         stmt.sharded = Some(ShardedStmt {
             long_data: vec![None; count],
+            long_data_sent: 0,
         });
         let id = self.stmts.insert(stmt);
         self.send_prepare_ok(id, &described).await?;
@@ -168,11 +174,34 @@ impl Session {
                 .await;
         };
         let n = usize::from(stmt.params);
+        let sent = stmt
+            .sharded
+            .as_mut()
+            .map_or(0, |s| std::mem::take(&mut s.long_data_sent));
         let long = stmt
             .sharded
             .as_mut()
             .map(|s| std::mem::replace(&mut s.long_data, vec![None; n]))
             .unwrap_or_default();
+        // As MariaDB does past max_long_data_size / max_allowed_packet, the
+        // bytes were dropped as they came and the EXECUTE fails; sluice's limit
+        // is the statement size it plans (a 1235, not the server's 1105, since
+        // the server itself would take up to max_allowed_packet per parameter).
+        if sent > self.rt.shard_rules.max_statement_size() {
+            return self
+                .send_err(&not_supported(format!(
+                    "sluice: {sent} bytes of long data were sent for this statement on a sharded table; \
+                     sluice plans statements of at most {} bytes with their parameters \
+                     (sharding.max_statement_size)",
+                    self.rt.shard_rules.max_statement_size()
+                )))
+                .await;
+        }
+        let Some(stmt) = self.stmts.stmts.get_mut(&id) else {
+            return self
+                .send_err(&error::unknown_stmt(id, "mysqld_stmt_execute"))
+                .await;
+        };
         let values = match params::decode(payload, n, stmt.types.as_deref(), &long) {
             Ok(d) => {
                 if let Some(t) = d.bound_types {
@@ -184,17 +213,33 @@ impl Session {
         };
         let text = String::from_utf8_lossy(&stmt.sql).into_owned();
         let cursor = payload.get(5).is_some_and(|f| f & CURSOR_READ_ONLY != 0);
-        // Parameters become literals escaped with backslashes.
-        if (text.contains('\\') || values.iter().any(needs_backslash)) && self.no_backslash_escapes().await {
+        // String parameters that are not plain ASCII are written with the
+        // session's character set (`crate::shard::Charset`); a backslash in the
+        // text is read as an escape, wrong under NO_BACKSLASH_ESCAPES.
+        let cs = if !text.is_ascii() || text.contains('\\') || values.iter().any(crate::shard::needs_charset)
+        {
+            self.session_charset().await
+        } else {
+            Charset::default()
+        };
+        if !text.is_ascii() && !cs.lexes_like_utf8() {
             return self
                 .send_err(&not_supported(
-                    "sluice: a prepared statement on a sharded table with a backslash or NUL in its text \
-                     or parameters is not supported while sql_mode has NO_BACKSLASH_ESCAPES",
+                    "sluice: a prepared statement on a sharded table with non-ASCII text is not supported \
+                     under this character_set_client (a multi-byte character set other than UTF-8); bind \
+                     such values as parameters",
                 ))
                 .await;
         }
-        let planned =
-            crate::shard::plan_with_params(&text, &values, self.db.as_deref(), &self.rt.shard_rules);
+        if text.contains('\\') && cs.no_backslash_escapes {
+            return self
+                .send_err(&not_supported(
+                    "sluice: a prepared statement on a sharded table with a backslash in its text is not \
+                     supported while sql_mode has NO_BACKSLASH_ESCAPES",
+                ))
+                .await;
+        }
+        let planned = self.plan_sharded(&text, Some((&values, &cs))).await;
         match planned {
             Err(r) => self.send_err(&not_supported(r.0)).await,
             Ok(None) => {
@@ -227,35 +272,35 @@ impl Session {
         }
         if let Some(s) = self.stmts.stmts.get_mut(&id).and_then(|s| s.sharded.as_mut()) {
             s.long_data.iter_mut().for_each(|d| *d = None);
+            s.long_data_sent = 0;
         }
         self.send_ok().await
     }
 
     /// COM_STMT_SEND_LONG_DATA of a sharded statement: kept until EXECUTE
     /// (no response is defined; a bad parameter index is ignored, as the
-    /// server reports it only at EXECUTE).
+    /// server reports it only at EXECUTE), at most
+    /// `sharding.max_statement_size` bytes per statement.
     pub(in crate::frontend::session) fn sharded_long_data(&mut self, id: u32, payload: &[u8]) {
         let (Some(p), Some(data)) = (payload.get(5..7), payload.get(7..)) else {
             return;
         };
         let index = usize::from(u16::from_le_bytes([p[0], p[1]]));
-        if let Some(slot) = self
-            .stmts
-            .stmts
-            .get_mut(&id)
-            .and_then(|s| s.sharded.as_mut())
-            .and_then(|s| s.long_data.get_mut(index))
-        {
+        // Capped at sharding.max_statement_size over all of the statement's
+        // parameters (beyond it the statement cannot be planned): past the
+        // cap the bytes are dropped at once and the EXECUTE fails.
+        let cap = self.rt.shard_rules.max_statement_size();
+        let Some(s) = self.stmts.stmts.get_mut(&id).and_then(|s| s.sharded.as_mut()) else {
+            return;
+        };
+        s.long_data_sent = s.long_data_sent.saturating_add(data.len());
+        if s.long_data_sent > cap {
+            s.long_data.iter_mut().for_each(|d| *d = None);
+            return;
+        }
+        if let Some(slot) = s.long_data.get_mut(index) {
             slot.get_or_insert_with(Vec::new).extend_from_slice(data);
         }
-    }
-}
-
-/// A string parameter whose literal needs a backslash escape (`\` or NUL).
-fn needs_backslash(v: &ParamValue) -> bool {
-    match v {
-        ParamValue::Bytes(b) => std::str::from_utf8(b).is_ok() && b.iter().any(|&c| c == b'\\' || c == 0),
-        _ => false,
     }
 }
 

@@ -10,7 +10,29 @@
 //!   per group, one writing group per transaction);
 //! - `shard_io.rs`: reading shard answers, the query log.
 
-use crate::shard::ShardPlan;
+use crate::shard::{Charset, ParamValue, Refusal, ShardPlan};
+
+/// Statements (with their parameters) at least this large are planned on a
+/// blocking thread: planning a 1 MiB statement takes about a second of CPU,
+/// which must not stall the other sessions of an async worker.
+const PLAN_OFF_WORKER: usize = 64 << 10;
+
+fn run(
+    text: &str,
+    params: Option<(&[ParamValue], &Charset)>,
+    db: Option<&str>,
+    rt: &crate::runtime::Runtime,
+) -> Result<Option<ShardPlan>, Refusal> {
+    match params {
+        None => crate::shard::plan(text, db, &rt.shard_rules),
+        Some((p, cs)) => crate::shard::plan_with_charset(text, p, cs, db, &rt.shard_rules),
+    }
+}
+
+/// Large statements planned at once, over all sessions: each can hold
+/// hundreds of MiB while it is planned (`sharding.max_statement_size`
+/// bounds one), so their number is bounded too.
+static LARGE_PLANS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
 
 #[path = "groups.rs"]
 mod groups;
@@ -41,6 +63,17 @@ impl Session {
         if !rules.mentioned_in(&text) {
             return Ok(false);
         }
+        let planned = self.plan_sharded(&text, None).await;
+        if let Ok(None) = planned {
+            // Sent untouched: the server reads it as the client wrote it.
+            return Ok(false);
+        }
+        // A plan (or a refusal) is only right if sluice read the text as the
+        // server will.
+        if let Some(refusal) = self.unreadable_text(sql).await {
+            self.send_err(&not_supported(refusal)).await?;
+            return Ok(true);
+        }
         // The planner reads string literals with backslash escapes; under
         // NO_BACKSLASH_ESCAPES a key with a backslash would be placed wrongly.
         if text.contains('\\') && self.no_backslash_escapes().await {
@@ -51,8 +84,6 @@ impl Session {
             .await?;
             return Ok(true);
         }
-        let rules = &self.rt.shard_rules;
-        let planned = crate::shard::plan(&text, self.db.as_deref(), rules);
         match planned {
             Ok(None) => Ok(false),
             Err(r) => {
@@ -66,34 +97,129 @@ impl Session {
         }
     }
 
+    /// Plan a statement on a sharded table (with its parameters and the
+    /// session's character set for a prepared one); large ones off the
+    /// async worker (see [`PLAN_OFF_WORKER`]).
+    pub(super) async fn plan_sharded(
+        &self,
+        text: &str,
+        params: Option<(&[ParamValue], &Charset)>,
+    ) -> Result<Option<ShardPlan>, Refusal> {
+        let size = text.len()
+            + params.map_or(0, |(p, _)| {
+                p.iter()
+                    .map(|v| match v {
+                        ParamValue::Bytes(b) | ParamValue::Blob(b) | ParamValue::Decimal(b) => b.len(),
+                        _ => 8,
+                    })
+                    .sum()
+            });
+        if size < PLAN_OFF_WORKER || size > self.rt.shard_rules.max_statement_size() {
+            // Small, or refused before tokenizing: cheap either way.
+            return run(text, params, self.db.as_deref(), &self.rt);
+        }
+        let Ok(_permit) = LARGE_PLANS.acquire().await else {
+            return Err(Refusal("sluice: shutting down".into()));
+        };
+        let (rt, db, text) = (self.rt.clone(), self.db.clone(), text.to_owned());
+        let params = params.map(|(p, cs)| (p.to_vec(), cs.clone()));
+        tokio::task::spawn_blocking(move || {
+            run(
+                &text,
+                params.as_ref().map(|(p, cs)| (p.as_slice(), cs)),
+                db.as_deref(),
+                &rt,
+            )
+        })
+        .await
+        .unwrap_or_else(|_| {
+            Err(Refusal(
+                "sluice: planning this statement on a sharded table failed".into(),
+            ))
+        })
+    }
+
+    /// Why sluice cannot read the text of a statement on a sharded table as
+    /// the server will, if it cannot: it is not UTF-8 (sluice's lexer is), or
+    /// it is not ASCII and the session's character set splits it into other
+    /// tokens than UTF-8 does (a GBK character can end in the byte of `\`).
+    /// Plain ASCII text reads alike in every client character set: no round
+    /// trip for it.
+    async fn unreadable_text(&mut self, sql: &[u8]) -> Option<&'static str> {
+        if sql.is_ascii() {
+            return None;
+        }
+        if std::str::from_utf8(sql).is_err() {
+            return Some(
+                "sluice: a statement on a sharded table must be valid UTF-8 text (write other bytes \
+                 as X'...' literals or bind them as parameters)",
+            );
+        }
+        if self.session_charset().await.lexes_like_utf8() {
+            return None;
+        }
+        Some(
+            "sluice: a statement on a sharded table with non-ASCII text is not supported under this \
+             character_set_client (a multi-byte character set other than UTF-8); bind such values as \
+             parameters or write them as X'...' literals",
+        )
+    }
+
     /// Does the session's sql_mode (on its master connection) have
     /// NO_BACKSLASH_ESCAPES? Asked only for sharded statements with a
     /// backslash; when it cannot be told, assume yes (refuse, never misplace).
     async fn no_backslash_escapes(&mut self) -> bool {
-        if self.held(Conn::Master).await.is_err() {
-            return true;
+        match self.session_row("SELECT @@session.sql_mode").await {
+            Some(row) => row
+                .first()
+                .and_then(Option::as_deref)
+                .is_none_or(|m| m.to_ascii_uppercase().contains("NO_BACKSLASH_ESCAPES")),
+            None => true,
         }
-        let Some(h) = self.master.as_mut() else {
-            return true;
+    }
+
+    /// The session's character set settings and sql_mode (on its master
+    /// connection), for binding string parameters (`crate::shard::Charset`).
+    /// When they cannot be told: nothing known and NO_BACKSLASH_ESCAPES
+    /// assumed, so only plain ASCII strings can be bound.
+    async fn session_charset(&mut self) -> Charset {
+        const SQL: &str =
+            "SELECT @@character_set_client, @@character_set_connection, @@collation_connection, \
+             @@session.sql_mode, (SELECT DEFAULT_COLLATE_NAME FROM information_schema.CHARACTER_SETS \
+             WHERE CHARACTER_SET_NAME = @@character_set_connection), (SELECT MAXLEN FROM \
+             information_schema.CHARACTER_SETS WHERE CHARACTER_SET_NAME = @@character_set_client)";
+        let unknown = Charset {
+            no_backslash_escapes: true,
+            ..Charset::default()
         };
+        let Some(row) = self.session_row(SQL).await else {
+            return unknown;
+        };
+        let f = |i: usize| row.get(i).and_then(Option::as_deref).unwrap_or("");
+        if row.len() != 6 {
+            return unknown;
+        }
+        Charset::from_session(f(0), f(1), f(2), f(4), f(3), f(5).parse().unwrap_or(0))
+    }
+
+    /// The first row of `sql` run on the session's master connection, each
+    /// field as text (None for NULL); None when it cannot be had.
+    async fn session_row(&mut self, sql: &str) -> Option<Vec<Option<String>>> {
+        self.held(Conn::Master).await.ok()?;
+        let h = self.master.as_mut()?;
         h.conn.dirty = true;
-        if send_query(&mut h.conn, "SELECT @@session.sql_mode")
-            .await
-            .is_err()
-        {
-            return true;
-        }
-        let mode = match read_head(&mut h.conn).await {
-            Ok(Head::Columns(_)) => match read_rows(&mut h.conn).await {
-                Ok(rows) => rows
-                    .front()
-                    .and_then(|r| r.field(0))
-                    .map(|f| String::from_utf8_lossy(f).into_owned()),
-                Err(_) => None,
-            },
-            _ => None,
+        send_query(&mut h.conn, sql).await.ok()?;
+        let Ok(Head::Columns(defs)) = read_head(&mut h.conn).await else {
+            return None;
         };
-        mode.is_none_or(|m| m.to_ascii_uppercase().contains("NO_BACKSLASH_ESCAPES"))
+        let n = defs.len();
+        let rows = read_rows(&mut h.conn).await.ok()?;
+        let row = rows.front()?;
+        Some(
+            (0..n)
+                .map(|i| row.field(i).map(|f| String::from_utf8_lossy(f).into_owned()))
+                .collect(),
+        )
     }
 
     /// Run a plan; rows go back in `format`.

@@ -335,15 +335,23 @@ impl<'c, 'a> Grouped<'c, 'a> {
                 ..
             } if !list.is_empty() => {
                 let x = self.having_operand(expr)?;
-                let mut acc: Option<spec::Expr> = None;
+                let mut terms = Vec::with_capacity(list.len());
                 for item in list {
-                    let eq = spec::Expr::cmp(x.clone(), CmpOp::Eq, self.having_operand(item)?);
-                    acc = Some(match acc {
-                        Some(a) => spec::Expr::or(a, eq),
-                        None => eq,
-                    });
+                    terms.push(spec::Expr::cmp(x.clone(), CmpOp::Eq, self.having_operand(item)?));
                 }
-                let Some(any) = acc else {
+                // A balanced OR tree: evaluating and dropping it recurses log2(n) deep, not n.
+                while terms.len() > 1 {
+                    let mut next = Vec::with_capacity(terms.len().div_ceil(2));
+                    let mut it = terms.into_iter();
+                    while let Some(a) = it.next() {
+                        next.push(match it.next() {
+                            Some(b) => spec::Expr::or(a, b),
+                            None => a,
+                        });
+                    }
+                    terms = next;
+                }
+                let Some(any) = terms.pop() else {
                     return refuse("sluice: empty IN list".into());
                 };
                 if *negated {

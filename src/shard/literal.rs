@@ -56,6 +56,22 @@ pub(crate) fn literal(e: &Expr) -> Option<Lit> {
     match e {
         Expr::Nested(inner) => literal(inner),
         Expr::Value(v) => value_literal(&v.value),
+        // `_cs X'…'` / `_cs '…'` (how string parameters are bound, see `bind.rs`): its bytes,
+        // when they mean what they would in a plain literal of a UTF-8 session (placement
+        // hashes bytes): ASCII, or UTF-8 or binary introducers. Others are not read.
+        Expr::Prefixed { prefix, value } if prefix.quote_style.is_none() => {
+            let bytes = match value.as_ref() {
+                Expr::Value(v) => match &v.value {
+                    Value::HexStringLiteral(h) => unhex(h)?,
+                    Value::SingleQuotedString(raw) => unescape(raw, '\''),
+                    _ => return None,
+                },
+                _ => return None,
+            };
+            let cs = prefix.value.to_ascii_lowercase();
+            (bytes.is_ascii() || matches!(cs.as_str(), "_binary" | "_utf8mb4" | "_utf8mb3" | "_utf8"))
+                .then_some(Lit::Str(bytes))
+        }
         Expr::UnaryOp {
             op: UnaryOperator::Minus,
             expr,
@@ -74,6 +90,18 @@ pub(crate) fn literal(e: &Expr) -> Option<Lit> {
         },
         _ => None,
     }
+}
+
+/// The bytes of an `X'…'` literal's digits (an even number of them).
+fn unhex(h: &str) -> Option<Vec<u8>> {
+    let b = h.as_bytes();
+    if b.len() % 2 != 0 {
+        return None;
+    }
+    let digit = |c: u8| char::from(c).to_digit(16).map(|d| d as u8);
+    b.chunks(2)
+        .map(|p| Some(digit(p[0])? << 4 | digit(p[1])?))
+        .collect()
 }
 
 fn negate_text(t: &str) -> String {
@@ -149,21 +177,6 @@ pub(crate) fn unescape(raw: &str, quote: char) -> Vec<u8> {
         }
     }
     out.into_bytes()
-}
-
-/// The raw text (between single quotes) of a string literal holding `value`, escaped for
-/// MySQL's default `sql_mode` (backslash escapes on): `'` → `''`, `\` → `\\`, NUL → `\0`.
-pub(crate) fn escape(value: &str) -> String {
-    let mut out = String::with_capacity(value.len() + 2);
-    for c in value.chars() {
-        match c {
-            '\'' => out.push_str("''"),
-            '\\' => out.push_str("\\\\"),
-            '\0' => out.push_str("\\0"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// A non-negative integer literal (ORDER BY / GROUP BY position, LIMIT).

@@ -32,12 +32,14 @@
 //!   case-sensitively (MariaDB on Linux) unless [`ShardRules::with_lower_case_table_names`].
 //! * sqlparser 0.64 misreads the precedence of `||` and `XOR`; a WHERE holding them is not
 //!   routed or pruned (sent unchanged to every shard), a HAVING holding them is refused.
-//! * Prepared statements: string parameters are escaped for the default `sql_mode` (backslash
-//!   escapes on, as sqlparser's MySQL dialect assumes); non-UTF-8 bytes become `X'…'`.
+//! * Prepared statements: parameters are written into the SQL by `bind.rs`, never by escaping
+//!   client bytes in a character set sluice does not model (hex with the client's character
+//!   set introducer, `_binary` for BLOBs, typed temporal literals, checked numbers).
 
 pub mod plan;
 pub mod rule;
 
+mod bind;
 mod ddl;
 mod describe;
 mod dml;
@@ -53,10 +55,14 @@ mod walk;
 /// The merge contract (`src/merge/spec.rs`, re-exported by `crate::merge`).
 use crate::merge as spec;
 
+pub use bind::{needs_charset, Charset, ParamValue, Temporal};
 pub use describe::{describe, Describe};
-pub use plan::{bind_merge, plan, plan_with_params, Part, Refusal, ShardPlan};
-pub use rule::{crc32, normalize_key, parse_atlas, KeyCollation, KeyValue, ShardFn, ShardRule, ShardRules};
-pub use text::{count_placeholders, ParamValue};
+pub use plan::{bind_merge, plan, plan_with_charset, plan_with_params, Part, Refusal, ShardPlan};
+pub use rule::{
+    crc32, normalize_key, parse_atlas, KeyCollation, KeyValue, ShardFn, ShardRule, ShardRules,
+    DEFAULT_MAX_STATEMENT_SIZE,
+};
+pub use text::count_placeholders;
 
 #[cfg(test)]
 mod tests;

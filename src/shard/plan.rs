@@ -16,9 +16,13 @@ use sqlparser::ast::{
 };
 use sqlparser::tokenizer::{Location, Token, TokenWithSpan};
 
+use super::bind::{written_len, Charset, ParamValue};
 use super::rule::{ShardRule, ShardRules};
 use super::spec::MergeSpec;
-use super::text::{pad_odd_hex, parse, placeholders, substitute, tokenize, ParamValue, Source};
+use super::text::{
+    depth_bound, names_table_cheaply, pad_odd_hex, parse, placeholders, substitute, tokenize, Source,
+    MAX_EXPR_DEPTH,
+};
 use super::walk::{idents, walk, walk_select, Visit};
 use super::{ddl, dml, select};
 
@@ -127,7 +131,7 @@ fn helper_count(m: &MergeSpec) -> usize {
 /// A statement with `?` placeholders that touches a sharded table is refused here: plan it
 /// with [`plan_with_params`].
 pub fn plan(sql: &str, current_db: Option<&str>, rules: &ShardRules) -> Result<Option<ShardPlan>, Refusal> {
-    plan_inner(sql, None, current_db, rules)
+    plan_inner(sql, None, &Charset::default(), current_db, rules)
 }
 
 /// Plans a prepared statement with its parameter values: each `?` is replaced by the
@@ -140,17 +144,44 @@ pub fn plan_with_params(
     current_db: Option<&str>,
     rules: &ShardRules,
 ) -> Result<Option<ShardPlan>, Refusal> {
-    plan_inner(sql, Some(params), current_db, rules)
+    plan_with_charset(sql, params, &Charset::default(), current_db, rules)
+}
+
+/// [`plan_with_params`] for a session whose character set settings are known: string
+/// parameters that are not plain ASCII can then be bound (see `bind.rs`); with
+/// `Charset::default()` they are refused.
+pub fn plan_with_charset(
+    sql: &str,
+    params: &[ParamValue],
+    cs: &Charset,
+    current_db: Option<&str>,
+    rules: &ShardRules,
+) -> Result<Option<ShardPlan>, Refusal> {
+    plan_inner(sql, Some(params), cs, current_db, rules)
 }
 
 fn plan_inner(
     sql: &str,
     params: Option<&[ParamValue]>,
+    cs: &Charset,
     current_db: Option<&str>,
     rules: &ShardRules,
 ) -> Result<Option<ShardPlan>, Refusal> {
     if rules.is_empty() || !rules.mentioned_in(sql) {
         return Ok(None);
+    }
+    // Planning costs memory and time in proportion to the statement (tokens, tree, parts):
+    // too large a one is refused before it is tokenized.
+    let size = sql.len() + params.map_or(0, |p| p.iter().map(written_len).sum());
+    if size > rules.max_statement_size() {
+        if !names_table_cheaply(sql, rules) {
+            return Ok(None);
+        }
+        return Err(Refusal(format!(
+            "sluice: this statement on a sharded table is {size} bytes (with its parameters written \
+             into it); sluice plans at most {} (sharding.max_statement_size)",
+            rules.max_statement_size()
+        )));
     }
     let tokens = tokenize(sql).map_err(|e| {
         Refusal(format!(
@@ -168,10 +199,72 @@ fn plan_inner(
         .map(|t| (t.span.start.line, t.span.start.column))
         .collect();
     let mut tokens = match params {
-        Some(p) => substitute(tokens, p)?,
+        Some(p) => substitute(tokens, p, cs)?,
         None => tokens,
     };
     pad_odd_hex(&mut tokens, &src);
+    // Before parsing: the tree must never be deeper than what can be walked and dropped.
+    let depth = depth_bound(&tokens);
+    if depth > MAX_EXPR_DEPTH {
+        return Err(Refusal(format!(
+            "sluice: the expressions in this statement on sharded table {named} nest too deeply \
+             (up to {depth} levels; sluice plans at most {MAX_EXPR_DEPTH})"
+        )));
+    }
+    let parsed = Parsed {
+        named,
+        src,
+        tokens,
+        placeholder_count,
+        placeholder_at,
+    };
+    if depth <= INLINE_DEPTH {
+        return plan_parsed(parsed, params.is_some(), current_db, rules);
+    }
+    // Deeper trees are walked on a thread of their own with a stack sized for
+    // MAX_EXPR_DEPTH; only plain data (the plan) comes back.
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("sluice-plan".into())
+            .stack_size(DEEP_STACK)
+            .spawn_scoped(scope, || plan_parsed(parsed, params.is_some(), current_db, rules))
+            .map_err(|e| Refusal(format!("sluice: cannot plan this statement now: {e}")))?
+            .join()
+            .unwrap_or_else(|_| Err(Refusal("sluice: planning this statement failed".into())))
+    })
+}
+
+/// Expression depth (as [`depth_bound`] counts it) planned on the caller's stack: a
+/// debug build's passes over the tree take about 5 KiB of stack per level, and tokio's
+/// threads have 2 MiB.
+const INLINE_DEPTH: usize = 128;
+
+/// Stack of the thread that plans deeper statements (up to [`MAX_EXPR_DEPTH`]); memory is
+/// only committed as it is used.
+const DEEP_STACK: usize = 64 << 20;
+
+/// A statement tokenized, its parameters substituted, ready to parse.
+struct Parsed<'a> {
+    named: String,
+    src: Source<'a>,
+    tokens: Vec<TokenWithSpan>,
+    placeholder_count: usize,
+    placeholder_at: Vec<(u64, u64)>,
+}
+
+fn plan_parsed(
+    p: Parsed<'_>,
+    prepared: bool,
+    current_db: Option<&str>,
+    rules: &ShardRules,
+) -> Result<Option<ShardPlan>, Refusal> {
+    let Parsed {
+        named,
+        src,
+        tokens,
+        placeholder_count,
+        placeholder_at,
+    } = p;
     let mut stmts = parse(tokens.clone()).map_err(|e| {
         Refusal(format!(
             "sluice: cannot parse this statement on sharded table {named}: {e}"
@@ -186,7 +279,7 @@ fn plan_inner(
             )))
         }
     };
-    if params.is_some() {
+    if prepared {
         name_parameter_items(&mut stmt, &tokens, &placeholder_at, &src);
     }
     let ctx = Ctx {
@@ -194,10 +287,10 @@ fn plan_inner(
         db: current_db,
         src,
         tokens,
-        spliceable: params.is_none() || placeholder_count == 0,
+        spliceable: !prepared || placeholder_count == 0,
     };
     let planned = plan_statement(stmt, &ctx)?;
-    if planned.is_some() && params.is_none() && placeholder_count > 0 {
+    if planned.is_some() && !prepared && placeholder_count > 0 {
         return Err(Refusal(
             "sluice: a statement with ? placeholders on a sharded table is planned with its \
              parameter values (prepared statements)"

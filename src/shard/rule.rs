@@ -341,7 +341,16 @@ pub fn parse_atlas(s: &str) -> Result<ShardRule, String> {
 pub struct ShardRules {
     rules: Vec<ShardRule>,
     fold_names: bool,
+    /// 0: [`DEFAULT_MAX_STATEMENT_SIZE`].
+    max_statement_size: usize,
 }
+
+/// Default of `sharding.max_statement_size`. Planning holds the statement's tokens and
+/// tree, several hundred bytes per token (a 1.9 MiB `IN (1,1,…)` list took 1.24 GiB
+/// before the limit; an 800 KB one about 500 MiB in a debug build), so large statements on
+/// sharded tables are refused rather than allowed to exhaust sluice's memory; 256 KiB
+/// holds multi-row INSERTs of a few thousand rows.
+pub const DEFAULT_MAX_STATEMENT_SIZE: usize = 256 << 10;
 
 impl ShardRules {
     /// Validates each rule, fills in default placements and rejects duplicates.
@@ -349,6 +358,7 @@ impl ShardRules {
         let mut out = ShardRules {
             rules: Vec::with_capacity(rules.len()),
             fold_names: false,
+            max_statement_size: 0,
         };
         for mut rule in rules {
             rule.validate()?;
@@ -373,6 +383,21 @@ impl ShardRules {
     }
 
     /// Database and table names compare case-insensitively (`lower_case_table_names=1/2`).
+    /// Largest statement on a sharded table planned (bytes, with its parameters as they
+    /// are written into it); larger ones are refused with 1235 before they are parsed.
+    pub fn with_max_statement_size(mut self, bytes: usize) -> ShardRules {
+        self.max_statement_size = bytes;
+        self
+    }
+
+    pub fn max_statement_size(&self) -> usize {
+        if self.max_statement_size == 0 {
+            DEFAULT_MAX_STATEMENT_SIZE
+        } else {
+            self.max_statement_size
+        }
+    }
+
     pub fn with_lower_case_table_names(mut self, on: bool) -> ShardRules {
         self.fold_names = on;
         self

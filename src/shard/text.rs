@@ -6,19 +6,8 @@ use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::{Parser, ParserOptions};
 use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
 
-use super::literal::escape;
+use super::bind::{render, Charset, ParamValue};
 use super::plan::Refusal;
-
-/// A value bound to a `?` placeholder of a prepared statement.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ParamValue {
-    Null,
-    Int(i64),
-    UInt(u64),
-    Float(f64),
-    /// A string (or any byte string) parameter.
-    Bytes(Vec<u8>),
-}
 
 /// Tokenizes with the MySQL dialect, string literals kept byte for byte (no unescaping).
 pub(crate) fn tokenize(sql: &str) -> Result<Vec<TokenWithSpan>, String> {
@@ -82,11 +71,12 @@ pub(crate) fn placeholders(tokens: &[TokenWithSpan]) -> usize {
         .count()
 }
 
-/// Replaces each `?` with its parameter's literal, in order. Negative numbers are
-/// parenthesized (`(-5)`) so that no rendering can glue two minus signs into a comment.
+/// Replaces each `?` with its parameter's literal, in order (see `bind.rs` for how each
+/// value is written).
 pub(crate) fn substitute(
     tokens: Vec<TokenWithSpan>,
     params: &[ParamValue],
+    cs: &Charset,
 ) -> Result<Vec<TokenWithSpan>, Refusal> {
     let count = placeholders(&tokens);
     if count != params.len() {
@@ -108,43 +98,7 @@ pub(crate) fn substitute(
         let Some(param) = next.next() else {
             return Err(Refusal("sluice: too few parameters".into()));
         };
-        let span = t.span;
-        let wrap = |tok: Token| TokenWithSpan::new(tok, span);
-        match param {
-            ParamValue::Null => out.push(wrap(Token::make_keyword("NULL"))),
-            ParamValue::Int(v) if *v < 0 => {
-                out.push(wrap(Token::LParen));
-                out.push(wrap(Token::Minus));
-                out.push(wrap(Token::Number(v.unsigned_abs().to_string(), false)));
-                out.push(wrap(Token::RParen));
-            }
-            ParamValue::Int(v) => out.push(wrap(Token::Number(v.to_string(), false))),
-            ParamValue::UInt(v) => out.push(wrap(Token::Number(v.to_string(), false))),
-            ParamValue::Float(f) => {
-                if !f.is_finite() {
-                    return Err(Refusal(
-                        "sluice: a NaN or infinite parameter is not a MySQL value".into(),
-                    ));
-                }
-                // `{:e}` is the shortest exact text with an exponent: a DOUBLE literal.
-                let text = format!("{:e}", f.abs());
-                if f.is_sign_negative() {
-                    out.push(wrap(Token::LParen));
-                    out.push(wrap(Token::Minus));
-                    out.push(wrap(Token::Number(text, false)));
-                    out.push(wrap(Token::RParen));
-                } else {
-                    out.push(wrap(Token::Number(text, false)));
-                }
-            }
-            ParamValue::Bytes(b) => match std::str::from_utf8(b) {
-                Ok(s) => out.push(wrap(Token::SingleQuotedString(escape(s)))),
-                Err(_) => {
-                    let hex: String = b.iter().map(|x| format!("{x:02X}")).collect();
-                    out.push(wrap(Token::HexStringLiteral(hex)));
-                }
-            },
-        }
+        render(param, cs, t.span, &mut out)?;
     }
     Ok(out)
 }
@@ -163,4 +117,149 @@ pub(crate) fn pad_odd_hex(tokens: &mut [TokenWithSpan], src: &Source<'_>) {
             }
         }
     }
+}
+
+/// The deepest expression tree sluice builds, walks, renders and drops for a statement on a
+/// sharded table. sqlparser parses a chain `0 + 0 + … + 0` in a loop but builds a tree as
+/// deep as the chain, and every later pass over it (walking, `Display`, `Clone`, `Drop`)
+/// recurses: 4,000 terms overflowed a worker's stack and ended the process. 1,000 is far
+/// beyond any real query (the server's own parser stack is about as deep) and stays well
+/// within the 2 MiB of a tokio worker or blocking thread (tested in `tests/limits.rs`).
+pub(crate) const MAX_EXPR_DEPTH: usize = 1000;
+
+/// An upper bound on the depth of the expression trees the parser builds from `tokens`,
+/// found without parsing: within each level of parentheses (or CASE … END), every operator
+/// or keyword token since the last comma may add one level, and each open level adds one.
+/// Literals and identifiers add none (they are leaves); commas start a sibling, which
+/// does not deepen the tree. Counting every keyword (not only operators) keeps the bound
+/// safe for constructs that nest without an operator token, at the cost of counting clause
+/// keywords (`FROM`, `WHERE`) too: a few per statement.
+pub(crate) fn depth_bound(tokens: &[TokenWithSpan]) -> usize {
+    use sqlparser::keywords::Keyword;
+    // One counter per open level: tokens that may deepen the tree since the last comma.
+    let mut levels: Vec<usize> = vec![0];
+    let mut sum = 0usize;
+    let mut max = 0usize;
+    for t in tokens {
+        match &t.token {
+            Token::Whitespace(_)
+            | Token::Number(..)
+            | Token::SingleQuotedString(_)
+            | Token::DoubleQuotedString(_)
+            | Token::NationalStringLiteral(_)
+            | Token::HexStringLiteral(_)
+            | Token::Placeholder(_)
+            | Token::SemiColon
+            | Token::EOF => {}
+            Token::Word(w) if w.quote_style.is_some() || w.keyword == Keyword::NoKeyword => {}
+            Token::Comma => {
+                if let Some(top) = levels.last_mut() {
+                    sum -= *top;
+                    *top = 0;
+                }
+            }
+            Token::LParen | Token::LBracket | Token::LBrace => levels.push(0),
+            Token::Word(w) if w.keyword == Keyword::CASE => levels.push(0),
+            Token::RParen | Token::RBracket | Token::RBrace => pop(&mut levels, &mut sum),
+            Token::Word(w) if w.keyword == Keyword::END => pop(&mut levels, &mut sum),
+            _ => {
+                if let Some(top) = levels.last_mut() {
+                    *top += 1;
+                    sum += 1;
+                }
+            }
+        }
+        max = max.max(sum + levels.len());
+    }
+    max
+}
+
+/// Closes a level (an unbalanced closer leaves the outermost level open: the parser refuses
+/// such text anyway).
+fn pop(levels: &mut Vec<usize>, sum: &mut usize) {
+    if levels.len() > 1 {
+        if let Some(top) = levels.pop() {
+            *sum -= top;
+        }
+    }
+}
+
+/// Whether `sql` names one of the sharded tables as an identifier (not inside a string
+/// or a comment), read without tokenizing into memory: used for statements too large to
+/// plan, to tell a refusal (it names a sharded table) from a statement that only mentions
+/// one in a literal or comment and goes to the server untouched. A misreading only ever
+/// sends a statement untouched, never plans it.
+pub(crate) fn names_table_cheaply(sql: &str, rules: &super::rule::ShardRules) -> bool {
+    let b = sql.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        match c {
+            b'\'' | b'"' => i = skip_quoted(b, i, c, true),
+            b'`' => {
+                let end = skip_quoted(b, i, b'`', false);
+                let inner = sql.get(i + 1..end.saturating_sub(1).max(i + 1)).unwrap_or("");
+                if rules.is_table_name(&inner.replace("``", "`")) {
+                    return true;
+                }
+                i = end;
+            }
+            b'#' => i = line_end(b, i),
+            b'-' if b.get(i + 1) == Some(&b'-')
+                && b.get(i + 2)
+                    .is_none_or(|c| c.is_ascii_whitespace() || c.is_ascii_control()) =>
+            {
+                i = line_end(b, i)
+            }
+            b'/' if b.get(i + 1) == Some(&b'*')
+                && b.get(i + 2) != Some(&b'!')
+                && b.get(i + 2) != Some(&b'M') =>
+            {
+                i = b[i + 2..]
+                    .windows(2)
+                    .position(|w| w == b"*/")
+                    .map_or(b.len(), |p| i + 2 + p + 2);
+            }
+            c if c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80 => {
+                let start = i;
+                while i < b.len()
+                    && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'$' || b[i] >= 0x80)
+                {
+                    i += 1;
+                }
+                if sql.get(start..i).is_some_and(|w| rules.is_table_name(w)) {
+                    return true;
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    false
+}
+
+/// The index after the quoted text starting at `b[start]` (a doubled quote stays inside;
+/// a backslash escapes the next byte when `backslash`).
+fn skip_quoted(b: &[u8], start: usize, q: u8, backslash: bool) -> usize {
+    let mut i = start + 1;
+    while i < b.len() {
+        if backslash && b[i] == b'\\' {
+            i += 2;
+        } else if b[i] == q {
+            if b.get(i + 1) == Some(&q) {
+                i += 2;
+            } else {
+                return i + 1;
+            }
+        } else {
+            i += 1;
+        }
+    }
+    b.len()
+}
+
+fn line_end(b: &[u8], i: usize) -> usize {
+    b[i..]
+        .iter()
+        .position(|&c| c == b'\n')
+        .map_or(b.len(), |p| i + p + 1)
 }

@@ -7,6 +7,7 @@ use crate::merge::{MergeSpec, SortKey};
 use crate::shard::*;
 
 mod ddl;
+mod limits;
 mod params;
 mod refusals;
 mod rules;

@@ -2,10 +2,24 @@
 
 use super::*;
 
+/// A session with `SET NAMES utf8mb4` (its default collation).
+fn utf8() -> Charset {
+    Charset::from_session(
+        "utf8mb4",
+        "utf8mb4",
+        "utf8mb4_general_ci",
+        "utf8mb4_general_ci",
+        "",
+        4,
+    )
+}
+
 fn with_params(sql: &str, params: &[ParamValue]) -> ShardPlan {
-    plan_with_params(sql, params, Some("test"), &rules())
-        .unwrap()
-        .unwrap()
+    with_charset(sql, params, &utf8()).unwrap().unwrap()
+}
+
+fn with_charset(sql: &str, params: &[ParamValue], cs: &Charset) -> Result<Option<ShardPlan>, Refusal> {
+    plan_with_charset(sql, params, cs, Some("test"), &rules())
 }
 
 #[test]
@@ -16,7 +30,7 @@ fn key_placeholder_routes() {
     );
     assert_eq!(
         sqls(&p),
-        vec![(1, r"SELECT id, subject FROM post_reply_1 AS post_reply WHERE tid = 5 AND subject = 'it''s a \\ test'".to_string())]
+        vec![(1, "SELECT id, subject FROM post_reply_1 AS post_reply WHERE tid = 5 AND subject = _utf8mb4 X'697427732061205C2074657374'".to_string())]
     );
     let p = with_params(
         "SELECT id FROM post_reply WHERE tid IN (?, ?, ?)",
@@ -84,7 +98,8 @@ fn insert_rows_with_placeholders() {
         vec![
             (
                 0,
-                "INSERT INTO post_reply_0 (id, tid, subject) VALUES (1, 4, '中文😀')".to_string()
+                "INSERT INTO post_reply_0 (id, tid, subject) VALUES (1, 4, _utf8mb4 X'E4B8ADE69687F09F9880')"
+                    .to_string()
             ),
             (
                 1,
@@ -108,7 +123,7 @@ fn value_rendering() {
     );
     assert_eq!(
         sqls(&p)[0].1,
-        r"SELECT 1.5e0 AS `?`, (-2e0) AS `?`, X'FF0027' AS `?`, 'a\0b' AS `?`, (-9223372036854775808) AS `?` FROM post_reply_1 AS post_reply WHERE tid = 1"
+        "SELECT 1.5e0 AS `?`, (-2e0) AS `?`, _utf8mb4 X'FF0027' AS `?`, _utf8mb4 X'610062' AS `?`, (-9223372036854775808) AS `?` FROM post_reply_1 AS post_reply WHERE tid = 1"
     );
     // The server names such columns after the client's text.
     let p = with_params(
@@ -177,4 +192,178 @@ fn parameter_problems() {
         .unwrap(),
         None
     );
+}
+
+/// Issue 15's injection: `E4 B8 AD 5C` is 中 and `\` in UTF-8 but two GBK characters, the
+/// second ending in 0x5C; escaped as UTF-8 (`… 5C 5C`) its closing quote would be escaped in
+/// GBK and the next parameter would run as SQL. Written as hex, no byte of a value is ever
+/// read as SQL, in any character set.
+#[test]
+fn string_parameters_are_hex_in_multibyte_charsets() {
+    let gbk = Charset::from_session("gbk", "gbk", "gbk_chinese_ci", "gbk_chinese_ci", "", 2);
+    assert!(!gbk.lexes_like_utf8());
+    let p = with_charset(
+        "SELECT id, subject FROM post_reply WHERE tid = ? AND subject = ? AND subject = ?",
+        &[
+            ParamValue::Int(1),
+            ParamValue::Bytes(vec![0xe4, 0xb8, 0xad, 0x5c]),
+            ParamValue::Bytes(b" OR 1=1 UNION SELECT id, subject FROM post_reply_2 -- ".to_vec()),
+        ],
+        &gbk,
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(
+        sqls(&p),
+        vec![(
+            1,
+            "SELECT id, subject FROM post_reply_1 AS post_reply WHERE tid = 1 AND subject = _gbk X'E4B8AD5C' \
+             AND subject = ' OR 1=1 UNION SELECT id, subject FROM post_reply_2 -- '"
+                .to_string()
+        )]
+    );
+    // A quote inside plain ASCII is doubled, which means one quote in every sql_mode.
+    let p = with_charset(
+        "SELECT id FROM post_reply WHERE tid = 1 AND subject = ?",
+        &[ParamValue::Bytes(b"it's".to_vec())],
+        &Charset::default(),
+    )
+    .unwrap()
+    .unwrap();
+    assert!(sqls(&p)[0].1.ends_with("subject = 'it''s'"), "{:?}", sqls(&p));
+}
+
+#[test]
+fn string_parameters_that_cannot_be_bound_exactly_are_refused() {
+    let values = [ParamValue::Int(1), ParamValue::Bytes("中\\".as_bytes().to_vec())];
+    let sql = "SELECT id FROM post_reply WHERE tid = ? AND subject = ?";
+    // Nothing known of the session (its variables could not be read).
+    let e = with_charset(sql, &values, &Charset::default()).unwrap_err();
+    assert!(e.0.contains("cannot bind a non-ASCII string parameter"), "{e}");
+    // GBK with a collation other than its default: the introducer would change it.
+    let gbk_bin = Charset::from_session("gbk", "gbk", "gbk_bin", "gbk_chinese_ci", "", 2);
+    let e = with_charset(sql, &values, &gbk_bin).unwrap_err();
+    assert!(e.0.contains("character_set_client gbk"), "{e}");
+    // UTF-8 with another collation: escaping is exact in UTF-8.
+    let uni = Charset::from_session(
+        "utf8mb4",
+        "utf8mb4",
+        "utf8mb4_unicode_ci",
+        "utf8mb4_general_ci",
+        "",
+        4,
+    );
+    let p = with_charset(sql, &values, &uni).unwrap().unwrap();
+    assert!(sqls(&p)[0].1.ends_with(r"subject = '中\\'"), "{:?}", sqls(&p));
+    // ... but not under NO_BACKSLASH_ESCAPES.
+    let nbe = Charset::from_session(
+        "utf8mb4",
+        "utf8mb4",
+        "utf8mb4_unicode_ci",
+        "utf8mb4_general_ci",
+        "STRICT_TRANS_TABLES,NO_BACKSLASH_ESCAPES",
+        4,
+    );
+    let e = with_charset(sql, &values, &nbe).unwrap_err();
+    assert!(e.0.contains("NO_BACKSLASH_ESCAPES"), "{e}");
+    // A name that is not a character set name is never written as an introducer.
+    let odd = Charset::from_session("gbk X'00' --", "gbk X'00' --", "a", "a", "", 2);
+    assert!(with_charset(sql, &values, &odd).is_err());
+}
+
+#[test]
+fn typed_parameters() {
+    let p = with_params(
+        "SELECT ?, ?, ?, ?, ?, ?, ? FROM post_reply WHERE tid = 1",
+        &[
+            ParamValue::Blob(vec![0xe4, 0x5c, b'\'']),
+            ParamValue::Decimal(b"-1.23456789".to_vec()),
+            ParamValue::Decimal(b"+.5".to_vec()),
+            ParamValue::Temporal(Temporal::DateTime {
+                year: 2024,
+                month: 1,
+                day: 31,
+                hour: 23,
+                minute: 59,
+                second: 58,
+                micro: 5,
+            }),
+            ParamValue::Temporal(Temporal::Date {
+                year: 2024,
+                month: 2,
+                day: 29,
+            }),
+            ParamValue::Temporal(Temporal::Time {
+                negative: true,
+                hours: 838,
+                minute: 59,
+                second: 59,
+                micro: 0,
+            }),
+            ParamValue::Temporal(Temporal::Date {
+                year: 0,
+                month: 0,
+                day: 0,
+            }),
+        ],
+    );
+    assert_eq!(
+        sqls(&p)[0].1,
+        "SELECT _binary X'E45C27' AS `?`, (-1.23456789) AS `?`, 0.5 AS `?`, \
+         TIMESTAMP '2024-01-31 23:59:58.000005' AS `?`, DATE '2024-02-29' AS `?`, \
+         TIME '-838:59:59' AS `?`, '0000-00-00' AS `?` FROM post_reply_1 AS post_reply WHERE tid = 1"
+    );
+    for bad in [
+        &b"1e5"[..],
+        b"1.2.3",
+        b"",
+        b"-",
+        b"0x10",
+        b"1;DROP TABLE t",
+        &[b'9'; 66],
+    ] {
+        let e = with_charset(
+            "SELECT ? FROM post_reply WHERE tid = 1",
+            &[ParamValue::Decimal(bad.to_vec())],
+            &utf8(),
+        )
+        .unwrap_err();
+        assert!(e.0.contains("plain decimal number"), "{bad:?}: {e}");
+    }
+}
+
+/// A key bound as hex routes by its bytes, as the plain literal would.
+#[test]
+fn hex_bound_keys_route() {
+    let rules = ShardRules::new(vec![{
+        let mut r = ShardRule::new("test", "users", "name", 3, ShardFn::Hash);
+        r.collation = KeyCollation::Ci;
+        r
+    }])
+    .unwrap();
+    let plain = plan("SELECT id FROM users WHERE name = '回复'", Some("test"), &rules)
+        .unwrap()
+        .unwrap();
+    let bound = plan_with_charset(
+        "SELECT id FROM users WHERE name = ?",
+        &[ParamValue::Bytes("回复".as_bytes().to_vec())],
+        &utf8(),
+        Some("test"),
+        &rules,
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(plain.parts().len(), 1);
+    assert_eq!(bound.parts().len(), 1);
+    assert_eq!(plain.parts()[0].shard, bound.parts()[0].shard);
+    let insert = plan_with_charset(
+        "INSERT INTO users (id, name) VALUES (?, ?)",
+        &[ParamValue::Int(1), ParamValue::Blob("回复".as_bytes().to_vec())],
+        &utf8(),
+        Some("test"),
+        &rules,
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(insert.parts()[0].shard, plain.parts()[0].shard);
 }

@@ -1,0 +1,284 @@
+//! Issue 15's attacks on sharded statements, run against a real sluice process:
+//!
+//! - SQL injection through parameter binding, in every character set MariaDB lists in
+//!   `SHOW CHARACTER SET`: the same prepared statement with the same parameters through
+//!   sluice on the sharded table `pr` and directly on the unsharded reference `ref` must give
+//!   the same rows (no row of another sub-table), or the same error when the server refuses
+//!   the character set itself;
+//! - a 4,000-term flat expression (the process must survive and keep serving others);
+//! - a 1.9 MiB IN list (refused before it is planned; sluice's memory stays bounded).
+
+mod common;
+
+use common::cluster::*;
+use mysql_async::prelude::*;
+use mysql_async::{Conn, Value};
+
+const NOT_SUPPORTED: u16 = 1235;
+
+const SCHEMA: &str = "(id INT NOT NULL PRIMARY KEY, tid INT NOT NULL, subject VARCHAR(80) NOT NULL) \
+                      DEFAULT CHARSET=utf8mb4";
+
+fn yaml(db: &str) -> String {
+    format!("log:\n  level: warn\nfreshness:\n  mode: \"off\"\nsharding:\n  tables: [\"{db}.pr.tid.4\"]\n")
+}
+
+async fn connect(url: &str) -> Conn {
+    Conn::from_url(url)
+        .await
+        .unwrap_or_else(|e| panic!("connect {url}: {e}"))
+}
+
+fn code(e: mysql_async::Error) -> (u16, String) {
+    match e {
+        mysql_async::Error::Server(s) => (s.code, s.message),
+        other => (0, other.to_string()),
+    }
+}
+
+async fn setup(cluster: &Cluster, s: &Sluice, db: &str) -> (Conn, Conn) {
+    cluster.master.sql(&format!("CREATE DATABASE {db}"));
+    let mut direct = connect(&cluster.master.url(SLUICE_USER, SLUICE_PASSWORD, db)).await;
+    let mut sl = connect(&s.app_url(db)).await;
+    sl.query_drop(format!("CREATE TABLE pr {SCHEMA}"))
+        .await
+        .expect("CREATE TABLE pr through sluice");
+    direct
+        .query_drop(format!("CREATE TABLE ref {SCHEMA}"))
+        .await
+        .expect("CREATE TABLE ref");
+    let rows: Vec<String> = (1..=40)
+        .map(|i| format!("({i}, {}, 'secret of shard {}')", i % 8, i % 4))
+        .chain(std::iter::once("(100, 1, 'hello')".to_string()))
+        .collect();
+    for (conn, t) in [(&mut sl, "pr"), (&mut direct, "ref")] {
+        conn.query_drop(format!(
+            "INSERT INTO {t} (id, tid, subject) VALUES {}",
+            rows.join(", ")
+        ))
+        .await
+        .unwrap_or_else(|e| panic!("load {t}: {e}"));
+    }
+    cluster.wait_replicas_caught_up();
+    (sl, direct)
+}
+
+type Answer = Result<Vec<Vec<Value>>, (u16, String)>;
+
+async fn exec(conn: &mut Conn, sql: &str, params: Vec<Value>) -> Answer {
+    let rows: Vec<mysql_async::Row> = conn.exec(sql, params).await.map_err(code)?;
+    let mut rows: Vec<Vec<Value>> = rows.into_iter().map(mysql_async::Row::unwrap).collect();
+    rows.sort_by_key(|r| format!("{r:?}"));
+    Ok(rows)
+}
+
+/// Each character set, each byte string that ends in a lead byte + 0x5C in some multi-byte
+/// character set (GBK, Big5, SJIS/CP932, EUC), and the injection the issue reported.
+#[tokio::test]
+async fn no_injection_through_parameters_in_any_character_set() {
+    let cluster = shared_cluster();
+    let db = unique_name("shard_inj");
+    let s = Sluice::start_for(cluster, &yaml(&db));
+    let (mut sl, mut direct) = setup(cluster, &s, &db).await;
+    let charsets: Vec<String> = direct
+        .query("SELECT CHARACTER_SET_NAME FROM information_schema.CHARACTER_SETS ORDER BY 1")
+        .await
+        .expect("character sets");
+    assert!(
+        charsets.len() >= 30,
+        "SHOW CHARACTER SET lists {}",
+        charsets.len()
+    );
+    let payloads: [&[u8]; 6] = [
+        &[0xe4, 0xb8, 0xad, 0x5c], // 中\ in UTF-8; two GBK characters, the second ending in 0x5C
+        &[0x81, 0x5c],
+        &[0xa1, 0x5c],
+        &[0x8e, 0x5c],
+        &[0xbf, 0x5c],
+        b"\\",
+    ];
+    let injection = " OR 1=1 UNION SELECT id, subject FROM pr_2 -- ";
+    let sql = "SELECT id, subject FROM {t} WHERE tid = ? AND subject = ? AND subject = ?";
+    let (mut compared, mut refused_by_server, mut rows_seen, mut other_error) = (0, 0, 0, 0);
+    for cs in &charsets {
+        let set = format!("SET NAMES {cs}");
+        let want = direct.query_drop(&set).await.map_err(code);
+        let got = sl.query_drop(&set).await.map_err(code);
+        match (&want, &got) {
+            (Ok(()), Ok(())) => {}
+            (Err(w), Err(g)) => {
+                assert_eq!(g.0, w.0, "{set}: sluice {g:?}, server {w:?}");
+                refused_by_server += 1;
+                continue;
+            }
+            _ => panic!("{set}: sluice {got:?}, server {want:?}"),
+        }
+        for p in payloads {
+            let params = vec![Value::from(1), Value::Bytes(p.to_vec()), Value::from(injection)];
+            let want = exec(&mut direct, &sql.replace("{t}", "ref"), params.clone()).await;
+            let got = exec(&mut sl, &sql.replace("{t}", "pr"), params).await;
+            match (&got, &want) {
+                // Bytes that are not a character of `cs`: the hex literal sluice binds is
+                // refused (1300 "Invalid ... character string") where the server converts a
+                // parameter or refuses it with another error. An error, never rows.
+                (Err(g), w) if g.0 == 1300 && w.as_ref().map_or(true, Vec::is_empty) => {
+                    other_error += 1;
+                }
+                _ => assert_eq!(got, want, "{cs} {p:02X?}"),
+            }
+            // The server may refuse the comparison itself (e.g. `ascii` against a utf8mb4
+            // column: 1267); it never finds a row.
+            assert!(
+                want.as_ref().map_or(true, Vec::is_empty),
+                "{cs}: the reference matched"
+            );
+            compared += 1;
+        }
+        // A plain match still works in this character set.
+        let params = vec![Value::from(1), Value::from("hello"), Value::from("hello")];
+        let want = exec(&mut direct, &sql.replace("{t}", "ref"), params.clone()).await;
+        let got = exec(&mut sl, &sql.replace("{t}", "pr"), params).await;
+        assert_eq!(got, want, "{cs} control");
+        rows_seen += want.map(|r| r.len()).unwrap_or(0);
+    }
+    eprintln!(
+        "injection: {} character sets, {compared} executions compared, {refused_by_server} \
+         refused by the server itself (SET NAMES), {rows_seen} control rows, {other_error} refused \
+         by sluice's hex literal as not characters of the character set (1300)",
+        charsets.len()
+    );
+    assert!(compared >= 6 * 30);
+    assert!(rows_seen >= 30, "control rows {rows_seen}");
+}
+
+fn chain(terms: usize) -> String {
+    vec!["0"; terms].join(" + ")
+}
+
+#[tokio::test]
+async fn deep_expressions_are_refused_and_sluice_keeps_serving() {
+    let cluster = shared_cluster();
+    let db = unique_name("shard_deep");
+    let s = Sluice::start_for(cluster, &yaml(&db));
+    let (mut sl, mut direct) = setup(cluster, &s, &db).await;
+    let mut other = connect(&s.app_url(&db)).await;
+    let deep = format!("SELECT id FROM pr WHERE {} = 0", chain(4000));
+    let e = sl.query_drop(&deep).await.map_err(code).unwrap_err();
+    assert_eq!(e.0, NOT_SUPPORTED, "{e:?}");
+    assert!(e.1.contains("nest too deeply"), "{e:?}");
+    let e = sl.exec_drop(&deep, ()).await.map_err(code).unwrap_err();
+    assert_eq!(e.0, NOT_SUPPORTED, "prepared: {e:?}");
+    // Named only in a comment: the server's own answer, untouched.
+    let commented = format!("SELECT {} AS z /* pr */", chain(4000));
+    let want: Result<Vec<i64>, _> = direct.query(&commented).await.map_err(code);
+    let got: Result<Vec<i64>, _> = sl.query(&commented).await.map_err(code);
+    assert_eq!(got, want);
+    // Within the bound: planned (on a thread of its own) and answered exactly.
+    let fine = format!(
+        "SELECT id FROM {{t}} WHERE tid = 1 AND {} = 0 ORDER BY id",
+        chain(150)
+    );
+    let want: Vec<i64> = direct
+        .query(fine.replace("{t}", "ref"))
+        .await
+        .unwrap_or_else(|e| panic!("direct: {e}"));
+    let got: Vec<i64> = sl
+        .query(fine.replace("{t}", "pr"))
+        .await
+        .unwrap_or_else(|e| panic!("sluice: {e}"));
+    assert_eq!(got, want);
+    // The process is alive and serves other sessions.
+    let n: Option<i64> = other
+        .query_first("SELECT COUNT(*) FROM pr")
+        .await
+        .expect("other session");
+    assert_eq!(n, Some(41));
+}
+
+fn rss_peak_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .expect("status")
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM")
+}
+
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let after = &stat[stat.rfind(')').expect("comm") + 2..];
+    let f: Vec<&str> = after.split(' ').collect();
+    f[11].parse::<u64>().expect("utime") + f[12].parse::<u64>().expect("stime")
+}
+
+#[tokio::test]
+async fn huge_in_lists_are_refused_in_bounded_memory() {
+    let cluster = shared_cluster();
+    let db = unique_name("shard_big");
+    let s = Sluice::start_for(cluster, &yaml(&db));
+    let (mut sl, _direct) = setup(cluster, &s, &db).await;
+    let before = rss_peak_kib(s.pid());
+    let cpu0 = cpu_ticks(s.pid());
+    let list = vec!["1"; 1_000_000].join(",");
+    let sql = format!("SELECT id FROM pr WHERE tid IN ({list})");
+    assert!(sql.len() > 1_900_000);
+    let e = sl.query_drop(&sql).await.map_err(code).unwrap_err();
+    assert_eq!(e.0, NOT_SUPPORTED, "{e:?}");
+    assert!(e.1.contains("sharding.max_statement_size"), "{e:?}");
+    // Just under the limit: planned and answered (off the async workers).
+    let list = vec!["1"; 120_000].join(",");
+    let n: Vec<i64> = sl
+        .query(format!("SELECT id FROM pr WHERE tid IN ({list}) ORDER BY id"))
+        .await
+        .expect("240 KB IN list");
+    assert_eq!(n.len(), 6);
+    let after = rss_peak_kib(s.pid());
+    let cpu = cpu_ticks(s.pid()) - cpu0;
+    eprintln!("sluice peak RSS {before} kB before, {after} kB after; CPU {cpu} ticks (1/100 s)");
+    assert!(
+        after < before + 400 * 1024,
+        "peak RSS grew from {before} to {after} kB"
+    );
+}
+
+/// COM_STMT_SEND_LONG_DATA on a sharded statement is capped at `sharding.max_statement_size`
+/// (beyond it the statement cannot be planned), with MariaDB's max_long_data_size
+/// semantics: past the cap the bytes are dropped and the EXECUTE fails, instead of
+/// sluice's memory growing by what the client sends.
+#[tokio::test]
+async fn long_data_is_capped() {
+    let cluster = shared_cluster();
+    let db = unique_name("shard_long");
+    let s = Sluice::start_for(cluster, &yaml(&db));
+    let (mut sl, _direct) = setup(cluster, &s, &db).await;
+    let before = rss_peak_kib(s.pid());
+    // mysql_async sends a parameter this large with COM_STMT_SEND_LONG_DATA, in chunks.
+    // Two 40 MiB parameters: held, they would add 80 MiB on top of the packet being read.
+    let blob = vec![b'x'; 40 << 20];
+    let e = sl
+        .exec_drop(
+            "INSERT INTO pr (id, tid, subject) VALUES (?, ?, CONCAT(?, ?))",
+            (1000, 1, blob.clone(), blob),
+        )
+        .await
+        .map_err(code)
+        .unwrap_err();
+    assert_eq!(e.0, NOT_SUPPORTED, "{e:?}");
+    assert!(
+        e.1.contains("long data") && e.1.contains("sharding.max_statement_size"),
+        "{e:?}"
+    );
+    let after = rss_peak_kib(s.pid());
+    eprintln!("long data: sluice peak RSS {before} kB before, {after} kB after 80 MiB of long data");
+    // What remains is the buffer of the one packet being read (up to limits.max_packet_size).
+    assert!(
+        after < before + 72 * 1024,
+        "peak RSS grew from {before} to {after} kB"
+    );
+    // The statement and the session still work.
+    let n: Option<i64> = sl
+        .exec_first("SELECT COUNT(*) FROM pr WHERE tid = ?", (1,))
+        .await
+        .expect("session still works");
+    assert_eq!(n, Some(6));
+}
