@@ -226,6 +226,7 @@ mod tests {
             name: "bob".into(),
             credential: crate::config::Credential::Password("pw".into()),
             max_connections: 0,
+            require_tls: false,
         });
         let mut r = b.groups[0].replicas[0].clone();
         b.groups[0].replicas[0].weight = 3;
