@@ -12,8 +12,67 @@ use crate::error::Error;
 use crate::frontend::{self, Shared};
 use crate::metrics::Metrics;
 
+/// File descriptors sluice may need at once for `config`: every client
+/// session and connection still in its handshake, a full pool per backend,
+/// the admin endpoint's connections, and some to spare (listeners, files,
+/// probes).
+pub fn open_files_needed(config: &Config) -> u64 {
+    let backends: usize = config.groups.iter().map(|g| 1 + g.replicas.len()).sum();
+    let n = config.limits.max_client_connections
+        + config.limits.max_unauthenticated
+        + backends * (config.backend.pool_max + 2)
+        + crate::metrics::http::MAX_CONNECTIONS
+        + 64;
+    n as u64
+}
+
+/// Check `RLIMIT_NOFILE` against what the configured limits may need:
+/// raise the soft limit (up to the hard one) when it is lower, and warn
+/// when even the hard limit is lower. Without this, sockets beyond the
+/// limit make accept fail (EMFILE) and logins time out.
+pub fn check_open_files(config: &Config) {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let needed = open_files_needed(config);
+    let lim = getrlimit(Resource::Nofile);
+    // `None` is unlimited.
+    let soft = lim.current.unwrap_or(u64::MAX);
+    let hard = lim.maximum.unwrap_or(u64::MAX);
+    let mut effective = soft;
+    if soft < needed && hard > soft {
+        let raised = Rlimit {
+            current: Some(needed.min(hard)),
+            maximum: lim.maximum,
+        };
+        match setrlimit(Resource::Nofile, raised) {
+            Ok(()) => {
+                effective = needed.min(hard);
+                info!(
+                    from = soft,
+                    to = effective,
+                    "raised the open-file limit (RLIMIT_NOFILE)"
+                );
+            }
+            Err(e) => warn!(error = %e, "cannot raise the open-file limit (RLIMIT_NOFILE)"),
+        }
+    }
+    if effective < needed {
+        warn!(
+            open_file_limit = effective,
+            needed,
+            "the open-file limit (ulimit -n) is below what limits.max_client_connections, \
+             limits.max_unauthenticated and backend.pool_max may need: raise it (LimitNOFILE= \
+             in systemd) or lower those limits, or logins will fail under load"
+        );
+    }
+}
+
 /// Serve `config`, read from `config_path` (re-read on reload).
 pub async fn run(config: Config, config_path: PathBuf) -> Result<(), Error> {
+    // An unreadable admin.token_file is a mistake to report now, not at the
+    // first POST /reload.
+    if let Err(e) = config.admin.expected_token() {
+        return Err(Error::Io(std::io::Error::other(e)));
+    }
     let tls = match &config.tls {
         Some(t) => Some(frontend::tls::acceptor(t)?),
         None => None,

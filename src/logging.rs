@@ -44,3 +44,97 @@ fn filter(level: &str) -> Result<EnvFilter, String> {
         _ => EnvFilter::try_new(level).map_err(|e| format!("invalid log level `{level}`: {e}")),
     }
 }
+
+/// Longest client-supplied name (user, database) written to a log line.
+pub const MAX_LOGGED_NAME: usize = 256;
+
+static MAX_SQL_LENGTH: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1024);
+
+/// Set the cap on logged SQL text (`log.max_sql_length`).
+pub fn set_max_sql_length(bytes: usize) {
+    MAX_SQL_LENGTH.store(bytes, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Client-supplied text as it may appear in a log line: control characters
+/// (CR, LF, ESC, ...) and backslashes escaped, so a value can neither start a
+/// fake log line nor move the terminal's cursor, and cut after `cap` bytes
+/// of input (on a character boundary) with the size of what was left out.
+/// Formats without allocating.
+pub struct Escaped<'a> {
+    text: &'a str,
+    cap: usize,
+}
+
+/// See [`Escaped`].
+pub fn escaped(text: &str, cap: usize) -> Escaped<'_> {
+    Escaped { text, cap }
+}
+
+impl std::fmt::Display for Escaped<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use std::fmt::Write;
+        let mut end = self.text.len().min(self.cap);
+        while !self.text.is_char_boundary(end) {
+            end -= 1;
+        }
+        for c in self.text[..end].chars() {
+            match c {
+                '\\' => f.write_str("\\\\")?,
+                '\n' => f.write_str("\\n")?,
+                '\r' => f.write_str("\\r")?,
+                '\t' => f.write_str("\\t")?,
+                c if c.is_control() => write!(f, "\\u{{{:x}}}", u32::from(c))?,
+                // Line and paragraph separators end lines in some viewers.
+                '\u{2028}' | '\u{2029}' => write!(f, "\\u{{{:x}}}", u32::from(c))?,
+                c => f.write_char(c)?,
+            }
+        }
+        if end < self.text.len() {
+            write!(f, "...({} more bytes)", self.text.len() - end)?;
+        }
+        Ok(())
+    }
+}
+
+/// SQL text for the query log (`log.sql_log`): escaped and cut to
+/// `log.max_sql_length`, or a placeholder for statements that mention a
+/// password (their values, parameters included, are never logged).
+pub fn loggable_sql(sql: &str) -> String {
+    if crate::metrics::slow::may_hold_password(sql.as_bytes()) {
+        return crate::metrics::slow::REDACTED.to_owned();
+    }
+    escaped(sql, MAX_SQL_LENGTH.load(std::sync::atomic::Ordering::Relaxed)).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_escaped_and_text_capped() {
+        let forged = "app\r\n2026-12-01T00:00:00Z  INFO sluice: admin logged in\u{1b}[2J";
+        let line = escaped(forged, 256).to_string();
+        assert!(!line.contains('\n') && !line.contains('\r') && !line.contains('\u{1b}'));
+        assert_eq!(
+            line,
+            "app\\r\\n2026-12-01T00:00:00Z  INFO sluice: admin logged in\\u{1b}[2J"
+        );
+        let long = "é".repeat(30_000);
+        let line = escaped(&long, 256).to_string();
+        assert_eq!(line, format!("{}...(59744 more bytes)", "é".repeat(128)));
+        assert_eq!(escaped("a\\b", 10).to_string(), "a\\\\b");
+        assert_eq!(escaped("abc", 2).to_string(), "ab...(1 more bytes)");
+    }
+
+    #[test]
+    fn query_log_hides_statements_with_passwords() {
+        assert_eq!(
+            loggable_sql("SET PASSWORD FOR u = PASSWORD('x')"),
+            crate::metrics::slow::REDACTED
+        );
+        assert_eq!(
+            loggable_sql("INSERT INTO t_1 VALUES ('a\nb')"),
+            "INSERT INTO t_1 VALUES ('a\\nb')"
+        );
+    }
+}

@@ -183,6 +183,9 @@ impl From<String> for Failure {
 fn serve(path: &Path) -> Result<(), Failure> {
     let config = Config::load(path).map_err(|e| e.to_string())?;
     sluice::logging::init(config.log.format, &config.log.level, config.log.sql_log)?;
+    sluice::logging::set_max_sql_length(config.log.max_sql_length);
+    // Before the runtime starts its threads: the limit applies to them all.
+    sluice::app::check_open_files(&config);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

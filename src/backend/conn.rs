@@ -653,13 +653,44 @@ fn server_err(payload: &[u8]) -> BackendError {
     )
 }
 
+/// May the password itself be sent on `stream`? Only over TLS whose
+/// certificate was verified (`verify_ca`/`verify_identity`): under
+/// `required`/`preferred` anyone in the middle with a self-signed
+/// certificate would receive it.
+fn cleartext_allowed(stream: &PacketStream<BackendIo>, params: &ConnectParams) -> bool {
+    stream.get_ref().is_tls()
+        && params
+            .tls
+            .as_ref()
+            .is_some_and(|t| matches!(t.mode, BackendTlsMode::VerifyCa | BackendTlsMode::VerifyIdentity))
+}
+
+/// Why the password was not sent, for the error a client sees.
+fn no_cleartext(what: &str, stream: &PacketStream<BackendIo>, params: &ConnectParams) -> BackendError {
+    let transport = match &params.tls {
+        Some(t) if stream.get_ref().is_tls() => format!(
+            "TLS whose certificate is not verified (tls.mode {}); use verify_ca or verify_identity",
+            t.mode.as_str()
+        ),
+        _ => "a plaintext connection; set tls.mode verify_ca or verify_identity for this backend".to_owned(),
+    };
+    BackendError::Unsupported(format!(
+        "backend asks for {what}, which would send sluice's password in clear text over {transport}"
+    ))
+}
+
+/// Server packets sluice answers during one authentication: a plugin
+/// switch, a caching_sha2 status and the final OK, with room to spare. A
+/// server that keeps asking is not followed further.
+const MAX_AUTH_PACKETS: usize = 6;
+
 /// Finish authentication after the handshake response: handle auth switch,
 /// caching_sha2 fast-auth success, and the final OK/ERR.
 async fn authenticate(
     stream: &mut PacketStream<BackendIo>,
     params: &ConnectParams,
 ) -> Result<(), BackendError> {
-    loop {
+    for _ in 0..MAX_AUTH_PACKETS {
         let p = stream.read_packet().await?;
         let mut seq = p.seq.wrapping_add(1);
         match p.payload.first() {
@@ -679,14 +710,12 @@ async fn authenticate(
                     AuthPlugin::MysqlNativePassword | AuthPlugin::CachingSha2Password => {
                         plugin.gen_data(Some(&params.password), &nonce)
                     }
-                    AuthPlugin::MysqlClearPassword if stream.get_ref().is_tls() => {
+                    AuthPlugin::MysqlClearPassword if cleartext_allowed(stream, params) => {
                         stream.write_packet(&mut seq, &cleartext_password(params)).await?;
                         continue;
                     }
                     AuthPlugin::MysqlClearPassword => {
-                        return Err(BackendError::Unsupported(
-                            "backend asks for mysql_clear_password, which sluice only sends over TLS".into(),
-                        ))
+                        return Err(no_cleartext("mysql_clear_password", stream, params))
                     }
                     other => {
                         return Err(BackendError::Unsupported(format!(
@@ -708,16 +737,16 @@ async fn authenticate(
                     Some(0x03) => continue,
                     // Full authentication over TLS: the password itself,
                     // protected by the encrypted channel.
-                    Some(0x04) if stream.get_ref().is_tls() => {
+                    Some(0x04) if cleartext_allowed(stream, params) => {
                         stream.write_packet(&mut seq, &cleartext_password(params)).await?;
                     }
                     Some(0x04) => {
-                        return Err(BackendError::Unsupported(
-                            "backend requires caching_sha2_password full authentication, which \
-                             sluice only does over TLS: set tls.mode for this backend, connect once \
-                             with the mysql client to fill the server's cache, or use \
-                             mysql_native_password for the sluice user"
-                                .into(),
+                        return Err(no_cleartext(
+                            "caching_sha2_password full authentication (connect once with the mysql \
+                             client to fill the server's cache, or use mysql_native_password for the \
+                             sluice user)",
+                            stream,
+                            params,
                         ))
                     }
                     _ => return Err(ProtocolError::Malformed("auth more data").into()),
@@ -726,4 +755,5 @@ async fn authenticate(
             _ => return Err(ProtocolError::Malformed("unexpected packet during authentication").into()),
         }
     }
+    Err(ProtocolError::Malformed("backend authentication does not end").into())
 }

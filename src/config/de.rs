@@ -245,6 +245,25 @@ impl ScalarKind for LogLevel {
     }
 }
 
+/// A secret such as the admin token: long enough not to be guessed, and
+/// free of blanks (it travels in an HTTP header).
+pub(super) struct Secret;
+
+impl ScalarKind for Secret {
+    type Out = String;
+    const EXPECTING: &'static str = "a token of at least 16 characters";
+
+    fn parse(text: &str) -> Result<String, String> {
+        if text.len() < 16 {
+            return Err("the admin token must have at least 16 characters".to_owned());
+        }
+        if !text.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err("the admin token must be printable ASCII without blanks".to_owned());
+        }
+        Ok(text.to_owned())
+    }
+}
+
 /// A file path that is not empty.
 pub(super) struct FilePath;
 

@@ -41,6 +41,65 @@ pub struct Config {
     pub sharding: Sharding,
     /// Client connection limits and shutdown (section `limits:`).
     pub limits: Limits,
+    /// Who may change sluice's state through the admin endpoint (`admin:`).
+    pub admin: AdminConfig,
+}
+
+/// `admin:` — the admin HTTP endpoint's protection. `/metrics`, `/healthz`
+/// and `/readyz` stay open (Prometheus scrapes without credentials); every
+/// state-changing request (`POST /reload`) needs the token, sent as
+/// `Authorization: Bearer TOKEN`. Without a token (none configured, no
+/// `SLUICE_ADMIN_TOKEN` in the environment) such requests are refused:
+/// reload with SIGHUP instead.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct AdminConfig {
+    /// The token, written in the file.
+    pub token: Option<String>,
+    /// A file holding the token (first line, surrounding blanks ignored),
+    /// read on every state-changing request, so it can be rotated without a
+    /// reload. Relative to the configuration file.
+    pub token_file: Option<PathBuf>,
+    /// Host names (besides `localhost` and IP addresses) that requests may
+    /// name in their `Host` header; any other name is refused, which defeats
+    /// DNS rebinding. Default empty.
+    pub allowed_hosts: Vec<String>,
+}
+
+/// The environment variable that sets the admin token when neither
+/// `admin.token` nor `admin.token_file` is configured.
+pub const ADMIN_TOKEN_ENV: &str = "SLUICE_ADMIN_TOKEN";
+
+impl AdminConfig {
+    /// The token requests must present, if one is set; an unreadable
+    /// `token_file` is an error.
+    pub fn expected_token(&self) -> Result<Option<String>, String> {
+        if let Some(t) = &self.token {
+            return Ok(Some(t.clone()));
+        }
+        let Some(path) = &self.token_file else {
+            return Ok(std::env::var(ADMIN_TOKEN_ENV)
+                .ok()
+                .map(|t| t.trim().to_owned())
+                .filter(|t| !t.is_empty()));
+        };
+        let text =
+            std::fs::read_to_string(path).map_err(|e| format!("admin.token_file {}: {e}", path.display()))?;
+        let token = text.lines().next().unwrap_or("").trim();
+        if token.is_empty() {
+            return Err(format!("admin.token_file {} is empty", path.display()));
+        }
+        Ok(Some(token.to_owned()))
+    }
+}
+
+impl fmt::Debug for AdminConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AdminConfig")
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("token_file", &self.token_file)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .finish()
+    }
 }
 
 /// `limits:` — what one sluice accepts from its clients, and how long it
@@ -61,6 +120,18 @@ pub struct Limits {
     /// On SIGTERM/SIGINT, how long running statements may take to finish
     /// before every session is closed. Default 30s.
     pub shutdown_timeout: Duration,
+    /// A client must finish its handshake (greeting to authenticated, and
+    /// each COM_CHANGE_USER exchange) within this time. Greater than zero;
+    /// default 5s.
+    pub handshake_timeout: Duration,
+    /// Connections still in their handshake, in total. They do not count
+    /// against `max_client_connections` (a place there is taken once a
+    /// client is authenticated), so silent sockets cannot lock logins out.
+    /// One more gets ERR 1040 at once. 1..=1000000, default 1024.
+    pub max_unauthenticated: usize,
+    /// Connections still in their handshake from one IP address; one more
+    /// gets ERR 1040 at once. 1..=1000000, default 128.
+    pub max_unauthenticated_per_address: usize,
 }
 
 impl Default for Limits {
@@ -70,6 +141,9 @@ impl Default for Limits {
             max_packet_size: 64 << 20,
             idle_client_timeout: Duration::from_secs(8 * 3600),
             shutdown_timeout: Duration::from_secs(30),
+            handshake_timeout: Duration::from_secs(5),
+            max_unauthenticated: 1024,
+            max_unauthenticated_per_address: 128,
         }
     }
 }
@@ -99,12 +173,19 @@ pub struct LogConfig {
     /// sluice rewrites for a sub-table, its backend and its time, as an INFO
     /// event on the `sluice::sql_log` target. Default off.
     pub sql_log: bool,
+    /// Longest SQL text written to a log line (slow-query log, `sql_log`);
+    /// longer text is cut and marked. Default 1024 bytes.
+    pub max_sql_length: usize,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct TlsConfig {
     pub cert: PathBuf,
     pub key: PathBuf,
+    /// Refuse every login that did not upgrade to TLS (ERR 1045, as MariaDB
+    /// answers an account with REQUIRE SSL), so a client with ssl-mode
+    /// PREFERRED cannot be downgraded to plaintext. Default false.
+    pub require: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -115,6 +196,9 @@ pub struct User {
     /// `MAX_USER_CONNECTIONS`); 0 = no limit (the default). One more login
     /// gets ERR 1226.
     pub max_connections: u32,
+    /// Refuse this user's logins over plaintext (ERR 1045, as MariaDB's
+    /// REQUIRE SSL). Default false.
+    pub require_tls: bool,
 }
 
 /// `Debug` never shows the secret (configurations may end up in logs).
@@ -430,6 +514,9 @@ impl Config {
                 tls.key = dir.join(&tls.key);
             }
             config.backend.tls.resolve_paths(dir);
+            if let Some(f) = config.admin.token_file.as_mut() {
+                *f = dir.join(&*f);
+            }
             for group in &mut config.groups {
                 for backend in std::iter::once(&mut group.master).chain(&mut group.replicas) {
                     if let Some(tls) = backend.tls.as_mut() {

@@ -4,8 +4,8 @@
 
 use super::de::{self, ListItem};
 use super::{
-    Backend, BackendSettings, BackendTls, BackendTlsMode, Config, Credential, Freshness, FreshnessMode,
-    Group, Limits, LogConfig, LogFormat, Sharding, TlsConfig, User,
+    AdminConfig, Backend, BackendSettings, BackendTls, BackendTlsMode, Config, Credential, Freshness,
+    FreshnessMode, Group, Limits, LogConfig, LogFormat, Sharding, TlsConfig, User,
 };
 use serde::Deserialize;
 use std::net::SocketAddr;
@@ -48,6 +48,8 @@ pub(super) struct RawConfig {
     sharding: RawSharding,
     #[serde(default)]
     limits: RawLimits,
+    #[serde(default)]
+    admin: RawAdmin,
     #[serde(deserialize_with = "de::unique_list::<RawUser, _>")]
     users: Vec<User>,
     #[serde(deserialize_with = "de::unique_list::<RawGroup, _>")]
@@ -75,6 +77,17 @@ impl RawConfig {
                 ),
             });
         }
+        if self.tls.is_none() {
+            if let Some(u) = self.users.iter().find(|u| u.require_tls) {
+                return Err(SemanticError {
+                    keys: &["users"],
+                    message: format!(
+                        "user `{}` has require_tls, but TLS is not offered to clients: add a `tls:` section",
+                        u.name
+                    ),
+                });
+            }
+        }
         let sharding = self.sharding.resolve(&self.groups)?;
         Ok(Config {
             listen: self.listen,
@@ -87,6 +100,7 @@ impl RawConfig {
             freshness: self.freshness.into(),
             sharding,
             limits: self.limits.into(),
+            admin: self.admin.into(),
         })
     }
 }
@@ -108,6 +122,15 @@ struct RawLog {
     slow_query: Duration,
     #[serde(default)]
     sql_log: bool,
+    #[serde(
+        default = "default_max_sql_length",
+        deserialize_with = "de::bounded::<usize, 16, 1048576, _>"
+    )]
+    max_sql_length: usize,
+}
+
+fn default_max_sql_length() -> usize {
+    1024
 }
 
 impl Default for RawLog {
@@ -117,6 +140,7 @@ impl Default for RawLog {
             level: default_level(),
             slow_query: default_slow_query(),
             sql_log: false,
+            max_sql_length: default_max_sql_length(),
         }
     }
 }
@@ -140,6 +164,7 @@ impl From<RawLog> for LogConfig {
             level: raw.level,
             slow_query: raw.slow_query,
             sql_log: raw.sql_log,
+            max_sql_length: raw.max_sql_length,
         }
     }
 }
@@ -162,6 +187,8 @@ struct RawTls {
     cert: PathBuf,
     #[serde(deserialize_with = "de::parse::<de::FilePath, _>")]
     key: PathBuf,
+    #[serde(default)]
+    require: bool,
 }
 
 impl From<RawTls> for TlsConfig {
@@ -169,6 +196,7 @@ impl From<RawTls> for TlsConfig {
         TlsConfig {
             cert: raw.cert,
             key: raw.key,
+            require: raw.require,
         }
     }
 }
@@ -483,6 +511,8 @@ struct RawUser {
     /// 0 = no limit.
     #[serde(default)]
     max_connections: u32,
+    #[serde(default)]
+    require_tls: bool,
 }
 
 impl ListItem for RawUser {
@@ -514,6 +544,7 @@ impl ListItem for RawUser {
             name: self.name,
             credential,
             max_connections: self.max_connections,
+            require_tls: self.require_tls,
         })
     }
 }
@@ -647,6 +678,21 @@ struct RawLimits {
         deserialize_with = "de::parse::<de::AnyDuration, _>"
     )]
     shutdown_timeout: Duration,
+    #[serde(
+        default = "default_handshake_timeout",
+        deserialize_with = "de::parse::<de::Timeout, _>"
+    )]
+    handshake_timeout: Duration,
+    #[serde(
+        default = "default_max_unauthenticated",
+        deserialize_with = "de::bounded::<usize, 1, 1000000, _>"
+    )]
+    max_unauthenticated: usize,
+    #[serde(
+        default = "default_max_unauthenticated_per_address",
+        deserialize_with = "de::bounded::<usize, 1, 1000000, _>"
+    )]
+    max_unauthenticated_per_address: usize,
 }
 
 impl Default for RawLimits {
@@ -657,8 +703,23 @@ impl Default for RawLimits {
             max_packet_size: l.max_packet_size,
             idle_client_timeout: l.idle_client_timeout,
             shutdown_timeout: l.shutdown_timeout,
+            handshake_timeout: l.handshake_timeout,
+            max_unauthenticated: l.max_unauthenticated,
+            max_unauthenticated_per_address: l.max_unauthenticated_per_address,
         }
     }
+}
+
+fn default_handshake_timeout() -> Duration {
+    Limits::default().handshake_timeout
+}
+
+fn default_max_unauthenticated() -> usize {
+    Limits::default().max_unauthenticated
+}
+
+fn default_max_unauthenticated_per_address() -> usize {
+    Limits::default().max_unauthenticated_per_address
 }
 
 fn default_max_client_connections() -> usize {
@@ -684,6 +745,38 @@ impl From<RawLimits> for Limits {
             max_packet_size: raw.max_packet_size,
             idle_client_timeout: raw.idle_client_timeout,
             shutdown_timeout: raw.shutdown_timeout,
+            handshake_timeout: raw.handshake_timeout,
+            max_unauthenticated: raw.max_unauthenticated,
+            max_unauthenticated_per_address: raw.max_unauthenticated_per_address,
+        }
+    }
+}
+
+/// `admin:`; see [`AdminConfig`].
+#[derive(Deserialize, Default)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping such as { token_file: /etc/sluice/admin.token }"
+)]
+struct RawAdmin {
+    #[serde(default, deserialize_with = "de::parse_opt::<de::Secret, _>")]
+    token: Option<String>,
+    #[serde(default, deserialize_with = "de::parse_opt::<de::FilePath, _>")]
+    token_file: Option<PathBuf>,
+    #[serde(default)]
+    allowed_hosts: Vec<String>,
+}
+
+impl From<RawAdmin> for AdminConfig {
+    fn from(raw: RawAdmin) -> Self {
+        AdminConfig {
+            token: raw.token,
+            token_file: raw.token_file,
+            allowed_hosts: raw
+                .allowed_hosts
+                .into_iter()
+                .map(|h| h.to_ascii_lowercase())
+                .collect(),
         }
     }
 }

@@ -542,3 +542,72 @@ fn secrets_are_not_echoed() {
         "{debug}"
     );
 }
+
+#[test]
+fn security_settings_are_read_and_checked() {
+    let config = parse(MINIMAL).expect("minimal config");
+    assert_eq!(config.limits.handshake_timeout, Duration::from_secs(5));
+    assert_eq!(config.limits.max_unauthenticated, 1024);
+    assert_eq!(config.limits.max_unauthenticated_per_address, 128);
+    assert_eq!(config.admin, AdminConfig::default());
+    assert!(!config.users[0].require_tls);
+    assert_eq!(config.log.max_sql_length, 1024);
+
+    let text = format!(
+        "{MINIMAL}limits:\n  handshake_timeout: 2s\n  max_unauthenticated: 10\n  max_unauthenticated_per_address: 3\n\
+         admin:\n  token: 0123456789abcdefXYZ\n  allowed_hosts: [Sluice.Internal]\n\
+         tls: {{ cert: c.pem, key: k.pem, require: true }}\nlog:\n  max_sql_length: 100\n"
+    )
+    .replace("password: secret }", "password: secret, require_tls: true }");
+    let config = parse(&text).expect("security settings");
+    assert_eq!(config.limits.handshake_timeout, Duration::from_secs(2));
+    assert_eq!(config.limits.max_unauthenticated, 10);
+    assert_eq!(config.limits.max_unauthenticated_per_address, 3);
+    assert_eq!(config.admin.token.as_deref(), Some("0123456789abcdefXYZ"));
+    assert_eq!(config.admin.allowed_hosts, ["sluice.internal"]);
+    assert!(config.tls.as_ref().is_some_and(|t| t.require));
+    assert!(config.users[0].require_tls);
+    assert_eq!(config.log.max_sql_length, 100);
+    assert!(
+        !format!("{config:?}").contains("0123456789abcdef"),
+        "token in Debug"
+    );
+
+    assert_error(
+        &format!("{MINIMAL}limits:\n  handshake_timeout: 0s\n"),
+        7,
+        "greater than zero",
+    );
+    assert_error(
+        &format!("{MINIMAL}limits:\n  max_unauthenticated: 0\n"),
+        7,
+        "out of range",
+    );
+    assert_error(&format!("{MINIMAL}admin:\n  token: short\n"), 7, "at least 16");
+    let (_, message) =
+        error_of(&MINIMAL.replace("password: secret }", "password: secret, require_tls: true }"));
+    assert!(message.contains("require_tls"), "{message}");
+}
+
+#[test]
+fn admin_token_comes_from_the_file_next_to_the_config() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("admin.token"),
+        "  file-token-0123456789  \nignored\n",
+    )
+    .expect("token");
+    let path = dir.path().join("sluice.yaml");
+    std::fs::write(&path, format!("{MINIMAL}admin:\n  token_file: admin.token\n")).expect("config");
+    let config = Config::load(&path).expect("config");
+    assert_eq!(
+        config.admin.token_file.as_deref(),
+        Some(dir.path().join("admin.token").as_path())
+    );
+    assert_eq!(
+        config.admin.expected_token().expect("token"),
+        Some("file-token-0123456789".to_owned())
+    );
+    std::fs::write(dir.path().join("admin.token"), "\n").expect("empty");
+    assert!(config.admin.expected_token().is_err());
+}

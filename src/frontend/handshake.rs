@@ -4,7 +4,6 @@
 //! checked the default database on a backend.
 
 use std::net::SocketAddr;
-use std::time::Duration;
 
 use mysql_common::constants::StatusFlags;
 use mysql_common::io::ParseBuf;
@@ -12,19 +11,16 @@ use mysql_common::packets::{AuthPlugin, HandshakePacket, HandshakeResponse};
 use mysql_common::proto::MySerialize;
 use tokio::net::TcpStream;
 
-use crate::config::{Credential, User};
 use crate::error;
 use crate::protocol::consts::{offered_capabilities, CapabilityFlags, SERVER_STATUS_AUTOCOMMIT};
 use crate::protocol::packets::ErrPacket;
 use crate::protocol::{PacketStream, ProtocolError};
 
 use super::auth;
+use super::auth_exchange::{self, ExchangeError};
 use super::io::ClientIo;
 use super::limits::UserSlot;
 use super::listener::Shared;
-
-/// The whole handshake must finish within this time (MySQL's connect_timeout).
-pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// A handshake response is small; refuse to buffer more.
 const HANDSHAKE_MAX_PACKET: usize = 64 * 1024;
 pub struct Authed {
@@ -54,18 +50,66 @@ pub enum HandshakeError {
     Timeout,
 }
 
-const NATIVE: &[u8] = b"mysql_native_password";
-const SHA2: &[u8] = b"caching_sha2_password";
+use auth_exchange::NATIVE;
 
+/// Greeting to authenticated, within `limits.handshake_timeout` (MariaDB's
+/// connect_timeout). However it ends, the connection stops counting as
+/// unauthenticated (`limits.max_unauthenticated*`).
 pub async fn handshake(
     socket: TcpStream,
     peer: SocketAddr,
     conn_id: u32,
     shared: &Shared,
 ) -> Result<Authed, HandshakeError> {
-    match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake_inner(socket, peer, conn_id, shared)).await {
+    let timeout = shared.runtime().config.limits.handshake_timeout;
+    let r = match tokio::time::timeout(timeout, handshake_inner(socket, peer, conn_id, shared)).await {
         Ok(r) => r,
         Err(_) => Err(HandshakeError::Timeout),
+    };
+    super::limits::end_handshake();
+    r
+}
+
+/// The client's next packet in the handshake, which must carry sequence id
+/// `*seq`; a packet out of order is refused with ERR 1156, as MariaDB does.
+async fn read_in_order(
+    client: &mut PacketStream<ClientIo>,
+    seq: &mut u8,
+) -> Result<bytes::BytesMut, HandshakeError> {
+    let p = client.read_packet().await?;
+    if p.seq != *seq {
+        return Err(refuse(client, seq, out_of_order()).await);
+    }
+    *seq = p.seq.wrapping_add(1);
+    Ok(p.payload)
+}
+
+/// MariaDB's answer to a packet out of order during authentication
+/// (checked against MariaDB 10.11 by tests/security.rs).
+pub fn out_of_order() -> ErrPacket {
+    ErrPacket::new(
+        crate::protocol::consts::errcode::ER_NET_PACKETS_OUT_OF_ORDER,
+        "08S01",
+        "Got packets out of order",
+    )
+}
+
+/// Map a failed exchange: out-of-order packets get ERR 1156.
+pub async fn exchange_failed<S>(
+    client: &mut PacketStream<S>,
+    seq: &mut u8,
+    e: ExchangeError,
+) -> HandshakeError
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    match e {
+        ExchangeError::Protocol(e) => HandshakeError::Protocol(e),
+        ExchangeError::OutOfOrder { .. } => {
+            let err = out_of_order();
+            let _ = client.write_packet(seq, &err.encode()).await;
+            HandshakeError::Refused(err)
+        }
     }
 }
 
@@ -116,10 +160,9 @@ async fn handshake_inner(
     let mut seq = 0u8;
     client.write_packet(&mut seq, &buf).await?;
 
-    let mut p = client.read_packet().await?;
-    seq = p.seq.wrapping_add(1);
+    let mut p = read_in_order(&mut client, &mut seq).await?;
     // An SSL request is the first 32 bytes of a handshake response.
-    if is_ssl_request(&p.payload) {
+    if is_ssl_request(&p) {
         let Some(acceptor) = shared.tls.clone() else {
             return Err(refuse(
                 &mut client,
@@ -136,10 +179,9 @@ async fn handshake_inner(
             .await
             .map_err(ProtocolError::Io)?;
         client = PacketStream::new(ClientIo::Tls(Box::new(tls)), HANDSHAKE_MAX_PACKET);
-        p = client.read_packet().await?;
-        seq = p.seq.wrapping_add(1);
+        p = read_in_order(&mut client, &mut seq).await?;
     }
-    let hello = match parse_handshake_response(&p.payload, offered, offered_ext) {
+    let hello = match parse_handshake_response(&p, offered, offered_ext) {
         Ok(h) => h,
         Err(e) => return Err(refuse(&mut client, &mut seq, e).await),
     };
@@ -156,13 +198,21 @@ async fn handshake_inner(
 
     // The users of the newest configuration (a reload may have changed them).
     let rt = shared.runtime();
-    let user = rt.config.users.iter().find(|u| u.name == user_name);
-    let ok = match user {
-        None => {
-            // Answer as slowly and in the same shape as for a wrong password.
-            false
-        }
-        Some(user) => authenticate(&mut client, &mut seq, user, plugin, &nonce, &scramble).await?,
+    let tls = client.get_ref().is_tls();
+    let ok = match login(
+        &mut client,
+        &mut seq,
+        &rt.config,
+        &user_name,
+        plugin,
+        &nonce,
+        &scramble,
+        tls,
+    )
+    .await
+    {
+        Ok(ok) => ok,
+        Err(e) => return Err(exchange_failed(&mut client, &mut seq, e).await),
     };
     if !ok {
         let using_password = !scramble.is_empty();
@@ -173,9 +223,15 @@ async fn handshake_inner(
         )
         .await);
     }
+    // A place among the client sessions, taken only now: connections still
+    // in their handshake have a budget of their own, so they cannot lock
+    // logins out.
+    let Some(client_slot) = shared.clients.try_acquire() else {
+        return Err(refuse(&mut client, &mut seq, error::too_many_connections()).await);
+    };
     // Counted from here until the session ends (the slot is its guard).
     let user_slot = match shared.user_limits.acquire(&user_name) {
-        Ok(slot) => slot,
+        Ok(slot) => slot.with_client(client_slot),
         Err(e) => return Err(refuse(&mut client, &mut seq, e).await),
     };
     client.set_max_packet(shared.max_packet);
@@ -190,6 +246,32 @@ async fn handshake_inner(
         seq,
         nonce,
     })
+}
+
+/// Authenticate `name` (login or COM_CHANGE_USER): the exchange, run for
+/// unknown users too (see `auth_exchange`), then the TLS requirement.
+/// True only for a configured user who proved the password over a transport
+/// the configuration allows.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn login<S>(
+    client: &mut PacketStream<S>,
+    seq: &mut u8,
+    config: &crate::config::Config,
+    name: &str,
+    plugin: Option<AuthPlugin<'static>>,
+    nonce: &[u8; 20],
+    scramble: &[u8],
+    tls: bool,
+) -> Result<bool, ExchangeError>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let (user, known) = auth_exchange::account(&config.users, name);
+    let proved = auth_exchange::authenticate(client, seq, &user, plugin, nonce, scramble, tls).await?;
+    // Checked after the password, as MariaDB checks REQUIRE SSL: the answer
+    // to a plaintext login is the same access denied as for a wrong one.
+    let tls_ok = tls || !(user.require_tls || config.tls.as_ref().is_some_and(|t| t.require));
+    Ok(proved && known && tls_ok)
 }
 
 /// Is the client's first packet an SSL request: the first 32 bytes of a
@@ -261,91 +343,6 @@ pub fn parse_handshake_response(
         scramble: resp.scramble_buf().to_vec(),
         plugin: resp.auth_plugin().map(|p| p.clone().into_owned()),
     })
-}
-
-/// Run the plugin exchange for a known user. Returns whether the password matched.
-pub(crate) async fn authenticate(
-    client: &mut PacketStream<ClientIo>,
-    seq: &mut u8,
-    user: &User,
-    plugin: Option<AuthPlugin<'static>>,
-    nonce: &[u8; 20],
-    scramble: &[u8],
-) -> Result<bool, ProtocolError> {
-    match plugin {
-        None | Some(AuthPlugin::MysqlNativePassword) => {
-            Ok(auth::verify_native(&user.credential, nonce, scramble))
-        }
-        // The client picked caching_sha2 but answered the greeting's native
-        // scramble with nothing (it expects a switch): ask it for a
-        // caching_sha2 scramble of our nonce, then verify as usual.
-        Some(AuthPlugin::CachingSha2Password)
-            if scramble.is_empty()
-                && !matches!(&user.credential, Credential::Password(p) if p.is_empty())
-                && (matches!(user.credential, Credential::Password(_)) || client.get_ref().is_tls()) =>
-        {
-            let reply = switch_plugin(client, seq, SHA2, nonce).await?;
-            Box::pin(authenticate(
-                client,
-                seq,
-                user,
-                Some(AuthPlugin::CachingSha2Password),
-                nonce,
-                &reply,
-            ))
-            .await
-        }
-        Some(AuthPlugin::CachingSha2Password) => match &user.credential {
-            Credential::Password(pw) => {
-                if !auth::verify_sha2_fast(pw, nonce, scramble) {
-                    return Ok(false);
-                }
-                // "fast auth success"; the OK follows.
-                client.write_packet(seq, &[0x01, 0x03]).await?;
-                Ok(true)
-            }
-            Credential::NativeHash(_) if client.get_ref().is_tls() => {
-                // "perform full authentication": the client sends its
-                // password in clear text over the encrypted channel.
-                client.write_packet(seq, &[0x01, 0x04]).await?;
-                let p = client.read_packet().await?;
-                *seq = p.seq.wrapping_add(1);
-                Ok(auth::verify_cleartext(&user.credential, &p.payload))
-            }
-            Credential::NativeHash(_) => switch_to_native(client, seq, user, nonce).await,
-        },
-        Some(_) => switch_to_native(client, seq, user, nonce).await,
-    }
-}
-
-/// Send an auth switch request for `plugin` with our nonce; returns the
-/// client's answer.
-async fn switch_plugin(
-    client: &mut PacketStream<ClientIo>,
-    seq: &mut u8,
-    plugin: &[u8],
-    nonce: &[u8; 20],
-) -> Result<Vec<u8>, ProtocolError> {
-    let mut req = Vec::with_capacity(1 + plugin.len() + 1 + 21);
-    req.push(0xfe);
-    req.extend_from_slice(plugin);
-    req.push(0);
-    req.extend_from_slice(nonce);
-    req.push(0);
-    client.write_packet(seq, &req).await?;
-    let p = client.read_packet().await?;
-    *seq = p.seq.wrapping_add(1);
-    Ok(p.payload.to_vec())
-}
-
-async fn switch_to_native(
-    client: &mut PacketStream<ClientIo>,
-    seq: &mut u8,
-    user: &User,
-    nonce: &[u8; 20],
-) -> Result<bool, ProtocolError> {
-    let reply = switch_plugin(client, seq, NATIVE, nonce).await?;
-    Ok(auth::verify_native(&user.credential, nonce, &reply))
 }
 
 #[cfg(test)]

@@ -1,11 +1,19 @@
 //! Connection limits: sessions in total (`limits.max_client_connections`)
-//! and per user (`users[].max_connections`). Each admitted session holds a
-//! slot, a guard that gives it back when dropped, so a session that ends in
-//! any way (error, early return, panic) frees its place.
+//! and per user (`users[].max_connections`), and connections still in their
+//! handshake (`limits.max_unauthenticated`, in total and per address). Each
+//! admitted connection holds a slot, a guard that gives it back when
+//! dropped, so a connection that ends in any way (error, early return,
+//! panic) frees its place.
+//!
+//! The two budgets are separate on purpose: a connection takes a place
+//! among the sessions only once it is authenticated, so sockets that never
+//! finish their handshake cannot lock real logins out.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -39,6 +47,11 @@ impl ClientSlots {
         self.slots.clone().try_acquire_owned().ok().map(ClientSlot)
     }
 
+    /// True when every place is taken (a new client would be refused).
+    pub fn full(&self) -> bool {
+        self.slots.available_permits() == 0
+    }
+
     /// Sessions holding a place now.
     pub fn in_use(&self) -> usize {
         self.max as usize - self.slots.available_permits()
@@ -64,22 +77,133 @@ struct UserCount {
     current: AtomicU32,
 }
 
-/// One session counted against its user's limit; dropping it releases it.
-pub struct UserSlot(Option<Arc<UserCount>>);
+/// One authenticated session: counted against its user's limit, and
+/// holding its place among all sessions; dropping it releases both.
+pub struct UserSlot {
+    user: Option<Arc<UserCount>>,
+    client: Option<ClientSlot>,
+}
 
 impl UserSlot {
     /// A slot that counts nothing (frees the previous one when assigned over it).
     pub fn none() -> UserSlot {
-        UserSlot(None)
+        UserSlot {
+            user: None,
+            client: None,
+        }
+    }
+
+    /// This slot, also holding the session's place among all sessions.
+    pub fn with_client(mut self, client: ClientSlot) -> UserSlot {
+        self.client = Some(client);
+        self
+    }
+
+    /// COM_CHANGE_USER: count the session against `user` instead, keeping
+    /// its place among all sessions. On error (1226) nothing is counted.
+    pub fn switch_user(&mut self, limits: &UserLimits, user: &str) -> Result<(), ErrPacket> {
+        let client = self.client.take();
+        // Released first: changing to the same user must not count twice.
+        *self = UserSlot::none();
+        let mut next = limits.acquire(user)?;
+        next.client = client;
+        *self = next;
+        Ok(())
     }
 }
 
 impl Drop for UserSlot {
     fn drop(&mut self) {
-        if let Some(count) = self.0.take() {
+        if let Some(count) = self.user.take() {
             count.current.fetch_sub(1, Ordering::AcqRel);
         }
     }
+}
+
+/// Connections still in their handshake: a total budget and a cap per
+/// client address (`limits.max_unauthenticated*`).
+pub struct Handshakes {
+    total: Arc<Semaphore>,
+    per_address: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    max_per_address: usize,
+}
+
+/// Why a new connection was refused before its greeting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandshakeRefusal {
+    /// `limits.max_unauthenticated` connections are in their handshake.
+    Total,
+    /// `limits.max_unauthenticated_per_address` of them from this address.
+    Address,
+}
+
+/// One connection in its handshake; dropping it frees its place.
+pub struct HandshakeSlot {
+    _permit: OwnedSemaphorePermit,
+    addr: IpAddr,
+    per_address: Arc<Mutex<HashMap<IpAddr, usize>>>,
+}
+
+impl Drop for HandshakeSlot {
+    fn drop(&mut self) {
+        let mut map = self.per_address.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = map.get_mut(&self.addr) {
+            *n -= 1;
+            if *n == 0 {
+                map.remove(&self.addr);
+            }
+        }
+    }
+}
+
+impl Handshakes {
+    pub fn new(max: usize, max_per_address: usize) -> Handshakes {
+        Handshakes {
+            total: Arc::new(Semaphore::new(max)),
+            per_address: Arc::new(Mutex::new(HashMap::new())),
+            max_per_address,
+        }
+    }
+
+    /// A place for one more connection from `addr` in its handshake. Taken
+    /// once per connection at accept (never per statement).
+    pub fn try_acquire(&self, addr: IpAddr) -> Result<HandshakeSlot, HandshakeRefusal> {
+        let permit = self
+            .total
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| HandshakeRefusal::Total)?;
+        let mut map = self.per_address.lock().unwrap_or_else(|e| e.into_inner());
+        let n = map.entry(addr).or_insert(0);
+        if *n >= self.max_per_address {
+            return Err(HandshakeRefusal::Address);
+        }
+        *n += 1;
+        drop(map);
+        Ok(HandshakeSlot {
+            _permit: permit,
+            addr,
+            per_address: self.per_address.clone(),
+        })
+    }
+}
+
+tokio::task_local! {
+    /// The handshake slot of the connection this task serves, released by
+    /// [`end_handshake`] once the client is authenticated (or not).
+    static HANDSHAKE: RefCell<Option<HandshakeSlot>>;
+}
+
+/// Run a connection's task holding `slot` until [`end_handshake`] (or the
+/// task's end).
+pub async fn in_handshake<F: std::future::Future>(slot: HandshakeSlot, f: F) -> F::Output {
+    HANDSHAKE.scope(RefCell::new(Some(slot)), f).await
+}
+
+/// The connection is out of its handshake: free its place in that budget.
+pub fn end_handshake() {
+    let slot = HANDSHAKE.try_with(|s| s.borrow_mut().take()).ok().flatten();
+    drop(slot);
 }
 
 impl UserLimits {
@@ -102,7 +226,7 @@ impl UserLimits {
     /// the user already has its maximum.
     pub fn acquire(&self, user: &str) -> Result<UserSlot, ErrPacket> {
         let Some(count) = self.users.get(user) else {
-            return Ok(UserSlot(None));
+            return Ok(UserSlot::none());
         };
         let admitted = count
             .current
@@ -110,7 +234,10 @@ impl UserLimits {
                 (n < count.max).then_some(n + 1)
             });
         match admitted {
-            Ok(_) => Ok(UserSlot(Some(count.clone()))),
+            Ok(_) => Ok(UserSlot {
+                user: Some(count.clone()),
+                client: None,
+            }),
             Err(_) => Err(error::user_limit_reached(user, count.max)),
         }
     }
@@ -126,7 +253,58 @@ mod tests {
             name: name.to_owned(),
             credential: Credential::Password(String::new()),
             max_connections: max,
+            require_tls: false,
         }
+    }
+
+    #[test]
+    fn changing_user_keeps_the_session_place() {
+        let limits = UserLimits::new(&[user("a", 1), user("b", 1)]);
+        let clients = ClientSlots::new(1);
+        let mut slot = limits
+            .acquire("a")
+            .expect("a")
+            .with_client(clients.try_acquire().expect("place"));
+        slot.switch_user(&limits, "a").expect("the same user again");
+        slot.switch_user(&limits, "b").expect("b");
+        assert!(limits.acquire("a").is_ok(), "a was released");
+        assert_eq!(limits.acquire("b").err().map(|e| e.code), Some(1226));
+        assert!(clients.full(), "the place is kept");
+        drop(slot);
+        assert!(!clients.full());
+    }
+
+    #[test]
+    fn handshakes_are_capped_in_total_and_per_address() {
+        let h = Handshakes::new(3, 2);
+        let a: IpAddr = [127, 0, 0, 1].into();
+        let b: IpAddr = [127, 0, 0, 2].into();
+        let a1 = h.try_acquire(a).expect("a1");
+        let a2 = h.try_acquire(a).expect("a2");
+        assert_eq!(h.try_acquire(a).err(), Some(HandshakeRefusal::Address));
+        let b1 = h.try_acquire(b).expect("b1");
+        assert_eq!(h.try_acquire(b).err(), Some(HandshakeRefusal::Total));
+        drop(a1);
+        let a3 = h.try_acquire(a).expect("a place from a was freed");
+        drop((a2, a3, b1));
+        assert!(
+            h.per_address.lock().expect("lock").is_empty(),
+            "no entry left behind"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_handshake_slot_is_released_by_end_handshake() {
+        let h = Handshakes::new(1, 1);
+        let a: IpAddr = [127, 0, 0, 1].into();
+        let slot = h.try_acquire(a).expect("slot");
+        in_handshake(slot, async {
+            assert!(h.try_acquire(a).is_err());
+            end_handshake();
+            let again = h.try_acquire(a).expect("released");
+            drop(again);
+        })
+        .await;
     }
 
     #[test]

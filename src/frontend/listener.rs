@@ -18,7 +18,7 @@ use crate::protocol::codec::queue_frames;
 use crate::reload::Reloader;
 use crate::runtime::Runtime;
 
-use super::limits::{ClientSlots, UserLimits};
+use super::limits::{self, ClientSlots, HandshakeRefusal, Handshakes, UserLimits};
 use super::session;
 
 /// Everything sessions share. Read-mostly; nothing here is locked per query.
@@ -46,6 +46,8 @@ pub struct Shared {
     /// Texts of the prepared statements clients have open (server-side
     /// statements nobody needs are closed; see `backend::state`).
     pub open_stmts: crate::backend::state::OpenStatements,
+    /// Connections still in their handshake (`limits.max_unauthenticated*`).
+    pub handshakes: Handshakes,
     /// Cancelled on SIGTERM/SIGINT: stop accepting, close idle sessions.
     pub shutdown: CancellationToken,
     /// The live sessions by thread id (processlist, KILL).
@@ -72,6 +74,10 @@ impl Shared {
         let max_packet = config.limits.max_packet_size;
         let clients = ClientSlots::new(config.limits.max_client_connections);
         let user_limits = UserLimits::new(&config.users);
+        let handshakes = Handshakes::new(
+            config.limits.max_unauthenticated,
+            config.limits.max_unauthenticated_per_address,
+        );
         let runtime = Runtime::first(config).map_err(crate::error::Error::Tls)?;
         Ok(Shared {
             runtime: ArcSwap::from_pointee(runtime),
@@ -86,6 +92,7 @@ impl Shared {
             clients,
             user_limits,
             open_stmts: Default::default(),
+            handshakes,
             shutdown: CancellationToken::new(),
             sessions: Default::default(),
         })
@@ -147,54 +154,115 @@ impl Shared {
 /// Accept clients until sluice shuts down (`shared.shutdown`); the
 /// listener is closed on return, so new connections are refused.
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
+    let mut backoff = AcceptBackoff::default();
     loop {
         let accepted = tokio::select! {
             _ = shared.shutdown.cancelled() => return,
             accepted = listener.accept() => accepted,
         };
         let (socket, peer) = match accepted {
-            Ok(x) => x,
+            Ok(x) => {
+                backoff.reset();
+                x
+            }
             Err(e) => {
                 // EMFILE and friends: keep serving existing clients, retry.
                 warn!(error = %e, "accept failed");
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                backoff.wait().await;
                 continue;
             }
         };
-        let Some(slot) = shared.clients.try_acquire() else {
-            refuse_too_many(&socket, peer, &shared);
+        if shared.clients.full() {
+            refuse_too_many(&socket, peer, &shared, "max_client_connections");
             continue;
+        }
+        // The session's own place is taken once it is authenticated (see
+        // handshake.rs); until then it counts among the handshakes.
+        let slot = match shared.handshakes.try_acquire(peer.ip()) {
+            Ok(slot) => slot,
+            Err(HandshakeRefusal::Total) => {
+                refuse_too_many(&socket, peer, &shared, "max_unauthenticated");
+                continue;
+            }
+            Err(HandshakeRefusal::Address) => {
+                refuse_too_many(&socket, peer, &shared, "max_unauthenticated_per_address");
+                continue;
+            }
         };
         let _ = socket.set_nodelay(true);
         let conn_id = shared.next_conn_id();
         let shared = shared.clone();
         let span = tracing::info_span!("conn", id = conn_id);
         tokio::spawn(
-            async move {
-                // Freed when the session ends, however it ends.
-                let _slot = slot;
+            limits::in_handshake(slot, async move {
                 shared.metrics.client_connected();
                 session::run(socket, peer, conn_id, shared.clone()).await;
                 shared.metrics.client_disconnected();
-            }
+            })
             .instrument(span),
         );
     }
 }
 
-/// Every place is taken: answer as MariaDB does beyond its connection
-/// limit, with ERR 1040 instead of the greeting (sequence id 0, no SQLSTATE,
-/// since the client's protocol is not known yet), and close. The socket is
-/// new and its send buffer empty, so the write cannot block the accept loop.
-fn refuse_too_many(socket: &TcpStream, peer: SocketAddr, shared: &Shared) {
+/// Growing pauses after failed accepts (EMFILE, ENFILE, ENOBUFS...): the
+/// error repeats at once while it lasts, and retrying without a pause spins
+/// a core. 5 ms doubling to 1 s; reset by the next accepted connection.
+#[derive(Debug, Default)]
+pub struct AcceptBackoff {
+    failures: u32,
+}
+
+impl AcceptBackoff {
+    pub fn reset(&mut self) {
+        self.failures = 0;
+    }
+
+    /// The pause for the current run of failures.
+    pub fn delay(&self) -> std::time::Duration {
+        let ms = 5u64.saturating_mul(1 << self.failures.min(8));
+        std::time::Duration::from_millis(ms.min(1000))
+    }
+
+    pub async fn wait(&mut self) {
+        let d = self.delay();
+        self.failures = self.failures.saturating_add(1);
+        tokio::time::sleep(d).await;
+    }
+}
+
+/// A limit is reached: answer as MariaDB does beyond its connection limit,
+/// with ERR 1040 instead of the greeting (sequence id 0, no SQLSTATE, since
+/// the client's protocol is not known yet), and close. The socket is new
+/// and its send buffer empty, so the write cannot block the accept loop.
+fn refuse_too_many(socket: &TcpStream, peer: SocketAddr, shared: &Shared, limit: &'static str) {
     let err = error::too_many_connections();
     let mut frame = BytesMut::new();
     queue_frames(&mut frame, &mut 0, &err.encode_pre_handshake());
     let _ = socket.try_write(&frame);
     shared.metrics.login_refused(err.code); // metrics: refused, error by kind
-    info!(%peer, max_client_connections = shared.runtime().config.limits.max_client_connections, "client refused: too many connections");
+    info!(%peer, limit, "client refused: too many connections");
 }
 
 pub fn log_listening(addr: &std::net::SocketAddr) {
     info!(%addr, "listening for MySQL clients");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AcceptBackoff;
+    use std::time::Duration;
+
+    #[test]
+    fn accept_backoff_grows_and_is_capped() {
+        let mut b = AcceptBackoff::default();
+        assert_eq!(b.delay(), Duration::from_millis(5));
+        for _ in 0..3 {
+            b.failures += 1;
+        }
+        assert_eq!(b.delay(), Duration::from_millis(40));
+        b.failures = 1000;
+        assert_eq!(b.delay(), Duration::from_secs(1));
+        b.reset();
+        assert_eq!(b.delay(), Duration::from_millis(5));
+    }
 }

@@ -2,6 +2,7 @@
 
 pub mod abandon;
 pub mod auth;
+pub mod auth_exchange;
 pub mod change_user;
 pub mod handshake;
 pub mod io;

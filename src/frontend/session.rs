@@ -474,27 +474,33 @@ impl Session {
             return Err(Closed);
         };
         let mut seq = self.reply_seq;
-        // The users of the newest configuration, as for a new login.
-        let user = self
-            .shared
-            .runtime()
-            .config
-            .users
-            .iter()
-            .find(|u| u.name == req.user)
-            .cloned();
-        let ok = match &user {
-            Some(u) => {
-                let plugin = req
-                    .plugin
-                    .map(|p| mysql_common::packets::AuthPlugin::from_bytes(&p).into_owned())
-                    .or(Some(mysql_common::packets::AuthPlugin::MysqlNativePassword));
-                handshake::authenticate(&mut self.client, &mut seq, u, plugin, &self.nonce, &req.auth)
-                    .await
-                    .map_err(|_| Closed)?
+        // The users of the newest configuration, as for a new login, and
+        // the same bounded exchange (unknown users included), within
+        // `limits.handshake_timeout`.
+        let rt = self.shared.runtime();
+        let plugin = req
+            .plugin
+            .map(|p| mysql_common::packets::AuthPlugin::from_bytes(&p).into_owned());
+        let tls = self.client.get_ref().is_tls();
+        let exchange = handshake::login(
+            &mut self.client,
+            &mut seq,
+            &rt.config,
+            &req.user,
+            plugin,
+            &self.nonce,
+            &req.auth,
+            tls,
+        );
+        let ok = match tokio::time::timeout(rt.config.limits.handshake_timeout, exchange).await {
+            Ok(Ok(ok)) => ok,
+            Ok(Err(e)) => {
+                let _ = handshake::exchange_failed(&mut self.client, &mut seq, e).await;
+                return Err(Closed);
             }
-            None => false,
+            Err(_) => return Err(Closed),
         };
+        drop(rt);
         self.reply_seq = seq;
         if !ok {
             let host = self
@@ -507,14 +513,11 @@ impl Session {
                 .await;
             return Err(Closed);
         }
-        // The session now counts against the new user's max_connections.
-        self.user_slot = super::limits::UserSlot::none();
-        match self.shared.user_limits.acquire(&req.user) {
-            Ok(slot) => self.user_slot = slot,
-            Err(e) => {
-                let _ = self.send_err(&e).await;
-                return Err(Closed);
-            }
+        // The session now counts against the new user's max_connections
+        // (and keeps its place among all sessions).
+        if let Err(e) = self.user_slot.switch_user(&self.shared.user_limits, &req.user) {
+            let _ = self.send_err(&e).await;
+            return Err(Closed);
         }
         // Give the connections back (the pool resets them) and start clean.
         self.master = None;

@@ -42,7 +42,8 @@ impl PartLog {
     pub(super) fn start(on: bool, sql: &str, backend: &str, shard: u32) -> Option<PartLog> {
         on.then(|| PartLog {
             started: Instant::now(),
-            sql: sql.to_string(),
+            // Escaped, capped, and hidden when it may hold a password.
+            sql: crate::logging::loggable_sql(sql),
             backend: backend.to_string(),
             shard,
         })

@@ -1,34 +1,73 @@
 //! The admin HTTP endpoint: /metrics, /healthz, /readyz (hyper 1), and
 //! `POST /reload` (hot reload of the configuration file: 200 with what
 //! changed, 400 with the file's error and the running configuration kept).
+//!
+//! Protection (see README, Threat model): the reads stay open, as Prometheus
+//! expects; every other method needs the admin token (`Authorization:
+//! Bearer TOKEN`), so a cross-site request from a browser cannot reload
+//! sluice; a `Host` header that names anything but an IP address,
+//! `localhost` or `admin.allowed_hosts` is refused (DNS rebinding). At most
+//! [`MAX_CONNECTIONS`] connections at once, each with a deadline for its
+//! request headers and a lifetime, so idle or half-sent requests cannot pile
+//! up.
 
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::time::Duration;
 
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
-use tracing::debug;
+use tokio::sync::Semaphore;
+use tracing::{debug, warn};
 
+use crate::config::AdminConfig;
+use crate::frontend::listener::AcceptBackoff;
 use crate::frontend::Shared;
 
+/// Admin connections at once; one more is closed at once.
+pub const MAX_CONNECTIONS: usize = 64;
+/// A request's headers must arrive within this time.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// A connection is closed after this long, idle keep-alive or not.
+pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
+
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
+    let places = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let mut backoff = AcceptBackoff::default();
     loop {
-        let Ok((stream, _)) = listener.accept().await else {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => {
+                backoff.reset();
+                stream
+            }
+            Err(e) => {
+                // EMFILE and friends repeat at once: pause, never spin.
+                warn!(error = %e, "admin endpoint: accept failed");
+                backoff.wait().await;
+                continue;
+            }
+        };
+        let Ok(place) = places.clone().try_acquire_owned() else {
+            debug!("admin endpoint: connection limit reached, closing a new connection");
             continue;
         };
         let shared = shared.clone();
         tokio::spawn(async move {
+            let _place = place;
             let svc = service_fn(move |req| handle(req, shared.clone()));
-            if let Err(e) = http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), svc)
-                .await
-            {
-                debug!(error = %e, "admin http connection");
+            let conn = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
+                .serve_connection(TokioIo::new(stream), svc);
+            match tokio::time::timeout(CONNECTION_LIFETIME, conn).await {
+                Ok(Err(e)) => debug!(error = %e, "admin http connection"),
+                Ok(Ok(())) => {}
+                Err(_) => debug!("admin http connection: lifetime reached"),
             }
         });
     }
@@ -40,7 +79,105 @@ fn text(status: StatusCode, body: String) -> Response<Full<Bytes>> {
     r
 }
 
+/// Is `host` (a Host header: name or address, optional port) one sluice
+/// answers to? IP addresses cannot be rebound; names must be `localhost`
+/// or listed in `admin.allowed_hosts`.
+pub fn host_allowed(host: &str, allowed: &[String]) -> bool {
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        // [v6]:port
+        return rest
+            .split_once(']')
+            .is_some_and(|(ip, port)| ip.parse::<std::net::Ipv6Addr>().is_ok() && valid_port(port));
+    } else {
+        match host.rsplit_once(':') {
+            Some((name, port)) if !port.is_empty() && port.parse::<u16>().is_ok() => name,
+            Some(_) => return false,
+            None => host,
+        }
+    };
+    if name.parse::<std::net::Ipv4Addr>().is_ok() {
+        return true;
+    }
+    let name = name.to_ascii_lowercase();
+    name == "localhost" || allowed.contains(&name)
+}
+
+fn valid_port(suffix: &str) -> bool {
+    match suffix.strip_prefix(':') {
+        None => suffix.is_empty(),
+        Some(p) => !p.is_empty() && p.parse::<u16>().is_ok(),
+    }
+}
+
+/// Constant-time comparison of the presented and the expected token.
+fn token_matches(presented: &[u8], expected: &[u8]) -> bool {
+    presented.len() == expected.len()
+        && presented
+            .iter()
+            .zip(expected)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
+/// Why a request is refused before it is served, if it is.
+fn refusal(req: &Request<Incoming>, admin: &AdminConfig) -> Option<Response<Full<Bytes>>> {
+    if let Some(host) = req.headers().get(hyper::header::HOST) {
+        let ok = host.to_str().is_ok_and(|h| host_allowed(h, &admin.allowed_hosts));
+        if !ok {
+            return Some(text(
+                StatusCode::MISDIRECTED_REQUEST,
+                "unexpected Host header: use an IP address or localhost, or list the name in admin.allowed_hosts\n"
+                    .into(),
+            ));
+        }
+    }
+    if matches!(*req.method(), Method::GET | Method::HEAD) {
+        return None;
+    }
+    let expected = match admin.expected_token() {
+        Ok(Some(t)) => t,
+        Ok(None) => {
+            return Some(text(
+                StatusCode::FORBIDDEN,
+                format!(
+                    "{} {} changes sluice's state and needs the admin token, but none is set: \
+                     set admin.token or admin.token_file (or {}), or reload with SIGHUP\n",
+                    req.method(),
+                    req.uri().path(),
+                    crate::config::ADMIN_TOKEN_ENV
+                ),
+            ))
+        }
+        Err(e) => {
+            warn!(error = %e, "admin token unavailable");
+            return Some(text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the admin token cannot be read (see sluice's log)\n".into(),
+            ));
+        }
+    };
+    let presented = req
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "));
+    if presented.is_some_and(|p| token_matches(p, expected.as_bytes())) {
+        return None;
+    }
+    let mut r = text(
+        StatusCode::UNAUTHORIZED,
+        "this request needs the admin token: send `Authorization: Bearer TOKEN`\n".into(),
+    );
+    r.headers_mut().insert(
+        hyper::header::WWW_AUTHENTICATE,
+        hyper::header::HeaderValue::from_static("Bearer"),
+    );
+    Some(r)
+}
+
 async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<Full<Bytes>>, Infallible> {
+    if let Some(refused) = refusal(&req, &shared.runtime().config.admin) {
+        return Ok(refused);
+    }
     Ok(match req.uri().path() {
         "/metrics" => {
             let mut r = text(StatusCode::OK, shared.metrics.render());
@@ -52,7 +189,7 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
         }
         "/healthz" => text(StatusCode::OK, "ok\n".into()),
         "/readyz" => readyz(&shared).await,
-        "/reload" if req.method() == hyper::Method::POST => match crate::reload::reload(&shared).await {
+        "/reload" if req.method() == Method::POST => match crate::reload::reload(&shared).await {
             Ok(summary) => text(StatusCode::OK, format!("{summary}\n")),
             Err(e) => text(StatusCode::BAD_REQUEST, format!("{e}\n")),
         },
@@ -82,5 +219,46 @@ async fn readyz(shared: &Shared) -> Response<Full<Bytes>> {
             StatusCode::SERVICE_UNAVAILABLE,
             format!("not ready: {}\n", failures.join("; ")),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_that_cannot_be_rebound_or_are_listed() {
+        let listed = ["sluice.internal".to_owned()];
+        for ok in [
+            "127.0.0.1",
+            "127.0.0.1:9033",
+            "10.1.2.3:80",
+            "[::1]:9033",
+            "[::1]",
+            "localhost",
+            "LOCALHOST:9033",
+            "sluice.internal:9033",
+        ] {
+            assert!(host_allowed(ok, &listed), "{ok}");
+        }
+        for bad in [
+            "evil.example:9033",
+            "127.0.0.1.nip.io",
+            "localhost.evil.example",
+            "127.0.0.1:port",
+            "[::1]x",
+            "",
+            "sluice.internal.evil",
+        ] {
+            assert!(!host_allowed(bad, &listed), "{bad}");
+        }
+    }
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(token_matches(b"0123456789abcdef", b"0123456789abcdef"));
+        assert!(!token_matches(b"0123456789abcde", b"0123456789abcdef"));
+        assert!(!token_matches(b"", b"0123456789abcdef"));
+        assert!(!token_matches(b"0123456789abcdeX", b"0123456789abcdef"));
     }
 }

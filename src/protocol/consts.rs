@@ -89,6 +89,7 @@ pub fn format_capabilities() -> CapabilityFlags {
 pub mod errcode {
     pub const ER_CON_COUNT_ERROR: u16 = 1040;
     pub const ER_HANDSHAKE_ERROR: u16 = 1043;
+    pub const ER_NET_PACKETS_OUT_OF_ORDER: u16 = 1156;
     pub const ER_ACCESS_DENIED_ERROR: u16 = 1045;
     pub const ER_UNKNOWN_COM_ERROR: u16 = 1047;
     pub const ER_BAD_DB_ERROR: u16 = 1049;

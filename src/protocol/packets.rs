@@ -162,7 +162,9 @@ impl std::fmt::Display for ErrPacket {
             "ERROR {} ({}): {}",
             self.code,
             String::from_utf8_lossy(&self.state),
-            self.message
+            // Displayed only in logs, where a message may carry a client's
+            // user name or SQL: escaped and capped (log forging).
+            crate::logging::escaped(&self.message, 2 * crate::logging::MAX_LOGGED_NAME)
         )
     }
 }

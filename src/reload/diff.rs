@@ -32,6 +32,15 @@ pub fn restart_needed(running: &Config, new: &Config) -> Vec<&'static str> {
     if running.limits.max_packet_size != new.limits.max_packet_size {
         keys.push("limits.max_packet_size");
     }
+    if running.limits.max_unauthenticated != new.limits.max_unauthenticated {
+        keys.push("limits.max_unauthenticated");
+    }
+    if running.limits.max_unauthenticated_per_address != new.limits.max_unauthenticated_per_address {
+        keys.push("limits.max_unauthenticated_per_address");
+    }
+    if running.log.max_sql_length != new.log.max_sql_length {
+        keys.push("log.max_sql_length");
+    }
     if new
         .users
         .iter()
@@ -63,6 +72,9 @@ pub fn keep_running(running: &Config, mut new: Config) -> Config {
     new.log.level = running.log.level.clone();
     new.limits.max_client_connections = running.limits.max_client_connections;
     new.limits.max_packet_size = running.limits.max_packet_size;
+    new.limits.max_unauthenticated = running.limits.max_unauthenticated;
+    new.limits.max_unauthenticated_per_address = running.limits.max_unauthenticated_per_address;
+    new.log.max_sql_length = running.log.max_sql_length;
     for u in &mut new.users {
         u.max_connections = running_max_connections(running, &u.name);
     }
@@ -226,6 +238,7 @@ mod tests {
             name: "bob".into(),
             credential: crate::config::Credential::Password("pw".into()),
             max_connections: 0,
+            require_tls: false,
         });
         let mut r = b.groups[0].replicas[0].clone();
         b.groups[0].replicas[0].weight = 3;

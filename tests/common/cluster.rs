@@ -411,6 +411,8 @@ impl Guarded {
             .arg(cleanup_parent.unwrap_or(empty))
             .arg(program)
             .args(args)
+            // POST /reload needs the admin token (tests/common/http.rs sends it).
+            .env(super::http::ADMIN_TOKEN_ENV, super::http::TEST_ADMIN_TOKEN)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(wrapper_err)

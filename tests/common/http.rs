@@ -4,6 +4,12 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
+/// The admin token every sluice started by the harness gets through its
+/// environment (unless its configuration sets one), sent by [`http_post`].
+pub const TEST_ADMIN_TOKEN: &str = "test-admin-token-5f1c9a";
+/// sluice's environment variable for the admin token.
+pub const ADMIN_TOKEN_ENV: &str = "SLUICE_ADMIN_TOKEN";
+
 /// GET `path` from `127.0.0.1:port` (HTTP/1.0, so no chunked encoding):
 /// (status, body).
 pub fn http_get(port: u16, path: &str) -> Result<(u16, String), String> {
@@ -21,7 +27,7 @@ fn request(port: u16, method: &str, path: &str) -> Result<(u16, String), String>
         .map_err(|e| e.to_string())?;
     write!(
         s,
-        "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\n\r\n"
+        "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {TEST_ADMIN_TOKEN}\r\nContent-Length: 0\r\n\r\n"
     )
     .map_err(|e| e.to_string())?;
     let mut raw = Vec::new();

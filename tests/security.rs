@@ -1,0 +1,766 @@
+//! Attacks on sluice from the security review (issue 15), each run over real sockets
+//! against a sluice binary in front of the shared MariaDB cluster (or, for the backend
+//! side, a fake MySQL server on loopback that plays a man in the middle). Every test that
+//! could have crashed or exhausted sluice then checks that it still serves a new session.
+//! Where MariaDB defines the answer (bad sequence ids, REQUIRE SSL), the same bytes are
+//! sent to the master directly and the two answers compared.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use common::cluster::{shared_cluster, unique_name, Sluice, APP_PASSWORD, APP_USER, TEST_DB};
+use common::raw::{Frame, RawConn};
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Opts, OptsBuilder, SslOpts};
+
+// ---------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------
+
+const SHA2: &str = "caching_sha2_password";
+const NATIVE: &str = "mysql_native_password";
+
+/// PROTOCOL_41 | SECURE_CONNECTION | PLUGIN_AUTH | TRANSACTIONS | LONG_FLAG.
+const CLIENT_CAPS: u32 = 0x0000_0200 | 0x0000_8000 | 0x0008_0000 | 0x0000_2000 | 0x0000_0004;
+
+fn frame(seq: u8, payload: &[u8]) -> Vec<u8> {
+    let len = (payload.len() as u32).to_le_bytes();
+    let mut f = vec![len[0], len[1], len[2], seq];
+    f.extend_from_slice(payload);
+    f
+}
+
+/// A protocol-4.1 handshake response for `user` answering with `auth` under `plugin`.
+fn handshake_response(user: &[u8], auth: &[u8], plugin: &str) -> Vec<u8> {
+    let mut p = Vec::new();
+    p.extend_from_slice(&CLIENT_CAPS.to_le_bytes());
+    p.extend_from_slice(&(16u32 << 20).to_le_bytes());
+    p.push(45);
+    p.extend_from_slice(&[0u8; 23]);
+    p.extend_from_slice(user);
+    p.push(0);
+    p.push(auth.len() as u8);
+    p.extend_from_slice(auth);
+    p.extend_from_slice(plugin.as_bytes());
+    p.push(0);
+    p
+}
+
+/// The 20-byte scramble of a v10 greeting.
+fn greeting_nonce(g: &[u8]) -> Vec<u8> {
+    let version_end = 1 + g[1..].iter().position(|&b| b == 0).expect("version");
+    let mut i = version_end + 1 + 4;
+    let mut nonce = g[i..i + 8].to_vec();
+    i += 8 + 1 + 2 + 1 + 2 + 2 + 1 + 10;
+    nonce.extend_from_slice(&g[i..i + 12]);
+    nonce
+}
+
+fn greeting(c: &mut RawConn) -> Vec<u8> {
+    match c.read() {
+        Frame::Packet(0, g) if g.first() == Some(&10) => g,
+        other => panic!("expected a greeting, got {other:?}"),
+    }
+}
+
+fn opts(port: u16, user: &str, password: &str) -> OptsBuilder {
+    let url = format!("mysql://{user}:{password}@127.0.0.1:{port}/{TEST_DB}?prefer_socket=false");
+    OptsBuilder::from_opts(Opts::from_url(&url).expect("url")).prefer_socket(false)
+}
+
+fn tls_opts(port: u16, user: &str, password: &str) -> OptsBuilder {
+    opts(port, user, password).ssl_opts(Some(
+        SslOpts::default()
+            .with_danger_accept_invalid_certs(true)
+            .with_danger_skip_domain_validation(true),
+    ))
+}
+
+async fn try_connect(o: OptsBuilder) -> Result<Conn, mysql_async::Error> {
+    tokio::time::timeout(Duration::from_secs(20), Conn::new(o))
+        .await
+        .expect("connecting timed out")
+}
+
+/// sluice still serves a new session (the proof that an attack did not end it).
+async fn still_serves(s: &Sluice) {
+    assert!(s.is_running(), "sluice is gone; log:\n{}", s.log());
+    let mut c = try_connect(opts(s.port, APP_USER, APP_PASSWORD))
+        .await
+        .unwrap_or_else(|e| panic!("a new session after the attack: {e}\n{}", s.log()));
+    let one: Option<i64> = c.query_first("SELECT 1").await.expect("SELECT 1");
+    assert_eq!(one, Some(1));
+    c.disconnect().await.expect("disconnect");
+}
+
+fn server_error(e: &mysql_async::Error) -> (u16, String) {
+    match e {
+        mysql_async::Error::Server(s) => (s.code, s.state.clone()),
+        other => panic!("expected a server error, got {other:?}"),
+    }
+}
+
+/// The packets a client sees until sluice (or MariaDB) closes or goes quiet.
+fn drain(c: &mut RawConn, max: usize) -> Vec<Frame> {
+    c.set_timeout(Duration::from_secs(5));
+    let mut out = Vec::new();
+    for _ in 0..max {
+        let f = c.read();
+        let end = !matches!(f, Frame::Packet(..));
+        out.push(f);
+        if end {
+            break;
+        }
+    }
+    out
+}
+
+fn plain_sluice() -> &'static Sluice {
+    static S: OnceLock<Sluice> = OnceLock::new();
+    S.get_or_init(|| Sluice::start_for(shared_cluster(), "log:\n  level: info\n"))
+}
+
+// ---------------------------------------------------------------------------------------
+// 1. Crashes: unbounded auth exchanges, sequence ids
+// ---------------------------------------------------------------------------------------
+
+/// The attack that aborted the whole process: a known user with caching_sha2 and an
+/// empty answer, then 3,000 pipelined empty packets (each once answered with another
+/// auth switch, one stack frame deeper).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_empty_auth_answers_do_not_crash_sluice() {
+    let s = plain_sluice();
+    let mut c = RawConn::connect(s.port);
+    greeting(&mut c);
+    let mut burst = frame(1, &handshake_response(APP_USER.as_bytes(), &[], SHA2));
+    for i in 0..3000u32 {
+        burst.extend_from_slice(&frame((3 + i) as u8, &[]));
+    }
+    c.sock.write_all(&burst).expect("send the burst");
+    let frames = drain(&mut c, 4);
+    match &frames[0] {
+        Frame::Packet(2, p) => assert!(p.starts_with(b"\xfecaching_sha2_password\0"), "{p:?}"),
+        other => panic!("expected the auth switch, got {other:?}"),
+    }
+    // The one answer read is empty, not the password: access denied (or a reset,
+    // since the rest of the burst is never read).
+    if let Some(err) = frames[1].err() {
+        assert_eq!((err.0, err.1.as_str()), (1045, "28000"), "{err:?}");
+    } else {
+        assert_eq!(frames[1], Frame::Closed);
+    }
+    still_serves(s).await;
+}
+
+/// The same through COM_CHANGE_USER after a real login.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_change_user_answers_do_not_crash_sluice() {
+    let s = plain_sluice();
+    let mut c = RawConn::connect(s.port);
+    assert!(c.login(APP_USER, APP_PASSWORD).is_ok(), "login");
+    let mut body = vec![0x11];
+    body.extend_from_slice(b"app\0");
+    body.push(0); // empty auth
+    body.push(0); // no database
+    body.extend_from_slice(&[45, 0]);
+    body.extend_from_slice(b"caching_sha2_password\0");
+    let mut burst = frame(0, &body);
+    for i in 0..3000u32 {
+        burst.extend_from_slice(&frame((2 + i) as u8, &[]));
+    }
+    c.sock.write_all(&burst).expect("send the burst");
+    let frames = drain(&mut c, 4);
+    match &frames[0] {
+        Frame::Packet(1, p) => assert!(p.starts_with(b"\xfecaching_sha2_password\0"), "{p:?}"),
+        other => panic!("expected the auth switch, got {other:?}"),
+    }
+    if let Some(err) = frames[1].err() {
+        assert_eq!(err.0, 1045, "{err:?}");
+    } else {
+        assert_eq!(frames[1], Frame::Closed);
+    }
+    still_serves(s).await;
+}
+
+/// What `port` (sluice or MariaDB) answers to a handshake whose packets carry wrong
+/// sequence ids: the answer to an auth switch (`switched`) or the handshake response.
+fn answer_to_out_of_order(port: u16, switched: bool) -> Vec<Frame> {
+    let mut c = RawConn::connect(port);
+    greeting(&mut c);
+    let burst = if switched {
+        // A plugin neither knows: both switch to mysql_native_password.
+        let mut b = frame(1, &handshake_response(APP_USER.as_bytes(), &[], "dialog"));
+        b.extend_from_slice(&frame(7, &[1u8; 20]));
+        b
+    } else {
+        frame(5, &handshake_response(APP_USER.as_bytes(), &[1; 20], NATIVE))
+    };
+    c.sock.write_all(&burst).expect("send");
+    drain(&mut c, 3)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn packets_out_of_order_get_mariadbs_answer() {
+    let s = plain_sluice();
+    let master_port: u16 = shared_cluster()
+        .master
+        .addr()
+        .rsplit_once(':')
+        .and_then(|(_, p)| p.parse().ok())
+        .expect("master port");
+    let first_err = |frames: &[Frame]| frames.iter().find_map(Frame::err);
+    for switched in [true, false] {
+        let direct = answer_to_out_of_order(master_port, switched);
+        let through = answer_to_out_of_order(s.port, switched);
+        assert!(
+            first_err(&direct).is_some(),
+            "MariaDB answers with an error: {direct:?}"
+        );
+        assert_eq!(
+            first_err(&through),
+            first_err(&direct),
+            "switched={switched}\nsluice: {through:?}\nMariaDB: {direct:?}"
+        );
+        assert_eq!(through.last(), Some(&Frame::Closed), "and closes");
+    }
+    still_serves(s).await;
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. User enumeration
+// ---------------------------------------------------------------------------------------
+
+/// Every packet sluice sends after the greeting when `user` tries `plugin` with `auth`
+/// and answers each auth switch with `switch_answer`; this connection's scramble and
+/// the user name are masked, so two exchanges compare byte for byte.
+fn exchange(port: u16, user: &str, plugin: &str, auth: &[u8], switch_answer: &[u8]) -> Vec<(u8, Vec<u8>)> {
+    let mut c = RawConn::connect(port);
+    let g = greeting(&mut c);
+    let nonce = greeting_nonce(&g);
+    c.write(1, &handshake_response(user.as_bytes(), auth, plugin));
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        let Frame::Packet(seq, mut p) = c.read() else {
+            break;
+        };
+        if let Some(at) = p.windows(nonce.len()).position(|w| w == nonce.as_slice()) {
+            p[at..at + nonce.len()].fill(b'N');
+        }
+        let quoted = format!("'{user}'");
+        if let Some(at) = p.windows(quoted.len()).position(|w| w == quoted.as_bytes()) {
+            p.splice(at..at + quoted.len(), b"'USER'".iter().copied());
+        }
+        let ends = p.first() != Some(&0xfe);
+        if !ends {
+            c.write(seq.wrapping_add(1), switch_answer);
+        }
+        seen.push((seq, p));
+        if ends {
+            break;
+        }
+    }
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_users_take_the_same_path_as_a_wrong_password() {
+    let s = plain_sluice();
+    let cases: [(&str, &[u8], &[u8]); 6] = [
+        (NATIVE, &[7; 20], &[7; 20]),
+        (NATIVE, &[], &[]),
+        (SHA2, &[], &[7; 32]),
+        (SHA2, &[7; 32], &[7; 32]),
+        ("dialog", &[], &[7; 20]),
+        ("mysql_clear_password", b"wrong\0", &[7; 20]),
+    ];
+    for (plugin, auth, answer) in cases {
+        let known = exchange(s.port, APP_USER, plugin, auth, answer);
+        let unknown = exchange(s.port, "zzz", plugin, auth, answer);
+        assert_eq!(
+            known.last().map(|(_, p)| p[0]),
+            Some(0xff),
+            "{plugin}: the exchange ends with an error: {known:?}"
+        );
+        assert_eq!(
+            known, unknown,
+            "{plugin}: a known and an unknown user are told apart"
+        );
+    }
+    still_serves(s).await;
+}
+
+// ---------------------------------------------------------------------------------------
+// 4. TLS required from clients
+// ---------------------------------------------------------------------------------------
+
+struct Pem {
+    _dir: tempfile::TempDir,
+    cert: PathBuf,
+    key: PathBuf,
+}
+
+fn self_signed() -> &'static Pem {
+    static P: OnceLock<Pem> = OnceLock::new();
+    P.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("certificate");
+        let cert = dir.path().join("cert.pem");
+        let key = dir.path().join("key.pem");
+        std::fs::write(&cert, ck.cert.pem()).expect("cert");
+        std::fs::write(&key, ck.signing_key.serialize_pem()).expect("key");
+        Pem { _dir: dir, cert, key }
+    })
+}
+
+/// MariaDB's own answer to a plaintext login of an account with REQUIRE SSL.
+async fn mariadb_require_ssl_answer() -> (u16, String) {
+    let cluster = shared_cluster();
+    let user = unique_name("reqssl");
+    cluster.master.sql(&format!(
+        "CREATE USER '{user}'@'%' IDENTIFIED BY 'pw' REQUIRE SSL"
+    ));
+    let addr = cluster.master.addr();
+    let port: u16 = addr
+        .rsplit_once(':')
+        .and_then(|(_, p)| p.parse().ok())
+        .expect("port");
+    let url = format!("mysql://{user}:pw@127.0.0.1:{port}/?prefer_socket=false");
+    let r =
+        try_connect(OptsBuilder::from_opts(Opts::from_url(&url).expect("url")).prefer_socket(false)).await;
+    cluster.master.sql(&format!("DROP USER '{user}'@'%'"));
+    server_error(&r.expect_err("MariaDB refuses the plaintext login"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_can_be_required_globally_and_per_user() {
+    let pem = self_signed();
+    let mariadb = mariadb_require_ssl_answer().await;
+    let tls = |require: bool| {
+        format!(
+            "tls:\n  cert: {}\n  key: {}\n  require: {require}\n",
+            pem.cert.display(),
+            pem.key.display()
+        )
+    };
+    let global = Sluice::start_for(shared_cluster(), &tls(true));
+    let refused = try_connect(opts(global.port, APP_USER, APP_PASSWORD)).await;
+    let refused = server_error(&refused.expect_err("plaintext login refused"));
+    assert_eq!(
+        refused, mariadb,
+        "tls.require: the same answer as MariaDB's REQUIRE SSL"
+    );
+    assert_eq!(refused.0, 1045);
+    let mut c = try_connect(tls_opts(global.port, APP_USER, APP_PASSWORD))
+        .await
+        .unwrap_or_else(|e| panic!("TLS login: {e}\n{}", global.log()));
+    let cipher: Option<(String, String)> = c
+        .query_first("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
+        .await
+        .expect("query over TLS");
+    assert!(cipher.is_some());
+    c.disconnect().await.expect("disconnect");
+    drop(global);
+
+    // Per user: only `app` must use TLS.
+    let cluster = shared_cluster();
+    let users = Sluice::users_yaml().replace(
+        &format!("password: {APP_PASSWORD} }}"),
+        &format!("password: {APP_PASSWORD}, require_tls: true }}"),
+    );
+    assert!(users.contains("require_tls"), "{users}");
+    let per_user = Sluice::start(&format!(
+        "{users}groups:\n{}{}",
+        Sluice::group_yaml("main", cluster),
+        tls(false)
+    ));
+    let refused = try_connect(opts(per_user.port, APP_USER, APP_PASSWORD)).await;
+    assert_eq!(server_error(&refused.expect_err("app refused")), mariadb);
+    let other = try_connect(opts(
+        per_user.port,
+        common::cluster::HASH_USER,
+        common::cluster::HASH_PASSWORD,
+    ))
+    .await
+    .expect("a user without require_tls logs in over plaintext");
+    other.disconnect().await.expect("disconnect");
+    let app = try_connect(tls_opts(per_user.port, APP_USER, APP_PASSWORD))
+        .await
+        .expect("app over TLS");
+    app.disconnect().await.expect("disconnect");
+}
+
+// ---------------------------------------------------------------------------------------
+// 5. Exhaustion before authentication
+// ---------------------------------------------------------------------------------------
+
+/// A connection from `source` (a loopback address) that reads the greeting and then
+/// says nothing.
+async fn silent_from(source: [u8; 4], port: u16) -> tokio::net::TcpStream {
+    let sock = tokio::net::TcpSocket::new_v4().expect("socket");
+    sock.bind((std::net::Ipv4Addr::from(source), 0).into())
+        .expect("bind");
+    sock.connect(([127, 0, 0, 1], port).into())
+        .await
+        .expect("connect")
+}
+
+/// The first packet sluice sends on `sock`, as (sequence id, payload), or None when
+/// it closes first.
+async fn first_packet(sock: &mut tokio::net::TcpStream, wait: Duration) -> Option<(u8, Vec<u8>)> {
+    use tokio::io::AsyncReadExt;
+    let mut head = [0u8; 4];
+    tokio::time::timeout(wait, sock.read_exact(&mut head))
+        .await
+        .ok()?
+        .ok()?;
+    let len = usize::from(head[0]) | usize::from(head[1]) << 8 | usize::from(head[2]) << 16;
+    let mut p = vec![0; len];
+    tokio::time::timeout(wait, sock.read_exact(&mut p))
+        .await
+        .ok()?
+        .ok()?;
+    Some((head[3], p))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_sockets_neither_lock_logins_out_nor_stay_long() {
+    let s = Sluice::start_for(
+        shared_cluster(),
+        "limits:\n  max_client_connections: 5\n  handshake_timeout: 1s\n  max_unauthenticated_per_address: 10\n",
+    );
+    // Twice max_client_connections sockets that never log in, from 127.0.0.2.
+    let mut silent = Vec::new();
+    for _ in 0..10 {
+        let mut sock = silent_from([127, 0, 0, 2], s.port).await;
+        let (seq, g) = first_packet(&mut sock, Duration::from_secs(5))
+            .await
+            .expect("greeting");
+        assert_eq!((seq, g[0]), (0, 10), "a greeting");
+        silent.push(sock);
+    }
+    // One more from that address is refused at once, like MariaDB beyond its limit.
+    let mut over = silent_from([127, 0, 0, 2], s.port).await;
+    let (seq, p) = first_packet(&mut over, Duration::from_secs(5))
+        .await
+        .expect("an answer");
+    assert_eq!(seq, 0);
+    assert_eq!(&p[..3], &[0xff, 0x10, 0x04], "ERR 1040: {p:?}");
+    // A real login from another address is not locked out.
+    still_serves(&s).await;
+    // The silent ones are closed after limits.handshake_timeout.
+    let started = Instant::now();
+    for sock in &mut silent {
+        assert_eq!(first_packet(sock, Duration::from_secs(5)).await, None);
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    // And their places are free again.
+    let mut again = silent_from([127, 0, 0, 2], s.port).await;
+    let (_, g) = first_packet(&mut again, Duration::from_secs(5))
+        .await
+        .expect("greeting");
+    assert_eq!(g[0], 10, "a greeting once the silent sockets are gone");
+}
+
+// ---------------------------------------------------------------------------------------
+// 6. The admin endpoint
+// ---------------------------------------------------------------------------------------
+
+const ADMIN_TOKEN: &str = "sec-test-admin-token-0123456789";
+
+/// One HTTP/1.0 request with `headers`: (status, body).
+fn http(port: u16, method: &str, path: &str, headers: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect admin");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    write!(
+        s,
+        "{method} {path} HTTP/1.0\r\n{headers}Content-Length: 0\r\n\r\n"
+    )
+    .expect("send");
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).expect("read");
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").expect("HTTP answer");
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .expect("status");
+    (status, body.to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_changes_need_the_token_and_a_trusted_host() {
+    let s = Sluice::start_for(shared_cluster(), &format!("admin:\n  token: {ADMIN_TOKEN}\n"));
+    let port = s.admin_port;
+    let local = format!("Host: 127.0.0.1:{port}\r\n");
+    let bearer = |t: &str| format!("{local}Authorization: Bearer {t}\r\n");
+    // Prometheus reads without credentials.
+    let (status, body) = http(port, "GET", "/metrics", &local);
+    assert_eq!(status, 200);
+    assert!(body.contains("sluice_"), "{body}");
+    assert_eq!(http(port, "GET", "/healthz", "Host: localhost\r\n").0, 200);
+    // A reload needs the configured token (not the harness's environment one).
+    let (status, body) = http(port, "POST", "/reload", &local);
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(
+        http(port, "POST", "/reload", &bearer(common::http::TEST_ADMIN_TOKEN)).0,
+        401
+    );
+    assert_eq!(
+        http(
+            port,
+            "POST",
+            "/reload",
+            &bearer("sec-test-admin-token-012345678X")
+        )
+        .0,
+        401
+    );
+    let (status, body) = http(port, "POST", "/reload", &bearer(ADMIN_TOKEN));
+    assert_eq!(status, 200, "{body}");
+    // DNS rebinding: a name that is not ours, with or without the token.
+    let rebound = format!("Host: attacker.example:{port}\r\nAuthorization: Bearer {ADMIN_TOKEN}\r\n");
+    assert_eq!(http(port, "POST", "/reload", &rebound).0, 421);
+    assert_eq!(
+        http(
+            port,
+            "GET",
+            "/metrics",
+            &format!("Host: attacker.example:{port}\r\n")
+        )
+        .0,
+        421
+    );
+    assert!(s.is_running());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_connections_are_capped_and_half_sent_requests_time_out() {
+    let s = plain_sluice();
+    let port = s.admin_port;
+    // A half-sent request is closed after the header-read timeout.
+    let mut half = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    half.write_all(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .expect("send");
+    half.set_read_timeout(Some(Duration::from_secs(15)))
+        .expect("timeout");
+    let started = Instant::now();
+    let mut buf = Vec::new();
+    let _ = half.read_to_end(&mut buf);
+    let waited = started.elapsed();
+    assert!(
+        waited < Duration::from_secs(12),
+        "a half-sent request stayed open {waited:?}"
+    );
+    // Beyond the cap, new connections are closed at once...
+    let idle: Vec<TcpStream> = (0..64)
+        .map(|_| TcpStream::connect(("127.0.0.1", port)).expect("connect"))
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut over = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    over.set_read_timeout(Some(Duration::from_secs(3)))
+        .expect("timeout");
+    let _ = over.write_all(b"GET /healthz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+    let mut got = Vec::new();
+    let r = over.read_to_end(&mut got);
+    assert!(
+        r.is_ok() && got.is_empty() || r.is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
+        "the connection beyond the cap was served: {}",
+        String::from_utf8_lossy(&got)
+    );
+    // ...and served again once the idle ones are gone.
+    drop(idle);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let r = std::panic::catch_unwind(|| http(port, "GET", "/healthz", "Host: 127.0.0.1\r\n"));
+        if matches!(r, Ok((200, _))) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the admin endpoint did not recover");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 3. Backend credentials over unverified TLS
+// ---------------------------------------------------------------------------------------
+
+/// How the fake backend asks for the password once the handshake response arrived.
+#[derive(Clone, Copy, Debug)]
+enum Ask {
+    ClearPassword,
+    Sha2FullAuth,
+}
+
+/// A fake MySQL server on loopback playing a man in the middle: it offers TLS with a
+/// self-signed certificate, then asks for the password in clear text. Returns its port
+/// and everything clients sent it after the TLS handshake.
+async fn fake_backend(ask: Ask) -> (u16, Arc<Mutex<Vec<u8>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let pem = self_signed();
+    let certs: Vec<_> = {
+        use rustls_pki_types::pem::PemObject;
+        rustls_pki_types::CertificateDer::pem_file_iter(&pem.cert)
+            .expect("cert")
+            .collect::<Result<_, _>>()
+            .expect("cert")
+    };
+    let key = {
+        use rustls_pki_types::pem::PemObject;
+        rustls_pki_types::PrivateKeyDer::from_pem_file(&pem.key).expect("key")
+    };
+    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+    let cfg = tokio_rustls::rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .expect("server config");
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(cfg));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = seen.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut tcp, _)) = listener.accept().await else {
+                return;
+            };
+            let acceptor = acceptor.clone();
+            let record = record.clone();
+            tokio::spawn(async move {
+                // Greeting: v10, PROTOCOL_41 | SECURE_CONNECTION | PLUGIN_AUTH | SSL |
+                // LONG_PASSWORD | TRANSACTIONS | LONG_FLAG | CONNECT_WITH_DB.
+                let caps: u32 = 0x200 | 0x8000 | 0x80000 | 0x800 | 0x1 | 0x2000 | 0x4 | 0x8;
+                let mut g = vec![10];
+                g.extend_from_slice(b"5.5.5-10.11.0-MariaDB-fake\0");
+                g.extend_from_slice(&7u32.to_le_bytes());
+                g.extend_from_slice(b"abcdefgh\0");
+                g.extend_from_slice(&(caps as u16).to_le_bytes());
+                g.push(45);
+                g.extend_from_slice(&2u16.to_le_bytes());
+                g.extend_from_slice(&((caps >> 16) as u16).to_le_bytes());
+                g.push(21);
+                g.extend_from_slice(&[0; 10]);
+                g.extend_from_slice(b"ijklmnopqrst\0");
+                g.extend_from_slice(b"mysql_native_password\0");
+                if tcp.write_all(&frame(0, &g)).await.is_err() {
+                    return;
+                }
+                let mut head = [0u8; 4];
+                if tcp.read_exact(&mut head).await.is_err() {
+                    return;
+                }
+                let len = usize::from(head[0]) | usize::from(head[1]) << 8;
+                let mut ssl = vec![0; len];
+                if tcp.read_exact(&mut ssl).await.is_err() || len != 32 {
+                    return;
+                }
+                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let mut buf = vec![0u8; 4096];
+                // The handshake response.
+                let Ok(n) = tls.read(&mut buf).await else { return };
+                record.lock().expect("lock").extend_from_slice(&buf[..n]);
+                let ask_packet = match ask {
+                    Ask::ClearPassword => frame(3, b"\xfemysql_clear_password\0"),
+                    Ask::Sha2FullAuth => frame(3, &[0x01, 0x04]),
+                };
+                if tls.write_all(&ask_packet).await.is_err() {
+                    return;
+                }
+                // Whatever comes back within a while.
+                while let Ok(Ok(n)) = tokio::time::timeout(Duration::from_secs(2), tls.read(&mut buf)).await {
+                    if n == 0 {
+                        break;
+                    }
+                    record.lock().expect("lock").extend_from_slice(&buf[..n]);
+                }
+                let err = b"\xff\x15\x04#28000Access denied";
+                let _ = tls.write_all(&frame(4, err)).await;
+            });
+        }
+    });
+    (port, seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_backend_password_never_goes_over_unverified_tls() {
+    const SECRET: &str = "backend-secret-pw-4471";
+    for ask in [Ask::ClearPassword, Ask::Sha2FullAuth] {
+        for mode in ["required", "preferred"] {
+            let (port, seen) = fake_backend(ask).await;
+            let yaml = format!(
+                "{}groups:\n  - name: main\n    master: {{ addr: 127.0.0.1:{port}, user: sluice, password: {SECRET} }}\n    replicas: []\nbackend:\n  connect_timeout: 5s\n  tls: {{ mode: {mode} }}\n",
+                Sluice::users_yaml()
+            );
+            let s = Sluice::start(&yaml);
+            // A statement makes sluice log in to the (fake) master.
+            let mut c = RawConn::connect(s.port);
+            assert!(c.login(APP_USER, APP_PASSWORD).is_ok(), "{}", s.log());
+            let answer = c.query("SELECT 1");
+            let (code, _, message) = answer
+                .err()
+                .unwrap_or_else(|| panic!("{ask:?}/{mode}: {answer:?}"));
+            assert_eq!(code, 1429, "{message}");
+            assert!(message.contains("clear text"), "{ask:?}/{mode}: {message}");
+            let seen = seen.lock().expect("lock").clone();
+            assert!(
+                !seen.is_empty(),
+                "{ask:?}/{mode}: sluice never reached the fake backend"
+            );
+            assert!(
+                !seen.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()),
+                "{ask:?}/{mode}: the password went to an unverified server"
+            );
+            drop(s);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 7. Log forging
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn user_names_cannot_forge_or_flood_log_lines() {
+    let s = Sluice::start_for(shared_cluster(), "log:\n  level: info\n");
+    let forged = "evil\r\n2026-12-01T00:00:00.000000Z  INFO sluice: FORGED admin login";
+    let long = "x".repeat(60_000);
+    for user in [forged, long.as_str()] {
+        let mut c = RawConn::connect(s.port);
+        greeting(&mut c);
+        c.write(1, &handshake_response(user.as_bytes(), &[1; 20], NATIVE));
+        let f = drain(&mut c, 2);
+        assert_eq!(f[0].err().map(|e| e.0), Some(1045), "{:?}", f[0].err());
+    }
+    still_serves(&s).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let log = s.log();
+        let refusals: Vec<&str> = log.lines().filter(|l| l.contains("client refused")).collect();
+        if refusals.len() >= 2 {
+            assert!(
+                !log.lines().any(|l| l.starts_with("2026-12-01T00:00:00.000000Z")),
+                "a forged line:\n{log}"
+            );
+            assert!(refusals[0].contains("evil\\r\\n2026-12-01"), "{}", refusals[0]);
+            assert!(refusals[1].len() < 2048, "a {} byte log line", refusals[1].len());
+            assert!(refusals[1].contains("more bytes"), "{}", refusals[1]);
+            break;
+        }
+        assert!(Instant::now() < deadline, "no refusal in the log:\n{log}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
