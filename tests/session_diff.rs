@@ -1332,12 +1332,45 @@ async fn run_variant(variant: Variant) {
         "the corpus must hold at least 200 sequences, it has {}",
         t.sequences
     );
+    // Differences that are understood and not fixed yet are listed, each
+    // with its reason, in session_corpus/known_differences.txt; any other
+    // difference fails the test. A listed one that no longer differs is
+    // reported so the list can shrink (not a failure: some leaks show only
+    // when the two sessions happen to share a connection).
+    let known = known_differences(variant.name());
+    let unexpected: Vec<&String> = t.differing.iter().filter(|id| !known.contains(*id)).collect();
+    let gone: Vec<&String> = known.iter().filter(|id| !t.differing.contains(id)).collect();
+    if !gone.is_empty() {
+        eprintln!(
+            "session_diff[{}]: listed as known but matched this time: {}",
+            variant.name(),
+            gone.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" ")
+        );
+    }
     assert!(
-        t.differing.is_empty(),
-        "{} of {} sequences differ between MariaDB and sluice (see above)",
-        t.differing.len(),
-        t.sequences
+        unexpected.is_empty(),
+        "{} of {} sequences differ between MariaDB and sluice and are not listed as known: {}",
+        unexpected.len(),
+        t.sequences,
+        unexpected
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
     );
+}
+
+/// Sequence ids listed for `variant` (or `*`) in known_differences.txt.
+fn known_differences(variant: &str) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/session_corpus/known_differences.txt");
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    text.lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .filter_map(|l| {
+            let (v, id) = l.split_once(char::is_whitespace)?;
+            (v == variant || v == "*").then(|| id.trim().to_string())
+        })
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

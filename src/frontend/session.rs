@@ -235,7 +235,20 @@ impl Session {
                 return Err(Closed);
             }
         }
-        self.send_ok().await
+        self.send_login_ok().await
+    }
+
+    /// The OK that ends a login: with CLIENT_SESSION_TRACK and a default
+    /// database, it reports the schema as the server's own login OK does.
+    async fn send_login_ok(&mut self) -> CmdResult {
+        let track = self.caps.contains(CapabilityFlags::CLIENT_SESSION_TRACK);
+        let p = match (&self.db, track) {
+            (Some(db), true) => crate::protocol::packets::ok_packet_with_schema(self.status, db),
+            _ => ok_packet(0, 0, self.status, 0),
+        };
+        self.shared.metrics.client_bytes_out(p.len()); // metrics: bytes out
+        let mut seq = self.reply_seq;
+        self.client.write_packet(&mut seq, &p).await.map_err(|_| Closed)
     }
 
     async fn command_loop(&mut self) {

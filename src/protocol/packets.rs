@@ -185,6 +185,30 @@ pub fn ok_packet(affected_rows: u64, last_insert_id: u64, status: u16, warnings:
     out
 }
 
+/// An OK reporting a change of default database in its session-state data
+/// (CLIENT_SESSION_TRACK clients): what MariaDB sends after a login with a
+/// database.
+pub fn ok_packet_with_schema(status: u16, db: &str) -> BytesMut {
+    let mut out = BytesMut::with_capacity(16 + db.len());
+    out.put_u8(0x00);
+    put_lenenc(&mut out, 0);
+    put_lenenc(&mut out, 0);
+    out.put_u16_le(status | SERVER_SESSION_STATE_CHANGED);
+    out.put_u16_le(0);
+    put_lenenc(&mut out, 0); // info: empty
+                             // One entry: SESSION_TRACK_SCHEMA (1), its data = the name as lenenc string.
+    let mut name = BytesMut::new();
+    put_lenenc(&mut name, db.len() as u64);
+    name.extend_from_slice(db.as_bytes());
+    let mut entry = BytesMut::new();
+    entry.put_u8(1);
+    put_lenenc(&mut entry, name.len() as u64);
+    entry.extend_from_slice(&name);
+    put_lenenc(&mut out, entry.len() as u64);
+    out.extend_from_slice(&entry);
+    out
+}
+
 /// The packet that ends a result set: an EOF, or an OK with header 0xFE when
 /// the client asked for CLIENT_DEPRECATE_EOF.
 pub fn eof_packet(caps: CapabilityFlags, status: u16, warnings: u16) -> BytesMut {
