@@ -1333,7 +1333,7 @@ async fn run_variant(variant: Variant) {
         t.sequences
     );
     // Differences that are understood and not fixed yet are listed, each
-    // with its reason, in session_corpus/known_differences.txt; any other
+    // with its reason, in session_corpus/known_differences.list; any other
     // difference fails the test. A listed one that no longer differs is
     // reported so the list can shrink (not a failure: some leaks show only
     // when the two sessions happen to share a connection).
@@ -1360,9 +1360,9 @@ async fn run_variant(variant: Variant) {
     );
 }
 
-/// Sequence ids listed for `variant` (or `*`) in known_differences.txt.
+/// Sequence ids listed for `variant` (or `*`) in known_differences.list.
 fn known_differences(variant: &str) -> Vec<String> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/session_corpus/known_differences.txt");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/session_corpus/known_differences.list");
     let text = std::fs::read_to_string(&path).unwrap_or_default();
     text.lines()
         .map(|l| l.split('#').next().unwrap_or("").trim())
