@@ -440,21 +440,12 @@ impl BackendConn {
     }
 
     /// Run a query returning one unsigned integer (first column of the first
-    /// row; `None` for NULL or no row).
+    /// row; `None` for NULL, no row, or not a number).
     pub async fn query_u64(&mut self, sql: &str) -> Result<Result<Option<u64>, ErrPacket>, BackendError> {
-        let mut row = None;
-        let (_, err) = self
-            .command_consume_row(COM_QUERY, sql.as_bytes(), ResponseKind::Query, &mut row)
-            .await?;
-        if let Some(e) = err {
-            return Ok(Err(e));
-        }
-        let value = row.as_deref().and_then(|r| {
-            let (len, n) = crate::protocol::packets::read_lenenc(r)?;
-            let text = r.get(n..n + usize::try_from(len).ok()?)?;
-            std::str::from_utf8(text).ok()?.parse().ok()
-        });
-        Ok(Ok(value))
+        Ok(self
+            .query_text(sql)
+            .await?
+            .map(|v| v.and_then(|t| t.parse().ok())))
     }
 
     /// Run a query returning one text value (first column of the first row;
