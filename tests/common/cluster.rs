@@ -576,6 +576,11 @@ impl Server {
         a.push(format!("--datadir={}", self.datadir.display()).into());
         a.push(format!("--socket={}", self.socket.display()).into());
         a.push(format!("--pid-file={}", self.dir.join("mysqld.pid").display()).into());
+        // A temp dir of its own: servers sharing /tmp were seen failing
+        // ("Error on delete of '/tmp/#sql-temptable-...'") under parallel tests.
+        let tmp = self.dir.join("tmp");
+        let _ = std::fs::create_dir_all(&tmp);
+        a.push(format!("--tmpdir={}", tmp.display()).into());
         a.push(format!("--log-error={}", self.error_log_path().display()).into());
         a.push(format!("--port={}", self.port).into());
         a.push(format!("--server-id={}", self.server_id).into());
