@@ -197,11 +197,7 @@ impl Session {
                 // A replica that answers about its previous statement must
                 // also be fresh for the tables this statement reads.
                 if let (Conn::Replica(i), true) = (self.last_conn, c.previous_reads_tables) {
-                    let tables = match plan.read_set {
-                        ReadSet::Tables(t) => Some(t),
-                        ReadSet::All => None,
-                    };
-                    if !self.replica_fresh_for(i, tables).await {
+                    if !self.replica_fresh_for(i, plan.read_set.tables()).await {
                         return Ok(Route {
                             conn: Conn::Master,
                             reason: "stale_replica",
@@ -213,13 +209,7 @@ impl Session {
                     reason: plan.reason,
                 }
             }
-            Target::FreshReplica => {
-                let tables = match plan.read_set {
-                    ReadSet::Tables(t) => Some(t),
-                    ReadSet::All => None,
-                };
-                self.pick_replica(tables).await
-            }
+            Target::FreshReplica => self.pick_replica(plan.read_set.tables()).await,
         })
     }
 
@@ -307,13 +297,8 @@ impl Session {
 
     /// A fresh replica for a read of `tables` (None: unknown), or the master.
     pub(super) async fn pick_replica(&mut self, tables: Option<&[String]>) -> Route {
-        let qualified = tables.and_then(|t| self.qualify(t));
-        let scope = match &qualified {
-            Some(t) => Scope::Tables(t),
-            None => Scope::All,
-        };
         let current = self.replica.as_ref().map(|(i, _)| *i);
-        match self.monitor.pick(scope, current).await {
+        match self.pick_for(tables, current).await {
             Ok(i) => Route {
                 conn: Conn::Replica(i),
                 reason: "fresh_replica",
@@ -327,12 +312,22 @@ impl Session {
 
     /// Is replica `i` (the one the session uses) fresh for a read of `tables`?
     async fn replica_fresh_for(&mut self, i: usize, tables: Option<&[String]>) -> bool {
+        self.pick_for(tables, Some(i)).await == Ok(i)
+    }
+
+    /// The freshness gate's choice for a read of `tables` (None: unknown),
+    /// preferring replica `current`.
+    async fn pick_for(
+        &mut self,
+        tables: Option<&[String]>,
+        current: Option<usize>,
+    ) -> Result<usize, crate::freshness::monitor::Fallback> {
         let qualified = tables.and_then(|t| self.qualify(t));
         let scope = match &qualified {
             Some(t) => Scope::Tables(t),
             None => Scope::All,
         };
-        self.monitor.pick(scope, Some(i)).await == Ok(i)
+        self.monitor.pick(scope, current).await
     }
 
     /// Send the statement to `route`'s connection and relay the answer.

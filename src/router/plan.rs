@@ -29,6 +29,16 @@ pub enum ReadSet<'a> {
     All,
 }
 
+impl<'a> ReadSet<'a> {
+    /// The tables, when known.
+    pub fn tables(self) -> Option<&'a [String]> {
+        match self {
+            ReadSet::Tables(t) => Some(t),
+            ReadSet::All => None,
+        }
+    }
+}
+
 /// What a statement may change, for the freshness counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteSet {
