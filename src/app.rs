@@ -21,7 +21,7 @@ pub fn open_files_needed(config: &Config) -> u64 {
     let n = config.limits.max_client_connections
         + config.limits.max_unauthenticated
         + backends * (config.backend.pool_max + 2)
-        + crate::metrics::http::MAX_CONNECTIONS
+        + crate::admin::http::MAX_CONNECTIONS
         + 64;
     n as u64
 }
@@ -80,8 +80,8 @@ pub async fn run(config: Config, config_path: PathBuf) -> Result<(), Error> {
     let listen = config.listen;
     let admin = config.admin_listen;
     let metrics = Arc::new(Metrics::new());
-    let reloader = crate::reload::Reloader::new(config_path);
-    let shared = Arc::new(Shared::new(config, reloader, tls, metrics)?);
+    let shared = Arc::new(Shared::new(config, tls, metrics)?);
+    let reloader = Arc::new(crate::reload::Reloader::new(config_path, shared.clone()));
     let rt = shared.runtime();
     // metrics: per-backend series, and the collector of replica and pool state
     shared.metrics.attach(&rt.topology, &rt.monitors);
@@ -90,7 +90,7 @@ pub async fn run(config: Config, config_path: PathBuf) -> Result<(), Error> {
     rt.start();
     drop(rt);
     // Before the listeners: a SIGHUP must never find the default action.
-    crate::reload::reload_on_sighup(shared.clone())?;
+    crate::reload::reload_on_sighup(reloader.clone())?;
 
     let listener = TcpListener::bind(listen).await.map_err(|source| Error::Bind {
         addr: listen.to_string(),
@@ -102,7 +102,7 @@ pub async fn run(config: Config, config_path: PathBuf) -> Result<(), Error> {
     })?;
     frontend::listener::log_listening(&listener.local_addr()?);
     info!(addr = %admin_listener.local_addr()?, "admin HTTP endpoint (/metrics, /healthz, /readyz, POST /reload)");
-    tokio::spawn(crate::metrics::http::serve(admin_listener, shared.clone()));
+    tokio::spawn(crate::admin::serve(admin_listener, shared.clone(), reloader));
 
     let serving = tokio::spawn(frontend::serve(listener, shared.clone()));
     shutdown_signal().await;

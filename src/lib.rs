@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 #![deny(clippy::unwrap_used)]
 
+pub mod admin;
 pub mod app;
 pub mod backend;
 pub mod config;

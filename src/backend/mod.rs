@@ -11,3 +11,11 @@ pub use conn::{BackendConn, BackendIo, ConnectParams, PoolKey};
 pub use error::BackendError;
 pub use pool::{BackendPool, Pooled};
 pub use topology::{Group, Topology};
+
+/// Which backend of a group serves a statement: the master, or replica `i`
+/// (a position in the group's configuration).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Conn {
+    Master,
+    Replica(usize),
+}

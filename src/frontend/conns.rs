@@ -34,8 +34,6 @@ use crate::backend::{BackendConn, BackendError, BackendPool, Pooled};
 use crate::error;
 use crate::protocol::packets::ErrPacket;
 
-use crate::protocol::consts::SERVER_STATUS_IN_TRANS;
-
 use super::prepared::Conn;
 use super::Session;
 pub(super) use crate::router::plan::Pins;
@@ -65,17 +63,22 @@ impl Session {
     /// Pin the session (see `Pins`); counted once per reason and session
     /// stretch, so operators see what keeps multiplexing from working.
     pub(super) fn pin(&mut self, bit: u16) {
-        if !self.pins.has(bit) {
+        if !self.state.pins.has(bit) {
             self.shared.metrics.session_pinned(Pins::name(bit)); // metrics: pins by reason
         }
-        self.pins.set(bit);
+        self.state.pins.set(bit);
     }
 
     /// The uid of the connection held for `conn` (0 when none).
     pub(super) fn gen_of(&self, conn: Conn) -> u64 {
         match conn {
-            Conn::Master => self.master.as_ref().map(|h| h.conn.state.uid).unwrap_or(0),
-            Conn::Replica(i) => match &self.replica {
+            Conn::Master => self
+                .backends
+                .master
+                .as_ref()
+                .map(|h| h.conn.state.uid)
+                .unwrap_or(0),
+            Conn::Replica(i) => match &self.backends.replica {
                 Some((j, h)) if *j == i => h.conn.state.uid,
                 _ => 0,
             },
@@ -83,7 +86,7 @@ impl Session {
     }
 
     pub(super) fn slot(&mut self, conn: Conn) -> Option<&mut Held> {
-        slot_of(&mut self.master, &mut self.replica, conn)
+        slot_of(&mut self.backends.master, &mut self.backends.replica, conn)
     }
 
     pub(super) fn label(&self, conn: Conn) -> String {
@@ -117,8 +120,9 @@ impl Session {
         let pool = self.pool_of(conn)?;
         self.drop_if_closed(conn, &pool.label)?;
         let present = match conn {
-            Conn::Master => self.master.as_ref().is_some_and(|h| !h.conn.broken),
+            Conn::Master => self.backends.master.as_ref().is_some_and(|h| !h.conn.broken),
             Conn::Replica(i) => self
+                .backends
                 .replica
                 .as_ref()
                 .is_some_and(|(j, h)| *j == i && !h.conn.broken),
@@ -141,15 +145,22 @@ impl Session {
             let mut held = Held { conn: c };
             sweep_stmts(&mut held, &self.shared.open_stmts).await;
             match conn {
-                Conn::Master => self.master = Some(held),
-                Conn::Replica(i) => self.replica = Some((i, held)),
+                Conn::Master => self.backends.master = Some(held),
+                Conn::Replica(i) => self.backends.replica = Some((i, held)),
             }
         }
         // Borrow the fields separately: nothing is cloned on this per-command path.
-        let h = slot_of(&mut self.master, &mut self.replica, conn).ok_or_else(|| lost(&pool.label))?;
-        sync_conn(&mut h.conn, &pool, self.db.as_deref(), &self.sets, &self.chain)
-            .await
-            .map_err(|e| e.into_packet(&pool))?;
+        let h = slot_of(&mut self.backends.master, &mut self.backends.replica, conn)
+            .ok_or_else(|| lost(&pool.label))?;
+        sync_conn(
+            &mut h.conn,
+            &pool,
+            self.state.db.as_deref(),
+            &self.state.sets,
+            &self.state.chain,
+        )
+        .await
+        .map_err(|e| e.into_packet(&pool))?;
         Ok(())
     }
 
@@ -163,8 +174,8 @@ impl Session {
     /// rather than carry on silently without it.
     fn drop_if_closed(&mut self, conn: Conn, label: &str) -> Result<(), ErrPacket> {
         let stateful = match conn {
-            Conn::Master => self.in_transaction() || self.pins.reason().is_some(),
-            Conn::Replica(_) => self.ro_tx.is_some(),
+            Conn::Master => self.in_transaction() || self.state.pins.reason().is_some(),
+            Conn::Replica(_) => self.state.ro_tx.is_some(),
         };
         let Some(h) = self.slot(conn) else {
             return Ok(());
@@ -177,8 +188,8 @@ impl Session {
             return Ok(());
         }
         match conn {
-            Conn::Master => self.status = crate::protocol::consts::SERVER_STATUS_AUTOCOMMIT,
-            Conn::Replica(_) => self.ro_tx = None,
+            Conn::Master => self.state.status = crate::protocol::consts::SERVER_STATUS_AUTOCOMMIT,
+            Conn::Replica(_) => self.state.ro_tx = None,
         }
         Err(ErrPacket::new(
             crate::protocol::consts::errcode::ER_NET_READ_ERROR,
@@ -195,10 +206,10 @@ impl Session {
     /// frontend::abandon): close it, end a read-only transaction that lived
     /// on it, and describe why for the client.
     pub(super) fn abandon_replica(&mut self, conn: Conn, err: crate::protocol::ProtocolError) -> ErrPacket {
-        if let Some((_, h)) = self.replica.as_mut() {
+        if let Some((_, h)) = self.backends.replica.as_mut() {
             h.conn.broken = true;
         }
-        self.ro_tx = None;
+        self.state.ro_tx = None;
         error::backend_error_packet(&self.label(conn), "", &BackendError::Protocol(err))
     }
 
@@ -206,18 +217,18 @@ impl Session {
     /// connection the session's value if it is not the one holding it.
     pub(super) async fn sync_last_insert_id(&mut self) -> Result<(), ErrPacket> {
         let label = self.label(Conn::Master);
-        let Some(h) = self.master.as_mut() else {
+        let Some(h) = self.backends.master.as_mut() else {
             return Ok(());
         };
-        if h.conn.state.uid == self.lid.owner || h.conn.state.last_insert_id == self.lid.value {
-            self.lid.owner = h.conn.state.uid;
+        if h.conn.state.uid == self.state.lid.owner || h.conn.state.last_insert_id == self.state.lid.value {
+            self.state.lid.owner = h.conn.state.uid;
             return Ok(());
         }
-        let sql = format!("DO LAST_INSERT_ID({})", self.lid.value);
+        let sql = format!("DO LAST_INSERT_ID({})", self.state.lid.value);
         match h.conn.query_drop(&sql).await {
             Ok(Ok(())) => {
-                h.conn.state.last_insert_id = self.lid.value;
-                self.lid.owner = h.conn.state.uid;
+                h.conn.state.last_insert_id = self.state.lid.value;
+                self.state.lid.owner = h.conn.state.uid;
                 Ok(())
             }
             Ok(Err(e)) => Err(e),
@@ -231,16 +242,16 @@ impl Session {
         if reported == 0 && !mentions {
             return;
         }
-        let Some(h) = self.master.as_ref() else {
+        let Some(h) = self.backends.master.as_ref() else {
             return;
         };
-        if !self.lid.unknown {
-            self.lid.unknown = true;
-            self.lid.prior = h.conn.state.last_insert_id;
+        if !self.state.lid.unknown {
+            self.state.lid.unknown = true;
+            self.state.lid.prior = h.conn.state.last_insert_id;
         }
-        self.lid.owner = h.conn.state.uid;
+        self.state.lid.owner = h.conn.state.uid;
         if reported != 0 {
-            self.lid.last_reported = reported;
+            self.state.lid.last_reported = reported;
         }
     }
 
@@ -255,14 +266,14 @@ impl Session {
             Ok(Ok(v)) => {
                 let now = v.unwrap_or(0);
                 h.conn.state.last_insert_id = now;
-                let changed = now != self.lid.prior
-                    || (self.lid.last_reported != 0 && now == self.lid.last_reported)
-                    || self.lid.prior == self.lid.value;
+                let changed = now != self.state.lid.prior
+                    || (self.state.lid.last_reported != 0 && now == self.state.lid.last_reported)
+                    || self.state.lid.prior == self.state.lid.value;
                 if changed {
-                    self.lid.value = now;
+                    self.state.lid.value = now;
                 }
-                self.lid.unknown = false;
-                self.lid.last_reported = 0;
+                self.state.lid.unknown = false;
+                self.state.lid.last_reported = 0;
                 Ok(())
             }
             _ => Err(()),
@@ -293,40 +304,41 @@ impl Session {
         if !self.multiplex {
             return;
         }
-        // A transaction open on the server (its status flags say so). Not
-        // merely autocommit=0: that is a replayed SET, and such a session
-        // holds its connection from its first statement to COMMIT like any
-        // transaction (an error keeps it too, see `keep`: an ERR carries
-        // no status flags).
-        let keep_master = self.master.is_none()
-            || self.status & SERVER_STATUS_IN_TRANS != 0
-            || self.pins.reason().is_some()
-            || self.cursor.is_some_and(|(_, c)| c == Conn::Master)
-            || self.keep == Some(Conn::Master)
+        // (An error keeps the connection too, see `keep`: an ERR carries
+        // no status flags.)
+        let keep_master = self.backends.master.is_none()
+            || self.state.holds_master()
+            || self.backends.cursor.is_some_and(|(_, c)| c == Conn::Master)
+            || self.backends.keep == Some(Conn::Master)
             || self.stmts.stmts.values().any(|s| s.long_data);
-        if let Some(mut h) = if keep_master { None } else { self.master.take() } {
-            let needs_capture = self.lid.unknown && self.lid.owner == h.conn.state.uid && !h.conn.broken;
+        if let Some(mut h) = if keep_master {
+            None
+        } else {
+            self.backends.master.take()
+        } {
+            let needs_capture =
+                self.state.lid.unknown && self.state.lid.owner == h.conn.state.uid && !h.conn.broken;
             // A failed capture on a live connection keeps it: its
             // LAST_INSERT_ID() is the only copy.
             let keep = needs_capture && self.capture_last_insert_id(&mut h).await.is_err() && !h.conn.broken;
             if keep {
-                self.master = Some(h);
+                self.backends.master = Some(h);
             } else {
                 if needs_capture {
-                    self.lid.unknown = false;
+                    self.state.lid.unknown = false;
                 }
-                if self.lid.owner == h.conn.state.uid {
-                    self.lid.owner = 0;
+                if self.state.lid.owner == h.conn.state.uid {
+                    self.state.lid.owner = 0;
                 }
                 sweep_stmts(&mut h, &self.shared.open_stmts).await;
                 give_back(h);
             }
         }
-        let replica_busy = self.ro_tx.is_some()
-            || matches!(self.keep, Some(Conn::Replica(_)))
-            || matches!(self.cursor, Some((_, Conn::Replica(_))));
+        let replica_busy = self.state.holds_replica()
+            || matches!(self.backends.keep, Some(Conn::Replica(_)))
+            || matches!(self.backends.cursor, Some((_, Conn::Replica(_))));
         if !replica_busy {
-            if let Some((_, mut h)) = self.replica.take() {
+            if let Some((_, mut h)) = self.backends.replica.take() {
                 sweep_stmts(&mut h, &self.shared.open_stmts).await;
                 give_back(h);
             }

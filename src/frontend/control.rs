@@ -46,16 +46,16 @@ impl Session {
     /// hook(abandon): at the end of the session, after `release_idle`.
     pub(super) async fn finish_connections(&mut self) {
         let in_tx = self.in_transaction();
-        let unknown = self.pins.has(Pins::CONNECTION_STATE) || self.pins.has(Pins::SET_OPTION);
-        if let Some(mut h) = self.master.take() {
+        let unknown = self.state.pins.has(Pins::CONNECTION_STATE) || self.state.pins.has(Pins::SET_OPTION);
+        if let Some(mut h) = self.backends.master.take() {
             match pool_for(&self.rt, Conn::Master) {
                 Some(pool) => finish(&mut h.conn, pool, in_tx || unknown).await,
                 None => h.conn.no_reuse = true,
             }
         }
-        if let Some((i, mut h)) = self.replica.take() {
+        if let Some((i, mut h)) = self.backends.replica.take() {
             match pool_for(&self.rt, Conn::Replica(i)) {
-                Some(pool) => finish(&mut h.conn, pool, self.ro_tx.is_some()).await,
+                Some(pool) => finish(&mut h.conn, pool, self.state.ro_tx.is_some()).await,
                 None => h.conn.no_reuse = true,
             }
         }
@@ -175,7 +175,7 @@ impl Session {
             ext,
             &cols,
             &rows,
-            self.status,
+            self.state.status,
         );
         self.shared
             .metrics
@@ -192,7 +192,7 @@ impl Session {
             return;
         };
         if let Ok(Ok(Some(secs))) = h.conn.query_u64("SELECT @@session.wait_timeout").await {
-            self.wait_timeout = Some(Duration::from_secs(secs));
+            self.state.wait_timeout = Some(Duration::from_secs(secs));
         }
     }
 }

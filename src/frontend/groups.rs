@@ -79,7 +79,11 @@ impl Session {
     pub(super) async fn group_master(&mut self, group: usize) -> Result<&mut BackendConn, ErrPacket> {
         if group == 0 {
             self.held(Conn::Master).await?;
-            let h = self.master.as_mut().ok_or_else(|| lost("no master connection"))?;
+            let h = self
+                .backends
+                .master
+                .as_mut()
+                .ok_or_else(|| lost("no master connection"))?;
             h.conn.dirty = true;
             return Ok(&mut h.conn);
         }
@@ -91,23 +95,29 @@ impl Session {
             .ok_or_else(|| lost("no such backend group"))?;
         let pool = g.master.clone();
         let in_tx = self.in_transaction();
-        let slot = self.groups.slot(group);
+        let slot = self.backends.groups.slot(group);
         if slot.as_ref().is_none_or(|h| h.conn.broken) {
             let conn = pool
                 .get(self.key)
                 .await
                 .map_err(|e| crate::error::backend_error_packet(&pool.label, pool.addr(), &e))?;
-            *self.groups.slot(group) = Some(GroupHeld { conn, in_tx: false });
+            *self.backends.groups.slot(group) = Some(GroupHeld { conn, in_tx: false });
         }
-        let Some(h) = self.groups.slot(group).as_mut() else {
+        let Some(h) = self.backends.groups.slot(group).as_mut() else {
             return Err(lost(&pool.label));
         };
         // Outside a transaction it holds only tracked state (database,
         // SETs) and goes back to the pool clean after the statement.
         h.conn.dirty = in_tx;
-        super::super::sync_conn(&mut h.conn, &pool, self.db.as_deref(), &self.sets, &self.chain)
-            .await
-            .map_err(|e| e.into_packet(&pool))?;
+        super::super::sync_conn(
+            &mut h.conn,
+            &pool,
+            self.state.db.as_deref(),
+            &self.state.sets,
+            &self.state.chain,
+        )
+        .await
+        .map_err(|e| e.into_packet(&pool))?;
         if in_tx && !h.in_tx {
             run_ok(&mut h.conn, "START TRANSACTION").await?;
             h.in_tx = true;
@@ -118,10 +128,10 @@ impl Session {
     /// Forget a group's connection that broke (its transaction is gone).
     pub(super) fn drop_broken(&mut self, group: usize) {
         if group == 0 {
-            if self.master.as_ref().is_some_and(|h| h.conn.broken) {
-                self.master = None;
+            if self.backends.master.as_ref().is_some_and(|h| h.conn.broken) {
+                self.backends.master = None;
             }
-        } else if let Some(slot) = self.groups.held.get_mut(group) {
+        } else if let Some(slot) = self.backends.groups.held.get_mut(group) {
             if slot.as_ref().is_some_and(|h| h.conn.broken) {
                 *slot = None;
             }
@@ -134,7 +144,7 @@ impl Session {
         if !self.in_transaction() {
             return Ok(());
         }
-        match self.groups.wrote {
+        match self.backends.groups.wrote {
             Some(w) if w != group => Err(not_supported(format!(
                 "sluice: this transaction already wrote to backend group `{}`; a write to group `{}` \
                      in the same transaction is refused (sluice does not commit across groups); \
@@ -143,7 +153,7 @@ impl Session {
                 self.group_name(group)
             ))),
             _ => {
-                self.groups.wrote = Some(group);
+                self.backends.groups.wrote = Some(group);
                 Ok(())
             }
         }
@@ -166,10 +176,10 @@ impl Session {
                 Ok(false)
             }
             Kind::Commit | Kind::Begin { .. } if self.in_transaction() => {
-                let Some(w) = self.groups.wrote.filter(|&w| w != 0) else {
+                let Some(w) = self.backends.groups.wrote.filter(|&w| w != 0) else {
                     return Ok(false);
                 };
-                let r = match self.groups.held.get_mut(w).and_then(Option::as_mut) {
+                let r = match self.backends.groups.held.get_mut(w).and_then(Option::as_mut) {
                     Some(h) if h.in_tx => {
                         let r = run_ok(&mut h.conn, "COMMIT").await;
                         h.in_tx = false;
@@ -186,7 +196,7 @@ impl Session {
                         // The writes are gone: end the whole transaction.
                         if let Ok(conn) = self.group_master(0).await {
                             if let Ok(ok) = run_ok(conn, "ROLLBACK").await {
-                                self.status = ok.status;
+                                self.state.status = ok.status;
                             }
                         }
                         self.drop_broken(0);
@@ -216,12 +226,12 @@ impl Session {
     /// group commits if `commit`, the others roll back) and give the
     /// connections back.
     pub(super) async fn groups_end(&mut self, commit: bool) {
-        let wrote = self.groups.wrote.take();
-        if !self.groups.open_transactions() {
-            self.groups.held.clear();
+        let wrote = self.backends.groups.wrote.take();
+        if !self.backends.groups.open_transactions() {
+            self.backends.groups.held.clear();
             return;
         }
-        for (g, slot) in self.groups.held.iter_mut().enumerate() {
+        for (g, slot) in self.backends.groups.held.iter_mut().enumerate() {
             let Some(h) = slot.as_mut() else { continue };
             if !h.in_tx {
                 continue;
@@ -240,7 +250,7 @@ impl Session {
                 self.rt.monitors[g].after_write().await;
             }
         }
-        self.groups.held.clear();
+        self.backends.groups.held.clear();
     }
 
     /// After a sharded statement: outside a transaction, nothing is kept on

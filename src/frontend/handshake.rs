@@ -20,7 +20,7 @@ use super::auth;
 use super::auth_exchange::{self, ExchangeError};
 use super::io::ClientIo;
 use super::limits::UserSlot;
-use super::listener::Shared;
+use super::shared::Shared;
 /// A handshake response is small; refuse to buffer more.
 const HANDSHAKE_MAX_PACKET: usize = 64 * 1024;
 pub struct Authed {

@@ -3,6 +3,7 @@
 pub mod abandon;
 pub mod auth;
 pub mod auth_exchange;
+pub mod backoff;
 pub mod change_user;
 pub mod handshake;
 pub mod io;
@@ -14,7 +15,9 @@ pub mod prepared;
 pub mod registry;
 pub mod relay;
 pub mod session;
+pub mod shared;
 pub mod tls;
 pub mod wait;
 
-pub use listener::{serve, Shared};
+pub use listener::serve;
+pub use shared::Shared;

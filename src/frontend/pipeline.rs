@@ -23,7 +23,7 @@ use crate::router::classify::{self, Classified, Kind};
 use crate::router::lexer::LexOptions;
 use crate::router::plan::{Pins, Plan, ReadSet, Target, WriteSet};
 use crate::router::previous;
-use crate::router::route::{self, Source, View};
+use crate::router::route::{self, Source};
 
 use super::prepared::{self, Conn};
 use super::{lost, Closed, CmdResult, Route, Session};
@@ -46,17 +46,9 @@ impl Session {
     /// Classify a statement under the session's sql_mode when it is known
     /// (it changes where strings end), else under both readings.
     pub(super) fn classify(&self, sql: &[u8]) -> Classified {
-        match self.lex {
+        match self.state.lex {
             Some(opts) => classify::classify_with(sql, opts),
             None => classify::classify_any_mode(sql),
-        }
-    }
-
-    fn view(&self) -> View {
-        View {
-            ro_tx: self.ro_tx,
-            pinned: self.pins.reason(),
-            in_transaction: self.in_transaction(),
         }
     }
 
@@ -69,7 +61,7 @@ impl Session {
         src: Source,
         exec: Exec<'_>,
     ) -> CmdResult {
-        let plan = route::plan(c, sql, src, &self.view());
+        let plan = route::plan(c, sql, src, &self.state.view());
         // Sub-tables in other backend groups: one writing group per transaction.
         if self.groups_before(c).await? {
             return Ok(());
@@ -92,7 +84,7 @@ impl Session {
         // transaction may make writes visible, so its answer waits for the
         // causal snapshot (released below once it is decided).
         let was_in_tx = self.in_transaction();
-        let was_in_server_tx = self.status & SERVER_STATUS_IN_TRANS != 0;
+        let was_in_server_tx = self.state.status & SERVER_STATUS_IN_TRANS != 0;
         let hold = on_master && (plan.is_write || was_in_tx) && self.monitor.mode == FreshnessMode::Causal;
         self.shared.metrics.route(on_master, route.reason);
         // The connection did not run this session's previous statement.
@@ -121,8 +113,8 @@ impl Session {
         let exec = match exec {
             // (Not in a multi-statement: its own statements come before.)
             Exec::Text { payload } if c.refers_to_previous && borrowed && !c.multi_statement => {
-                let lex = self.lex.unwrap_or_default();
-                match previous::rewrite(&payload[1..], self.prev, lex) {
+                let lex = self.state.lex.unwrap_or_default();
+                match previous::rewrite(&payload[1..], self.state.prev, lex) {
                     Some(sql) => {
                         rewritten = [&payload[..1], &sql[..]].concat();
                         Exec::Text { payload: &rewritten }
@@ -132,12 +124,12 @@ impl Session {
             }
             other => other,
         };
-        let kept = self.keep;
+        let kept = self.backends.keep;
         let ran = self.execute(route, exec, hold).await?;
         self.groups_after(&c.kind, ran.as_ref().is_some_and(|(t, _)| !t.error))
             .await;
         let Some((tracker, conn)) = ran else {
-            self.prev.row_count = -1;
+            self.state.prev.row_count = -1;
             return Ok(());
         };
         self.note_previous(&tracker);
@@ -145,8 +137,8 @@ impl Session {
         // SELECT 1) leaves the diagnostics area as it was: the connection
         // holding it stays with the session for the next statement too.
         let no_table = c.refers_to_previous || c.tables.as_ref().is_some_and(|t| t.is_empty());
-        if no_table && kept == Some(conn) && self.keep.is_none() {
-            self.keep = Some(conn);
+        if no_table && kept == Some(conn) && self.backends.keep.is_none() {
+            self.backends.keep = Some(conn);
         }
         self.apply(&plan, c, sql, conn, &tracker, was_in_server_tx).await;
         if hold {
@@ -158,13 +150,13 @@ impl Session {
     /// What ROW_COUNT() and FOUND_ROWS() say after this answer.
     fn note_previous(&mut self, t: &ResponseTracker) {
         if t.error {
-            self.prev.row_count = -1;
+            self.state.prev.row_count = -1;
         } else if t.result_set {
-            self.prev.row_count = -1;
-            self.prev.found_rows = t.rows;
+            self.state.prev.row_count = -1;
+            self.state.prev.found_rows = t.rows;
         } else {
             let affected = t.last_ok.map(|(a, _)| a).unwrap_or(0);
-            self.prev.row_count = i64::try_from(affected).unwrap_or(i64::MAX);
+            self.state.prev.row_count = i64::try_from(affected).unwrap_or(i64::MAX);
         }
     }
 
@@ -196,7 +188,7 @@ impl Session {
             Target::Previous => {
                 // A replica that answers about its previous statement must
                 // also be fresh for the tables this statement reads.
-                if let (Conn::Replica(i), true) = (self.last_conn, c.previous_reads_tables) {
+                if let (Conn::Replica(i), true) = (self.backends.last_conn, c.previous_reads_tables) {
                     if !self.replica_fresh_for(i, plan.read_set.tables()).await {
                         return Ok(Route {
                             conn: Conn::Master,
@@ -205,7 +197,7 @@ impl Session {
                     }
                 }
                 Route {
-                    conn: self.last_conn,
+                    conn: self.backends.last_conn,
                     reason: plan.reason,
                 }
             }
@@ -220,11 +212,11 @@ impl Session {
     /// under READ COMMITTED each statement must find the writes committed
     /// before it, for the tables it reads.
     async fn read_only_tx_fresh(&mut self, i: usize, plan: &Plan<'_>) -> Result<bool, ErrPacket> {
-        let rc = match self.read_committed {
+        let rc = match self.state.read_committed {
             Some(rc) => rc,
             None => self.learn_isolation(Conn::Replica(i)).await?,
         };
-        if !rc && self.ro_checked {
+        if !rc && self.state.ro_checked {
             return Ok(true);
         }
         let tables = match (rc, plan.read_set) {
@@ -233,7 +225,7 @@ impl Session {
         };
         let fresh = self.replica_fresh_for(i, tables).await;
         if fresh && !rc {
-            self.ro_checked = true;
+            self.state.ro_checked = true;
         }
         Ok(fresh)
     }
@@ -250,27 +242,27 @@ impl Session {
         };
         let rc =
             level.eq_ignore_ascii_case("READ-COMMITTED") || level.eq_ignore_ascii_case("READ-UNCOMMITTED");
-        self.read_committed = Some(rc);
+        self.state.read_committed = Some(rc);
         Ok(rc)
     }
 
     /// End the read-only transaction on its replica (it has read nothing
     /// that binds it) and open the same one on the master.
     async fn move_read_only_tx_to_master(&mut self) -> Result<(), ErrPacket> {
-        if let Some((_, mut h)) = self.replica.take() {
+        if let Some((_, mut h)) = self.backends.replica.take() {
             if !matches!(h.conn.query_drop("ROLLBACK").await, Ok(Ok(()))) {
                 h.conn.broken = true;
             }
         }
-        self.ro_tx = None;
-        self.ro_checked = false;
+        self.state.ro_tx = None;
+        self.state.ro_checked = false;
         self.held(Conn::Master).await?;
         let label = self.label(Conn::Master);
         let h = self.slot(Conn::Master).ok_or_else(|| lost(&label))?;
         h.conn.dirty = true;
         match h.conn.query_drop("START TRANSACTION READ ONLY").await {
             Ok(Ok(())) => {
-                self.status |= SERVER_STATUS_IN_TRANS;
+                self.state.status |= SERVER_STATUS_IN_TRANS;
                 Ok(())
             }
             Ok(Err(e)) => Err(e),
@@ -282,7 +274,7 @@ impl Session {
     /// the session's state first (read-only transaction, pins, transaction),
     /// then freshness.
     pub(super) async fn route_read(&mut self, tables: Option<&[String]>) -> Route {
-        match route::read_target(&self.view()) {
+        match route::read_target(&self.state.view()) {
             (Target::FreshReplica, _) => self.pick_replica(tables).await,
             (Target::Replica(i), reason) => Route {
                 conn: Conn::Replica(i),
@@ -297,7 +289,7 @@ impl Session {
 
     /// A fresh replica for a read of `tables` (None: unknown), or the master.
     pub(super) async fn pick_replica(&mut self, tables: Option<&[String]>) -> Route {
-        let current = self.replica.as_ref().map(|(i, _)| *i);
+        let current = self.backends.replica.as_ref().map(|(i, _)| *i);
         match self.pick_for(tables, current).await {
             Ok(i) => Route {
                 conn: Conn::Replica(i),
@@ -343,7 +335,7 @@ impl Session {
                 let t = self
                     .run_on(route, payload, ResponseKind::Query, hold, None)
                     .await?;
-                Ok(t.map(|t| (t, self.last_conn)))
+                Ok(t.map(|t| (t, self.backends.last_conn)))
             }
             Exec::Prepared {
                 id, payload, layout, ..
@@ -371,27 +363,27 @@ impl Session {
             // connection. (Not kept after writes for ROW_COUNT(): idle
             // sessions would hold connections; see conns.rs.)
             if e.keep_for_found_rows {
-                self.keep = Some(Conn::Master);
+                self.backends.keep = Some(Conn::Master);
             }
         }
-        let was_next_tx = self.pins.has(Pins::NEXT_TRANSACTION);
+        let was_next_tx = self.state.pins.has(Pins::NEXT_TRANSACTION);
         if ok {
             if let Some(db) = &e.use_db {
-                self.db = Some(db.clone());
+                self.state.db = Some(db.clone());
             }
             if e.replay_set {
                 self.record_set(sql, conn);
             }
             if e.begin_read_only {
                 if let Conn::Replica(i) = conn {
-                    self.ro_tx = Some(i);
+                    self.state.ro_tx = Some(i);
                     // START was checked against every table; WITH
                     // CONSISTENT SNAPSHOT takes the snapshot right then.
-                    self.ro_checked = route::mentions(sql, b"consistent snapshot");
+                    self.state.ro_checked = route::mentions(sql, b"consistent snapshot");
                 }
             }
             if e.isolation {
-                self.read_committed = None;
+                self.state.read_committed = None;
             }
             // Only master statements leave state the session must keep on
             // its master connection.
@@ -402,7 +394,7 @@ impl Session {
                     self.pin(bit);
                     bits &= !bit;
                 }
-                self.pins.clear(e.unpin);
+                self.state.pins.clear(e.unpin);
                 if e.next_transaction {
                     self.pin(Pins::NEXT_TRANSACTION);
                 }
@@ -418,15 +410,15 @@ impl Session {
         }
         // `SET TRANSACTION ...` applies to the connection's next transaction.
         if was_next_tx && !(ok && e.next_transaction) && !self.in_transaction() {
-            self.pins.clear(Pins::NEXT_TRANSACTION);
+            self.state.pins.clear(Pins::NEXT_TRANSACTION);
         }
         if let Conn::Replica(_) = conn {
-            if self.ro_tx.is_some()
+            if self.state.ro_tx.is_some()
                 && tracker
                     .last_status
                     .is_some_and(|s| s & SERVER_STATUS_IN_TRANS == 0)
             {
-                self.ro_tx = None;
+                self.state.ro_tx = None;
             }
         }
         if on_master && plan.write_set == WriteSet::Everything {
@@ -437,7 +429,7 @@ impl Session {
             }
             self.monitor.bump_global().await;
         }
-        let now_in_server_tx = self.status & SERVER_STATUS_IN_TRANS != 0;
+        let now_in_server_tx = self.state.status & SERVER_STATUS_IN_TRANS != 0;
         if route::needs_snapshot(plan, c, was_in_server_tx, now_in_server_tx) {
             self.monitor.after_write().await;
         }
@@ -447,13 +439,13 @@ impl Session {
     /// now has, so the next statements are classified under it. When it
     /// cannot be read, classify under every reading again.
     async fn learn_sql_mode(&mut self, conn: Conn) {
-        self.lex = None;
+        self.state.lex = None;
         let Some(h) = self.slot(conn) else {
             return;
         };
         if let Ok(Ok(Some(mode))) = h.conn.query_text("SELECT @@session.sql_mode").await {
             let has = |flag: &str| mode.split(',').any(|m| m.eq_ignore_ascii_case(flag));
-            self.lex = Some(LexOptions {
+            self.state.lex = Some(LexOptions {
                 ansi_quotes: has("ANSI_QUOTES"),
                 no_backslash_escapes: has("NO_BACKSLASH_ESCAPES"),
                 ..LexOptions::default()
@@ -511,9 +503,9 @@ impl Session {
             _ => payload.to_vec(),
         };
         prepared::set_stmt_id(&mut packet, backend_id);
-        if self.cursor.is_some_and(|(c, _)| c == id) {
+        if self.backends.cursor.is_some_and(|(c, _)| c == id) {
             // A new EXECUTE closes the statement's cursor on the server.
-            self.cursor = None;
+            self.backends.cursor = None;
         }
         let tracker = self
             .run_on_stmt(
@@ -534,8 +526,8 @@ impl Session {
                 .is_some_and(|s| s & crate::protocol::consts::SERVER_STATUS_CURSOR_EXISTS != 0)
         {
             // Rows come with COM_STMT_FETCH on this connection.
-            self.cursor = Some((id, route.conn));
+            self.backends.cursor = Some((id, route.conn));
         }
-        Ok(Some((tracker, self.last_conn)))
+        Ok(Some((tracker, self.backends.last_conn)))
     }
 }

@@ -12,12 +12,7 @@ use std::sync::Arc;
 
 use crate::router::classify::Classified;
 
-/// Which backend connection of the session: the master, or replica `i`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Conn {
-    Master,
-    Replica(usize),
-}
+pub use crate::backend::Conn;
 
 #[derive(Debug, Clone)]
 pub struct Stmt {

@@ -47,44 +47,44 @@ impl Session {
     /// `None` (nothing changed) when some cannot be translated yet.
     fn move_to(&mut self, latest: &Runtime) -> Option<()> {
         let (old, new) = (self.rt.topology.groups.first()?, latest.topology.groups.first()?);
-        if self.master.is_some() && !Arc::ptr_eq(&old.master, &new.master) {
+        if self.backends.master.is_some() && !Arc::ptr_eq(&old.master, &new.master) {
             return None;
         }
         // Connections to other groups' masters (sharded tables placed there)
         // are indexed by group in this snapshot: finish with them first.
-        if self.groups.holds_any() {
+        if self.backends.groups.holds_any() {
             return None;
         }
         let map = Positions { old, new };
         // Computed before anything changes: all or nothing.
-        let ro_tx = match self.ro_tx {
+        let ro_tx = match self.state.ro_tx {
             Some(i) => Some(map.replica(i)?),
             None => None,
         };
-        let keep = match self.keep {
+        let keep = match self.backends.keep {
             Some(c) => Some(map.conn(c)?),
             None => None,
         };
-        let cursor = match self.cursor {
+        let cursor = match self.backends.cursor {
             Some((id, c)) => Some((id, map.conn(c)?)),
             None => None,
         };
-        match self.replica.as_mut().map(|(i, _)| map.replica(*i)) {
+        match self.backends.replica.as_mut().map(|(i, _)| map.replica(*i)) {
             Some(Some(j)) => {
-                if let Some((i, _)) = self.replica.as_mut() {
+                if let Some((i, _)) = self.backends.replica.as_mut() {
                     *i = j;
                 }
             }
             // Removed, and not busy (else `ro_tx`/`keep`/`cursor` failed above).
-            Some(None) => self.replica = None,
+            Some(None) => self.backends.replica = None,
             None => {}
         }
-        self.ro_tx = ro_tx;
-        self.keep = keep;
-        self.cursor = cursor;
+        self.state.ro_tx = ro_tx;
+        self.backends.keep = keep;
+        self.backends.cursor = cursor;
         // The previous statement's connection went back to the pool (else
         // `keep` would name it): a removed replica's answer is gone anyway.
-        self.last_conn = map.conn(self.last_conn).unwrap_or(Conn::Master);
+        self.backends.last_conn = map.conn(self.backends.last_conn).unwrap_or(Conn::Master);
         for s in self.stmts.stmts.values_mut() {
             s.last_exec = s.last_exec.and_then(|(c, uid)| map.conn(c).map(|c| (c, uid)));
         }

@@ -29,7 +29,6 @@ use std::sync::Arc;
 use tokio::net::TcpStream;
 use tracing::{debug, info, warn, Instrument};
 
-use crate::backend::state::SetChain;
 use crate::backend::{BackendError, PoolKey};
 use crate::error;
 use crate::freshness::monitor::GroupMonitor;
@@ -37,7 +36,6 @@ use crate::protocol::consts::*;
 use crate::protocol::packets::{ok_packet, ErrPacket};
 use crate::protocol::response::{ResponseKind, ResponseTracker};
 use crate::protocol::{PacketStream, ProtocolError};
-use crate::router::lexer::LexOptions;
 use crate::router::route::Source;
 use crate::runtime::Runtime;
 use pipeline::Exec;
@@ -46,11 +44,11 @@ use super::abandon::ReadWatch;
 use super::change_user::parse_change_user;
 use super::handshake::{self, Authed, HandshakeError};
 use super::io::ClientIo;
-use super::listener::Shared;
 use super::prepared::{self, Conn, Registry};
 use super::relay::{self, RelayError};
+use super::shared::Shared;
 use conns::sync_conn;
-use conns::{lost, slot_of, Held, LastInsertId, Pins};
+use conns::{lost, slot_of, Held, Pins};
 
 #[path = "conns.rs"]
 mod conns;
@@ -62,14 +60,13 @@ mod pipeline;
 mod control;
 #[path = "refresh.rs"]
 mod refresh;
+#[path = "session_state.rs"]
+mod session_state;
 #[path = "sharded.rs"]
 mod sharded;
 #[path = "statements.rs"]
 mod statements;
-
-/// Replayable `SET` statements kept per session; beyond this the session is
-/// pinned to the master rather than growing without bound.
-const MAX_REPLAYED_SETS: usize = 64;
+use session_state::SessionState;
 
 pub async fn run(socket: TcpStream, peer: SocketAddr, conn_id: u32, shared: Arc<Shared>) {
     let authed = match handshake::handshake(socket, peer, conn_id, &shared).await {
@@ -80,7 +77,9 @@ pub async fn run(socket: TcpStream, peer: SocketAddr, conn_id: u32, shared: Arc<
             return;
         }
         Err(e) => {
-            shared.metrics.handshake_failed(&e); // metrics: refused, error by kind
+            // metrics: refused, error by kind
+            let broke = matches!(&e, HandshakeError::Protocol(p) if !p.is_disconnect());
+            shared.metrics.handshake_failed(broke);
             debug!(%peer, error = %e, "handshake failed");
             return;
         }
@@ -98,7 +97,7 @@ pub async fn run(socket: TcpStream, peer: SocketAddr, conn_id: u32, shared: Arc<
     // Connections without session-only state go back to the pool clean;
     // the others are reset by the pool.
     session.close_all_stmts();
-    session.keep = None;
+    session.backends.keep = None;
     session.release_idle().await;
     // hook(abandon): nothing of the session survives on a backend.
     session.finish_connections().await;
@@ -119,6 +118,40 @@ struct Route {
     reason: &'static str,
 }
 
+/// The backend connections serving a session (its master and at most one
+/// replica of group 0, other groups' masters) and what is known of them.
+struct Backends {
+    master: Option<Held>,
+    replica: Option<(usize, Held)>,
+    /// The connection the next statement may ask about (see conns.rs).
+    keep: Option<Conn>,
+    /// The statement (client id) with an open cursor, and where.
+    cursor: Option<(u32, Conn)>,
+    /// The connection that ran the session's last statement.
+    last_conn: Conn,
+    /// Master connections of backend groups other than 0 (sharded tables
+    /// placed there) and the transaction's writing group (`groups.rs`).
+    groups: sharded::GroupConns,
+}
+
+impl Default for Backends {
+    fn default() -> Backends {
+        Backends {
+            master: None,
+            replica: None,
+            keep: None,
+            cursor: None,
+            last_conn: Conn::Master,
+            groups: sharded::GroupConns::default(),
+        }
+    }
+}
+
+/// One client session: who the client is (login), its logical state
+/// (`state`, the state machine of session_state.rs), the connections
+/// serving it (`backends`) and its prepared statements. Each command is
+/// handled by its own method (query, init_db, stmt_*, reset_connection,
+/// change_user), and every statement goes through `pipeline::statement`.
 struct Session {
     shared: Arc<Shared>,
     /// The configuration snapshot this session routes with; replica
@@ -132,54 +165,17 @@ struct Session {
     caps: CapabilityFlags,
     key: PoolKey,
     nonce: [u8; 20],
-    /// The default database as the client sees it.
-    db: Option<String>,
-    /// Status flags of the master's last answer (autocommit, in transaction).
-    status: u16,
-    master: Option<Held>,
-    replica: Option<(usize, Held)>,
-    /// SET statements every backend connection of the session must run,
-    /// and their hash chain (compared with a connection's own).
-    sets: Vec<Vec<u8>>,
-    chain: SetChain,
-    /// Why the session is pinned to the master, if it is.
-    pins: Pins,
-    /// How the server reads quotes in this session (its sql_mode), when
-    /// known; `None`: classify under every reading.
-    lex: Option<LexOptions>,
     /// Borrow connections per statement (`backend.multiplex`).
     multiplex: bool,
-    /// The connection the next statement may ask about (see conns.rs).
-    keep: Option<Conn>,
-    /// The statement (client id) with an open cursor, and where.
-    cursor: Option<(u32, Conn)>,
-    lid: LastInsertId,
-    /// The replica running the session's read-only transaction.
-    ro_tx: Option<usize>,
-    /// The read-only transaction's snapshot is known to cover every write
-    /// committed before it began (REPEATABLE READ: checked at its first
-    /// read, or at START ... WITH CONSISTENT SNAPSHOT).
-    ro_checked: bool,
-    /// The session's isolation level is READ COMMITTED or READ UNCOMMITTED
-    /// (every statement sees what committed before it), when known.
-    read_committed: Option<bool>,
-    /// ROW_COUNT() and FOUND_ROWS() of the session's previous statement,
-    /// for when the next one runs on a connection that ran another's since.
-    prev: crate::router::previous::Previous,
-    /// The connection that ran the session's last statement.
-    last_conn: Conn,
+    state: SessionState,
+    backends: Backends,
     stmts: Registry,
     /// seq of the first reply packet (the one after the client's command).
     reply_seq: u8,
-    /// Master connections of backend groups other than 0 (sharded tables
-    /// placed there) and the transaction's writing group (`groups.rs`).
-    groups: sharded::GroupConns,
     /// Counts the session against its user's `max_connections` until dropped.
     user_slot: super::limits::UserSlot,
     /// hook(kill): this session in the registry (processlist, KILL).
     proc: super::registry::Handle,
-    /// hook(wait_timeout): the session's `wait_timeout` once it set one.
-    wait_timeout: Option<std::time::Duration>,
 }
 
 impl Session {
@@ -201,35 +197,19 @@ impl Session {
             caps: a.caps,
             key,
             nonce: a.nonce,
-            db: a.db,
-            status: SERVER_STATUS_AUTOCOMMIT,
-            master: None,
-            replica: None,
-            sets: Vec::new(),
-            chain: SetChain::default(),
-            pins: Pins::default(),
-            lex: None,
             multiplex,
-            keep: None,
-            cursor: None,
-            lid: LastInsertId::default(),
-            ro_tx: None,
-            ro_checked: false,
-            read_committed: None,
-            prev: Default::default(),
-            last_conn: Conn::Master,
+            state: SessionState::new(a.db),
+            backends: Backends::default(),
             stmts: Registry::default(),
             reply_seq: a.seq,
-            groups: sharded::GroupConns::default(),
             user_slot: a.user_slot,
             proc,
-            wait_timeout: None,
         }
     }
 
     /// Finish the login: check the default database on the master, then OK.
     async fn accept_login(&mut self) -> CmdResult {
-        if self.db.is_some() {
+        if self.state.db.is_some() {
             if let Err(e) = self.held(Conn::Master).await {
                 self.send_err(&e).await?;
                 return Err(Closed);
@@ -242,9 +222,9 @@ impl Session {
     /// database, it reports the schema as the server's own login OK does.
     async fn send_login_ok(&mut self) -> CmdResult {
         let track = self.caps.contains(CapabilityFlags::CLIENT_SESSION_TRACK);
-        let p = match (&self.db, track) {
-            (Some(db), true) => crate::protocol::packets::ok_packet_with_schema(self.status, db),
-            _ => ok_packet(0, 0, self.status, 0),
+        let p = match (&self.state.db, track) {
+            (Some(db), true) => crate::protocol::packets::ok_packet_with_schema(self.state.status, db),
+            _ => ok_packet(0, 0, self.state.status, 0),
         };
         self.shared.metrics.client_bytes_out(p.len()); // metrics: bytes out
         let mut seq = self.reply_seq;
@@ -254,7 +234,8 @@ impl Session {
     async fn command_loop(&mut self) {
         loop {
             // hook(wait_timeout, kill): the session's idle limit; killed while idle.
-            let idle = super::wait::idle_limit(self.rt.config.limits.idle_client_timeout, self.wait_timeout);
+            let idle =
+                super::wait::idle_limit(self.rt.config.limits.idle_client_timeout, self.state.wait_timeout);
             let pkt = match super::wait::next_command(&mut self.client, &self.shared, idle, &self.proc).await
             {
                 Ok(p) => p,
@@ -309,7 +290,7 @@ impl Session {
                 COM_CHANGE_USER => self.change_user(p).await,
                 other => self.send_err(&error::unknown_command(other)).await,
             };
-            self.proc.end(self.db.as_deref()); // hook(kill)
+            self.proc.end(self.state.db.as_deref()); // hook(kill)
             if r.is_err() {
                 return;
             }
@@ -319,22 +300,11 @@ impl Session {
     }
 
     fn in_transaction(&self) -> bool {
-        self.status & SERVER_STATUS_IN_TRANS != 0 || self.status & SERVER_STATUS_AUTOCOMMIT == 0
+        self.state.in_transaction()
     }
 
-    /// `db.table` names for the freshness scope (unqualified names take the
-    /// session's default database).
     fn qualify(&self, tables: &[String]) -> Option<Vec<String>> {
-        tables
-            .iter()
-            .map(|t| {
-                if t.contains('.') {
-                    Some(t.clone())
-                } else {
-                    self.db.as_ref().map(|db| format!("{db}.{t}"))
-                }
-            })
-            .collect()
+        self.state.qualify(tables)
     }
 
     /// COM_QUERY: a statement on a sharded table goes to the shard
@@ -365,18 +335,16 @@ impl Session {
     /// Remember a SET that ran on `ran_on`, to replay it on the session's
     /// other connections before they next serve it.
     fn record_set(&mut self, sql: &[u8], ran_on: Conn) {
-        if self.sets.len() >= MAX_REPLAYED_SETS {
+        // The connection that ran it had run all the others (it was synced).
+        let synced = slot_of(&mut self.backends.master, &mut self.backends.replica, ran_on)
+            .filter(|h| h.conn.state.sets == self.state.chain);
+        if !self.state.push_set(sql) {
             self.pin(Pins::SESSION_STATE);
             return;
         }
-        // The connection that ran it had run all the others (it was synced).
-        if let Some(h) = slot_of(&mut self.master, &mut self.replica, ran_on) {
-            if h.conn.state.sets == self.chain {
-                h.conn.state.sets.push(sql);
-            }
+        if let Some(h) = synced {
+            h.conn.state.sets.push(sql);
         }
-        self.sets.push(sql.to_vec());
-        self.chain.push(sql);
     }
 
     async fn init_db(&mut self, payload: &[u8]) -> CmdResult {
@@ -392,10 +360,10 @@ impl Session {
             return Ok(());
         };
         if !tracker.error {
-            if let Some(m) = self.master.as_mut() {
+            if let Some(m) = self.backends.master.as_mut() {
                 m.conn.db = Some(db.clone());
             }
-            self.db = Some(db);
+            self.state.db = Some(db);
         }
         Ok(())
     }
@@ -414,7 +382,7 @@ impl Session {
         // behaviour for good; COM_RESET_CONNECTION does not undo it, so the
         // connection must not serve another client afterwards. Replicas
         // would not know it: keep this session on the master.
-        if let Some(m) = self.master.as_mut() {
+        if let Some(m) = self.backends.master.as_mut() {
             m.conn.no_reuse = true;
         }
         self.pin(Pins::SET_OPTION);
@@ -434,25 +402,17 @@ impl Session {
 
     /// Forget all session state (after COM_RESET_CONNECTION/CHANGE_USER).
     fn clear_state(&mut self) {
-        self.groups = sharded::GroupConns::default();
-        self.sets.clear();
-        self.chain.clear();
-        self.keep = None;
-        self.cursor = None;
-        self.lid = LastInsertId::default();
-        self.pins = Pins::default();
-        self.lex = None;
-        self.read_committed = None;
-        self.prev = Default::default();
-        self.ro_tx = None;
         self.close_all_stmts();
-        self.replica = None;
-        self.status = SERVER_STATUS_AUTOCOMMIT;
-        self.wait_timeout = None; // hook(wait_timeout)
+        // The master connection stays (the caller decides); the replica goes
+        // back to the pool, which resets it.
+        let master = self.backends.master.take();
+        self.backends = Backends::default();
+        self.backends.master = master;
+        self.state.reset();
     }
 
     async fn reset_connection(&mut self, payload: &[u8]) -> CmdResult {
-        if self.master.is_some() {
+        if self.backends.master.is_some() {
             let route = Route {
                 conn: Conn::Master,
                 reason: "session_state",
@@ -460,7 +420,7 @@ impl Session {
             let r = self
                 .run_on(route, payload, ResponseKind::Single, false, None)
                 .await?;
-            if let Some(m) = self.master.as_mut() {
+            if let Some(m) = self.backends.master.as_mut() {
                 // What the server keeps as default database after a reset is
                 // version-dependent: make the next command re-sync it.
                 m.conn.db = None;
@@ -533,15 +493,15 @@ impl Session {
             return Err(Closed);
         }
         // Give the connections back (the pool resets them) and start clean.
-        self.master = None;
+        self.backends.master = None;
         self.clear_state();
         self.user = req.user;
         self.proc.set_user(&self.user); // hook(kill)
         if let Some(c) = req.collation {
             self.key.collation = c;
         }
-        self.db = req.db;
-        if self.db.is_some() {
+        self.state.db = req.db;
+        if self.state.db.is_some() {
             if let Err(e) = self.held(Conn::Master).await {
                 self.send_err(&e).await?;
                 return Ok(());
@@ -583,7 +543,7 @@ impl Session {
             // for its answer (see frontend::abandon); the existing fallbacks
             // below then retry it on the master or report it.
             let first_byte = self.rt.config.backend.replica_read_timeout;
-            let retryable = kind == ResponseKind::Query && self.ro_tx.is_none();
+            let retryable = kind == ResponseKind::Query && self.state.ro_tx.is_none();
             let mut watch = ReadWatch::for_conn(&self.monitor, conn, first_byte, retryable);
             let ready = match watch.as_mut() {
                 None => self.held(conn).await,
@@ -594,9 +554,9 @@ impl Session {
             };
             if let Err(e) = ready {
                 if let Conn::Replica(_) = conn {
-                    if self.ro_tx.is_none() {
+                    if self.state.ro_tx.is_none() {
                         debug!(error = %e, "replica unusable, reading from the master");
-                        self.replica = None;
+                        self.backends.replica = None;
                         conn = Conn::Master;
                         continue;
                     }
@@ -604,7 +564,7 @@ impl Session {
                 self.send_err(&e).await?;
                 return Ok(None);
             }
-            let Some(h) = slot_of(&mut self.master, &mut self.replica, conn) else {
+            let Some(h) = slot_of(&mut self.backends.master, &mut self.backends.replica, conn) else {
                 return Ok(None);
             };
             h.conn.dirty = true;
@@ -616,7 +576,7 @@ impl Session {
                 stmt_ids,
             };
             let started = std::time::Instant::now(); // metrics: command latency, slow-query log
-            self.keep = None;
+            self.backends.keep = None;
             // hook(abandon, kill): the relay cancels the statement on the
             // backend when the client leaves or the session is killed.
             let guard = control::pool_for(&self.rt, conn).map(|pool| relay::Guard {
@@ -635,10 +595,10 @@ impl Session {
             match relay.await {
                 Ok(tracker) => {
                     h.conn.note_status(tracker.last_status); // hook(abandon): pool's check
-                    self.last_conn = conn;
+                    self.backends.last_conn = conn;
                     if tracker.error || tracker.warnings {
                         // SHOW WARNINGS must find them here.
-                        self.keep = Some(conn);
+                        self.backends.keep = Some(conn);
                     }
                     // metrics: latency per backend, server errors, slow-query log
                     let slow = self.rt.config.log.slow_query;
@@ -648,7 +608,7 @@ impl Session {
                     self.shared.metrics.relayed_bytes_out(tracker.relayed_bytes);
                     if conn == Conn::Master {
                         if let Some(st) = tracker.last_status {
-                            self.status = st;
+                            self.state.master_status(st);
                         }
                     }
                     return Ok(Some(tracker));
@@ -667,20 +627,20 @@ impl Session {
                     h.conn.broken = true;
                     let label = self.label(conn);
                     warn!(backend = %label, error = %err, "backend failed during a command");
-                    if let (Conn::Replica(_), false, None) = (conn, relayed, self.ro_tx) {
+                    if let (Conn::Replica(_), false, None) = (conn, relayed, self.state.ro_tx) {
                         if kind == ResponseKind::Query {
-                            self.replica = None;
+                            self.backends.replica = None;
                             conn = Conn::Master;
                             continue;
                         }
                     }
                     if conn == Conn::Master {
-                        self.master = None;
+                        self.backends.master = None;
                         // The server's transaction is gone with the connection.
-                        self.status = SERVER_STATUS_AUTOCOMMIT;
+                        self.state.master_lost();
                     } else {
-                        self.replica = None;
-                        self.ro_tx = None;
+                        self.backends.replica = None;
+                        self.state.replica_lost();
                     }
                     if relayed {
                         self.reply_seq = last_seq.wrapping_add(1);
@@ -694,7 +654,7 @@ impl Session {
     }
 
     async fn send_ok(&mut self) -> CmdResult {
-        let p = ok_packet(0, 0, self.status, 0);
+        let p = ok_packet(0, 0, self.state.status, 0);
         self.shared.metrics.client_bytes_out(p.len()); // metrics: bytes out
         let mut seq = self.reply_seq;
         self.client.write_packet(&mut seq, &p).await.map_err(|_| Closed)

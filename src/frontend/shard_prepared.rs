@@ -54,7 +54,7 @@ impl Session {
             return Ok(false);
         }
         let count = crate::shard::count_placeholders(&text).unwrap_or(0);
-        match plannable(&text, count, self.db.as_deref(), rules) {
+        match plannable(&text, count, self.state.db.as_deref(), rules) {
             Ok(false) => return Ok(false),
             Ok(true) => {}
             Err(e) => {
@@ -67,7 +67,7 @@ impl Session {
             return Ok(true);
         }
         let rules = &self.rt.shard_rules;
-        let Some(d) = crate::shard::describe(&text, self.db.as_deref(), rules) else {
+        let Some(d) = crate::shard::describe(&text, self.state.db.as_deref(), rules) else {
             self.send_err(&not_supported(
                 "sluice: cannot prepare this statement on a sharded table; send it as text",
             ))
@@ -156,7 +156,7 @@ impl Session {
             }
             if eof && !defs.is_empty() {
                 self.client
-                    .queue(&mut seq, &eof_packet(self.caps, self.status, 0));
+                    .queue(&mut seq, &eof_packet(self.caps, self.state.status, 0));
             }
         }
         self.client.flush().await.map_err(|_| Closed)

@@ -75,7 +75,7 @@ impl Session {
             super::shard_io::log_done(log, r.is_some_and(|t| !t.error));
             return Ok(());
         }
-        if self.in_transaction() || self.pins.reason().is_some() || self.ro_tx.is_some() {
+        if self.in_transaction() || self.state.pins.reason().is_some() || self.state.ro_tx.is_some() {
             return self.select_buffered(parts, merge, wildcard_helpers, format).await;
         }
         // Scatter: one connection per part, all queries sent before any is read.
@@ -150,9 +150,15 @@ impl Session {
             .get(self.key)
             .await
             .map_err(|e| crate::error::backend_error_packet(&pool.label, pool.addr(), &e))?;
-        super::super::sync_conn(&mut conn, &pool, self.db.as_deref(), &self.sets, &self.chain)
-            .await
-            .map_err(|e| e.into_packet(&pool))?;
+        super::super::sync_conn(
+            &mut conn,
+            &pool,
+            self.state.db.as_deref(),
+            &self.state.sets,
+            &self.state.chain,
+        )
+        .await
+        .map_err(|e| e.into_packet(&pool))?;
         Ok((conn, pool.label.clone()))
     }
 
@@ -281,7 +287,7 @@ impl Session {
         let deprecate_eof = self.caps.contains(CapabilityFlags::CLIENT_DEPRECATE_EOF);
         if !deprecate_eof {
             self.client
-                .queue(&mut seq, &eof_packet(self.caps, self.status, 0));
+                .queue(&mut seq, &eof_packet(self.caps, self.state.status, 0));
         }
         loop {
             let row = match merger.next_row().await {
@@ -309,7 +315,7 @@ impl Session {
         }
         self.shared.metrics.merged_rows(merger.rows_merged());
         self.client
-            .queue(&mut seq, &eof_packet(self.caps, self.status, 0));
+            .queue(&mut seq, &eof_packet(self.caps, self.state.status, 0));
         self.client.flush().await.map_err(|_| Closed)
     }
 }

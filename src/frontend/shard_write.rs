@@ -57,7 +57,7 @@ impl Session {
             affected: 0,
             insert_id: 0,
             warnings: 0,
-            status: self.status,
+            status: self.state.status,
             done: 0,
         };
         let mut failure = None;
@@ -82,7 +82,7 @@ impl Session {
             }
             return self.send_err(&e).await;
         }
-        self.status = totals.status;
+        self.state.status = totals.status;
         for &g in &groups {
             let monitor = self.rt.monitors[g].clone();
             if ddl {
@@ -93,7 +93,12 @@ impl Session {
                 monitor.after_write().await;
             }
         }
-        let p = ok_packet(totals.affected, totals.insert_id, self.status, totals.warnings);
+        let p = ok_packet(
+            totals.affected,
+            totals.insert_id,
+            self.state.status,
+            totals.warnings,
+        );
         let mut seq = self.reply_seq;
         self.client.write_packet(&mut seq, &p).await.map_err(|_| Closed)
     }

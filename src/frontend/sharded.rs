@@ -116,12 +116,12 @@ impl Session {
             });
         if size < PLAN_OFF_WORKER || size > self.rt.shard_rules.max_statement_size() {
             // Small, or refused before tokenizing: cheap either way.
-            return run(text, params, self.db.as_deref(), &self.rt);
+            return run(text, params, self.state.db.as_deref(), &self.rt);
         }
         let Ok(_permit) = LARGE_PLANS.acquire().await else {
             return Err(Refusal("sluice: shutting down".into()));
         };
-        let (rt, db, text) = (self.rt.clone(), self.db.clone(), text.to_owned());
+        let (rt, db, text) = (self.rt.clone(), self.state.db.clone(), text.to_owned());
         let params = params.map(|(p, cs)| (p.to_vec(), cs.clone()));
         tokio::task::spawn_blocking(move || {
             run(
@@ -206,7 +206,7 @@ impl Session {
     /// field as text (None for NULL); None when it cannot be had.
     async fn session_row(&mut self, sql: &str) -> Option<Vec<Option<String>>> {
         self.held(Conn::Master).await.ok()?;
-        let h = self.master.as_mut()?;
+        let h = self.backends.master.as_mut()?;
         h.conn.dirty = true;
         send_query(&mut h.conn, sql).await.ok()?;
         let Ok(Head::Columns(defs)) = read_head(&mut h.conn).await else {
@@ -224,7 +224,7 @@ impl Session {
 
     /// Run a plan; rows go back in `format`.
     async fn run_plan(&mut self, plan: ShardPlan, format: RowFormat) -> CmdResult {
-        if let Some(pin) = self.pins.reason() {
+        if let Some(pin) = self.state.pins.reason() {
             if plan.parts().iter().any(|p| p.group != 0) {
                 // Such sessions keep state (user variables, temporary tables,
                 // locks, unreplayed SETs) on their group-0 connection only.

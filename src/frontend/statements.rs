@@ -57,7 +57,7 @@ impl Session {
                     s.params = info.params;
                 }
                 self.shared.open_stmts.open(&payload[1..]);
-                if let Some(m) = self.master.as_mut() {
+                if let Some(m) = self.backends.master.as_mut() {
                     let ctx = m.conn.stmt_context();
                     for old in m.conn.state.stmts.insert(ctx, &payload[1..], info.stmt_id) {
                         let _ = m.conn.close_stmt(old).await;
@@ -110,7 +110,7 @@ impl Session {
         route: Route,
     ) -> Result<(Route, u32), ErrPacket> {
         let first_byte = self.rt.config.backend.replica_read_timeout;
-        let retryable = self.ro_tx.is_none();
+        let retryable = self.state.ro_tx.is_none();
         let Some(mut watch) = ReadWatch::for_conn(&self.monitor, route.conn, first_byte, retryable) else {
             return self.prepare_on(id, route.conn).await.map(|b| (route, b));
         };
@@ -120,9 +120,9 @@ impl Session {
         };
         match on_replica {
             Ok(b) => Ok((route, b)),
-            Err(e) if self.ro_tx.is_none() => {
+            Err(e) if self.state.ro_tx.is_none() => {
                 debug!(error = %e, "cannot prepare on the replica, executing on the master");
-                self.replica = None;
+                self.backends.replica = None;
                 let master = Route {
                     conn: Conn::Master,
                     reason: "replica_failed",
@@ -188,8 +188,8 @@ impl Session {
             if let Some(s) = self.stmts.stmts.get_mut(&id) {
                 s.long_data = false;
             }
-            if self.cursor.is_some_and(|(c, _)| c == id) {
-                self.cursor = None;
+            if self.backends.cursor.is_some_and(|(c, _)| c == id) {
+                self.backends.cursor = None;
             }
         }
         let Some(conn) = conn else {
@@ -234,7 +234,7 @@ impl Session {
         }
         let mut packet = payload.to_vec();
         prepared::set_stmt_id(&mut packet, backend_id);
-        if let Some(m) = self.master.as_mut() {
+        if let Some(m) = self.backends.master.as_mut() {
             m.conn.dirty = true;
             let mut seq = 0;
             if m.conn.stream.write_packet(&mut seq, &packet).await.is_err() {
@@ -256,10 +256,10 @@ impl Session {
         if stmt.sharded.is_none() {
             self.shared.open_stmts.close(&stmt.sql);
         }
-        if let Some((_, conn)) = self.cursor.filter(|(c, _)| *c == id) {
+        if let Some((_, conn)) = self.backends.cursor.filter(|(c, _)| *c == id) {
             // Its cursor is open on the server: closing the backend
             // statement is what closes it.
-            self.cursor = None;
+            self.backends.cursor = None;
             if let Some(h) = self.slot(conn) {
                 let ctx = h.conn.stmt_context();
                 if let Some(backend_id) = h.conn.state.stmts.remove(ctx, &stmt.sql) {

@@ -19,8 +19,8 @@ use crate::protocol::codec::Packet;
 use crate::protocol::{PacketStream, ProtocolError};
 
 use super::io::ClientIo;
-use super::listener::Shared;
 use super::registry::Entry;
+use super::shared::Shared;
 
 /// The idle limit of a session: `config` (`limits.idle_client_timeout`, 0 =
 /// none) and the session's `wait_timeout` (what its last `SET … wait_timeout`

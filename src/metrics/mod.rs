@@ -1,5 +1,5 @@
 //! Prometheus metrics: one registry, typed handles, served over HTTP by
-//! `metrics::http`.
+//! the admin endpoint (`crate::admin`).
 //!
 //! Hot-path cost: every per-statement call below resolves its series once
 //! (label handles kept in arrays indexed by small enums or backend index)
@@ -13,7 +13,6 @@
 //! client addresses.
 
 pub mod atomic;
-pub mod http;
 pub mod slow;
 pub mod topology;
 
@@ -27,10 +26,9 @@ use prometheus::{
 };
 use tracing::warn;
 
+use crate::backend::Conn;
 use crate::backend::Topology;
 use crate::freshness::monitor::GroupMonitor;
-use crate::frontend::handshake::HandshakeError;
-use crate::frontend::prepared::Conn;
 use crate::protocol::consts::{errcode, MAX_FRAME};
 
 pub use atomic::{AtomicHistogram, WaitStats};
@@ -520,9 +518,9 @@ impl Metrics {
     /// The handshake failed without a refusal. A client that broke the
     /// protocol also counts as a `client_protocol` error; a timeout or a
     /// plain disconnect does not.
-    pub fn handshake_failed(&self, e: &HandshakeError) {
+    pub fn handshake_failed(&self, client_broke_protocol: bool) {
         self.client_connections_refused.inc();
-        if matches!(e, HandshakeError::Protocol(p) if !p.is_disconnect()) {
+        if client_broke_protocol {
             self.error(ErrorKind::ClientProtocol);
         }
     }

@@ -20,17 +20,21 @@ use tracing::{error, info, warn};
 use crate::config::{Config, ConfigError};
 use crate::frontend::Shared;
 
-/// Where the configuration comes from, and the lock that serializes reloads.
+/// Where the configuration comes from, what a reload applies to, and the
+/// lock that serializes reloads. Held by whoever may trigger one (the admin
+/// endpoint, the SIGHUP handler); sessions never see it.
 pub struct Reloader {
     path: PathBuf,
     lock: Mutex<()>,
+    shared: Arc<Shared>,
 }
 
 impl Reloader {
-    pub fn new(path: PathBuf) -> Reloader {
+    pub fn new(path: PathBuf, shared: Arc<Shared>) -> Reloader {
         Reloader {
             path,
             lock: Mutex::new(()),
+            shared,
         }
     }
 }
@@ -38,15 +42,16 @@ impl Reloader {
 /// Re-read the configuration file and apply it. `Ok`: a one-line summary of
 /// what changed. `Err`: why the file was rejected (`FILE:LINE:COL: ...`
 /// when the line is known); the running configuration is kept.
-pub async fn reload(shared: &Shared) -> Result<String, ConfigError> {
-    let _one_at_a_time = shared.reloader.lock.lock().await;
-    let path = shared.reloader.path.clone();
+pub async fn reload(reloader: &Reloader) -> Result<String, ConfigError> {
+    let shared = &*reloader.shared;
+    let _one_at_a_time = reloader.lock.lock().await;
+    let path = reloader.path.clone();
     // A small file, but still disk I/O: keep it off the runtime's workers.
     let loaded = tokio::task::spawn_blocking(move || Config::load(&path))
         .await
         .unwrap_or_else(|e| {
             Err(ConfigError::Invalid {
-                origin: shared.reloader.path.display().to_string(),
+                origin: reloader.path.display().to_string(),
                 position: None,
                 message: format!("reading the configuration failed: {e}"),
             })
@@ -84,7 +89,7 @@ pub async fn reload(shared: &Shared) -> Result<String, ConfigError> {
             // A backend's TLS files could not be used: nothing was replaced.
             shared.metrics.config_reloaded(false, running.generation);
             let e = ConfigError::Invalid {
-                origin: shared.reloader.path.display().to_string(),
+                origin: reloader.path.display().to_string(),
                 position: None,
                 message,
             };
@@ -105,14 +110,14 @@ pub async fn reload(shared: &Shared) -> Result<String, ConfigError> {
 /// a SIGHUP that arrives once the listeners are up never takes the default
 /// action (terminating the process).
 #[cfg(unix)]
-pub fn reload_on_sighup(shared: Arc<Shared>) -> std::io::Result<()> {
+pub fn reload_on_sighup(reloader: Arc<Reloader>) -> std::io::Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut hup = signal(SignalKind::hangup())?;
     tokio::spawn(async move {
         while hup.recv().await.is_some() {
             info!("SIGHUP: reloading the configuration");
             // The outcome is logged and counted by `reload`.
-            let _ = reload(&shared).await;
+            let _ = reload(&reloader).await;
         }
     });
     Ok(())
@@ -120,6 +125,6 @@ pub fn reload_on_sighup(shared: Arc<Shared>) -> std::io::Result<()> {
 
 /// Without signals there is only `POST /reload`.
 #[cfg(not(unix))]
-pub fn reload_on_sighup(_shared: Arc<Shared>) -> std::io::Result<()> {
+pub fn reload_on_sighup(_reloader: Arc<Reloader>) -> std::io::Result<()> {
     Ok(())
 }

@@ -26,8 +26,9 @@ use tokio::sync::Semaphore;
 use tracing::{debug, warn};
 
 use crate::config::AdminConfig;
-use crate::frontend::listener::AcceptBackoff;
+use crate::frontend::backoff::AcceptBackoff;
 use crate::frontend::Shared;
+use crate::reload::Reloader;
 
 /// Admin connections at once; one more is closed at once.
 pub const MAX_CONNECTIONS: usize = 64;
@@ -36,7 +37,7 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// A connection is closed after this long, idle keep-alive or not.
 pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
 
-pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
+pub async fn serve(listener: TcpListener, shared: Arc<Shared>, reloader: Arc<Reloader>) {
     let places = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let mut backoff = AcceptBackoff::default();
     loop {
@@ -57,9 +58,10 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
             continue;
         };
         let shared = shared.clone();
+        let reloader = reloader.clone();
         tokio::spawn(async move {
             let _place = place;
-            let svc = service_fn(move |req| handle(req, shared.clone()));
+            let svc = service_fn(move |req| handle(req, shared.clone(), reloader.clone()));
             let conn = http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(HEADER_READ_TIMEOUT)
@@ -174,7 +176,11 @@ fn refusal(req: &Request<Incoming>, admin: &AdminConfig) -> Option<Response<Full
     Some(r)
 }
 
-async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<Full<Bytes>>, Infallible> {
+async fn handle(
+    req: Request<Incoming>,
+    shared: Arc<Shared>,
+    reloader: Arc<Reloader>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
     if let Some(refused) = refusal(&req, &shared.runtime().config.admin) {
         return Ok(refused);
     }
@@ -189,7 +195,7 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
         }
         "/healthz" => text(StatusCode::OK, "ok\n".into()),
         "/readyz" => readyz(&shared).await,
-        "/reload" if req.method() == Method::POST => match crate::reload::reload(&shared).await {
+        "/reload" if req.method() == Method::POST => match crate::reload::reload(&reloader).await {
             Ok(summary) => text(StatusCode::OK, format!("{summary}\n")),
             Err(e) => text(StatusCode::BAD_REQUEST, format!("{e}\n")),
         },

@@ -1,0 +1,219 @@
+//! The session's logical state: what the client believes its server holds
+//! (default database, transaction, replayed SETs, pins, sql_mode, the
+//! previous statement's counts), apart from the connections that serve it.
+//!
+//! Everything here is plain data changed only by the transitions below, so
+//! the state machine can be read (and is tested) without a socket.
+//!
+//! Phases (derived from the fields, never stored; `view` hands them to the
+//! router, `holds_*` to connection release):
+//!
+//! | from | event | to |
+//! |---|---|---|
+//! | Ready | master status has IN_TRANS, or autocommit off | InTransaction |
+//! | InTransaction | master status without IN_TRANS, autocommit on | Ready |
+//! | Ready | `START TRANSACTION READ ONLY` served by replica `i` | ReadOnly(i) |
+//! | ReadOnly(i) | COMMIT/ROLLBACK there, replica lost, or moved to master | Ready / InTransaction |
+//! | any | a statement whose effects cannot be undone elsewhere (temporary table, user variable, lock, unknown effects) | Pinned |
+//! | Pinned | only COM_RESET_CONNECTION / COM_CHANGE_USER | Ready |
+//! | any | master connection lost | Ready (its transaction is gone with it) |
+//!
+//! A pin outranks the others for routing (everything to the master
+//! connection the session holds); InTransaction sends everything to the
+//! master; ReadOnly(i) sends everything to replica `i`.
+
+use crate::backend::state::SetChain;
+use crate::protocol::consts::{SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
+use crate::router::lexer::LexOptions;
+use crate::router::plan::Pins;
+use crate::router::previous::Previous;
+use crate::router::route::View;
+
+use super::conns::LastInsertId;
+
+/// Replayable `SET` statements kept per session; beyond this the session is
+/// pinned to the master rather than growing without bound.
+pub(super) const MAX_REPLAYED_SETS: usize = 64;
+
+#[derive(Debug)]
+pub(super) struct SessionState {
+    /// The default database as the client sees it.
+    pub db: Option<String>,
+    /// Status flags of the master's last answer (autocommit, in transaction).
+    pub status: u16,
+    /// SET statements every backend connection of the session must run,
+    /// and their hash chain (compared with a connection's own).
+    pub sets: Vec<Vec<u8>>,
+    pub chain: SetChain,
+    /// Why the session is pinned to the master, if it is.
+    pub pins: Pins,
+    /// How the server reads quotes in this session (its sql_mode), when
+    /// known; `None`: classify under every reading.
+    pub lex: Option<LexOptions>,
+    pub lid: LastInsertId,
+    /// The replica running the session's read-only transaction.
+    pub ro_tx: Option<usize>,
+    /// The read-only transaction's snapshot is known to cover every write
+    /// committed before it began (REPEATABLE READ: checked at its first
+    /// read, or at START ... WITH CONSISTENT SNAPSHOT).
+    pub ro_checked: bool,
+    /// The session's isolation level is READ COMMITTED or READ UNCOMMITTED
+    /// (every statement sees what committed before it), when known.
+    pub read_committed: Option<bool>,
+    /// ROW_COUNT() and FOUND_ROWS() of the session's previous statement,
+    /// for when the next one runs on a connection that ran another's since.
+    pub prev: Previous,
+    /// The session's `wait_timeout` once it set one.
+    pub wait_timeout: Option<std::time::Duration>,
+}
+
+impl SessionState {
+    pub fn new(db: Option<String>) -> SessionState {
+        SessionState {
+            db,
+            status: SERVER_STATUS_AUTOCOMMIT,
+            sets: Vec::new(),
+            chain: SetChain::default(),
+            pins: Pins::default(),
+            lex: None,
+            lid: LastInsertId::default(),
+            ro_tx: None,
+            ro_checked: false,
+            read_committed: None,
+            prev: Previous::default(),
+            wait_timeout: None,
+        }
+    }
+
+    /// In a transaction on the master (by its last status), or autocommit off.
+    pub fn in_transaction(&self) -> bool {
+        self.status & SERVER_STATUS_IN_TRANS != 0 || self.status & SERVER_STATUS_AUTOCOMMIT == 0
+    }
+
+    /// The master connection must stay with the session: a transaction is
+    /// open on the server (its status flags say so; autocommit=0 alone is a
+    /// replayed SET, and such a session holds its connection from its first
+    /// statement to COMMIT like any transaction), or the session is pinned.
+    pub fn holds_master(&self) -> bool {
+        self.status & SERVER_STATUS_IN_TRANS != 0 || self.pins.reason().is_some()
+    }
+
+    /// A replica connection must stay: it runs the read-only transaction.
+    pub fn holds_replica(&self) -> bool {
+        self.ro_tx.is_some()
+    }
+
+    /// What the router needs to know of the session (`router::route::plan`).
+    pub fn view(&self) -> View {
+        View {
+            ro_tx: self.ro_tx,
+            pinned: self.pins.reason(),
+            in_transaction: self.in_transaction(),
+        }
+    }
+
+    /// The master answered with status flags `st`.
+    pub fn master_status(&mut self, st: u16) {
+        self.status = st;
+    }
+
+    /// The master connection is gone, and the server's transaction with it.
+    pub fn master_lost(&mut self) {
+        self.status = SERVER_STATUS_AUTOCOMMIT;
+    }
+
+    /// The read-only transaction's replica is gone.
+    pub fn replica_lost(&mut self) {
+        self.ro_tx = None;
+    }
+
+    /// Remember a replayable SET. `false`: too many; pin instead (the
+    /// caller records the pin, which is counted in metrics).
+    pub fn push_set(&mut self, sql: &[u8]) -> bool {
+        if self.sets.len() >= MAX_REPLAYED_SETS {
+            return false;
+        }
+        self.sets.push(sql.to_vec());
+        self.chain.push(sql);
+        true
+    }
+
+    /// COM_RESET_CONNECTION / COM_CHANGE_USER: the state a new login has
+    /// (the default database is the caller's to set).
+    pub fn reset(&mut self) {
+        let db = self.db.take();
+        *self = SessionState::new(db);
+    }
+
+    /// `db.table` names for the freshness scope (unqualified names take the
+    /// session's default database); `None` when one has no database.
+    pub fn qualify(&self, tables: &[String]) -> Option<Vec<String>> {
+        tables
+            .iter()
+            .map(|t| {
+                if t.contains('.') {
+                    Some(t.clone())
+                } else {
+                    self.db.as_ref().map(|db| format!("{db}.{t}"))
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phases_follow_the_master_status() {
+        let mut s = SessionState::new(None);
+        assert!(!s.view().in_transaction && !s.holds_master());
+        s.master_status(SERVER_STATUS_AUTOCOMMIT | SERVER_STATUS_IN_TRANS);
+        assert!(s.view().in_transaction && s.holds_master());
+        s.master_status(SERVER_STATUS_AUTOCOMMIT);
+        assert!(!s.view().in_transaction && !s.holds_master());
+        // autocommit=0: everything to the master, but the connection is
+        // held only once the server has a transaction open.
+        s.master_status(0);
+        assert!(s.view().in_transaction && !s.holds_master());
+        s.master_lost();
+        assert!(!s.view().in_transaction);
+    }
+
+    #[test]
+    fn a_pin_outranks_everything_and_only_reset_lifts_it() {
+        let mut s = SessionState::new(Some("shop".into()));
+        s.ro_tx = Some(1);
+        assert_eq!(s.view().ro_tx, Some(1));
+        assert!(s.holds_replica() && !s.holds_master());
+        s.pins.set(Pins::TEMP_TABLE);
+        assert_eq!(s.view().pinned, Some("temporary_table"));
+        s.master_status(SERVER_STATUS_AUTOCOMMIT);
+        s.replica_lost();
+        assert!(s.holds_master() && !s.holds_replica());
+        s.reset();
+        assert!(s.view().pinned.is_none() && !s.holds_master());
+        assert_eq!(s.db.as_deref(), Some("shop"), "reset keeps the default database");
+        assert!(s.sets.is_empty() && s.lex.is_none() && s.wait_timeout.is_none());
+    }
+
+    #[test]
+    fn replayed_sets_are_bounded() {
+        let mut s = SessionState::new(None);
+        for i in 0..MAX_REPLAYED_SETS {
+            assert!(s.push_set(format!("SET @a{i}=1").as_bytes()));
+        }
+        assert!(!s.push_set(b"SET @one_too_many=1"));
+        assert_eq!(s.sets.len(), MAX_REPLAYED_SETS);
+    }
+
+    #[test]
+    fn names_are_qualified_with_the_default_database() {
+        let mut s = SessionState::new(None);
+        let t = vec!["a".to_string(), "d.b".to_string()];
+        assert_eq!(s.qualify(&t), None);
+        s.db = Some("shop".into());
+        assert_eq!(s.qualify(&t), Some(vec!["shop.a".to_string(), "d.b".to_string()]));
+    }
+}
