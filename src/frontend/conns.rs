@@ -152,16 +152,7 @@ impl Session {
         // Borrow the fields separately: nothing is cloned on this per-command path.
         let h = slot_of(&mut self.backends.master, &mut self.backends.replica, conn)
             .ok_or_else(|| lost(&pool.label))?;
-        sync_conn(
-            &mut h.conn,
-            &pool,
-            self.state.db.as_deref(),
-            &self.state.sets,
-            &self.state.chain,
-        )
-        .await
-        .map_err(|e| e.into_packet(&pool))?;
-        Ok(())
+        sync_to_state(&mut h.conn, &pool, &self.state).await
     }
 
     /// Before reusing a held connection, make sure the server has not
@@ -387,7 +378,19 @@ impl SyncError {
 /// Bring a backend connection in line with the session: reset it if it ran
 /// SETs the session did not (or has a default database the session has
 /// not), then its default database, then the session's SETs it has not run.
-pub(in crate::frontend) async fn sync_conn(
+/// Bring `conn` to the session's tracked state (default database, SETs);
+/// an error is the ERR packet to send the client.
+pub(in crate::frontend) async fn sync_to_state(
+    conn: &mut BackendConn,
+    pool: &BackendPool,
+    state: &super::SessionState,
+) -> Result<(), ErrPacket> {
+    sync_conn(conn, pool, state.db.as_deref(), &state.sets, &state.chain)
+        .await
+        .map_err(|e| e.into_packet(pool))
+}
+
+async fn sync_conn(
     conn: &mut BackendConn,
     pool: &BackendPool,
     db: Option<&str>,

@@ -109,15 +109,7 @@ impl Session {
         // Outside a transaction it holds only tracked state (database,
         // SETs) and goes back to the pool clean after the statement.
         h.conn.dirty = in_tx;
-        super::super::sync_conn(
-            &mut h.conn,
-            &pool,
-            self.state.db.as_deref(),
-            &self.state.sets,
-            &self.state.chain,
-        )
-        .await
-        .map_err(|e| e.into_packet(&pool))?;
+        super::super::sync_to_state(&mut h.conn, &pool, &self.state).await?;
         if in_tx && !h.in_tx {
             run_ok(&mut h.conn, "START TRANSACTION").await?;
             h.in_tx = true;

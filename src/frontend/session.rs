@@ -47,7 +47,7 @@ use super::io::ClientIo;
 use super::prepared::{self, Conn, Registry};
 use super::relay::{self, RelayError};
 use super::shared::Shared;
-use conns::sync_conn;
+use conns::sync_to_state;
 use conns::{lost, slot_of, Held, Pins};
 
 #[path = "conns.rs"]

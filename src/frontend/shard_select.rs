@@ -150,15 +150,7 @@ impl Session {
             .get(self.key)
             .await
             .map_err(|e| crate::error::backend_error_packet(&pool.label, pool.addr(), &e))?;
-        super::super::sync_conn(
-            &mut conn,
-            &pool,
-            self.state.db.as_deref(),
-            &self.state.sets,
-            &self.state.chain,
-        )
-        .await
-        .map_err(|e| e.into_packet(&pool))?;
+        super::super::sync_to_state(&mut conn, &pool, &self.state).await?;
         Ok((conn, pool.label.clone()))
     }
 
