@@ -140,7 +140,8 @@ impl Session {
         if no_table && kept == Some(conn) && self.backends.keep.is_none() {
             self.backends.keep = Some(conn);
         }
-        self.apply(&plan, c, sql, conn, &tracker, was_in_server_tx).await;
+        self.apply(&plan, c, sql, conn, &tracker, was_in_server_tx, &[0])
+            .await;
         if hold {
             self.client.flush().await.map_err(|_| Closed)?;
         }
@@ -148,7 +149,7 @@ impl Session {
     }
 
     /// What ROW_COUNT() and FOUND_ROWS() say after this answer.
-    fn note_previous(&mut self, t: &ResponseTracker) {
+    pub(super) fn note_previous(&mut self, t: &ResponseTracker) {
         if t.error {
             self.state.prev.row_count = -1;
         } else if t.result_set {
@@ -344,7 +345,11 @@ impl Session {
     }
 
     /// The one place where a statement's effects reach the session.
-    async fn apply(
+    ///
+    /// `groups`: the backend groups the statement wrote to (`[0]` but for
+    /// sharded writes); the counter bumps and snapshots are theirs.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn apply(
         &mut self,
         plan: &Plan<'_>,
         c: &Classified,
@@ -352,6 +357,7 @@ impl Session {
         conn: Conn,
         tracker: &ResponseTracker,
         was_in_server_tx: bool,
+        groups: &[usize],
     ) {
         let ok = !tracker.error;
         let on_master = conn == Conn::Master;
@@ -424,14 +430,18 @@ impl Session {
         if on_master && plan.write_set == WriteSet::Everything {
             // DDL, TRUNCATE, dynamic SQL, procedures: no trigger counted
             // them, and the tracked set may have changed.
-            if e.refresh_tracked {
-                self.monitor.forget_tracked();
+            for m in groups.iter().filter_map(|&g| self.rt.monitors.get(g)) {
+                if e.refresh_tracked {
+                    m.forget_tracked();
+                }
+                m.bump_global().await;
             }
-            self.monitor.bump_global().await;
         }
         let now_in_server_tx = self.state.status & SERVER_STATUS_IN_TRANS != 0;
         if route::needs_snapshot(plan, c, was_in_server_tx, now_in_server_tx) {
-            self.monitor.after_write().await;
+            for m in groups.iter().filter_map(|&g| self.rt.monitors.get(g)) {
+                m.after_write().await;
+            }
         }
     }
 

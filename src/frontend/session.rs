@@ -324,10 +324,10 @@ impl Session {
             None => payload,
         };
         let sql = &payload[1..];
-        if self.try_sharded(sql).await? {
+        let c = self.classify(sql);
+        if self.try_sharded(&c, sql).await? {
             return Ok(());
         }
-        let c = self.classify(sql);
         self.statement(&c, sql, Source::Text, Exec::Text { payload })
             .await
     }

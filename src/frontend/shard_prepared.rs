@@ -212,6 +212,8 @@ impl Session {
             Err(e) => return self.send_err(&error::bad_params(&e)).await,
         };
         let text = String::from_utf8_lossy(&stmt.sql).into_owned();
+        let (class, sql) = (stmt.class.clone(), stmt.sql.clone());
+        let src = crate::router::route::Source::Prepared { params: stmt.params };
         let cursor = payload.get(5).is_some_and(|f| f & CURSOR_READ_ONLY != 0);
         // String parameters that are not plain ASCII are written with the
         // session's character set (`crate::shard::Charset`); a backslash in the
@@ -256,7 +258,7 @@ impl Session {
                 ))
                 .await
             }
-            Ok(Some(plan)) => self.run_plan(plan, RowFormat::Binary).await,
+            Ok(Some(plan)) => self.run_plan(plan, RowFormat::Binary, &class, &sql, src).await,
         }
     }
 

@@ -12,7 +12,17 @@ use crate::protocol::packets::{ok_packet, ErrPacket};
 use crate::shard::Part;
 
 use super::shard_io::{not_supported, run_ok, PartLog};
-use super::{Closed, CmdResult, Session};
+use super::{Closed, Session};
+
+/// A sharded write that was applied: what the pipeline needs to apply its
+/// effects (`pipeline::apply`).
+pub(super) struct WriteDone {
+    pub affected: u64,
+    pub insert_id: u64,
+    pub status: u16,
+    /// The backend groups written to.
+    pub groups: Vec<usize>,
+}
 
 /// What the parts' OK packets add up to.
 struct Totals {
@@ -26,7 +36,12 @@ struct Totals {
 }
 
 impl Session {
-    pub(super) async fn run_write(&mut self, parts: Vec<Part>, ddl: bool) -> CmdResult {
+    /// `Ok(None)`: refused or failed, the client has its error.
+    pub(super) async fn run_write(
+        &mut self,
+        parts: Vec<Part>,
+        ddl: bool,
+    ) -> Result<Option<WriteDone>, Closed> {
         let groups = groups_of(&parts);
         if groups.len() > 1 && !ddl {
             let names: Vec<String> = groups.iter().map(|&g| self.group_name(g)).collect();
@@ -37,7 +52,8 @@ impl Session {
                      each group in separate statements",
                     names.join(", ")
                 )))
-                .await;
+                .await
+                .map(|()| None);
         }
         let in_tx = self.in_transaction();
         if ddl && in_tx && groups.iter().any(|&g| g != 0) {
@@ -46,11 +62,12 @@ impl Session {
                     "sluice: DDL on a sharded table with sub-tables outside the first backend group is \
                      not supported inside a transaction",
                 ))
-                .await;
+                .await
+                .map(|()| None);
         }
         if !ddl {
             if let Err(e) = self.note_tx_write(groups[0]) {
-                return self.send_err(&e).await;
+                return self.send_err(&e).await.map(|()| None);
             }
         }
         let mut totals = Totals {
@@ -80,19 +97,11 @@ impl Session {
                     parts.len()
                 ));
             }
-            return self.send_err(&e).await;
+            return self.send_err(&e).await.map(|()| None);
         }
-        self.state.status = totals.status;
-        for &g in &groups {
-            let monitor = self.rt.monitors[g].clone();
-            if ddl {
-                monitor.forget_tracked();
-                monitor.bump_global().await;
-            }
-            if !self.in_transaction() {
-                monitor.after_write().await;
-            }
-        }
+        self.state.master_status(totals.status);
+        // Queued, not flushed: the pipeline applies the write's effects
+        // (counter bump, causal snapshot) first, then sends it (`run_plan`).
         let p = ok_packet(
             totals.affected,
             totals.insert_id,
@@ -100,7 +109,13 @@ impl Session {
             totals.warnings,
         );
         let mut seq = self.reply_seq;
-        self.client.write_packet(&mut seq, &p).await.map_err(|_| Closed)
+        self.client.queue(&mut seq, &p);
+        Ok(Some(WriteDone {
+            affected: totals.affected,
+            insert_id: totals.insert_id,
+            status: totals.status,
+            groups,
+        }))
     }
 
     /// Run one group's parts on its master (wrapped in a transaction if

@@ -10,6 +10,10 @@
 //!   per group, one writing group per transaction);
 //! - `shard_io.rs`: reading shard answers, the query log.
 
+use crate::protocol::consts::SERVER_STATUS_IN_TRANS;
+use crate::protocol::response::{ResponseKind, ResponseTracker};
+use crate::router::classify::Classified;
+use crate::router::route::{self, Source};
 use crate::shard::{Charset, ParamValue, Refusal, ShardPlan};
 
 /// Statements (with their parameters) at least this large are planned on a
@@ -54,7 +58,7 @@ use super::{Closed, CmdResult, Conn, Session};
 impl Session {
     /// Handle a COM_QUERY on a sharded table. `Ok(false)`: not sharded,
     /// the caller goes on as usual.
-    pub(super) async fn try_sharded(&mut self, sql: &[u8]) -> Result<bool, Closed> {
+    pub(super) async fn try_sharded(&mut self, c: &Classified, sql: &[u8]) -> Result<bool, Closed> {
         let rules = &self.rt.shard_rules;
         if rules.is_empty() {
             return Ok(false);
@@ -91,7 +95,7 @@ impl Session {
                 Ok(true)
             }
             Ok(Some(plan)) => {
-                self.run_plan(plan, RowFormat::Text).await?;
+                self.run_plan(plan, RowFormat::Text, c, sql, Source::Text).await?;
                 Ok(true)
             }
         }
@@ -222,8 +226,18 @@ impl Session {
         )
     }
 
-    /// Run a plan; rows go back in `format`.
-    async fn run_plan(&mut self, plan: ShardPlan, format: RowFormat) -> CmdResult {
+    /// Run a plan; rows go back in `format`. `c`, `sql`, `src`: the
+    /// statement as the client sent it, planned by the router like any
+    /// other, so a write's effects (counter bumps, causal snapshot,
+    /// ROW_COUNT(), pins) are applied by the pipeline's one `apply`.
+    pub(super) async fn run_plan(
+        &mut self,
+        plan: ShardPlan,
+        format: RowFormat,
+        c: &Classified,
+        sql: &[u8],
+        src: Source,
+    ) -> CmdResult {
         if let Some(pin) = self.state.pins.reason() {
             if plan.parts().iter().any(|p| p.group != 0) {
                 // Such sessions keep state (user variables, temporary tables,
@@ -237,13 +251,35 @@ impl Session {
             }
         }
         self.shared.metrics.shard_fanout(plan.parts().len(), "sharded");
+        let routed = route::plan(c, sql, src, &self.state.view());
+        let was_in_server_tx = self.state.status & SERVER_STATUS_IN_TRANS != 0;
         let r = match plan {
-            ShardPlan::Write { parts, ddl } => self.run_write(parts, ddl).await,
+            ShardPlan::Write { parts, ddl } => match self.run_write(parts, ddl).await? {
+                None => {
+                    self.state.prev.row_count = -1;
+                    Ok(())
+                }
+                Some(done) => {
+                    let mut t = ResponseTracker::new(ResponseKind::Single, false);
+                    t.last_ok = Some((done.affected, done.insert_id));
+                    t.last_status = Some(done.status);
+                    self.note_previous(&t);
+                    self.apply(&routed, c, sql, Conn::Master, &t, was_in_server_tx, &done.groups)
+                        .await;
+                    self.client.flush().await.map_err(|_| Closed)
+                }
+            },
             ShardPlan::Select {
                 parts,
                 merge,
                 wildcard_helpers,
-            } => self.run_select(parts, merge, wildcard_helpers, format).await,
+            } => {
+                // A read has no effect the pipeline applies; what it leaves
+                // for ROW_COUNT() is -1.
+                let r = self.run_select(parts, merge, wildcard_helpers, format).await;
+                self.state.prev.row_count = -1;
+                r
+            }
         };
         self.groups_settle().await;
         r
