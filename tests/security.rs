@@ -600,13 +600,33 @@ async fn admin_connections_are_capped_and_half_sent_requests_time_out() {
 enum Ask {
     ClearPassword,
     Sha2FullAuth,
+    Dialog,
+}
+
+/// What one connection to the fake backend sent.
+#[derive(Clone, Debug, Default)]
+struct Seen {
+    /// The handshake response (after TLS when the client asked for it).
+    response: Vec<u8>,
+    /// Everything after the fake asked for the password.
+    after_ask: Vec<u8>,
+    tls: bool,
+}
+
+impl Seen {
+    /// mysql_async (probes, `sluice triggers`) asks for CLIENT_MULTI_STATEMENTS;
+    /// sluice's own connections to a fake that no client uses do not.
+    fn by_mysql_async(&self) -> bool {
+        self.response.len() >= 4 && self.response[2] & 0x01 != 0
+    }
 }
 
 /// A fake MySQL server on loopback playing a man in the middle: it offers TLS with a
-/// self-signed certificate, then asks for the password in clear text. Returns its port
-/// and everything clients sent it after the TLS handshake.
-async fn fake_backend(ask: Ask) -> (u16, Arc<Mutex<Vec<u8>>>) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+/// self-signed certificate (and plaintext to clients that do not ask for TLS), then
+/// asks for the password in clear text. Returns its port; each connection's bytes are
+/// added to `record`.
+async fn fake_backend(ask: Ask, record: Arc<Mutex<Vec<Seen>>>) -> u16 {
+    use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
     let pem = self_signed();
     let certs: Vec<_> = {
         use rustls_pki_types::pem::PemObject;
@@ -629,8 +649,42 @@ async fn fake_backend(ask: Ask) -> (u16, Arc<Mutex<Vec<u8>>>) {
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(cfg));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let port = listener.local_addr().expect("addr").port();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let record = seen.clone();
+
+    /// One packet: (sequence id, payload).
+    async fn read_packet<S: AsyncRead + Unpin>(s: &mut S) -> Option<(u8, Vec<u8>)> {
+        let mut head = [0u8; 4];
+        s.read_exact(&mut head).await.ok()?;
+        let len = usize::from(head[0]) | usize::from(head[1]) << 8 | usize::from(head[2]) << 16;
+        let mut p = vec![0; len];
+        s.read_exact(&mut p).await.ok()?;
+        Some((head[3], p))
+    }
+    /// After the handshake response: ask, record what comes back, refuse.
+    async fn ask_and_record<S: AsyncRead + AsyncWrite + Unpin>(
+        s: &mut S,
+        ask: Ask,
+        seq: u8,
+        seen: &mut Seen,
+    ) {
+        let ask_packet = match ask {
+            Ask::ClearPassword => frame(seq, b"\xfemysql_clear_password\0"),
+            Ask::Sha2FullAuth => frame(seq, &[0x01, 0x04]),
+            Ask::Dialog => frame(seq, b"\xfedialog\0\x04Password: "),
+        };
+        if s.write_all(&ask_packet).await.is_err() {
+            return;
+        }
+        let mut buf = vec![0u8; 4096];
+        while let Ok(Ok(n)) = tokio::time::timeout(Duration::from_secs(2), s.read(&mut buf)).await {
+            if n == 0 {
+                break;
+            }
+            seen.after_ask.extend_from_slice(&buf[..n]);
+        }
+        let err = b"\xff\x15\x04#28000Access denied";
+        let _ = s.write_all(&frame(seq.wrapping_add(2), err)).await;
+    }
+
     tokio::spawn(async move {
         loop {
             let Ok((mut tcp, _)) = listener.accept().await else {
@@ -640,8 +694,10 @@ async fn fake_backend(ask: Ask) -> (u16, Arc<Mutex<Vec<u8>>>) {
             let record = record.clone();
             tokio::spawn(async move {
                 // Greeting: v10, PROTOCOL_41 | SECURE_CONNECTION | PLUGIN_AUTH | SSL |
-                // LONG_PASSWORD | TRANSACTIONS | LONG_FLAG | CONNECT_WITH_DB.
-                let caps: u32 = 0x200 | 0x8000 | 0x80000 | 0x800 | 0x1 | 0x2000 | 0x4 | 0x8;
+                // LONG_PASSWORD | TRANSACTIONS | LONG_FLAG | CONNECT_WITH_DB |
+                // MULTI_STATEMENTS | MULTI_RESULTS.
+                let caps: u32 =
+                    0x200 | 0x8000 | 0x80000 | 0x800 | 0x1 | 0x2000 | 0x4 | 0x8 | 0x10000 | 0x20000;
                 let mut g = vec![10];
                 g.extend_from_slice(b"5.5.5-10.11.0-MariaDB-fake\0");
                 g.extend_from_slice(&7u32.to_le_bytes());
@@ -653,46 +709,55 @@ async fn fake_backend(ask: Ask) -> (u16, Arc<Mutex<Vec<u8>>>) {
                 g.push(21);
                 g.extend_from_slice(&[0; 10]);
                 g.extend_from_slice(b"ijklmnopqrst\0");
-                g.extend_from_slice(b"mysql_native_password\0");
+                // Full authentication follows a caching_sha2 scramble: greet with it.
+                g.extend_from_slice(match ask {
+                    Ask::Sha2FullAuth => b"caching_sha2_password\0".as_slice(),
+                    _ => b"mysql_native_password\0",
+                });
                 if tcp.write_all(&frame(0, &g)).await.is_err() {
                     return;
                 }
-                let mut head = [0u8; 4];
-                if tcp.read_exact(&mut head).await.is_err() {
-                    return;
-                }
-                let len = usize::from(head[0]) | usize::from(head[1]) << 8;
-                let mut ssl = vec![0; len];
-                if tcp.read_exact(&mut ssl).await.is_err() || len != 32 {
-                    return;
-                }
-                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                let Some((seq, first)) = read_packet(&mut tcp).await else {
                     return;
                 };
-                let mut buf = vec![0u8; 4096];
-                // The handshake response.
-                let Ok(n) = tls.read(&mut buf).await else { return };
-                record.lock().expect("lock").extend_from_slice(&buf[..n]);
-                let ask_packet = match ask {
-                    Ask::ClearPassword => frame(3, b"\xfemysql_clear_password\0"),
-                    Ask::Sha2FullAuth => frame(3, &[0x01, 0x04]),
-                };
-                if tls.write_all(&ask_packet).await.is_err() {
-                    return;
+                let mut seen = Seen::default();
+                let ssl_request = first.len() == 32 && first[1] & 0x08 != 0;
+                if ssl_request {
+                    let Ok(mut tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let Some((seq, response)) = read_packet(&mut tls).await else {
+                        return;
+                    };
+                    seen.tls = true;
+                    seen.response = response;
+                    ask_and_record(&mut tls, ask, seq.wrapping_add(1), &mut seen).await;
+                } else {
+                    seen.response = first;
+                    ask_and_record(&mut tcp, ask, seq.wrapping_add(1), &mut seen).await;
                 }
-                // Whatever comes back within a while.
-                while let Ok(Ok(n)) = tokio::time::timeout(Duration::from_secs(2), tls.read(&mut buf)).await {
-                    if n == 0 {
-                        break;
-                    }
-                    record.lock().expect("lock").extend_from_slice(&buf[..n]);
-                }
-                let err = b"\xff\x15\x04#28000Access denied";
-                let _ = tls.write_all(&frame(4, err)).await;
+                record.lock().expect("lock").push(seen);
             });
         }
     });
-    (port, seen)
+    port
+}
+
+/// Neither what `seen` recorded nor anything after the ask holds `secret`.
+fn assert_no_password(seen: &[Seen], secret: &str, what: &str) {
+    for s in seen {
+        let all = [s.response.as_slice(), s.after_ask.as_slice()].concat();
+        assert!(
+            !all.windows(secret.len()).any(|w| w == secret.as_bytes()),
+            "{what}: the password went to an unverified server: {s:?}"
+        );
+        // Not even encrypted with a key the server would send (caching_sha2 over
+        // plaintext), nor an empty answer: the login ends at the ask.
+        assert!(
+            s.after_ask.is_empty(),
+            "{what}: the client answered the ask: {s:?}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -700,7 +765,8 @@ async fn the_backend_password_never_goes_over_unverified_tls() {
     const SECRET: &str = "backend-secret-pw-4471";
     for ask in [Ask::ClearPassword, Ask::Sha2FullAuth] {
         for mode in ["required", "preferred"] {
-            let (port, seen) = fake_backend(ask).await;
+            let record = Arc::new(Mutex::new(Vec::new()));
+            let port = fake_backend(ask, record.clone()).await;
             let yaml = format!(
                 "{}groups:\n  - name: main\n    master: {{ addr: 127.0.0.1:{port}, user: sluice, password: {SECRET} }}\n    replicas: []\nbackend:\n  connect_timeout: 5s\n  tls: {{ mode: {mode} }}\n",
                 Sluice::users_yaml()
@@ -715,16 +781,80 @@ async fn the_backend_password_never_goes_over_unverified_tls() {
                 .unwrap_or_else(|| panic!("{ask:?}/{mode}: {answer:?}"));
             assert_eq!(code, 1429, "{message}");
             assert!(message.contains("clear text"), "{ask:?}/{mode}: {message}");
-            let seen = seen.lock().expect("lock").clone();
-            assert!(
-                !seen.is_empty(),
-                "{ask:?}/{mode}: sluice never reached the fake backend"
-            );
-            assert!(
-                !seen.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()),
-                "{ask:?}/{mode}: the password went to an unverified server"
-            );
             drop(s);
+            let seen = record.lock().expect("lock").clone();
+            assert!(
+                seen.iter().any(|s| s.tls),
+                "{ask:?}/{mode}: sluice never reached the fake backend over TLS: {seen:?}"
+            );
+            assert_no_password(&seen, SECRET, &format!("{ask:?}/{mode}"));
+        }
+    }
+}
+
+/// The connections sluice makes through mysql_async (the freshness probes, `sluice
+/// triggers`) follow the same rule, in every mode that does not verify the certificate,
+/// plaintext included (mysql_async would encrypt the password with an RSA key the
+/// server itself sends).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probes_and_the_triggers_tool_never_send_the_password_unverified() {
+    const SECRET: &str = "probe-secret-pw-9923";
+    for ask in [Ask::Sha2FullAuth, Ask::ClearPassword, Ask::Dialog] {
+        for mode in ["required", "disabled", "preferred"] {
+            let what = format!("{ask:?}/{mode}");
+            let record = Arc::new(Mutex::new(Vec::new()));
+            let master = fake_backend(ask, record.clone()).await;
+            let replica = fake_backend(ask, record.clone()).await;
+            let yaml = format!(
+                "{}groups:\n  - name: main\n    master: {{ addr: 127.0.0.1:{master}, user: sluice, password: {SECRET} }}\n    replicas:\n      - {{ addr: 127.0.0.1:{replica}, user: sluice, password: {SECRET} }}\nbackend:\n  connect_timeout: 5s\n  tls: {{ mode: {mode} }}\nfreshness:\n  probe_interval: 50ms\n",
+                Sluice::users_yaml()
+            );
+            let s = Sluice::start(&yaml);
+            // The probes of both servers try to log in, again and again.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while record
+                .lock()
+                .expect("lock")
+                .iter()
+                .filter(|c| c.by_mysql_async())
+                .count()
+                < 4
+            {
+                assert!(
+                    Instant::now() < deadline,
+                    "{what}: no probe reached the fakes:\n{}",
+                    s.log()
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            // The operator's tool, with the same configuration.
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+                .args(["triggers", "status", "--schema", "app", "--config"])
+                .arg(s.config_path())
+                .stdin(std::process::Stdio::null())
+                .output()
+                .expect("run sluice triggers");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "{what}: {stderr}");
+            assert!(stderr.contains("clear text"), "{what}: {stderr}");
+            let log = s.log();
+            drop(s);
+            let seen = record.lock().expect("lock").clone();
+            let probes = seen.iter().filter(|c| c.by_mysql_async()).count();
+            assert!(
+                probes >= 5,
+                "{what}: {probes} mysql_async logins: {seen:?}\n{log}"
+            );
+            if mode == "required" {
+                assert!(
+                    seen.iter().all(|c| c.tls),
+                    "{what}: a plaintext login under required: {seen:?}"
+                );
+            }
+            if mode == "disabled" {
+                assert!(seen.iter().all(|c| !c.tls), "{what}: {seen:?}");
+            }
+            assert_no_password(&seen, SECRET, &what);
         }
     }
 }
