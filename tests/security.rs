@@ -894,3 +894,141 @@ async fn user_names_cannot_forge_or_flood_log_lines() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// 8. SET values with effects are not replayed
+// ---------------------------------------------------------------------------------------
+
+/// A session SET is replayed on every backend connection the session borrows, replicas
+/// included. One whose value has an effect (a sequence, a stored function that writes)
+/// must run once, as it does on one server: the same script directly on the master and
+/// through sluice must advance the sequence by the same amount, leave the replicas
+/// where replication puts them, and keep the session's value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sets_with_effects_run_once() {
+    let cluster = shared_cluster();
+    let s = Sluice::start_for(cluster, "freshness:\n  probe_interval: 10ms\n");
+    let db = unique_name("setfx");
+    cluster.master.sql(&format!(
+        "CREATE DATABASE {db}; CREATE TABLE {db}.t (a INT); INSERT INTO {db}.t VALUES (1); \
+         CREATE FUNCTION {db}.bump(sq VARCHAR(8)) RETURNS INT DETERMINISTIC MODIFIES SQL DATA \
+         RETURN IF(sq = 'a', NEXTVAL({db}.fa), NEXTVAL({db}.fb)); \
+         CREATE FUNCTION {db}.concat(sq VARCHAR(8)) RETURNS INT DETERMINISTIC MODIFIES SQL DATA \
+         RETURN {db}.bump(sq)"
+    ));
+    // The counter table (and triggers on `t`): without it every read goes to the master.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["triggers", "install", "--schema", &db, "--config"])
+        .arg(s.config_path())
+        .output()
+        .expect("sluice triggers install");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let master_id = cluster.master.sql("SELECT @@server_id");
+    let sets = [
+        "SET SESSION div_precision_increment = NEXT VALUE FOR {seq}",
+        "SET SESSION div_precision_increment = PREVIOUS VALUE FOR {seq} + 1",
+        "SET @@session.div_precision_increment = (SELECT {db}.bump('{which}'))",
+        "SET SESSION div_precision_increment = {db}.bump('{which}') - 1",
+        // A stored function named like a built-in (pure) one.
+        "SET SESSION div_precision_increment = {db}.CONCAT('{which}')",
+    ];
+    for (i, set) in sets.iter().enumerate() {
+        // One sequence for the direct run, one for the run through sluice.
+        let mut positions = Vec::new();
+        for (which, port) in [
+            ("a", cluster.master.addr()),
+            ("b", format!("127.0.0.1:{}", s.port)),
+        ] {
+            cluster.master.sql(&format!(
+                "CREATE OR REPLACE SEQUENCE {db}.f{which} START WITH 1 NOCACHE"
+            ));
+            cluster.wait_replicas_caught_up();
+            let seq = format!("{db}.f{which}");
+            let sql = set
+                .replace("{seq}", &seq)
+                .replace("{db}", &db)
+                .replace("{which}", which);
+            let (user, password) = if which == "a" {
+                (common::cluster::SLUICE_USER, common::cluster::SLUICE_PASSWORD)
+            } else {
+                (APP_USER, APP_PASSWORD)
+            };
+            let port: u16 = port
+                .rsplit(':')
+                .next()
+                .and_then(|p| p.parse().ok())
+                .expect("port");
+            if which == "b" {
+                replicas_serve_reads(&s, &master_id).await;
+            }
+            let mut c = try_connect(opts(port, user, password).db_name(Some(db.clone())))
+                .await
+                .expect("connect");
+            // PREVIOUS VALUE needs a NEXT VALUE in this session first (which pins
+            // the session: the other cases run without).
+            if sql.contains("PREVIOUS") {
+                c.query_drop(format!("DO NEXT VALUE FOR {seq}"))
+                    .await
+                    .expect("first value");
+            }
+            c.query_drop(&sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+            let value: Option<i64> = c
+                .query_first("SELECT @@div_precision_increment")
+                .await
+                .expect("value");
+            // Reads (a replica serves those that name no table, once it has caught
+            // up with the session's writes) and a write (the master) borrow other
+            // backend connections.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            for _ in 0..10 {
+                let _: Vec<i64> = c.query("SELECT @@server_id").await.expect("read");
+            }
+            c.query_drop("INSERT INTO t VALUES (2)").await.expect("write");
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            for _ in 0..5 {
+                let _: Vec<i64> = c.query("SELECT @@server_id").await.expect("read");
+            }
+            let again: Option<i64> = c
+                .query_first("SELECT @@div_precision_increment")
+                .await
+                .expect("value");
+            assert_eq!(value, again, "{sql}: the session's value changed");
+            drop(c);
+            cluster.wait_replicas_caught_up();
+            let on = |server: &common::cluster::Server| {
+                server.sql(&format!("SELECT next_not_cached_value FROM {seq}"))
+            };
+            let master = on(&cluster.master);
+            for r in &cluster.replicas {
+                assert_eq!(on(r), master, "{sql}: a replica's sequence moved on its own");
+            }
+            positions.push((master, value));
+        }
+        assert_eq!(
+            positions[0], positions[1],
+            "case {i} `{set}`: direct (sequence position, value) vs through sluice"
+        );
+    }
+    still_serves(&s).await;
+}
+
+/// Wait until a new session's read that names no table reaches a replica (the
+/// probes see the replicas healthy and caught up).
+async fn replicas_serve_reads(s: &Sluice, master_id: &str) {
+    let mut c = try_connect(opts(s.port, APP_USER, APP_PASSWORD))
+        .await
+        .expect("connect");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let id: Option<String> = c.query_first("SELECT @@server_id").await.expect("read");
+        if id.as_deref() != Some(master_id) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "reads never reached a replica:\n{}",
+            s.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
