@@ -1032,3 +1032,97 @@ async fn replicas_serve_reads(s: &Sluice, master_id: &str) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// 9. Accept errors back off
+// ---------------------------------------------------------------------------------------
+
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let after = &stat[stat.rfind(')').expect("comm") + 2..];
+    let f: Vec<&str> = after.split(' ').collect();
+    f[11].parse::<u64>().expect("utime") + f[12].parse::<u64>().expect("stime")
+}
+
+/// Out of file descriptors (a hard limit of 64, sockets that fill it), every accept
+/// fails with EMFILE while connections wait in the backlog: the accept loops of the
+/// client port and of the admin endpoint must wait between attempts, not spin, and
+/// sluice must serve logins again once descriptors are free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accept_errors_back_off_when_descriptors_run_out() {
+    use common::cluster::free_port;
+    let cluster = shared_cluster();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (port, admin) = (free_port(), free_port());
+    let config = dir.path().join("sluice.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen: 127.0.0.1:{port}\nadmin_listen: 127.0.0.1:{admin}\n{}\
+             limits:\n  max_unauthenticated: 1000\n  max_unauthenticated_per_address: 1000\n  \
+             handshake_timeout: 30s\nfreshness:\n  mode: \"off\"\n",
+            Sluice::config_for(cluster)
+        ),
+    )
+    .expect("config");
+    let log = std::fs::File::create(dir.path().join("sluice.log")).expect("log");
+    let mut child = std::process::Command::new("prlimit")
+        .arg("--nofile=64:64")
+        .arg(env!("CARGO_BIN_EXE_sluice"))
+        .args(["serve", "--config"])
+        .arg(&config)
+        .stdout(log.try_clone().expect("log"))
+        .stderr(log)
+        .spawn()
+        .expect("start sluice under prlimit");
+    let pid = child.id();
+    let read_log = || std::fs::read_to_string(dir.path().join("sluice.log")).unwrap_or_default();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "sluice did not start:\n{}", read_log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // More idle sockets than descriptors, on both ports.
+    let mut idle = Vec::new();
+    for p in [port, admin] {
+        for _ in 0..80 {
+            if let Ok(s) = TcpStream::connect_timeout(&([127, 0, 0, 1], p).into(), Duration::from_secs(1)) {
+                idle.push(s);
+            }
+        }
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let before = cpu_ticks(pid);
+    std::thread::sleep(Duration::from_secs(3));
+    let used = cpu_ticks(pid) - before;
+    // A spinning loop takes a whole core (300 ticks in 3 s); backing off, a few.
+    assert!(
+        used < 90,
+        "sluice used {used}/300 ticks of CPU while out of descriptors"
+    );
+    // The descriptors did run out, on both ports.
+    let log = read_log();
+    assert!(
+        log.contains("accept failed") && log.contains("admin endpoint: accept failed"),
+        "no accept failure while out of descriptors:\n{log}"
+    );
+    drop(idle);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match try_connect(opts(port, APP_USER, APP_PASSWORD)).await {
+            Ok(mut c) => {
+                let one: Option<i64> = c.query_first("SELECT 1").await.expect("SELECT 1");
+                assert_eq!(one, Some(1));
+                break;
+            }
+            Err(e) => assert!(
+                Instant::now() < deadline,
+                "no login after the sockets closed: {e}\n{}",
+                read_log()
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
