@@ -1126,3 +1126,62 @@ async fn accept_errors_back_off_when_descriptors_run_out() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+// ---------------------------------------------------------------------------------------
+// 10. The query log never prints passwords
+// ---------------------------------------------------------------------------------------
+
+/// `log.sql_log` logs each rewritten statement on a sharded table, parameters bound
+/// into it; a statement that mentions a password is logged without its text, whether
+/// the value came as a literal or as a parameter of a prepared statement.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_query_log_never_prints_password_values() {
+    let cluster = shared_cluster();
+    let db = unique_name("sqllog");
+    let s = Sluice::start_for(
+        cluster,
+        &format!(
+            "log:\n  level: warn\n  sql_log: true\nfreshness:\n  mode: \"off\"\nsharding:\n  tables: [\"{db}.pr.tid.4\"]\n"
+        ),
+    );
+    cluster.master.sql(&format!("CREATE DATABASE {db}"));
+    let mut c = try_connect(opts(s.port, APP_USER, APP_PASSWORD).db_name(Some(db.clone())))
+        .await
+        .expect("connect");
+    c.query_drop("CREATE TABLE pr (id BIGINT PRIMARY KEY, tid BIGINT NOT NULL, password VARCHAR(64))")
+        .await
+        .expect("create pr");
+    c.exec_drop(
+        "INSERT INTO pr (id, tid, password) VALUES (?, ?, ?)",
+        (1, 1, "hunter2-param-secret"),
+    )
+    .await
+    .expect("prepared insert");
+    c.query_drop("UPDATE pr SET password = 'hunter3-literal-secret' WHERE tid = 1")
+        .await
+        .expect("update");
+    let ids: Vec<i64> = c
+        .exec("SELECT id FROM pr WHERE tid = ?", (1,))
+        .await
+        .expect("select");
+    assert_eq!(ids, vec![1]);
+    drop(c);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let log = s.log();
+        let lines: Vec<&str> = log.lines().filter(|l| l.contains("sluice::sql_log")).collect();
+        // The SELECT is logged (the log is on) ...
+        if lines.iter().any(|l| l.contains("SELECT") && l.contains("pr_1")) {
+            assert!(!log.contains("hunter"), "a password value in the log:\n{log}");
+            // ... and the two writes are, without their text.
+            let hidden = lines
+                .iter()
+                .filter(|l| l.contains("may contain a password"))
+                .count();
+            assert!(hidden >= 2, "{hidden} hidden statements:\n{log}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the SELECT was not logged:\n{log}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
