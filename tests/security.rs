@@ -1185,3 +1185,47 @@ async fn the_query_log_never_prints_password_values() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// 11. Prepared statements per session are capped
+// ---------------------------------------------------------------------------------------
+
+/// COM_STMT_PREPARE of `sql` on `c`: the statement id, or the ERR frame.
+fn raw_prepare(c: &mut RawConn, sql: &str) -> Result<u32, Frame> {
+    let mut p = vec![0x16];
+    p.extend_from_slice(sql.as_bytes());
+    c.write(0, &p);
+    match c.read() {
+        // `DO n` has no parameters and no columns: the OK is the whole answer.
+        Frame::Packet(_, p) if p.first() == Some(&0x00) && p.len() >= 5 => {
+            Ok(u32::from_le_bytes([p[1], p[2], p[3], p[4]]))
+        }
+        other => Err(other),
+    }
+}
+
+/// A session may hold 1,024 prepared statements (each costs memory in sluice and a
+/// statement slot on a server): one more gets MariaDB's answer at
+/// max_prepared_stmt_count (1461, SQLSTATE 42000); closing one frees its place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_statements_per_session_are_capped() {
+    let s = plain_sluice();
+    let mut c = RawConn::connect(s.port);
+    assert!(c.login(APP_USER, APP_PASSWORD).is_ok());
+    let mut ids = Vec::new();
+    for i in 0..1024 {
+        ids.push(raw_prepare(&mut c, &format!("DO {i}")).unwrap_or_else(|f| panic!("prepare {i}: {f:?}")));
+    }
+    let refused = raw_prepare(&mut c, "DO 1024").expect_err("one more than the cap");
+    let (code, state, message) = refused.err().unwrap_or_else(|| panic!("{refused:?}"));
+    assert_eq!((code, state.as_str()), (1461, "42000"), "{message}");
+    assert!(message.contains("max_prepared_stmt_count"), "{message}");
+    // COM_STMT_CLOSE (no answer), then there is room for one more.
+    let mut close = vec![0x19];
+    close.extend_from_slice(&ids[0].to_le_bytes());
+    c.write(0, &close);
+    raw_prepare(&mut c, "DO 1024").unwrap_or_else(|f| panic!("after a close: {f:?}"));
+    // The session itself still works.
+    assert!(c.query("SELECT 1").err().is_none());
+    still_serves(s).await;
+}
