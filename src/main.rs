@@ -350,24 +350,11 @@ fn load_config(path: &Path) -> Result<Config, Failure> {
 }
 
 /// Connection options for a backend from the configuration (`host:port`,
-/// `[v6]:port`), always over TCP.
+/// `[v6]:port`): straight to it when its certificate is verified, else
+/// through the guard that keeps the password off unverified connections.
 fn master_opts(
     backend: &config::Backend,
     tls: &config::BackendTls,
 ) -> Result<mysql_async::OptsBuilder, String> {
-    let (host, port) = backend
-        .addr
-        .rsplit_once(':')
-        .ok_or_else(|| format!("backend address `{}` has no port", backend.addr))?;
-    let port: u16 = port
-        .parse()
-        .map_err(|_| format!("backend address `{}` has an invalid port", backend.addr))?;
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    Ok(mysql_async::OptsBuilder::default()
-        .ip_or_hostname(host)
-        .tcp_port(port)
-        .user(Some(backend.user.clone()))
-        .pass(Some(backend.password.clone()))
-        .ssl_opts(sluice::backend::tls::mysql_async_opts(tls))
-        .prefer_socket(false))
+    sluice::backend::auth_guard::mysql_async_opts(backend, tls)
 }

@@ -170,6 +170,7 @@ async fn backend_tls_own_cluster_verify_modes() {
         .await
         .expect("verify_identity with server_name");
     assert!(!ssl_cipher(&mut c).await.is_empty());
+    triggers_tool_logs_in(&s);
     drop(c);
     drop(s);
 
@@ -194,6 +195,22 @@ async fn backend_tls_own_cluster_verify_modes() {
     let s = Sluice::start(&config(&cluster, TLS_USER, TLS_PASSWORD, "{ mode: required }"));
     let mut c = try_connect(&s, TEST_DB).await.expect("required");
     assert!(!ssl_cipher(&mut c).await.is_empty());
+    // mysql_async connections (`sluice triggers`, the probes) go through the
+    // authentication guard under required, which does the TLS itself: the account
+    // is REQUIRE SSL, so logging in proves the guard's TLS works.
+    triggers_tool_logs_in(&s);
+}
+
+/// `sluice triggers sql` with `s`'s configuration reaches the master.
+fn triggers_tool_logs_in(s: &Sluice) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["triggers", "sql", "--schema", TEST_DB, "--config"])
+        .arg(s.config_path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run sluice triggers");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("CREATE TABLE"));
 }
 
 #[tokio::test]

@@ -600,13 +600,33 @@ async fn admin_connections_are_capped_and_half_sent_requests_time_out() {
 enum Ask {
     ClearPassword,
     Sha2FullAuth,
+    Dialog,
+}
+
+/// What one connection to the fake backend sent.
+#[derive(Clone, Debug, Default)]
+struct Seen {
+    /// The handshake response (after TLS when the client asked for it).
+    response: Vec<u8>,
+    /// Everything after the fake asked for the password.
+    after_ask: Vec<u8>,
+    tls: bool,
+}
+
+impl Seen {
+    /// mysql_async (probes, `sluice triggers`) asks for CLIENT_MULTI_STATEMENTS;
+    /// sluice's own connections to a fake that no client uses do not.
+    fn by_mysql_async(&self) -> bool {
+        self.response.len() >= 4 && self.response[2] & 0x01 != 0
+    }
 }
 
 /// A fake MySQL server on loopback playing a man in the middle: it offers TLS with a
-/// self-signed certificate, then asks for the password in clear text. Returns its port
-/// and everything clients sent it after the TLS handshake.
-async fn fake_backend(ask: Ask) -> (u16, Arc<Mutex<Vec<u8>>>) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+/// self-signed certificate (and plaintext to clients that do not ask for TLS), then
+/// asks for the password in clear text. Returns its port; each connection's bytes are
+/// added to `record`.
+async fn fake_backend(ask: Ask, record: Arc<Mutex<Vec<Seen>>>) -> u16 {
+    use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
     let pem = self_signed();
     let certs: Vec<_> = {
         use rustls_pki_types::pem::PemObject;
@@ -629,8 +649,42 @@ async fn fake_backend(ask: Ask) -> (u16, Arc<Mutex<Vec<u8>>>) {
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(cfg));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let port = listener.local_addr().expect("addr").port();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let record = seen.clone();
+
+    /// One packet: (sequence id, payload).
+    async fn read_packet<S: AsyncRead + Unpin>(s: &mut S) -> Option<(u8, Vec<u8>)> {
+        let mut head = [0u8; 4];
+        s.read_exact(&mut head).await.ok()?;
+        let len = usize::from(head[0]) | usize::from(head[1]) << 8 | usize::from(head[2]) << 16;
+        let mut p = vec![0; len];
+        s.read_exact(&mut p).await.ok()?;
+        Some((head[3], p))
+    }
+    /// After the handshake response: ask, record what comes back, refuse.
+    async fn ask_and_record<S: AsyncRead + AsyncWrite + Unpin>(
+        s: &mut S,
+        ask: Ask,
+        seq: u8,
+        seen: &mut Seen,
+    ) {
+        let ask_packet = match ask {
+            Ask::ClearPassword => frame(seq, b"\xfemysql_clear_password\0"),
+            Ask::Sha2FullAuth => frame(seq, &[0x01, 0x04]),
+            Ask::Dialog => frame(seq, b"\xfedialog\0\x04Password: "),
+        };
+        if s.write_all(&ask_packet).await.is_err() {
+            return;
+        }
+        let mut buf = vec![0u8; 4096];
+        while let Ok(Ok(n)) = tokio::time::timeout(Duration::from_secs(2), s.read(&mut buf)).await {
+            if n == 0 {
+                break;
+            }
+            seen.after_ask.extend_from_slice(&buf[..n]);
+        }
+        let err = b"\xff\x15\x04#28000Access denied";
+        let _ = s.write_all(&frame(seq.wrapping_add(2), err)).await;
+    }
+
     tokio::spawn(async move {
         loop {
             let Ok((mut tcp, _)) = listener.accept().await else {
@@ -640,8 +694,10 @@ async fn fake_backend(ask: Ask) -> (u16, Arc<Mutex<Vec<u8>>>) {
             let record = record.clone();
             tokio::spawn(async move {
                 // Greeting: v10, PROTOCOL_41 | SECURE_CONNECTION | PLUGIN_AUTH | SSL |
-                // LONG_PASSWORD | TRANSACTIONS | LONG_FLAG | CONNECT_WITH_DB.
-                let caps: u32 = 0x200 | 0x8000 | 0x80000 | 0x800 | 0x1 | 0x2000 | 0x4 | 0x8;
+                // LONG_PASSWORD | TRANSACTIONS | LONG_FLAG | CONNECT_WITH_DB |
+                // MULTI_STATEMENTS | MULTI_RESULTS.
+                let caps: u32 =
+                    0x200 | 0x8000 | 0x80000 | 0x800 | 0x1 | 0x2000 | 0x4 | 0x8 | 0x10000 | 0x20000;
                 let mut g = vec![10];
                 g.extend_from_slice(b"5.5.5-10.11.0-MariaDB-fake\0");
                 g.extend_from_slice(&7u32.to_le_bytes());
@@ -653,46 +709,55 @@ async fn fake_backend(ask: Ask) -> (u16, Arc<Mutex<Vec<u8>>>) {
                 g.push(21);
                 g.extend_from_slice(&[0; 10]);
                 g.extend_from_slice(b"ijklmnopqrst\0");
-                g.extend_from_slice(b"mysql_native_password\0");
+                // Full authentication follows a caching_sha2 scramble: greet with it.
+                g.extend_from_slice(match ask {
+                    Ask::Sha2FullAuth => b"caching_sha2_password\0".as_slice(),
+                    _ => b"mysql_native_password\0",
+                });
                 if tcp.write_all(&frame(0, &g)).await.is_err() {
                     return;
                 }
-                let mut head = [0u8; 4];
-                if tcp.read_exact(&mut head).await.is_err() {
-                    return;
-                }
-                let len = usize::from(head[0]) | usize::from(head[1]) << 8;
-                let mut ssl = vec![0; len];
-                if tcp.read_exact(&mut ssl).await.is_err() || len != 32 {
-                    return;
-                }
-                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                let Some((seq, first)) = read_packet(&mut tcp).await else {
                     return;
                 };
-                let mut buf = vec![0u8; 4096];
-                // The handshake response.
-                let Ok(n) = tls.read(&mut buf).await else { return };
-                record.lock().expect("lock").extend_from_slice(&buf[..n]);
-                let ask_packet = match ask {
-                    Ask::ClearPassword => frame(3, b"\xfemysql_clear_password\0"),
-                    Ask::Sha2FullAuth => frame(3, &[0x01, 0x04]),
-                };
-                if tls.write_all(&ask_packet).await.is_err() {
-                    return;
+                let mut seen = Seen::default();
+                let ssl_request = first.len() == 32 && first[1] & 0x08 != 0;
+                if ssl_request {
+                    let Ok(mut tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let Some((seq, response)) = read_packet(&mut tls).await else {
+                        return;
+                    };
+                    seen.tls = true;
+                    seen.response = response;
+                    ask_and_record(&mut tls, ask, seq.wrapping_add(1), &mut seen).await;
+                } else {
+                    seen.response = first;
+                    ask_and_record(&mut tcp, ask, seq.wrapping_add(1), &mut seen).await;
                 }
-                // Whatever comes back within a while.
-                while let Ok(Ok(n)) = tokio::time::timeout(Duration::from_secs(2), tls.read(&mut buf)).await {
-                    if n == 0 {
-                        break;
-                    }
-                    record.lock().expect("lock").extend_from_slice(&buf[..n]);
-                }
-                let err = b"\xff\x15\x04#28000Access denied";
-                let _ = tls.write_all(&frame(4, err)).await;
+                record.lock().expect("lock").push(seen);
             });
         }
     });
-    (port, seen)
+    port
+}
+
+/// Neither what `seen` recorded nor anything after the ask holds `secret`.
+fn assert_no_password(seen: &[Seen], secret: &str, what: &str) {
+    for s in seen {
+        let all = [s.response.as_slice(), s.after_ask.as_slice()].concat();
+        assert!(
+            !all.windows(secret.len()).any(|w| w == secret.as_bytes()),
+            "{what}: the password went to an unverified server: {s:?}"
+        );
+        // Not even encrypted with a key the server would send (caching_sha2 over
+        // plaintext), nor an empty answer: the login ends at the ask.
+        assert!(
+            s.after_ask.is_empty(),
+            "{what}: the client answered the ask: {s:?}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -700,7 +765,8 @@ async fn the_backend_password_never_goes_over_unverified_tls() {
     const SECRET: &str = "backend-secret-pw-4471";
     for ask in [Ask::ClearPassword, Ask::Sha2FullAuth] {
         for mode in ["required", "preferred"] {
-            let (port, seen) = fake_backend(ask).await;
+            let record = Arc::new(Mutex::new(Vec::new()));
+            let port = fake_backend(ask, record.clone()).await;
             let yaml = format!(
                 "{}groups:\n  - name: main\n    master: {{ addr: 127.0.0.1:{port}, user: sluice, password: {SECRET} }}\n    replicas: []\nbackend:\n  connect_timeout: 5s\n  tls: {{ mode: {mode} }}\n",
                 Sluice::users_yaml()
@@ -715,16 +781,80 @@ async fn the_backend_password_never_goes_over_unverified_tls() {
                 .unwrap_or_else(|| panic!("{ask:?}/{mode}: {answer:?}"));
             assert_eq!(code, 1429, "{message}");
             assert!(message.contains("clear text"), "{ask:?}/{mode}: {message}");
-            let seen = seen.lock().expect("lock").clone();
-            assert!(
-                !seen.is_empty(),
-                "{ask:?}/{mode}: sluice never reached the fake backend"
-            );
-            assert!(
-                !seen.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()),
-                "{ask:?}/{mode}: the password went to an unverified server"
-            );
             drop(s);
+            let seen = record.lock().expect("lock").clone();
+            assert!(
+                seen.iter().any(|s| s.tls),
+                "{ask:?}/{mode}: sluice never reached the fake backend over TLS: {seen:?}"
+            );
+            assert_no_password(&seen, SECRET, &format!("{ask:?}/{mode}"));
+        }
+    }
+}
+
+/// The connections sluice makes through mysql_async (the freshness probes, `sluice
+/// triggers`) follow the same rule, in every mode that does not verify the certificate,
+/// plaintext included (mysql_async would encrypt the password with an RSA key the
+/// server itself sends).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probes_and_the_triggers_tool_never_send_the_password_unverified() {
+    const SECRET: &str = "probe-secret-pw-9923";
+    for ask in [Ask::Sha2FullAuth, Ask::ClearPassword, Ask::Dialog] {
+        for mode in ["required", "disabled", "preferred"] {
+            let what = format!("{ask:?}/{mode}");
+            let record = Arc::new(Mutex::new(Vec::new()));
+            let master = fake_backend(ask, record.clone()).await;
+            let replica = fake_backend(ask, record.clone()).await;
+            let yaml = format!(
+                "{}groups:\n  - name: main\n    master: {{ addr: 127.0.0.1:{master}, user: sluice, password: {SECRET} }}\n    replicas:\n      - {{ addr: 127.0.0.1:{replica}, user: sluice, password: {SECRET} }}\nbackend:\n  connect_timeout: 5s\n  tls: {{ mode: {mode} }}\nfreshness:\n  probe_interval: 50ms\n",
+                Sluice::users_yaml()
+            );
+            let s = Sluice::start(&yaml);
+            // The probes of both servers try to log in, again and again.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while record
+                .lock()
+                .expect("lock")
+                .iter()
+                .filter(|c| c.by_mysql_async())
+                .count()
+                < 4
+            {
+                assert!(
+                    Instant::now() < deadline,
+                    "{what}: no probe reached the fakes:\n{}",
+                    s.log()
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            // The operator's tool, with the same configuration.
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+                .args(["triggers", "status", "--schema", "app", "--config"])
+                .arg(s.config_path())
+                .stdin(std::process::Stdio::null())
+                .output()
+                .expect("run sluice triggers");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "{what}: {stderr}");
+            assert!(stderr.contains("clear text"), "{what}: {stderr}");
+            let log = s.log();
+            drop(s);
+            let seen = record.lock().expect("lock").clone();
+            let probes = seen.iter().filter(|c| c.by_mysql_async()).count();
+            assert!(
+                probes >= 5,
+                "{what}: {probes} mysql_async logins: {seen:?}\n{log}"
+            );
+            if mode == "required" {
+                assert!(
+                    seen.iter().all(|c| c.tls),
+                    "{what}: a plaintext login under required: {seen:?}"
+                );
+            }
+            if mode == "disabled" {
+                assert!(seen.iter().all(|c| !c.tls), "{what}: {seen:?}");
+            }
+            assert_no_password(&seen, SECRET, &what);
         }
     }
 }
@@ -763,4 +893,339 @@ async fn user_names_cannot_forge_or_flood_log_lines() {
         assert!(Instant::now() < deadline, "no refusal in the log:\n{log}");
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// 8. SET values with effects are not replayed
+// ---------------------------------------------------------------------------------------
+
+/// A session SET is replayed on every backend connection the session borrows, replicas
+/// included. One whose value has an effect (a sequence, a stored function that writes)
+/// must run once, as it does on one server: the same script directly on the master and
+/// through sluice must advance the sequence by the same amount, leave the replicas
+/// where replication puts them, and keep the session's value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sets_with_effects_run_once() {
+    let cluster = shared_cluster();
+    let s = Sluice::start_for(cluster, "freshness:\n  probe_interval: 10ms\n");
+    let db = unique_name("setfx");
+    cluster.master.sql(&format!(
+        "CREATE DATABASE {db}; CREATE TABLE {db}.t (a INT); INSERT INTO {db}.t VALUES (1); \
+         CREATE FUNCTION {db}.bump(sq VARCHAR(8)) RETURNS INT DETERMINISTIC MODIFIES SQL DATA \
+         RETURN IF(sq = 'a', NEXTVAL({db}.fa), NEXTVAL({db}.fb)); \
+         CREATE FUNCTION {db}.concat(sq VARCHAR(8)) RETURNS INT DETERMINISTIC MODIFIES SQL DATA \
+         RETURN {db}.bump(sq)"
+    ));
+    // The counter table (and triggers on `t`): without it every read goes to the master.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["triggers", "install", "--schema", &db, "--config"])
+        .arg(s.config_path())
+        .output()
+        .expect("sluice triggers install");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let master_id = cluster.master.sql("SELECT @@server_id");
+    let sets = [
+        "SET SESSION div_precision_increment = NEXT VALUE FOR {seq}",
+        "SET SESSION div_precision_increment = PREVIOUS VALUE FOR {seq} + 1",
+        "SET @@session.div_precision_increment = (SELECT {db}.bump('{which}'))",
+        "SET SESSION div_precision_increment = {db}.bump('{which}') - 1",
+        // A stored function named like a built-in (pure) one.
+        "SET SESSION div_precision_increment = {db}.CONCAT('{which}')",
+    ];
+    for (i, set) in sets.iter().enumerate() {
+        // One sequence for the direct run, one for the run through sluice.
+        let mut positions = Vec::new();
+        for (which, port) in [
+            ("a", cluster.master.addr()),
+            ("b", format!("127.0.0.1:{}", s.port)),
+        ] {
+            cluster.master.sql(&format!(
+                "CREATE OR REPLACE SEQUENCE {db}.f{which} START WITH 1 NOCACHE"
+            ));
+            cluster.wait_replicas_caught_up();
+            let seq = format!("{db}.f{which}");
+            let sql = set
+                .replace("{seq}", &seq)
+                .replace("{db}", &db)
+                .replace("{which}", which);
+            let (user, password) = if which == "a" {
+                (common::cluster::SLUICE_USER, common::cluster::SLUICE_PASSWORD)
+            } else {
+                (APP_USER, APP_PASSWORD)
+            };
+            let port: u16 = port
+                .rsplit(':')
+                .next()
+                .and_then(|p| p.parse().ok())
+                .expect("port");
+            if which == "b" {
+                replicas_serve_reads(&s, &master_id).await;
+            }
+            let mut c = try_connect(opts(port, user, password).db_name(Some(db.clone())))
+                .await
+                .expect("connect");
+            // PREVIOUS VALUE needs a NEXT VALUE in this session first (which pins
+            // the session: the other cases run without).
+            if sql.contains("PREVIOUS") {
+                c.query_drop(format!("DO NEXT VALUE FOR {seq}"))
+                    .await
+                    .expect("first value");
+            }
+            c.query_drop(&sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+            let value: Option<i64> = c
+                .query_first("SELECT @@div_precision_increment")
+                .await
+                .expect("value");
+            // Reads (a replica serves those that name no table, once it has caught
+            // up with the session's writes) and a write (the master) borrow other
+            // backend connections.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            for _ in 0..10 {
+                let _: Vec<i64> = c.query("SELECT @@server_id").await.expect("read");
+            }
+            c.query_drop("INSERT INTO t VALUES (2)").await.expect("write");
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            for _ in 0..5 {
+                let _: Vec<i64> = c.query("SELECT @@server_id").await.expect("read");
+            }
+            let again: Option<i64> = c
+                .query_first("SELECT @@div_precision_increment")
+                .await
+                .expect("value");
+            assert_eq!(value, again, "{sql}: the session's value changed");
+            drop(c);
+            cluster.wait_replicas_caught_up();
+            let on = |server: &common::cluster::Server| {
+                server.sql(&format!("SELECT next_not_cached_value FROM {seq}"))
+            };
+            let master = on(&cluster.master);
+            for r in &cluster.replicas {
+                assert_eq!(on(r), master, "{sql}: a replica's sequence moved on its own");
+            }
+            positions.push((master, value));
+        }
+        assert_eq!(
+            positions[0], positions[1],
+            "case {i} `{set}`: direct (sequence position, value) vs through sluice"
+        );
+    }
+    still_serves(&s).await;
+}
+
+/// Wait until a new session's read that names no table reaches a replica (the
+/// probes see the replicas healthy and caught up).
+async fn replicas_serve_reads(s: &Sluice, master_id: &str) {
+    let mut c = try_connect(opts(s.port, APP_USER, APP_PASSWORD))
+        .await
+        .expect("connect");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let id: Option<String> = c.query_first("SELECT @@server_id").await.expect("read");
+        if id.as_deref() != Some(master_id) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "reads never reached a replica:\n{}",
+            s.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 9. Accept errors back off
+// ---------------------------------------------------------------------------------------
+
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let after = &stat[stat.rfind(')').expect("comm") + 2..];
+    let f: Vec<&str> = after.split(' ').collect();
+    f[11].parse::<u64>().expect("utime") + f[12].parse::<u64>().expect("stime")
+}
+
+/// Out of file descriptors (a hard limit of 64, sockets that fill it), every accept
+/// fails with EMFILE while connections wait in the backlog: the accept loops of the
+/// client port and of the admin endpoint must wait between attempts, not spin, and
+/// sluice must serve logins again once descriptors are free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accept_errors_back_off_when_descriptors_run_out() {
+    use common::cluster::free_port;
+    let cluster = shared_cluster();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (port, admin) = (free_port(), free_port());
+    let config = dir.path().join("sluice.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen: 127.0.0.1:{port}\nadmin_listen: 127.0.0.1:{admin}\n{}\
+             limits:\n  max_unauthenticated: 1000\n  max_unauthenticated_per_address: 1000\n  \
+             handshake_timeout: 30s\nfreshness:\n  mode: \"off\"\n",
+            Sluice::config_for(cluster)
+        ),
+    )
+    .expect("config");
+    let log = std::fs::File::create(dir.path().join("sluice.log")).expect("log");
+    let mut child = std::process::Command::new("prlimit")
+        .arg("--nofile=64:64")
+        .arg(env!("CARGO_BIN_EXE_sluice"))
+        .args(["serve", "--config"])
+        .arg(&config)
+        .stdout(log.try_clone().expect("log"))
+        .stderr(log)
+        .spawn()
+        .expect("start sluice under prlimit");
+    let pid = child.id();
+    let read_log = || std::fs::read_to_string(dir.path().join("sluice.log")).unwrap_or_default();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "sluice did not start:\n{}", read_log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // More idle sockets than descriptors, on both ports.
+    let mut idle = Vec::new();
+    for p in [port, admin] {
+        for _ in 0..80 {
+            if let Ok(s) = TcpStream::connect_timeout(&([127, 0, 0, 1], p).into(), Duration::from_secs(1)) {
+                idle.push(s);
+            }
+        }
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let before = cpu_ticks(pid);
+    std::thread::sleep(Duration::from_secs(3));
+    let used = cpu_ticks(pid) - before;
+    // A spinning loop takes a whole core (300 ticks in 3 s); backing off, a few.
+    assert!(
+        used < 90,
+        "sluice used {used}/300 ticks of CPU while out of descriptors"
+    );
+    // The descriptors did run out, on both ports.
+    let log = read_log();
+    assert!(
+        log.contains("accept failed") && log.contains("admin endpoint: accept failed"),
+        "no accept failure while out of descriptors:\n{log}"
+    );
+    drop(idle);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match try_connect(opts(port, APP_USER, APP_PASSWORD)).await {
+            Ok(mut c) => {
+                let one: Option<i64> = c.query_first("SELECT 1").await.expect("SELECT 1");
+                assert_eq!(one, Some(1));
+                break;
+            }
+            Err(e) => assert!(
+                Instant::now() < deadline,
+                "no login after the sockets closed: {e}\n{}",
+                read_log()
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+// ---------------------------------------------------------------------------------------
+// 10. The query log never prints passwords
+// ---------------------------------------------------------------------------------------
+
+/// `log.sql_log` logs each rewritten statement on a sharded table, parameters bound
+/// into it; a statement that mentions a password is logged without its text, whether
+/// the value came as a literal or as a parameter of a prepared statement.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_query_log_never_prints_password_values() {
+    let cluster = shared_cluster();
+    let db = unique_name("sqllog");
+    let s = Sluice::start_for(
+        cluster,
+        &format!(
+            "log:\n  level: warn\n  sql_log: true\nfreshness:\n  mode: \"off\"\nsharding:\n  tables: [\"{db}.pr.tid.4\"]\n"
+        ),
+    );
+    cluster.master.sql(&format!("CREATE DATABASE {db}"));
+    let mut c = try_connect(opts(s.port, APP_USER, APP_PASSWORD).db_name(Some(db.clone())))
+        .await
+        .expect("connect");
+    c.query_drop("CREATE TABLE pr (id BIGINT PRIMARY KEY, tid BIGINT NOT NULL, password VARCHAR(64))")
+        .await
+        .expect("create pr");
+    c.exec_drop(
+        "INSERT INTO pr (id, tid, password) VALUES (?, ?, ?)",
+        (1, 1, "hunter2-param-secret"),
+    )
+    .await
+    .expect("prepared insert");
+    c.query_drop("UPDATE pr SET password = 'hunter3-literal-secret' WHERE tid = 1")
+        .await
+        .expect("update");
+    let ids: Vec<i64> = c
+        .exec("SELECT id FROM pr WHERE tid = ?", (1,))
+        .await
+        .expect("select");
+    assert_eq!(ids, vec![1]);
+    drop(c);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let log = s.log();
+        let lines: Vec<&str> = log.lines().filter(|l| l.contains("sluice::sql_log")).collect();
+        // The SELECT is logged (the log is on) ...
+        if lines.iter().any(|l| l.contains("SELECT") && l.contains("pr_1")) {
+            assert!(!log.contains("hunter"), "a password value in the log:\n{log}");
+            // ... and the two writes are, without their text.
+            let hidden = lines
+                .iter()
+                .filter(|l| l.contains("may contain a password"))
+                .count();
+            assert!(hidden >= 2, "{hidden} hidden statements:\n{log}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the SELECT was not logged:\n{log}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 11. Prepared statements per session are capped
+// ---------------------------------------------------------------------------------------
+
+/// COM_STMT_PREPARE of `sql` on `c`: the statement id, or the ERR frame.
+fn raw_prepare(c: &mut RawConn, sql: &str) -> Result<u32, Frame> {
+    let mut p = vec![0x16];
+    p.extend_from_slice(sql.as_bytes());
+    c.write(0, &p);
+    match c.read() {
+        // `DO n` has no parameters and no columns: the OK is the whole answer.
+        Frame::Packet(_, p) if p.first() == Some(&0x00) && p.len() >= 5 => {
+            Ok(u32::from_le_bytes([p[1], p[2], p[3], p[4]]))
+        }
+        other => Err(other),
+    }
+}
+
+/// A session may hold 1,024 prepared statements (each costs memory in sluice and a
+/// statement slot on a server): one more gets MariaDB's answer at
+/// max_prepared_stmt_count (1461, SQLSTATE 42000); closing one frees its place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_statements_per_session_are_capped() {
+    let s = plain_sluice();
+    let mut c = RawConn::connect(s.port);
+    assert!(c.login(APP_USER, APP_PASSWORD).is_ok());
+    let mut ids = Vec::new();
+    for i in 0..1024 {
+        ids.push(raw_prepare(&mut c, &format!("DO {i}")).unwrap_or_else(|f| panic!("prepare {i}: {f:?}")));
+    }
+    let refused = raw_prepare(&mut c, "DO 1024").expect_err("one more than the cap");
+    let (code, state, message) = refused.err().unwrap_or_else(|| panic!("{refused:?}"));
+    assert_eq!((code, state.as_str()), (1461, "42000"), "{message}");
+    assert!(message.contains("max_prepared_stmt_count"), "{message}");
+    // COM_STMT_CLOSE (no answer), then there is room for one more.
+    let mut close = vec![0x19];
+    close.extend_from_slice(&ids[0].to_le_bytes());
+    c.write(0, &close);
+    raw_prepare(&mut c, "DO 1024").unwrap_or_else(|f| panic!("after a close: {f:?}"));
+    // The session itself still works.
+    assert!(c.query("SELECT 1").err().is_none());
+    still_serves(s).await;
 }

@@ -1,5 +1,6 @@
 //! Backend side: raw connections to MySQL/MariaDB servers and their pools.
 
+pub mod auth_guard;
 pub mod conn;
 pub mod error;
 pub mod pool;

@@ -3,7 +3,8 @@
 //! certificate, `verify_ca` checks that it chains to the configured CA,
 //! `verify_identity` also that it names the server. Both sluice's own
 //! connections (tokio-rustls, ring) and the mysql_async probe connections
-//! are configured from the same [`BackendTls`].
+//! are configured from the same [`BackendTls`] (the latter through
+//! `auth_guard` unless the mode verifies the certificate).
 
 use std::sync::Arc;
 
@@ -88,17 +89,15 @@ pub fn settings(tls: &BackendTls, addr: &str) -> Result<Option<Arc<TlsSettings>>
     })))
 }
 
-/// The same settings for a mysql_async connection (probes, `sluice
-/// triggers`). mysql_async cannot fall back to plaintext, so `preferred`
-/// connects without TLS there: probes carry counters, never client data.
+/// mysql_async's own TLS for a verified mode (`verify_ca`,
+/// `verify_identity`). The other modes never reach the server through
+/// mysql_async's TLS: mysql_async would answer a request for the password
+/// over any TLS, so those connections go through `auth_guard`, which does
+/// the TLS itself; they get `None` here.
 pub fn mysql_async_opts(tls: &BackendTls) -> Option<mysql_async::SslOpts> {
     let opts = mysql_async::SslOpts::default();
     match tls.mode {
-        BackendTlsMode::Disabled | BackendTlsMode::Preferred => None,
-        BackendTlsMode::Required => Some(
-            opts.with_danger_accept_invalid_certs(true)
-                .with_danger_skip_domain_validation(true),
-        ),
+        BackendTlsMode::Disabled | BackendTlsMode::Preferred | BackendTlsMode::Required => None,
         BackendTlsMode::VerifyCa | BackendTlsMode::VerifyIdentity => {
             let mut opts = opts
                 .with_root_certs(tls.ca.iter().map(|ca| ca.clone().into()).collect())

@@ -154,21 +154,18 @@ pub struct GroupMonitor {
 }
 
 fn pool_for(b: &config::Backend, tls: &config::BackendTls) -> mysql_async::Pool {
-    let (host, port) = match b.addr.rsplit_once(':') {
-        Some((h, p)) => (h.to_string(), p.parse().unwrap_or(3306)),
-        None => (b.addr.clone(), 3306),
-    };
     let constraints = mysql_async::PoolConstraints::new(0, 4).unwrap_or_default();
-    let opts = mysql_async::OptsBuilder::default()
-        .ip_or_hostname(host)
-        .tcp_port(port)
-        .user(Some(b.user.clone()))
-        .pass(Some(b.password.clone()))
-        .prefer_socket(false)
+    // Straight to the server, or through the guard that keeps the password
+    // off connections whose certificate is not verified.
+    let opts = crate::backend::auth_guard::mysql_async_opts(b, tls).unwrap_or_else(|e| {
+        tracing::warn!(backend = %b.addr, error = %e, "freshness probes cannot reach this backend");
+        // A socket that does not exist: every probe fails (not fresh).
+        mysql_async::OptsBuilder::default().socket(Some("/nonexistent/sluice-probe.sock"))
+    });
+    let opts = opts
         .tcp_nodelay(true)
         .stmt_cache_size(0)
         .wait_timeout(Some(3600))
-        .ssl_opts(crate::backend::tls::mysql_async_opts(tls))
         .pool_opts(
             mysql_async::PoolOpts::default()
                 .with_constraints(constraints)

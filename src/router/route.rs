@@ -283,11 +283,15 @@ const PURE_FUNCTIONS: [&[u8]; 14] = [
 /// sequence, RAND(), a lock): no, their value or effect differs per run.
 pub fn replayable_set(sql: &[u8]) -> bool {
     let mut prev_word: Option<&[u8]> = None;
+    // The word before `prev_word` was followed by a dot: `db.concat(` is a
+    // stored function named like a built-in one.
+    let mut qualified = false;
+    let mut after_dot = false;
     for t in Tokens::with_options(sql, LexOptions::default()) {
         match t {
             Token::LParen => {
-                let pure =
-                    prev_word.is_some_and(|w| PURE_FUNCTIONS.iter().any(|f| w.eq_ignore_ascii_case(f)));
+                let pure = !qualified
+                    && prev_word.is_some_and(|w| PURE_FUNCTIONS.iter().any(|f| w.eq_ignore_ascii_case(f)));
                 if !pure {
                     return false;
                 }
@@ -296,6 +300,8 @@ pub fn replayable_set(sql: &[u8]) -> bool {
             Token::UserVar(_) | Token::Unterminated | Token::Semi => return false,
             _ => {}
         }
+        qualified = after_dot && matches!(t, Token::Word(_) | Token::Quoted(_));
+        after_dot = t == Token::Dot;
         prev_word = match t {
             Token::Word(w) => Some(w),
             _ => None,
@@ -468,6 +474,10 @@ mod tests {
         assert!(!replayable_set(b"SET sql_mode = f()"));
         assert!(!replayable_set(b"SET time_zone = @tz"));
         assert!(!replayable_set(b"SET max_statement_time = RAND()"));
+        // A stored function named like a built-in one.
+        assert!(!replayable_set(b"SET time_zone = app.CONCAT('x')"));
+        assert!(!replayable_set(b"SET time_zone = `app` . concat ('x')"));
+        assert!(replayable_set(b"SET time_zone = CONCAT('+0', '0:00')"));
     }
 
     #[test]
