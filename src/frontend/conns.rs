@@ -139,7 +139,10 @@ impl Session {
                 self.shared.learn_backend_collation(c.server_collation);
             }
             let mut held = Held { conn: c };
-            sweep_stmts(&mut held, &self.shared.open_stmts).await;
+            if needs_sweep(&held, &self.shared.open_stmts) {
+                // Boxed (rare): keeps the per-statement future small.
+                Box::pin(sweep_stmts(&mut held, &self.shared.open_stmts)).await;
+            }
             match conn {
                 Conn::Master => self.master = Some(held),
                 Conn::Replica(i) => self.replica = Some((i, held)),
@@ -147,9 +150,20 @@ impl Session {
         }
         // Borrow the fields separately: nothing is cloned on this per-command path.
         let h = slot_of(&mut self.master, &mut self.replica, conn).ok_or_else(|| lost(&pool.label))?;
-        sync_conn(&mut h.conn, &pool, self.db.as_deref(), &self.sets, &self.chain)
+        if !in_sync(&h.conn, self.db.as_deref(), &self.sets, &self.chain) {
+            // Boxed: a reset (COM_CHANGE_USER) and the replayed statements
+            // make a future of kilobytes that every statement would
+            // otherwise carry (and copy) for a path most statements skip.
+            Box::pin(sync_conn(
+                &mut h.conn,
+                &pool,
+                self.db.as_deref(),
+                &self.sets,
+                &self.chain,
+            ))
             .await
             .map_err(|e| e.into_packet(&pool))?;
+        }
         Ok(())
     }
 
@@ -337,6 +351,11 @@ impl Session {
 /// Close the connection's cached statements that no client has open any
 /// more, when some were closed since its last sweep (COM_STMT_CLOSE has no
 /// response: nothing is waited for).
+/// Does `sweep_stmts` have anything to do?
+fn needs_sweep(h: &Held, open: &crate::backend::state::OpenStatements) -> bool {
+    h.conn.state.swept != open.generation() && !h.conn.broken
+}
+
 async fn sweep_stmts(h: &mut Held, open: &crate::backend::state::OpenStatements) {
     let generation = open.generation();
     if h.conn.state.swept == generation || h.conn.broken {
@@ -375,6 +394,16 @@ impl SyncError {
 /// Bring a backend connection in line with the session: reset it if it ran
 /// SETs the session did not (or has a default database the session has
 /// not), then its default database, then the session's SETs it has not run.
+/// Is `conn` already in line with the session (nothing for `sync_conn` to do)?
+pub(in crate::frontend) fn in_sync(
+    conn: &BackendConn,
+    db: Option<&str>,
+    sets: &[Vec<u8>],
+    chain: &SetChain,
+) -> bool {
+    conn.state.sets.is_prefix_of(chain) && conn.db.as_deref() == db && conn.state.sets.len() >= sets.len()
+}
+
 pub(in crate::frontend) async fn sync_conn(
     conn: &mut BackendConn,
     pool: &BackendPool,
