@@ -3,6 +3,7 @@
 //! format (capabilities, collation) matches its own.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -60,7 +61,10 @@ impl managed::Manager for Manager {
     type Error = BackendError;
 
     async fn create(&self) -> Result<BackendConn, BackendError> {
-        BackendConn::connect(&self.params, self.key).await
+        // Boxed: a login's future (TLS, auth plugins) is kilobytes, and it
+        // would otherwise be part of every checkout's future, which is
+        // copied (memmove) into each statement's state.
+        Box::pin(BackendConn::connect(&self.params, self.key)).await
     }
 
     async fn recycle(&self, conn: &mut BackendConn, _: &Metrics) -> RecycleResult<BackendError> {
@@ -73,7 +77,8 @@ impl managed::Manager for Manager {
             // State sluice does not track (a session ended pinned or in a
             // transaction): one round trip that both cleans the session and
             // proves the server still holds the connection.
-            conn.reset_as_new(&self.params)
+            // Boxed for the same reason as `create`.
+            Box::pin(conn.reset_as_new(&self.params))
                 .await
                 .map_err(RecycleError::Backend)?;
             return Ok(());
@@ -85,7 +90,7 @@ impl managed::Manager for Manager {
             // A TLS server may send records other than a close (session
             // tickets): a round trip reads them and proves the connection.
             IdleState::Data if conn.is_tls() && conn.stream.rbuf.is_empty() => {
-                conn.ping().await.map_err(RecycleError::Backend)
+                Box::pin(conn.ping()).await.map_err(RecycleError::Backend)
             }
             _ => Err(RecycleError::message("connection closed while idle")),
         }
@@ -174,9 +179,22 @@ impl BackendPool {
     /// Check out a connection for `key`.
     pub async fn get(&self, key: PoolKey) -> Result<Pooled, BackendError> {
         let pool = self.pool_for(key)?;
-        // metrics: pool waits and wait time (no idle connection: this checkout waits)
-        let _wait = self.waits.begin(pool.status().available == 0);
-        pool.get().await.map(|o| Pooled(Some(o))).map_err(|e| match e {
+        // metrics: pool waits and wait time. A checkout that does not
+        // complete at its first poll waits (for a connection to be given
+        // back or created); timed from then. (Not `pool.status()`, which
+        // takes the pool's lock once more per checkout.)
+        let mut get = std::pin::pin!(pool.get());
+        let mut wait = None;
+        let got = std::future::poll_fn(|cx| {
+            let p = get.as_mut().poll(cx);
+            if p.is_pending() && wait.is_none() {
+                wait = Some(self.waits.begin(true));
+            }
+            p
+        })
+        .await;
+        drop(wait);
+        got.map(|o| Pooled(Some(o))).map_err(|e| match e {
             managed::PoolError::Backend(b) => b,
             managed::PoolError::Timeout(t) => match t {
                 managed::TimeoutType::Create => BackendError::Timeout(self.params.connect_timeout),

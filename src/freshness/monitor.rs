@@ -698,6 +698,12 @@ impl GroupMonitor {
         }
     }
 
+    /// Does `pick` look at its scope? (Not without replicas, nor in mode
+    /// `off`: callers skip building one.)
+    pub fn compares_counters(&self) -> bool {
+        !self.replicas.is_empty() && self.mode != FreshnessMode::Off
+    }
+
     /// Choose a replica for a read, or say why the master must serve it.
     /// `current`: the replica the session already holds (preferred if eligible).
     pub async fn pick(&self, scope: Scope<'_>, current: Option<usize>) -> Result<usize, Fallback> {

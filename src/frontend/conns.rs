@@ -143,7 +143,10 @@ impl Session {
                 self.shared.learn_backend_collation(c.server_collation);
             }
             let mut held = Held { conn: c };
-            sweep_stmts(&mut held, &self.shared.open_stmts).await;
+            if needs_sweep(&held, &self.shared.open_stmts) {
+                // Boxed (rare): keeps the per-statement future small.
+                Box::pin(sweep_stmts(&mut held, &self.shared.open_stmts)).await;
+            }
             match conn {
                 Conn::Master => self.backends.master = Some(held),
                 Conn::Replica(i) => self.backends.replica = Some((i, held)),
@@ -340,6 +343,11 @@ impl Session {
 /// Close the connection's cached statements that no client has open any
 /// more, when some were closed since its last sweep (COM_STMT_CLOSE has no
 /// response: nothing is waited for).
+/// Does `sweep_stmts` have anything to do?
+fn needs_sweep(h: &Held, open: &crate::backend::state::OpenStatements) -> bool {
+    h.conn.state.swept != open.generation() && !h.conn.broken
+}
+
 async fn sweep_stmts(h: &mut Held, open: &crate::backend::state::OpenStatements) {
     let generation = open.generation();
     if h.conn.state.swept == generation || h.conn.broken {
@@ -385,9 +393,26 @@ pub(in crate::frontend) async fn sync_to_state(
     pool: &BackendPool,
     state: &super::SessionState,
 ) -> Result<(), ErrPacket> {
-    sync_conn(conn, pool, state.db.as_deref(), &state.sets, &state.chain)
-        .await
-        .map_err(|e| e.into_packet(pool))
+    if in_sync(conn, state.db.as_deref(), &state.sets, &state.chain) {
+        return Ok(());
+    }
+    // Boxed: a reset (COM_CHANGE_USER) and the replayed statements make a
+    // future of kilobytes that every statement would otherwise carry (and
+    // copy) for a path most statements skip.
+    Box::pin(sync_conn(
+        conn,
+        pool,
+        state.db.as_deref(),
+        &state.sets,
+        &state.chain,
+    ))
+    .await
+    .map_err(|e| e.into_packet(pool))
+}
+
+/// Is `conn` already in line with the session (nothing for `sync_conn` to do)?
+fn in_sync(conn: &BackendConn, db: Option<&str>, sets: &[Vec<u8>], chain: &SetChain) -> bool {
+    conn.state.sets.is_prefix_of(chain) && conn.db.as_deref() == db && conn.state.sets.len() >= sets.len()
 }
 
 async fn sync_conn(

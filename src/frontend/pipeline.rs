@@ -315,7 +315,11 @@ impl Session {
         tables: Option<&[String]>,
         current: Option<usize>,
     ) -> Result<usize, crate::freshness::monitor::Fallback> {
-        let qualified = tables.and_then(|t| self.qualify(t));
+        // The scope (allocated `db.table` names) only matters when the
+        // gate compares counters.
+        let qualified = tables
+            .filter(|_| self.monitor.compares_counters())
+            .and_then(|t| self.qualify(t));
         let scope = match &qualified {
             Some(t) => Scope::Tables(t),
             None => Scope::All,

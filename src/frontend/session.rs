@@ -266,21 +266,29 @@ impl Session {
             let r = match cmd {
                 COM_QUIT => return,
                 COM_PING => self.send_ok().await,
-                // A span per statement (free unless DEBUG is enabled).
-                COM_QUERY => {
-                    self.query(p)
-                        .instrument(tracing::debug_span!("statement", command = "query"))
-                        .await
+                // A span per statement only at DEBUG: an instrumented future
+                // enters and leaves its span at every poll, and is one more
+                // copy of the statement's future (boxed here, off the hot path).
+                COM_QUERY if tracing::enabled!(tracing::Level::DEBUG) => {
+                    Box::pin(
+                        self.query(p)
+                            .instrument(tracing::debug_span!("statement", command = "query")),
+                    )
+                    .await
                 }
+                COM_QUERY => self.query(p).await,
                 COM_INIT_DB => self.init_db(p).await,
                 COM_FIELD_LIST => self.simple(p, ResponseKind::FieldList).await,
                 COM_STATISTICS => self.simple(p, ResponseKind::Single).await,
                 COM_STMT_PREPARE => self.stmt_prepare(p).await,
-                COM_STMT_EXECUTE => {
-                    self.stmt_execute(p)
-                        .instrument(tracing::debug_span!("statement", command = "execute"))
-                        .await
+                COM_STMT_EXECUTE if tracing::enabled!(tracing::Level::DEBUG) => {
+                    Box::pin(
+                        self.stmt_execute(p)
+                            .instrument(tracing::debug_span!("statement", command = "execute")),
+                    )
+                    .await
                 }
+                COM_STMT_EXECUTE => self.stmt_execute(p).await,
                 COM_STMT_FETCH => self.stmt_follow(p, ResponseKind::Fetch).await,
                 COM_STMT_RESET => self.stmt_follow(p, ResponseKind::Single).await,
                 COM_STMT_SEND_LONG_DATA => self.stmt_long_data(p).await,

@@ -67,7 +67,14 @@ impl Session {
         if !rules.mentioned_in(&text) {
             return Ok(false);
         }
-        let planned = self.plan_sharded(&text, None).await;
+        // Boxed: the sharded path's future (planning, scatter, merge) is
+        // large, and every COM_QUERY's future would otherwise include it.
+        Box::pin(self.run_sharded_text(c, sql, &text)).await
+    }
+
+    /// COM_QUERY on text that mentions a sharded table.
+    async fn run_sharded_text(&mut self, c: &Classified, sql: &[u8], text: &str) -> Result<bool, Closed> {
+        let planned = self.plan_sharded(text, None).await;
         if let Ok(None) = planned {
             // Sent untouched: the server reads it as the client wrote it.
             return Ok(false);

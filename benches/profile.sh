@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# sluice profile: a fixed number of sysbench queries through one sluice, with sluice run
+# under callgrind (instructions per query: stable on a noisy machine) or sampled by
+# `perf record` (where the CPU time goes, kernel included), or plain (CPU time per query
+# from /proc). Against a master + replica cluster (scripts/cluster) with sluice's
+# triggers installed, so that reads can go to a fresh replica. See benches/README.md.
+#
+# Usage: TOOL=callgrind benches/profile.sh
+# Environment (defaults in brackets):
+#   TOOL        callgrind | perf | none                                  [callgrind]
+#   READS       master (no replica configured) | replica (fresh replica)  [master]
+#   FRESH       freshness.mode: off | causal | strict                    [off]
+#   PS          --db-ps-mode: disable | auto                             [disable]
+#   TEST        sysbench test                                [oltp_point_select]
+#   EVENTS      sysbench events measured (after a warm-up)   [20000, callgrind 5000]
+#   THREADS     sysbench threads                                         [8]
+#   TABLE_SIZE  rows in sbtest1                                          [10000]
+#   TOP         profile entries shown                                    [25]
+#   TASKSET     CPU list for sluice (taskset -c), e.g. 0 or 0,1          [unset]
+#   KEEP, SKIP_BUILD, SLUICE_BIN as in sysbench.sh
+set -euo pipefail
+
+BENCH=profile
+# shellcheck source=benches/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$repo"
+
+TOOL=${TOOL:-callgrind}
+READS=${READS:-master}
+FRESH=${FRESH:-off}
+PS=${PS:-disable}
+TEST=${TEST:-oltp_point_select}
+THREADS=${THREADS:-8}
+TABLE_SIZE=${TABLE_SIZE:-10000}
+TOP=${TOP:-25}
+TASKSET=${TASKSET:-}
+if [ "$TOOL" = callgrind ]; then EVENTS=${EVENTS:-5000}; else EVENTS=${EVENTS:-20000}; fi
+case "$TOOL" in callgrind | perf | none) ;; *) die "TOOL must be callgrind, perf or none" ;; esac
+case "$READS" in master | replica) ;; *) die "READS must be master or replica" ;; esac
+
+CLIENT=$(need_bin mariadb mariadb-client)
+SYSBENCH=$(need_bin sysbench sysbench)
+[ "$TOOL" = callgrind ] && { VALGRIND=$(need_bin valgrind valgrind); CG_ANNOTATE=$(need_bin callgrind_annotate valgrind); CG_CONTROL=$(need_bin callgrind_control valgrind); }
+[ "$TOOL" = perf ] && PERF=$(need_bin perf linux-perf)
+
+bench_workdir
+KEPT_HINT="logs: sluice.log, cluster/*/error.log, callgrind.out / perf.data"
+cluster_dir=$work/cluster
+stop_cluster() { "$repo/scripts/cluster" stop "$cluster_dir" >"$work/cluster-stop.log" 2>&1 || cat "$work/cluster-stop.log" >&2; }
+read -r MPORT RPORT SPORT APORT <<<"$(free_ports 4)"
+
+sluice_binary
+
+log "scripts/cluster start $cluster_dir"
+CLEANUP_HOOKS+=(stop_cluster)
+MASTER_PORT=$MPORT REPLICA_PORT=$RPORT REPLICA_PORTS="" CLUSTER_DB=sbtest \
+  "$repo/scripts/cluster" start "$cluster_dir" >"$work/cluster-start.log" 2>&1 ||
+  { cat "$work/cluster-start.log" >&2; die "scripts/cluster start failed"; }
+msql() { "$CLIENT" --no-defaults -h127.0.0.1 -P"$MPORT" -usluice -psluice -N -B -e "$1"; }
+rsql() { "$CLIENT" --no-defaults -h127.0.0.1 -P"$RPORT" -usluice -psluice -N -B -e "$1"; }
+sysbench_prepare "$MPORT" sluice sluice "$TABLE_SIZE" "$work/prepare.log"
+msql "CREATE USER IF NOT EXISTS 'sbtest'@'%' IDENTIFIED BY 'sbtest'; GRANT ALL ON *.* TO 'sbtest'@'%'" >/dev/null
+
+replicas="[]"
+[ "$READS" = replica ] && replicas="[{ addr: 127.0.0.1:$RPORT, user: sluice, password: sluice }]"
+cat >"$work/sluice.yaml" <<EOF
+listen: 127.0.0.1:$SPORT
+admin_listen: 127.0.0.1:$APORT
+log:
+  format: text
+  level: warn
+freshness:
+  mode: $FRESH
+users:
+  - { name: sbtest, password: sbtest }
+groups:
+  - name: main
+    master: { addr: 127.0.0.1:$MPORT, user: sluice, password: sluice }
+    replicas: $replicas
+EOF
+"$SLUICE_BIN" check-config "$work/sluice.yaml" >/dev/null || die "generated config is invalid"
+"$SLUICE_BIN" triggers install --schema sbtest --config "$work/sluice.yaml" >"$work/triggers.log" 2>&1 ||
+  { cat "$work/triggers.log" >&2; die "sluice triggers install failed"; }
+pos=$(msql "SELECT @@GLOBAL.gtid_binlog_pos")
+[ "$(rsql "SELECT MASTER_GTID_WAIT('$pos', 120)")" = 0 ] || die "replica did not catch up"
+
+pre=()
+[ -n "$TASKSET" ] && pre=(taskset -c "$TASKSET")
+if [ "$TOOL" = callgrind ]; then
+  pre+=("$VALGRIND" --tool=callgrind --callgrind-out-file="$work/callgrind.out" --dump-instr=no)
+fi
+"${pre[@]}" "$SLUICE_BIN" serve --config "$work/sluice.yaml" </dev/null >"$work/sluice.log" 2>&1 &
+SLUICE_PID=$!
+track_pid "$SLUICE_PID" 30
+wait_port "$SPORT" "$SLUICE_PID" "$work/sluice.log" sluice
+sleep 1
+
+sb() { # events
+  "$SYSBENCH" "$TEST" --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$SPORT" \
+    --mysql-user=sbtest --mysql-password=sbtest --mysql-db=sbtest --tables=1 \
+    --table-size="$TABLE_SIZE" --threads="$THREADS" --time=0 --events="$1" --report-interval=0 \
+    --db-ps-mode="$PS" --skip_trx=on run
+}
+routed() { curl -sf "http://127.0.0.1:$APORT/metrics" | awk '/^sluice_routed_statements_total/ { split($0, a, "destination=\""); split(a[2], b, "\""); s[b[1]] += $NF } END { for (k in s) printf "%s=%d ", k, s[k] }'; }
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+log "warm-up: $((EVENTS / 5)) events"
+sb $((EVENTS / 5)) >"$work/warmup.txt" 2>&1 || { tail "$work/warmup.txt" >&2; die "warm-up failed"; }
+before=$(routed)
+case "$TOOL" in
+  callgrind) "$CG_CONTROL" -z "$SLUICE_PID" >/dev/null ;;
+  perf)
+    "$PERF" record -F 2000 -g -e cpu-clock -p "$SLUICE_PID" -o "$work/perf.data" >"$work/perf-record.log" 2>&1 &
+    PERF_PID=$!
+    track_pid "$PERF_PID" 10
+    sleep 0.5
+    ;;
+esac
+t0=$(cpu_ticks "$SLUICE_PID")
+s0=$(date +%s.%N)
+sb "$EVENTS" >"$work/run.txt" 2>&1 || { tail "$work/run.txt" >&2; die "sysbench failed"; }
+s1=$(date +%s.%N)
+t1=$(cpu_ticks "$SLUICE_PID")
+after=$(routed)
+queries=$(sed -n 's/^ *queries: *\([0-9]*\).*/\1/p' "$work/run.txt")
+[ -n "$queries" ] || die "no query count in $work/run.txt"
+hz=$(getconf CLK_TCK)
+
+echo "================================================================================"
+echo "sluice profile $(date -u '+%F %H:%M UTC'), commit $(git -C "$repo" rev-parse --short HEAD), load $(loadavg)"
+echo "TOOL=$TOOL READS=$READS FRESH=$FRESH PS=$PS TEST=$TEST THREADS=$THREADS EVENTS=$EVENTS TASKSET=${TASKSET:--}"
+echo "queries: $queries in $(awk -v a="$s0" -v b="$s1" 'BEGIN { printf "%.1f", b - a }') s; routed before: $before; after: $after"
+echo "sluice CPU: $(awk -v t=$((t1 - t0)) -v hz="$hz" -v q="$queries" 'BEGIN { printf "%.1f us per query", t / hz * 1e6 / q }')"
+case "$TOOL" in
+  callgrind)
+    "$CG_CONTROL" -d "$SLUICE_PID" >/dev/null
+    sleep 1
+    out=$(ls -t "$work"/callgrind.out* | head -n1)
+    total=$("$CG_ANNOTATE" "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }')
+    echo "instructions (callgrind Ir): $total total, $(awk -v t="$total" -v q="$queries" 'BEGIN { printf "%.0f", t / q }') per query"
+    # The thread roots (clone, start_thread, the runtime's poll loop) hold
+    # 100% inclusive and nothing of interest: left out; paths shortened.
+    cg_list() {
+      "$CG_ANNOTATE" --threshold=100 "$@" "$out" 2>/dev/null | sed -n '/file:function/,$p' | grep -E '^ *[0-9,]+ \(' |
+        grep -vE 'clone\.S|pthread_create|thread_start|vtable\.shim|__rust_begin_short_backtrace|blocking::pool::Inner::run|task::raw::poll( |$)|\(100\.0%\)' |
+        sed -E 's#/root/\.cargo/registry/src/[^/]*/##; s#/rustc/[0-9a-f]*/library/##; s#'"$repo"'/##; s# \[[^]]*\]$##' | head -n "$TOP"
+    }
+    echo "top $TOP functions by exclusive Ir:"
+    cg_list
+    echo "top $TOP by inclusive Ir:"
+    cg_list --inclusive=yes
+    ;;
+  perf)
+    kill -INT "$PERF_PID" 2>/dev/null || true
+    wait "$PERF_PID" 2>/dev/null || true
+    untrack_pid "$PERF_PID"
+    echo "perf (cpu-clock samples, self):"
+    "$PERF" report -i "$work/perf.data" --no-children --sort symbol --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -n "$TOP" | sed "s/ *-  *- *$//"
+    echo "kernel share: $("$PERF" report -i "$work/perf.data" --no-children --sort dso --stdio 2>/dev/null | awk '/^ +[0-9]/' | awk '/kernel/ { k += $1 } { t += $1 } END { printf "%.1f%%", t ? 100 * k / t : 0 }')"
+    ;;
+esac
