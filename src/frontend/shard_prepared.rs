@@ -202,12 +202,12 @@ impl Session {
                 .send_err(&error::unknown_stmt(id, "mysqld_stmt_execute"))
                 .await;
         };
-        let values = match params::decode(payload, n, stmt.types.as_deref(), &long) {
+        let (values, raw) = match params::decode(payload, n, stmt.types.as_deref(), &long) {
             Ok(d) => {
                 if let Some(t) = d.bound_types {
                     stmt.types = Some(t);
                 }
-                d.values
+                (d.values, d.raw)
             }
             Err(e) => return self.send_err(&error::bad_params(&e)).await,
         };
@@ -256,7 +256,7 @@ impl Session {
                 ))
                 .await
             }
-            Ok(Some(plan)) => self.run_plan(plan, RowFormat::Binary).await,
+            Ok(Some(plan)) => self.run_plan(plan, RowFormat::Binary, &raw).await,
         }
     }
 

@@ -25,7 +25,7 @@ fn run(
 ) -> Result<Option<ShardPlan>, Refusal> {
     match params {
         None => crate::shard::plan(text, db, &rt.shard_rules),
-        Some((p, cs)) => crate::shard::plan_with_charset(text, p, cs, db, &rt.shard_rules),
+        Some((p, cs)) => crate::shard::plan_prepared(text, p, cs, db, &rt.shard_rules),
     }
 }
 
@@ -91,7 +91,7 @@ impl Session {
                 Ok(true)
             }
             Ok(Some(plan)) => {
-                self.run_plan(plan, RowFormat::Text).await?;
+                self.run_plan(plan, RowFormat::Text, &[]).await?;
                 Ok(true)
             }
         }
@@ -223,7 +223,12 @@ impl Session {
     }
 
     /// Run a plan; rows go back in `format`.
-    async fn run_plan(&mut self, plan: ShardPlan, format: RowFormat) -> CmdResult {
+    async fn run_plan(
+        &mut self,
+        plan: ShardPlan,
+        format: RowFormat,
+        params: &[crate::frontend::params::RawParam],
+    ) -> CmdResult {
         if let Some(pin) = self.pins.reason() {
             if plan.parts().iter().any(|p| p.group != 0) {
                 // Such sessions keep state (user variables, temporary tables,
@@ -243,7 +248,10 @@ impl Session {
                 parts,
                 merge,
                 wildcard_helpers,
-            } => self.run_select(parts, merge, wildcard_helpers, format).await,
+            } => {
+                self.run_select(parts, merge, wildcard_helpers, format, params)
+                    .await
+            }
         };
         self.groups_settle().await;
         r
