@@ -40,6 +40,43 @@ pub enum ParamError {
 pub struct Decoded {
     pub values: Vec<ParamValue>,
     pub bound_types: Option<Vec<u8>>,
+    /// Each parameter as the client bound it, to pass on to a sub-table's prepared
+    /// statement unchanged (long data inlined as a length-encoded value).
+    pub raw: Vec<RawParam>,
+}
+
+/// One parameter of a COM_STMT_EXECUTE as the client sent it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawParam {
+    /// The type code and its flag byte (0x80: unsigned).
+    pub ty: [u8; 2],
+    pub null: bool,
+    /// The value's bytes as COM_STMT_EXECUTE carries them (empty for NULL).
+    pub value: Vec<u8>,
+}
+
+impl RawParam {
+    /// The parameter block of a COM_STMT_EXECUTE binding `params` (in this order),
+    /// after the iteration count: NULL bitmap, new-params-bound flag, types, values.
+    pub fn encode_block(params: &[&RawParam], out: &mut Vec<u8>) {
+        if params.is_empty() {
+            return;
+        }
+        let at = out.len();
+        out.resize(at + params.len().div_ceil(8), 0);
+        for (i, p) in params.iter().enumerate() {
+            if p.null {
+                out[at + i / 8] |= 1 << (i % 8);
+            }
+        }
+        out.push(1);
+        for p in params {
+            out.extend_from_slice(&p.ty);
+        }
+        for p in params {
+            out.extend_from_slice(&p.value);
+        }
+    }
 }
 
 /// Offset of the NULL bitmap: command, id, flags, iteration count.
@@ -59,6 +96,7 @@ pub fn decode(
         return Ok(Decoded {
             values: Vec::new(),
             bound_types: None,
+            raw: Vec::new(),
         });
     }
     let mut r = Reader {
@@ -78,26 +116,56 @@ pub fn decode(
         _ => return Err(ParamError::NoTypes),
     };
     let mut values = Vec::with_capacity(n);
+    let mut raw = Vec::with_capacity(n);
     for i in 0..n {
+        let ty = [types[2 * i], types[2 * i + 1]];
         if let Some(data) = long_data.get(i).and_then(Option::as_ref) {
             values.push(if is_blob(types[2 * i]) {
                 ParamValue::Blob(data.clone())
             } else {
                 ParamValue::Bytes(data.clone())
             });
+            // Long data of a numeric or temporal type is read by the server as a
+            // string: bound here as one.
+            let code = if is_blob(ty[0]) { ty[0] } else { 0xfd };
+            let mut value = Vec::with_capacity(data.len() + 9);
+            let mut len = bytes::BytesMut::new();
+            crate::protocol::packets::put_lenenc(&mut len, data.len() as u64);
+            value.extend_from_slice(&len);
+            value.extend_from_slice(data);
+            raw.push(RawParam {
+                ty: [code, 0],
+                null: false,
+                value,
+            });
             continue;
         }
         if bitmap[i / 8] & (1 << (i % 8)) != 0 {
             values.push(ParamValue::Null);
+            raw.push(RawParam {
+                ty,
+                null: true,
+                value: Vec::new(),
+            });
             continue;
         }
         let (code, unsigned) = (types[2 * i], types[2 * i + 1] & 0x80 != 0);
+        let start = r.pos;
         values.push(r.value(i, code, unsigned)?);
+        raw.push(RawParam {
+            ty,
+            null: false,
+            value: payload[start..r.pos].to_vec(),
+        });
     }
     if r.pos != payload.len() {
         return Err(ParamError::Trailing);
     }
-    Ok(Decoded { values, bound_types })
+    Ok(Decoded {
+        values,
+        bound_types,
+        raw,
+    })
 }
 
 struct Reader<'a> {

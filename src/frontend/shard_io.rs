@@ -9,9 +9,11 @@ use std::time::Instant;
 use bytes::Bytes;
 
 use crate::backend::{BackendConn, Pooled};
-use crate::merge::{MergeError, RowSource, TextRow};
-use crate::protocol::consts::{errcode, COM_QUERY, MAX_FRAME};
+use crate::frontend::params::RawParam;
+use crate::merge::{binary_row_to_text, ColumnMeta, MergeError, RowSource, TextRow};
+use crate::protocol::consts::{errcode, COM_QUERY, COM_STMT_EXECUTE, COM_STMT_PREPARE, MAX_FRAME};
 use crate::protocol::packets::{ErrPacket, OkInfo};
+use crate::shard::Part;
 
 pub(super) fn not_supported(message: impl Into<String>) -> ErrPacket {
     ErrPacket::new(errcode::ER_NOT_SUPPORTED_YET, "42000", message)
@@ -76,6 +78,9 @@ pub(super) struct ShardSource {
     pub conn: Pooled,
     pub done: bool,
     pub log: Option<PartLog>,
+    /// Binary-protocol rows (a part run as a prepared statement), decoded with these
+    /// column types into the text form the merge reads.
+    pub binary: Option<Vec<ColumnMeta>>,
 }
 
 impl RowSource for ShardSource {
@@ -106,7 +111,10 @@ impl RowSource for ShardSource {
                     message: e.message,
                 })
             }
-            _ => TextRow::parse(p.payload.freeze()).map(Some),
+            _ => match &self.binary {
+                Some(metas) => binary_row_to_text(&p.payload, metas).map(Some),
+                None => TextRow::parse(p.payload.freeze()).map(Some),
+            },
         }
     }
 }
@@ -204,22 +212,116 @@ pub(super) async fn read_defs(conn: &mut BackendConn, n: u64) -> Result<Vec<Byte
     Ok(defs)
 }
 
+/// Send a part: its text (COM_QUERY), or, when it has parameters, its
+/// COM_STMT_PREPARE (then [`execute_part`] once the answer is there).
+pub(super) async fn send_part(conn: &mut BackendConn, part: &Part) -> Result<(), ErrPacket> {
+    let cmd = if part.params.is_empty() {
+        COM_QUERY
+    } else {
+        COM_STMT_PREPARE
+    };
+    conn.send_command(cmd, part.sql.as_bytes())
+        .await
+        .map_err(|e| lost(&e.to_string()))
+}
+
+/// For a part with parameters: read the answer to its COM_STMT_PREPARE, then send
+/// COM_STMT_EXECUTE with the client's parameters (`params`, as the client bound them)
+/// in the part's order, and COM_STMT_CLOSE (no answer; the server runs it once the
+/// result has been sent). The result is then read like a query's, in binary rows.
+/// Nothing to do for a text part.
+pub(super) async fn execute_part(
+    conn: &mut BackendConn,
+    part: &Part,
+    params: &[RawParam],
+) -> Result<(), ErrPacket> {
+    if part.params.is_empty() {
+        return Ok(());
+    }
+    let first = read_payload(conn).await?;
+    match first.first() {
+        Some(0x00) if first.len() >= 12 => {}
+        Some(0xff) => return Err(ErrPacket::parse(&first).unwrap_or_else(malformed_err)),
+        _ => {
+            conn.broken = true;
+            return Err(lost("malformed answer to COM_STMT_PREPARE"));
+        }
+    }
+    let id = u32::from_le_bytes([first[1], first[2], first[3], first[4]]);
+    let columns = u16::from_le_bytes([first[5], first[6]]);
+    let count = u16::from_le_bytes([first[7], first[8]]);
+    read_defs(conn, u64::from(count)).await?;
+    read_defs(conn, u64::from(columns)).await?;
+    let mut bound = Vec::with_capacity(part.params.len());
+    for &i in &part.params {
+        match params.get(usize::from(i)) {
+            Some(p) => bound.push(p),
+            None => {
+                let _ = conn.close_stmt(id).await;
+                return Err(not_supported("sluice: internal error: a parameter is missing"));
+            }
+        }
+    }
+    if usize::from(count) != bound.len() {
+        let _ = conn.close_stmt(id).await;
+        return Err(not_supported(format!(
+            "sluice: a sub-table's statement has {count} parameters where sluice bound {}",
+            bound.len()
+        )));
+    }
+    let mut body = Vec::with_capacity(16 + bound.iter().map(|p| p.value.len() + 3).sum::<usize>());
+    body.extend_from_slice(&id.to_le_bytes());
+    body.push(0); // no cursor
+    body.extend_from_slice(&1u32.to_le_bytes());
+    RawParam::encode_block(&bound, &mut body);
+    conn.send_command(COM_STMT_EXECUTE, &body)
+        .await
+        .map_err(|e| lost(&e.to_string()))?;
+    conn.close_stmt(id).await.map_err(|e| lost(&e.to_string()))
+}
+
+/// The column types of a result's definitions, to decode its binary rows
+/// (None when the part ran as text).
+pub(super) fn binary_metas(part: &Part, defs: &[Bytes]) -> Result<Option<Vec<ColumnMeta>>, ErrPacket> {
+    if part.params.is_empty() {
+        return Ok(None);
+    }
+    defs.iter()
+        .map(|d| crate::merge::parse_column_def(d).ok_or_else(|| lost("malformed column definition")))
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
 /// Read the rows of a result up to its terminator (buffered: only for
 /// results that are small or must be read whole).
 pub(super) async fn read_rows(conn: &mut BackendConn) -> Result<VecDeque<TextRow>, ErrPacket> {
+    read_rows_as(conn, None).await
+}
+
+/// [`read_rows`], of binary rows when `binary` gives their column types.
+pub(super) async fn read_rows_as(
+    conn: &mut BackendConn,
+    binary: Option<&[ColumnMeta]>,
+) -> Result<VecDeque<TextRow>, ErrPacket> {
     let mut rows = VecDeque::new();
     loop {
         let p = read_payload(conn).await?;
         match p.first() {
             Some(0xfe) if p.len() < MAX_FRAME => return Ok(rows),
             Some(0xff) => return Err(ErrPacket::parse(&p).unwrap_or_else(malformed_err)),
-            _ => match TextRow::parse(p.freeze()) {
-                Ok(r) => rows.push_back(r),
-                Err(e) => {
-                    conn.broken = true;
-                    return Err(not_supported(format!("sluice: {e}")));
+            _ => {
+                let row = match binary {
+                    Some(m) => binary_row_to_text(&p, m),
+                    None => TextRow::parse(p.freeze()),
+                };
+                match row {
+                    Ok(r) => rows.push_back(r),
+                    Err(e) => {
+                        conn.broken = true;
+                        return Err(not_supported(format!("sluice: {e}")));
+                    }
                 }
-            },
+            }
         }
     }
 }

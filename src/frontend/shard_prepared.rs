@@ -202,12 +202,12 @@ impl Session {
                 .send_err(&error::unknown_stmt(id, "mysqld_stmt_execute"))
                 .await;
         };
-        let values = match params::decode(payload, n, stmt.types.as_deref(), &long) {
+        let (values, raw) = match params::decode(payload, n, stmt.types.as_deref(), &long) {
             Ok(d) => {
                 if let Some(t) = d.bound_types {
                     stmt.types = Some(t);
                 }
-                d.values
+                (d.values, d.raw)
             }
             Err(e) => return self.send_err(&error::bad_params(&e)).await,
         };
@@ -258,7 +258,10 @@ impl Session {
                 ))
                 .await
             }
-            Ok(Some(plan)) => self.run_plan(plan, RowFormat::Binary, &class, &sql, src).await,
+            Ok(Some(plan)) => {
+                self.run_plan(plan, RowFormat::Binary, &class, &sql, src, &raw)
+                    .await
+            }
         }
     }
 

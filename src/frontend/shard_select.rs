@@ -19,9 +19,11 @@ use crate::protocol::packets::{eof_packet, put_lenenc, ErrPacket};
 use crate::shard::Part;
 
 use super::shard_io::{
-    lost, not_supported, read_head, read_rows, send_query, BufferedSource, Head, PartLog, ShardSource,
+    binary_metas, execute_part, lost, not_supported, read_head, read_rows_as, send_part, BufferedSource,
+    Head, PartLog, ShardSource,
 };
 use super::{Closed, CmdResult, Conn, Session};
+use crate::frontend::params::RawParam;
 
 /// Flush merged rows to the client in batches of about this size.
 const FLUSH_AT: usize = 256 * 1024;
@@ -42,6 +44,7 @@ impl Session {
         merge: merge::MergeSpec,
         wildcard_helpers: Option<usize>,
         format: RowFormat,
+        params: &[RawParam],
     ) -> CmdResult {
         // One part in group 0 with nothing to merge, as text: the shard's
         // answer is the answer.
@@ -52,6 +55,7 @@ impl Session {
             && wildcard_helpers.is_none()
             && parts[0].group == 0
             && format == RowFormat::Text
+            && parts[0].params.is_empty()
         {
             let route = self.route_read(None).await;
             let mut payload = Vec::with_capacity(1 + parts[0].sql.len());
@@ -76,7 +80,9 @@ impl Session {
             return Ok(());
         }
         if self.in_transaction() || self.state.pins.reason().is_some() || self.state.ro_tx.is_some() {
-            return self.select_buffered(parts, merge, wildcard_helpers, format).await;
+            return self
+                .select_buffered(parts, merge, wildcard_helpers, format, params)
+                .await;
         }
         // Scatter: one connection per part, all queries sent before any is read.
         let log_on = self.rt.config.log.sql_log;
@@ -87,10 +93,16 @@ impl Session {
                 Err(e) => return self.send_err(&e).await,
             };
             let log = PartLog::start(log_on, &part.sql, &label, part.shard);
-            if let Err(e) = send_query(&mut conn, &part.sql).await {
+            if let Err(e) = send_part(&mut conn, part).await {
                 return self.send_err(&e).await;
             }
             conns.push((conn, log));
+        }
+        // Parts with parameters: their statements are prepared; execute them.
+        for ((conn, _), part) in conns.iter_mut().zip(&parts) {
+            if let Err(e) = execute_part(conn, part, params).await {
+                return self.send_err(&e).await;
+            }
         }
         let mut heads = Vec::with_capacity(conns.len());
         for (conn, _) in conns.iter_mut() {
@@ -100,10 +112,15 @@ impl Session {
             }
         }
         let mut defs = None;
-        for h in heads {
+        let mut binary = Vec::with_capacity(heads.len());
+        for (h, part) in heads.into_iter().zip(&parts) {
             match h {
                 Head::Error(e) => return self.send_err(&e).await,
                 Head::Columns(d) => {
+                    match binary_metas(part, &d) {
+                        Ok(m) => binary.push(m),
+                        Err(e) => return self.send_err(&e).await,
+                    }
                     if defs.is_none() {
                         defs = Some(d);
                     }
@@ -113,10 +130,12 @@ impl Session {
         let defs = defs.unwrap_or_default();
         let sources = conns
             .into_iter()
-            .map(|(conn, log)| ShardSource {
+            .zip(binary)
+            .map(|((conn, log), binary)| ShardSource {
                 conn,
                 done: false,
                 log,
+                binary,
             })
             .collect();
         let origin = parts[0].group;
@@ -163,6 +182,7 @@ impl Session {
         merge: merge::MergeSpec,
         wildcard_helpers: Option<usize>,
         format: RowFormat,
+        params: &[RawParam],
     ) -> CmdResult {
         let log_on = self.rt.config.log.sql_log;
         let mut defs = None;
@@ -173,12 +193,15 @@ impl Session {
             let log = PartLog::start(log_on, &part.sql, &label, part.shard);
             let r = async {
                 let conn = self.group_master(part.group).await?;
-                send_query(conn, &part.sql).await?;
+                send_part(conn, part).await?;
+                execute_part(conn, part, params).await?;
                 let d = match read_head(conn).await? {
                     Head::Columns(d) => d,
                     Head::Error(e) => return Err(e),
                 };
-                Ok((d, read_rows(conn).await?))
+                let binary = binary_metas(part, &d)?;
+                let rows = read_rows_as(conn, binary.as_deref()).await?;
+                Ok((d, rows))
             }
             .await;
             super::shard_io::log_done(log, r.is_ok());
@@ -255,6 +278,13 @@ impl Session {
                 )))
                 .await;
         }
+        // For the column definitions: what each visible column merges, and its shard type.
+        let kinds: Vec<(Option<merge::AggKind>, merge::ColumnMeta)> = metas
+            .iter()
+            .take(spec.visible)
+            .enumerate()
+            .map(|(i, m)| (agg_kind(&spec, i), *m))
+            .collect();
         let mut merger = match Merger::new(sources, spec, metas) {
             Ok(m) => m,
             Err(MergeError::Unsupported(why)) => {
@@ -272,7 +302,10 @@ impl Session {
         for (i, d) in defs.iter().take(visible).enumerate() {
             let out = out_metas
                 .get(i)
-                .and_then(|m| merge::rewrite_column_def(d, m))
+                .and_then(|m| {
+                    let (kind, shard) = kinds.get(i).map_or((None, None), |(k, s)| (*k, Some(s)));
+                    merged_column_def(d, shard, m, kind)
+                })
                 .unwrap_or_else(|| d.to_vec());
             self.client.queue(&mut seq, &out);
         }
@@ -309,6 +342,56 @@ impl Session {
         self.client
             .queue(&mut seq, &eof_packet(self.caps, self.state.status, 0));
         self.client.flush().await.map_err(|_| Closed)
+    }
+}
+
+/// The aggregate merged into column `col`, if any.
+fn agg_kind(spec: &merge::MergeSpec, col: usize) -> Option<merge::AggKind> {
+    spec.group
+        .as_ref()?
+        .aggs
+        .iter()
+        .find(|a| a.col == col)
+        .map(|a| a.kind)
+}
+
+/// BIGINT's display length (what the server announces for COUNT).
+const COUNT_LENGTH: u32 = 21;
+/// Digits SUM adds to its argument's precision (MariaDB's DECIMAL_LONGLONG_DIGITS)
+/// and AVG adds (div_precision_increment's default, as for the scale).
+const SUM_DIGITS: u32 = 22;
+const AVG_DIGITS: u32 = 4;
+const DECIMAL_MAX_PRECISION: u32 = 65;
+
+/// The definition the server gives a merged column of the original statement: the
+/// shard's definition with the merge's type, flags and decimals, and for AVG and
+/// COUNT(DISTINCT) the length (and origin) the server computes for them, which the
+/// shard's partial column (a SUM, or x itself) does not carry.
+fn merged_column_def(
+    def: &[u8],
+    shard: Option<&merge::ColumnMeta>,
+    out: &merge::ColumnMeta,
+    kind: Option<merge::AggKind>,
+) -> Option<Vec<u8>> {
+    match kind {
+        Some(merge::AggKind::CountDistinct) => merge::computed_column_def(def, out, COUNT_LENGTH, true),
+        Some(merge::AggKind::Avg { .. }) if out.column_type == merge::types::NEWDECIMAL => {
+            // The shard column is SUM(x): precision p(x) + 22 (at most 65), so AVG's is
+            // p(x) + 4. Length = precision + point + sign, as the server writes it.
+            let shard = shard?;
+            let unsigned = shard.flags & merge::flags::UNSIGNED != 0;
+            let sign = u32::from(!unsigned);
+            let sum_len = merge::column_length(def)?;
+            let sum_precision = sum_len.checked_sub(u32::from(shard.decimals > 0) + sign)?;
+            if sum_precision >= DECIMAL_MAX_PRECISION {
+                // The argument's precision is not known (SUM is capped): keep the SUM's.
+                return merge::rewrite_column_def(def, out);
+            }
+            let precision = (sum_precision.checked_sub(SUM_DIGITS)? + AVG_DIGITS).min(DECIMAL_MAX_PRECISION);
+            let length = precision + u32::from(out.decimals > 0) + sign;
+            merge::computed_column_def(def, out, length, false)
+        }
+        _ => merge::rewrite_column_def(def, out),
     }
 }
 

@@ -29,7 +29,7 @@ fn run(
 ) -> Result<Option<ShardPlan>, Refusal> {
     match params {
         None => crate::shard::plan(text, db, &rt.shard_rules),
-        Some((p, cs)) => crate::shard::plan_with_charset(text, p, cs, db, &rt.shard_rules),
+        Some((p, cs)) => crate::shard::plan_prepared(text, p, cs, db, &rt.shard_rules),
     }
 }
 
@@ -102,7 +102,8 @@ impl Session {
                 Ok(true)
             }
             Ok(Some(plan)) => {
-                self.run_plan(plan, RowFormat::Text, c, sql, Source::Text).await?;
+                self.run_plan(plan, RowFormat::Text, c, sql, Source::Text, &[])
+                    .await?;
                 Ok(true)
             }
         }
@@ -237,6 +238,7 @@ impl Session {
     /// statement as the client sent it, planned by the router like any
     /// other, so a write's effects (counter bumps, causal snapshot,
     /// ROW_COUNT(), pins) are applied by the pipeline's one `apply`.
+    /// `params`: a prepared statement's parameters as the client sent them.
     pub(super) async fn run_plan(
         &mut self,
         plan: ShardPlan,
@@ -244,6 +246,7 @@ impl Session {
         c: &Classified,
         sql: &[u8],
         src: Source,
+        params: &[crate::frontend::params::RawParam],
     ) -> CmdResult {
         if let Some(pin) = self.state.pins.reason() {
             if plan.parts().iter().any(|p| p.group != 0) {
@@ -283,7 +286,9 @@ impl Session {
             } => {
                 // A read has no effect the pipeline applies; what it leaves
                 // for ROW_COUNT() is -1.
-                let r = self.run_select(parts, merge, wildcard_helpers, format).await;
+                let r = self
+                    .run_select(parts, merge, wildcard_helpers, format, params)
+                    .await;
                 self.state.prev.row_count = -1;
                 r
             }

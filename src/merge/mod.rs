@@ -65,8 +65,8 @@ pub use pipeline::Merger;
 pub use row::{encode_text_row, TextRow};
 pub use spec::{AggKind, AggSpec, CmpOp, Expr, GroupSpec, Limit, MergeSpec, SortKey, Value};
 pub use value::{
-    column_origin, compare, exact_order, flags, orderable, parse_column_def, rewrite_column_def, types,
-    ColumnMeta,
+    column_length, column_origin, compare, computed_column_def, exact_order, flags, orderable,
+    parse_column_def, rewrite_column_def, types, ColumnMeta,
 };
 
 /// Errors of the merge. [`MergeError::Unsupported`] maps to `ER_NOT_SUPPORTED_YET`

@@ -141,6 +141,49 @@ pub fn rewrite_column_def(payload: &[u8], meta: &ColumnMeta) -> Option<Vec<u8>> 
     Some(out)
 }
 
+/// The display length of a column definition.
+pub fn column_length(payload: &[u8]) -> Option<u32> {
+    let pos = fixed_fields(payload)?;
+    let f = payload.get(pos + 2..pos + 6)?;
+    Some(u32::from_le_bytes([f[0], f[1], f[2], f[3]]))
+}
+
+/// A copy of a column definition with `meta`'s type, flags, decimals and character
+/// set, the display length `length`, and, when `expression`, no origin (schema, table,
+/// org_table and org_name empty: the server sends none for a computed column such as
+/// `COUNT(DISTINCT x)`, while the shard's column was `x` itself). `None` if malformed.
+pub fn computed_column_def(
+    payload: &[u8],
+    meta: &ColumnMeta,
+    length: u32,
+    expression: bool,
+) -> Option<Vec<u8>> {
+    let mut out = rewrite_column_def(payload, meta)?;
+    let pos = fixed_fields(&out)?;
+    out[pos + 2..pos + 6].copy_from_slice(&length.to_le_bytes());
+    if !expression {
+        return Some(out);
+    }
+    // catalog, schema, table, org_table, name, org_name: keep catalog and name.
+    let mut fields: Vec<&[u8]> = Vec::with_capacity(6);
+    let mut at = 0usize;
+    for _ in 0..6 {
+        let (len, n) = read_lenenc_int(out.get(at..)?)?;
+        let start = at.checked_add(n)?;
+        let end = start.checked_add(usize::try_from(len).ok()?)?;
+        fields.push(out.get(start..end)?);
+        at = end;
+    }
+    let mut def = bytes::BytesMut::with_capacity(out.len());
+    for (i, f) in fields.iter().enumerate() {
+        let keep: &[u8] = if i == 0 || i == 4 { f } else { &[] };
+        super::row::put_lenenc_int(&mut def, keep.len() as u64);
+        def.extend_from_slice(keep);
+    }
+    def.extend_from_slice(out.get(at..)?);
+    Some(def.to_vec())
+}
+
 /// Reads a length-encoded integer: (value, bytes used). `0xFB` (NULL) and `0xFF` are
 /// not integers here.
 pub(super) fn read_lenenc_int(b: &[u8]) -> Option<(u64, usize)> {

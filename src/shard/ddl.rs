@@ -208,6 +208,7 @@ fn broadcast(ctx: &Ctx<'_>, rule: &ShardRule, name: &ObjectName) -> Result<Optio
                 quote(&rule.sub_table(s)),
                 &ctx.src.text[b..]
             ),
+            params: Vec::new(),
         })
         .collect();
     Ok(Some(ShardPlan::Write { parts, ddl: true }))

@@ -243,6 +243,7 @@ pub(super) fn plan_insert(mut ins: Insert, ctx: &Ctx<'_>) -> Result<Option<Shard
             shard,
             group: rule.group_of(shard),
             sql: Statement::Insert(one).to_string(),
+            params: Vec::new(),
         });
     }
     Ok(Some(ShardPlan::Write { parts, ddl: false }))
@@ -396,6 +397,7 @@ pub(super) fn plan_update(mut u: Update, ctx: &Ctx<'_>) -> Result<Option<ShardPl
             shard: s,
             group: rule.group_of(s),
             sql: Statement::Update(one).to_string(),
+            params: Vec::new(),
         });
     }
     Ok(Some(ShardPlan::Write { parts, ddl: false }))
@@ -485,6 +487,7 @@ pub(super) fn plan_delete(mut d: Delete, ctx: &Ctx<'_>) -> Result<Option<ShardPl
             shard: s,
             group: rule.group_of(s),
             sql: Statement::Delete(one).to_string(),
+            params: Vec::new(),
         });
     }
     Ok(Some(ShardPlan::Write { parts, ddl: false }))

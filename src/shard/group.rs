@@ -503,18 +503,11 @@ impl<'c, 'a> Grouped<'c, 'a> {
             None => None,
         };
 
-        if self.count_distinct.is_some()
-            && self
-                .kinds
-                .iter()
-                .any(|k| matches!(k, Kind::Agg | Kind::Any | Kind::AvgCount))
-        {
-            return refuse(format!(
-                "sluice: COUNT(DISTINCT …) on sharded table {table} is supported across shards only \
-                 with group keys beside it"
-            ));
-        }
-
+        // COUNT(DISTINCT x) beside other aggregates: the shards group by (keys, x), so
+        // every other aggregate arrives as partials of the (keys, x) sub-groups, which
+        // combine like partials of shards (counts and sums add, MIN/MAX of MIN/MAX, AVG
+        // from its SUM and COUNT); x itself is counted once per run of equal values in
+        // the merged stream sorted by (keys, x).
         // The shards' order: the client's when it only uses group keys, else the keys.
         let keys_only = !client_sort.is_empty() && client_sort.iter().all(|k| self.kinds[k.col] == Kind::Key);
         let (mut shard_sort, order_after) = if keys_only {

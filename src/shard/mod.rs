@@ -57,7 +57,9 @@ use crate::merge as spec;
 
 pub use bind::{needs_charset, Charset, ParamValue, Temporal};
 pub use describe::{describe, Describe};
-pub use plan::{bind_merge, plan, plan_with_charset, plan_with_params, Part, Refusal, ShardPlan};
+pub use plan::{
+    bind_merge, plan, plan_prepared, plan_with_charset, plan_with_params, Part, Refusal, ShardPlan,
+};
 pub use rule::{
     crc32, normalize_key, parse_atlas, KeyCollation, KeyValue, ShardFn, ShardRule, ShardRules,
     DEFAULT_MAX_STATEMENT_SIZE,

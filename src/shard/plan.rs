@@ -45,6 +45,12 @@ pub struct Part {
     /// Backend group holding the sub-table.
     pub group: usize,
     pub sql: String,
+    /// For a prepared SELECT planned with its placeholders kept ([`plan_with_charset`]):
+    /// the client's parameter index of each `?` of `sql`, in order. Such a part runs as
+    /// a prepared statement on its sub-table with the client's own typed parameters, so
+    /// the server computes exactly what it computes for the unsharded statement. Empty:
+    /// `sql` has no placeholder (text, or values written in as literals).
+    pub params: Vec<u16>,
 }
 
 /// How a statement on a sharded table runs.
@@ -158,6 +164,159 @@ pub fn plan_with_charset(
     rules: &ShardRules,
 ) -> Result<Option<ShardPlan>, Refusal> {
     plan_inner(sql, Some(params), cs, current_db, rules)
+}
+
+/// Plans a prepared statement for execution: a SELECT with its placeholders kept, each
+/// part carrying the client's parameter order ([`Part::params`]), the shards chosen by
+/// the values; anything else (writes, and SELECTs whose shape needs a parameter's value
+/// in the merge, such as one in HAVING) as [`plan_with_charset`] does.
+pub fn plan_prepared(
+    sql: &str,
+    params: &[ParamValue],
+    cs: &Charset,
+    current_db: Option<&str>,
+    rules: &ShardRules,
+) -> Result<Option<ShardPlan>, Refusal> {
+    let literal = plan_inner(sql, Some(params), cs, current_db, rules);
+    if params.is_empty() {
+        return literal;
+    }
+    // A SELECT is planned again with its placeholders kept, to run as a prepared
+    // statement on each sub-table with the client's typed parameters: the only way the
+    // server computes (types, lengths, nullability, DECIMAL arithmetic) exactly what it
+    // computes for the unsharded statement. The values still choose the shards. When that
+    // plan is refused (a parameter where the merge needs a value, as in HAVING) the
+    // values written in as literals stand.
+    let forced: Option<Vec<u32>> = match &literal {
+        Ok(Some(ShardPlan::Select { parts, .. })) => Some(parts.iter().map(|p| p.shard).collect()),
+        // Refused with the values written in (`LIMIT '3'` is not SQL): every shard.
+        Err(_) => None,
+        Ok(_) => return literal,
+    };
+    match plan_placeholders(sql, params, forced.as_deref(), current_db, rules) {
+        Ok(Some(p @ ShardPlan::Select { .. })) => Ok(Some(p)),
+        _ => literal,
+    }
+}
+
+/// Plans a prepared SELECT with its placeholders kept (see [`Part::params`]). Each `?` is
+/// tagged with its parameter index (`?3`, which sqlparser keeps as a placeholder and
+/// renders as written) so that every rewrite (helper columns, `AVG` split into `SUM` and
+/// `COUNT`, ORDER BY as positions) keeps track of it; the tags are then read back from
+/// each part's text with the tokenizer and turned into plain `?`.
+fn plan_placeholders(
+    sql: &str,
+    params: &[ParamValue],
+    forced: Option<&[u32]>,
+    current_db: Option<&str>,
+    rules: &ShardRules,
+) -> Result<Option<ShardPlan>, Refusal> {
+    // The same bound as the literal plan's: memory and time in proportion to the size.
+    let size = sql.len() + params.iter().map(written_len).sum::<usize>();
+    if size > rules.max_statement_size() {
+        return Err(Refusal("sluice: statement too large".into()));
+    }
+    let mut tokens = tokenize(sql).map_err(Refusal)?;
+    let Some(named) = mentions_tokens(rules, &tokens) else {
+        return Ok(None);
+    };
+    let mut index = 0usize;
+    for t in &mut tokens {
+        if let Token::Placeholder(p) = &mut t.token {
+            if p != "?" {
+                return Err(Refusal(format!("sluice: the placeholder {p} is not supported")));
+            }
+            *p = format!("?{index}");
+            index += 1;
+        }
+    }
+    if index != params.len() {
+        return Err(Refusal("sluice: parameter count mismatch".into()));
+    }
+    let src = Source::new(sql);
+    pad_odd_hex(&mut tokens, &src);
+    // Only shallow statements: deeper ones keep the literal plan (planned on a thread
+    // with a larger stack).
+    if depth_bound(&tokens) > INLINE_DEPTH {
+        return Err(Refusal("sluice: deep statement".into()));
+    }
+    let mut stmts = parse(tokens.clone()).map_err(|e| {
+        Refusal(format!(
+            "sluice: cannot parse this statement on sharded table {named}: {e}"
+        ))
+    })?;
+    if stmts.len() != 1 {
+        return Err(Refusal("sluice: not one statement".into()));
+    }
+    let mut stmt = stmts.remove(0);
+    let placeholder_at: Vec<(u64, u64)> = tokens
+        .iter()
+        .filter(|t| matches!(t.token, Token::Placeholder(_)))
+        .map(|t| (t.span.start.line, t.span.start.column))
+        .collect();
+    name_parameter_items(&mut stmt, &tokens, &placeholder_at, &src);
+    let Statement::Query(q) = stmt else {
+        return Ok(None);
+    };
+    let ctx = Ctx {
+        rules,
+        db: current_db,
+        src,
+        tokens,
+        spliceable: true,
+        forced_shards: forced,
+        values: Some(params),
+    };
+    let Some(ShardPlan::Select {
+        mut parts,
+        merge,
+        wildcard_helpers,
+    }) = select::plan_query(*q, &ctx)?
+    else {
+        return Ok(None);
+    };
+    for part in &mut parts {
+        let (sql, order) = untag(&part.sql, params.len())?;
+        part.sql = sql;
+        part.params = order;
+    }
+    Ok(Some(ShardPlan::Select {
+        parts,
+        merge,
+        wildcard_helpers,
+    }))
+}
+
+/// A part's text with its tagged placeholders (`?3`) made plain (`?`), and the parameter
+/// index of each, in order of appearance. Read with the tokenizer, so text inside string
+/// literals, quoted names and comments is never taken for a placeholder.
+fn untag(sql: &str, count: usize) -> Result<(String, Vec<u16>), Refusal> {
+    let internal = || Refusal("sluice: internal error: placeholder lost in a rewrite".into());
+    let tokens = tokenize(sql).map_err(|_| internal())?;
+    let src = Source::new(sql);
+    let mut out = String::with_capacity(sql.len());
+    let mut order = Vec::new();
+    let mut at = 0usize;
+    for t in &tokens {
+        let Token::Placeholder(p) = &t.token else { continue };
+        let i: usize = p
+            .strip_prefix('?')
+            .and_then(|d| d.parse().ok())
+            .ok_or_else(internal)?;
+        if i >= count {
+            return Err(internal());
+        }
+        let (a, b) = src
+            .offset(t.span.start)
+            .zip(src.offset(t.span.end))
+            .ok_or_else(internal)?;
+        out.push_str(sql.get(at..a).ok_or_else(internal)?);
+        out.push('?');
+        at = b;
+        order.push(u16::try_from(i).map_err(|_| internal())?);
+    }
+    out.push_str(sql.get(at..).ok_or_else(internal)?);
+    Ok((out, order))
 }
 
 fn plan_inner(
@@ -288,6 +447,10 @@ fn plan_parsed(
         src,
         tokens,
         spliceable: !prepared || placeholder_count == 0,
+        forced_shards: None,
+        // Prepared (values written in as literals): LIMIT takes their string and
+        // DOUBLE forms too (see `select::parse_limit`).
+        values: prepared.then_some(&[]),
     };
     let planned = plan_statement(stmt, &ctx)?;
     if planned.is_some() && !prepared && placeholder_count > 0 {
@@ -448,6 +611,11 @@ pub(crate) struct Ctx<'a> {
     pub tokens: Vec<TokenWithSpan>,
     /// Token locations match the original text (no parameter was substituted).
     pub spliceable: bool,
+    /// A prepared SELECT planned with its placeholders kept: the shards its values
+    /// route to (from the plan with the values written in).
+    pub forced_shards: Option<&'a [u32]>,
+    /// The parameter values, for placeholders that must become numbers (`LIMIT ?`).
+    pub values: Option<&'a [ParamValue]>,
 }
 
 /// A table name resolved to a shard rule.

@@ -6,6 +6,7 @@ use sqlparser::ast::{
     Value,
 };
 
+use super::bind::ParamValue;
 use super::literal::unsigned;
 use super::plan::{Ctx, Part, Refusal, Resolved, ShardPlan};
 use super::route::KeyCtx;
@@ -126,7 +127,10 @@ pub(super) fn plan_query(mut q: Query, ctx: &Ctx<'_>) -> Result<Option<ShardPlan
     }
 
     let key = KeyCtx { rule, qualifiers };
-    let shards = key.route(select_mut(&mut q)?.selection.as_ref());
+    let shards = match ctx.forced_shards {
+        Some(s) => s.to_vec(),
+        None => key.route(select_mut(&mut q)?.selection.as_ref()),
+    };
 
     // One shard holds every row the statement can see: it runs as the client wrote it.
     let (template, merge, wildcard_helpers) = if shards.len() == 1 {
@@ -135,7 +139,7 @@ pub(super) fn plan_query(mut q: Query, ctx: &Ctx<'_>) -> Result<Option<ShardPlan
         let visible = if wildcard { 0 } else { sel.projection.len() };
         (q, MergeSpec::concat(visible), wildcard.then_some(0))
     } else {
-        let limit = parse_limit(&q.limit_clause, &table)?;
+        let limit = parse_limit(&q.limit_clause, &table, ctx.values)?;
         shape(q, limit, &table, ctx)?
     };
 
@@ -163,6 +167,7 @@ pub(super) fn plan_query(mut q: Query, ctx: &Ctx<'_>) -> Result<Option<ShardPlan
             shard: s,
             group: rule.group_of(s),
             sql: Statement::Query(Box::new(q)).to_string(),
+            params: Vec::new(),
         });
     }
     Ok(Some(ShardPlan::Select {
@@ -348,7 +353,11 @@ fn check_joins(s: &Select, found: &Found<'_>, table: &str) -> Result<(), Refusal
 }
 
 /// `LIMIT n`, `LIMIT o, n`, `LIMIT n OFFSET o` → (o, n).
-fn parse_limit(l: &Option<LimitClause>, table: &str) -> Result<Option<(u64, u64)>, Refusal> {
+fn parse_limit(
+    l: &Option<LimitClause>,
+    table: &str,
+    values: Option<&[ParamValue]>,
+) -> Result<Option<(u64, u64)>, Refusal> {
     let Some(l) = l else { return Ok(None) };
     let (offset, count) = match l {
         LimitClause::OffsetCommaLimit { offset, limit } => (Some(offset), limit),
@@ -365,6 +374,9 @@ fn parse_limit(l: &Option<LimitClause>, table: &str) -> Result<Option<(u64, u64)
     };
     let num = |e: &Expr| -> Result<u64, Refusal> {
         if let Expr::Value(v) = e {
+            if let (Value::Placeholder(tag), Some(values)) = (&v.value, values) {
+                return limit_param(tag, values, table);
+            }
             if matches!(v.value, Value::Placeholder(_)) {
                 return refuse(format!(
                     "sluice: LIMIT with placeholders on sharded table {table} is not supported \
@@ -372,11 +384,63 @@ fn parse_limit(l: &Option<LimitClause>, table: &str) -> Result<Option<(u64, u64)
                 ));
             }
         }
-        unsigned(e).ok_or_else(|| Refusal(format!("sluice: LIMIT on sharded table {table} must be a number")))
+        if let (Some(n), _) | (None, Some(n)) = (unsigned(e), values.and_then(|_| bound_limit(e))) {
+            return Ok(n);
+        }
+        refuse(format!("sluice: LIMIT on sharded table {table} must be a number"))
     };
     let o = match offset {
         Some(o) => num(o)?,
         None => 0,
     };
     Ok(Some((o, num(count)?)))
+}
+
+/// In a prepared statement, a LIMIT parameter written in as a literal: the string or
+/// DOUBLE forms of a whole number (`'3'`, `3e0`) that MariaDB takes for `LIMIT ?`.
+fn bound_limit(e: &Expr) -> Option<u64> {
+    let Expr::Value(v) = e else { return None };
+    match &v.value {
+        Value::SingleQuotedString(s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
+            s.parse().ok()
+        }
+        Value::Number(s, false) => {
+            let f: f64 = s.parse().ok()?;
+            (f.fract() == 0.0 && (0.0..1.8e19).contains(&f)).then_some(f as u64)
+        }
+        _ => None,
+    }
+}
+
+/// The number a `LIMIT ?` parameter stands for (placeholder `tag` is `?<index>`, see
+/// `plan.rs`): MariaDB takes an integer, or a string or number holding one (`'3'`, `3.0`).
+/// Anything else is refused rather than guessed.
+fn limit_param(tag: &str, values: &[ParamValue], table: &str) -> Result<u64, Refusal> {
+    let refuse_it = || {
+        Refusal(format!(
+            "sluice: a LIMIT parameter on sharded table {table} must be a non-negative whole number"
+        ))
+    };
+    let v = tag
+        .strip_prefix('?')
+        .and_then(|i| i.parse::<usize>().ok())
+        .and_then(|i| values.get(i))
+        .ok_or_else(refuse_it)?;
+    let digits = |b: &[u8]| -> Option<u64> {
+        let s = std::str::from_utf8(b).ok()?;
+        let s = s.strip_prefix('+').unwrap_or(s);
+        let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+        if int.is_empty() || !int.bytes().all(|c| c.is_ascii_digit()) || !frac.bytes().all(|c| c == b'0') {
+            return None;
+        }
+        int.parse().ok()
+    };
+    match v {
+        ParamValue::Int(i) => u64::try_from(*i).ok(),
+        ParamValue::UInt(u) => Some(*u),
+        ParamValue::Float(f) if f.fract() == 0.0 && *f >= 0.0 && *f < 1.8e19 => Some(*f as u64),
+        ParamValue::Bytes(b) | ParamValue::Decimal(b) => digits(b),
+        _ => None,
+    }
+    .ok_or_else(refuse_it)
 }

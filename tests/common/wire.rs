@@ -188,6 +188,13 @@ pub enum Param {
     Null,
     Int(i64),
     Str(String),
+    /// Any other type: the MYSQL_TYPE code, the unsigned flag and the value's bytes
+    /// exactly as COM_STMT_EXECUTE carries them (length prefix included).
+    Raw {
+        ty: u8,
+        unsigned: bool,
+        value: Vec<u8>,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -219,6 +226,10 @@ pub struct Wire {
     pub greeting: Greeting,
     pub timeout: Duration,
     broken: Option<String>,
+    /// Keep the raw payload of every row of the last command in `raw_rows` (for
+    /// byte-for-byte comparisons; off by default).
+    pub keep_raw: bool,
+    pub raw_rows: Vec<Vec<u8>>,
 }
 
 fn lenenc(b: &mut &[u8]) -> Option<u64> {
@@ -494,6 +505,8 @@ impl Wire {
             },
             timeout,
             broken: None,
+            keep_raw: false,
+            raw_rows: Vec::new(),
         };
         let (_, g) = w.read_packet().await?;
         if let Some(e) = parse_err(&g) {
@@ -635,6 +648,7 @@ impl Wire {
     /// MORE_RESULTS_EXISTS, each an OK, an ERR (which ends it) or a result set.
     async fn results(&mut self, binary: bool) -> Result<Reply, String> {
         let mut parts = Vec::new();
+        self.raw_rows.clear();
         loop {
             let (_, p) = self.read_packet().await?;
             let more = match p.first() {
@@ -684,6 +698,9 @@ impl Wire {
                             }));
                             parts.push(Part::Err(parse_err(&r).ok_or("malformed ERR")?));
                             break None;
+                        }
+                        if self.keep_raw {
+                            self.raw_rows.push(r.clone());
                         }
                         let row = if binary {
                             binary_row(&r, &columns)
@@ -802,12 +819,13 @@ impl Wire {
             p.extend_from_slice(&bitmap);
             p.push(1); // types follow
             for v in params {
-                let ty = match v {
-                    Param::Null => 0x06,
-                    Param::Int(_) => 0x08,
-                    Param::Str(_) => 0xfd,
+                let (ty, flag) = match v {
+                    Param::Null => (0x06, 0),
+                    Param::Int(_) => (0x08, 0),
+                    Param::Str(_) => (0xfd, 0),
+                    Param::Raw { ty, unsigned, .. } => (*ty, if *unsigned { 0x80 } else { 0 }),
                 };
-                p.extend_from_slice(&[ty, 0]);
+                p.extend_from_slice(&[ty, flag]);
             }
             for v in params {
                 match v {
@@ -817,6 +835,7 @@ impl Wire {
                         put_lenenc(&mut p, s.len() as u64);
                         p.extend_from_slice(s.as_bytes());
                     }
+                    Param::Raw { value, .. } => p.extend_from_slice(value),
                 }
             }
         }

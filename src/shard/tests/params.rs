@@ -367,3 +367,121 @@ fn hex_bound_keys_route() {
     .unwrap();
     assert_eq!(insert.parts()[0].shard, plain.parts()[0].shard);
 }
+
+// --- plan_prepared: SELECTs keep their placeholders --------------------------------------
+
+fn prepared(sql: &str, params: &[ParamValue]) -> Vec<(u32, String, Vec<u16>)> {
+    let p = plan_prepared(sql, params, &utf8(), Some("test"), &rules())
+        .unwrap()
+        .unwrap();
+    p.parts()
+        .iter()
+        .map(|x| (x.shard, x.sql.clone(), x.params.clone()))
+        .collect()
+}
+
+#[test]
+fn prepared_select_keeps_placeholders_and_routes_by_value() {
+    let parts = prepared(
+        "SELECT amount * ?, id FROM post_reply WHERE tid = ? AND amount = ?",
+        &[
+            ParamValue::Decimal(b"1.5".to_vec()),
+            ParamValue::Int(6),
+            ParamValue::Decimal(b"2".to_vec()),
+        ],
+    );
+    assert_eq!(parts.len(), 1);
+    assert_eq!(parts[0].0, 2);
+    assert!(!parts[0].1.contains("1.5"), "{}", parts[0].1);
+    assert_eq!(parts[0].2, vec![0, 1, 2]);
+    // IN list values route; their placeholders stay on every shard asked.
+    let parts = prepared(
+        "SELECT id FROM post_reply WHERE tid IN (?, ?) ORDER BY id",
+        &[ParamValue::Int(1), ParamValue::Int(5)],
+    );
+    assert_eq!(parts.iter().map(|p| p.0).collect::<Vec<_>>(), vec![1]);
+    let parts = prepared(
+        "SELECT id FROM post_reply WHERE tid IN (?, ?) ORDER BY id",
+        &[ParamValue::Int(1), ParamValue::Int(2)],
+    );
+    assert_eq!(parts.iter().map(|p| p.0).collect::<Vec<_>>(), vec![1, 2]);
+    for p in &parts {
+        assert_eq!(p.2, vec![0, 1]);
+    }
+}
+
+#[test]
+fn prepared_rewrites_keep_each_parameter_in_place() {
+    // AVG(x * ?) becomes SUM(x * ?) and a hidden COUNT(x * ?): the parameter twice; the
+    // ORDER BY term with a parameter becomes a hidden column after them.
+    let parts = prepared(
+        "SELECT user_id, AVG(score * ?) FROM post_reply WHERE user_id < ? GROUP BY user_id ORDER BY MAX(score + ?)",
+        &[ParamValue::Int(2), ParamValue::Int(50), ParamValue::Int(7)],
+    );
+    assert_eq!(parts.len(), 4);
+    for (_, sql, order) in &parts {
+        // The alias `AVG(score * ?)` is a quoted name (the client's column name).
+        assert_eq!(sql.matches('?').count(), order.len() + 1, "{sql}");
+        assert_eq!(order, &vec![0, 0, 2, 1], "{sql}");
+        assert!(!sql.contains("?0") && !sql.contains("?1"), "{sql}");
+    }
+    // A `?` inside a string literal or quoted name is not a placeholder.
+    let parts = prepared(
+        "SELECT 'a?b' AS `q?`, ? FROM post_reply WHERE tid = 4",
+        &[ParamValue::Int(1)],
+    );
+    assert_eq!(parts[0].2, vec![0]);
+    assert!(parts[0].1.contains("'a?b'"), "{}", parts[0].1);
+}
+
+#[test]
+fn prepared_limit_takes_whole_numbers_in_any_form() {
+    for v in [
+        ParamValue::Int(3),
+        ParamValue::UInt(3),
+        ParamValue::Bytes(b"3".to_vec()),
+        ParamValue::Float(3.0),
+        ParamValue::Decimal(b"3".to_vec()),
+    ] {
+        let parts = prepared(
+            "SELECT id FROM post_reply ORDER BY id LIMIT ?",
+            std::slice::from_ref(&v),
+        );
+        assert_eq!(parts.len(), 4);
+        for p in &parts {
+            assert!(p.1.ends_with("LIMIT 0, 3"), "{v:?}: {}", p.1);
+            assert!(p.2.is_empty());
+        }
+    }
+    for v in [
+        ParamValue::Float(2.5),
+        ParamValue::Int(-1),
+        ParamValue::Bytes(b"x".to_vec()),
+    ] {
+        let e = plan_prepared(
+            "SELECT id FROM post_reply ORDER BY id LIMIT ?",
+            std::slice::from_ref(&v),
+            &utf8(),
+            Some("test"),
+            &rules(),
+        )
+        .unwrap_err();
+        assert!(e.0.contains("LIMIT"), "{v:?}: {e}");
+    }
+}
+
+#[test]
+fn prepared_having_parameter_falls_back_to_literals() {
+    let p = plan_prepared(
+        "SELECT tid, COUNT(*) FROM post_reply GROUP BY tid HAVING COUNT(*) > ? ORDER BY tid LIMIT ?",
+        &[ParamValue::Int(2), ParamValue::Bytes(b"5".to_vec())],
+        &utf8(),
+        Some("test"),
+        &rules(),
+    )
+    .unwrap()
+    .unwrap();
+    for part in p.parts() {
+        assert!(part.params.is_empty() && !part.sql.contains('?'), "{}", part.sql);
+    }
+}
