@@ -432,6 +432,10 @@ impl Session {
         if on_master && plan.write_set == WriteSet::Everything {
             // DDL, TRUNCATE, dynamic SQL, procedures: no trigger counted
             // them, and the tracked set may have changed.
+            // freshness.auto_install: a new table gets its triggers now.
+            if ok && e.refresh_tracked && crate::freshness::triggers::may_add_tables(sql) {
+                self.monitor.install_new_tables().await;
+            }
             if e.refresh_tracked {
                 self.monitor.forget_tracked();
             }
