@@ -200,3 +200,41 @@ async fn auto_install_off_leaves_new_tables_untracked() {
     // The tracked table still reaches the replica.
     wait_replica_reads(&s, &db, master_id).await;
 }
+
+#[tokio::test]
+async fn newly_tracked_table_waits_for_the_replica_to_have_it() {
+    let cluster = Cluster::start(1);
+    let db = tracked_db(&cluster, "fa_new").await;
+    // Causal with probes far apart: the auto-install runs inside a probe
+    // round, and nothing but that round tells this sluice of the change.
+    let yaml = "freshness:\n  mode: causal\n  probe_interval: 2s\n  probe_timeout: 500ms\n";
+    let s = Sluice::start_for(&cluster, yaml);
+    let master_id = server_id(&cluster.master);
+    wait_replica_reads(&s, &db, master_id).await;
+    // The replica will have neither the table nor its rows.
+    cluster.replicas[0].stop_sql_thread();
+    cluster.master.sql(&format!(
+        "CREATE TABLE {db}.d {T}; INSERT INTO {db}.d VALUES (1, 1), (2, 2)"
+    ));
+    let mut c = sluice_conn(&s, &db).await;
+    let started = Instant::now();
+    let mut after_install = 0;
+    // Through the round that installs d's triggers and two more rounds.
+    while started.elapsed() < Duration::from_secs(7) {
+        let row: Result<Option<(u32, i64)>, _> = c.query_first("SELECT @@server_id, COUNT(*) FROM d").await;
+        let (id, n) = row
+            .expect("a read of d (a replica without d would fail)")
+            .expect("a row");
+        assert_eq!((id, n), (master_id, 2), "read of d served by server {id}");
+        if sluice_triggers(&cluster, &db, "d") == 3 {
+            after_install += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        after_install > 10,
+        "d's triggers were never installed; log:\n{}",
+        s.log()
+    );
+    cluster.replicas[0].start_sql_thread();
+}
