@@ -256,7 +256,11 @@ async fn install_in(
                     .await?
             }
             None => {
-                let sql = create_trigger(counter_schema, db, table, slots, *event, false);
+                // OR REPLACE on MariaDB: another installer (a sluice's
+                // auto_install, a second `triggers install`) may create the
+                // same trigger between our read and this statement; its body
+                // is the same or ours is the one wanted.
+                let sql = create_trigger(counter_schema, db, table, slots, *event, mariadb);
                 per_table(conn, &sql, &what, table, &mut report).await?
             }
         };
