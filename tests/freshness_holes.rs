@@ -228,7 +228,9 @@ async fn trigger_dropped_outside_sluice_is_noticed() {
 async fn install_is_noticed_within_one_probe() {
     let cluster = Cluster::start(1);
     let db = setup(&cluster, "fh_inst", &[("t", T)]).await;
-    let s = Sluice::start_for(&cluster, &freshness_yaml("causal"));
+    // The manual step (auto_install would install u by itself).
+    let yaml = format!("{}  auto_install: false\n", freshness_yaml("causal"));
+    let s = Sluice::start_for(&cluster, &yaml);
     let master_id = warm(&s, &db, &cluster).await;
     cluster.master.sql(&format!("CREATE TABLE {db}.u {T}"));
     cluster.wait_replicas_caught_up();

@@ -195,6 +195,29 @@ async fn own_cluster_hammer_no_stale_reads() {
         .unwrap_or(20);
     // `off` is measured for comparison only: it may serve stale reads.
     let modes = ["strict", "causal", "off"];
+    const WORKERS: usize = 3;
+    // A stored function reading t, and one table per worker that dynamic
+    // DDL truncates; all tracked.
+    let mut setup = format!(
+        "CREATE FUNCTION {db}.fv(k BIGINT) RETURNS BIGINT READS SQL DATA \
+         RETURN (SELECT v FROM {db}.t WHERE id = k);"
+    );
+    for m in 0..modes.len() {
+        for w in 0..WORKERS {
+            setup.push_str(&format!("CREATE TABLE {db}.d{m}{w} (id BIGINT PRIMARY KEY);"));
+        }
+    }
+    cluster.master.sql(&setup);
+    {
+        let pool = mysql_async::Pool::new(cluster.master.url(SLUICE_USER, SLUICE_PASSWORD, &db).as_str());
+        let mut conn = pool.get_conn().await.expect("connect to master");
+        sluice::freshness::triggers::install(&mut conn, "sluice", &db, 16)
+            .await
+            .expect("install triggers");
+        drop(conn);
+        pool.disconnect().await.expect("disconnect");
+    }
+    cluster.wait_replicas_caught_up();
     let sluices: Vec<Sluice> = modes
         .iter()
         .map(|m| Sluice::start_for(&cluster, &freshness_yaml(m)))
@@ -225,14 +248,23 @@ async fn own_cluster_hammer_no_stale_reads() {
     };
     let mut tasks = Vec::new();
     for (m, s) in sluices.iter().enumerate() {
-        for w in 0..3 {
+        for w in 0..WORKERS {
             let url = s.app_url(&db);
+            let s_url = url.clone();
             tasks.push(tokio::spawn(async move {
-                let mut c = mysql_async::Conn::from_url(url).await.expect("connect");
-                let (mut reads, mut stale, mut on_replica) = (0u64, 0u64, 0u64);
+                let mut c = mysql_async::Conn::from_url(url.clone()).await.expect("connect");
+                // Another client of the same sluice, committing with
+                // autocommit=0 (PyMySQL's, JDBC's default).
+                let mut ac = mysql_async::Conn::from_url(url).await.expect("connect");
+                ac.query_drop("SET autocommit = 0").await.expect("autocommit=0");
+                // A third client runs the dynamic DDL (PREPARE and EXECUTE
+                // IMMEDIATE pin their session to the master).
+                let mut ddl = mysql_async::Conn::from_url(s_url).await.expect("connect");
+                let mut counts = [Count::default(); SHAPES.len()];
+                let d = format!("d{m}{w}");
                 let mut k: i64 = 0;
                 while Instant::now() < stop_at {
-                    let id = (m as i64 * 10 + w) * 1_000_000 + k;
+                    let id = (m as i64 * 10 + w as i64) * 1_000_000 + k;
                     c.exec_drop("INSERT INTO t VALUES (?, ?)", (id, k))
                         .await
                         .expect("insert");
@@ -240,41 +272,82 @@ async fn own_cluster_hammer_no_stale_reads() {
                         .exec_first("SELECT @@server_id, v FROM t WHERE id = ?", (id,))
                         .await
                         .expect("read");
-                    reads += 1;
-                    match row {
-                        Some((sid, v)) if v == k => {
-                            if sid != master_id {
-                                on_replica += 1;
-                            }
-                        }
-                        _ => stale += 1,
-                    }
-                    // An update, then read it back.
+                    counts[PLAIN].note(row, k, master_id);
+                    // An update, then read it back under ANSI_QUOTES ("t"
+                    // is a table name there), the session's sql_mode
+                    // changing back and forth.
                     c.exec_drop("UPDATE t SET v = v + 1 WHERE id = ?", (id,))
                         .await
                         .expect("update");
+                    c.query_drop("SET SESSION sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')")
+                        .await
+                        .expect("sql_mode");
+                    let row: Option<(u32, i64)> = c
+                        .query_first(format!("SELECT @@server_id, v FROM \"t\" WHERE id = {id}"))
+                        .await
+                        .expect("read");
+                    counts[SQL_MODE].note(row, k + 1, master_id);
+                    c.query_drop("SET SESSION sql_mode = DEFAULT")
+                        .await
+                        .expect("sql_mode");
+                    // A stored function reading t.
+                    let row: Option<(u32, i64)> = c
+                        .query_first(format!("SELECT @@server_id, fv({id})"))
+                        .await
+                        .expect("function read");
+                    counts[FUNCTION].note(row, k + 1, master_id);
+                    // autocommit=0: UPDATE, COMMIT on `ac`, read on `c`.
+                    ac.query_drop(format!("UPDATE t SET v = v + 1 WHERE id = {id}"))
+                        .await
+                        .expect("update");
+                    ac.query_drop("COMMIT").await.expect("commit");
                     let row: Option<(u32, i64)> = c
                         .query_first(format!("SELECT @@server_id, v FROM t WHERE id = {id}"))
                         .await
                         .expect("read");
-                    reads += 1;
-                    match row {
-                        Some((sid, v)) if v == k + 1 => {
-                            if sid != master_id {
-                                on_replica += 1;
+                    counts[AUTOCOMMIT0].note(row, k + 2, master_id);
+                    // Now and then: a row in d, then TRUNCATE through
+                    // EXECUTE IMMEDIATE, SQL PREPARE/EXECUTE or
+                    // COM_STMT_PREPARE/EXECUTE on `ddl` (no trigger fires;
+                    // each starts a new counter generation), read on `c`.
+                    if k % 8 == 0 {
+                        c.query_drop(format!("INSERT INTO {d} VALUES ({id})"))
+                            .await
+                            .expect("insert d");
+                        let row: Option<(u32, i64)> = c
+                            .query_first(format!("SELECT @@server_id, COUNT(*) FROM {d}"))
+                            .await
+                            .expect("count d");
+                        counts[PLAIN].note(row, 1, master_id);
+                        let truncate = format!("TRUNCATE TABLE {d}");
+                        match (k / 8) % 3 {
+                            0 => ddl.query_drop(format!("EXECUTE IMMEDIATE '{truncate}'")).await,
+                            1 => {
+                                ddl.query_drop(format!("PREPARE s FROM '{truncate}'"))
+                                    .await
+                                    .expect("prepare");
+                                let r = ddl.query_drop("EXECUTE s").await;
+                                ddl.query_drop("DEALLOCATE PREPARE s").await.expect("deallocate");
+                                r
                             }
+                            _ => ddl.exec_drop(truncate.as_str(), ()).await,
                         }
-                        _ => stale += 1,
+                        .expect("truncate");
+                        let row: Option<(u32, i64)> = c
+                            .query_first(format!("SELECT @@server_id, COUNT(*) FROM {d}"))
+                            .await
+                            .expect("count d");
+                        counts[DDL].note(row, 0, master_id);
                     }
                     k += 1;
                 }
-                (m, reads, stale, on_replica)
+                (m, counts)
             }));
         }
     }
-    let mut totals = vec![(0u64, 0u64, 0u64); modes.len()];
+    let mut totals = vec![[Count::default(); SHAPES.len()]; modes.len()];
     for t in tasks {
-        let (m, reads, stale, on_replica) = match t.await {
+        let (m, counts) = match t.await {
             Ok(r) => r,
             Err(e) => panic!(
                 "writer failed: {e}\nmaster error log:\n{}\nsluice logs:\n{}",
@@ -286,22 +359,74 @@ async fn own_cluster_hammer_no_stale_reads() {
                     .join("\n---\n")
             ),
         };
-        totals[m].0 += reads;
-        totals[m].1 += stale;
-        totals[m].2 += on_replica;
+        for (total, c) in totals[m].iter_mut().zip(counts) {
+            total.add(c);
+        }
     }
     toggler.await.expect("toggler");
-    for (m, (reads, stale, on_replica)) in modes.iter().zip(&totals) {
-        println!(
-            "hammer mode={m}: {reads} reads, {stale} stale, {on_replica} on the replica ({:.1}%)",
-            100.0 * *on_replica as f64 / (*reads).max(1) as f64
-        );
-    }
-    for (m, (reads, stale, _)) in modes.iter().zip(&totals) {
-        assert!(*reads > 100, "mode {m}: too few reads ({reads})");
-        if *m != "off" {
-            assert_eq!(*stale, 0, "mode {m}: stale reads");
+    for (m, counts) in modes.iter().zip(&totals) {
+        let mut all = Count::default();
+        for (shape, c) in SHAPES.iter().zip(counts) {
+            println!("hammer mode={m} {shape}: {}", c.line());
+            all.add(*c);
         }
+        println!("hammer mode={m} all: {}", all.line());
+    }
+    for (m, counts) in modes.iter().zip(&totals) {
+        for (shape, c) in SHAPES.iter().zip(counts) {
+            // (Dynamic DDL runs every 8th round: a few per worker.)
+            let least = if *shape == "dynamic_ddl" { 3 } else { 20 };
+            assert!(c.reads >= least, "mode {m}, {shape}: too few reads ({})", c.reads);
+            if *m != "off" {
+                assert_eq!(c.stale, 0, "mode {m}, {shape}: stale reads");
+            }
+        }
+    }
+}
+
+/// Statement shapes of the hammer.
+const SHAPES: [&str; 5] = ["plain", "sql_mode", "function", "autocommit0", "dynamic_ddl"];
+const PLAIN: usize = 0;
+const SQL_MODE: usize = 1;
+const FUNCTION: usize = 2;
+const AUTOCOMMIT0: usize = 3;
+const DDL: usize = 4;
+
+/// Reads of one shape: how many, how many stale, how many on a replica.
+#[derive(Debug, Clone, Copy, Default)]
+struct Count {
+    reads: u64,
+    stale: u64,
+    on_replica: u64,
+}
+
+impl Count {
+    fn note(&mut self, row: Option<(u32, i64)>, want: i64, master_id: u32) {
+        self.reads += 1;
+        match row {
+            Some((sid, v)) if v == want => {
+                if sid != master_id {
+                    self.on_replica += 1;
+                }
+            }
+            _ => self.stale += 1,
+        }
+    }
+
+    fn add(&mut self, other: Count) {
+        self.reads += other.reads;
+        self.stale += other.stale;
+        self.on_replica += other.on_replica;
+    }
+
+    fn line(&self) -> String {
+        format!(
+            "{} reads, {} stale, {} on the replica ({:.1}%)",
+            self.reads,
+            self.stale,
+            self.on_replica,
+            100.0 * self.on_replica as f64 / self.reads.max(1) as f64
+        )
     }
 }
 

@@ -348,6 +348,11 @@ pub struct Freshness {
     /// (nothing relayed yet) or cut off with an error, and it needs `rise`
     /// good probes to return. At least 1; default 3.
     pub fall: u32,
+    /// New tables of tracked schemas get sluice's triggers at once: after a
+    /// CREATE/ALTER/RENAME through sluice, and within one probe after DDL
+    /// elsewhere. `None` (default): on when the master account may create
+    /// triggers and write the counter table (detected once per monitor).
+    pub auto_install: Option<bool>,
 }
 
 impl Default for Freshness {
@@ -361,6 +366,7 @@ impl Default for Freshness {
             max_wait: Duration::ZERO,
             rise: 2,
             fall: 3,
+            auto_install: None,
         }
     }
 }

@@ -425,6 +425,9 @@ struct RawFreshness {
     rise: u32,
     #[serde(default = "default_fall", deserialize_with = "de::positive")]
     fall: u32,
+    /// Absent: detect from the account's grants.
+    #[serde(default)]
+    auto_install: Option<bool>,
 }
 
 impl Default for RawFreshness {
@@ -438,6 +441,7 @@ impl Default for RawFreshness {
             max_wait: Duration::ZERO,
             rise: default_rise(),
             fall: default_fall(),
+            auto_install: None,
         }
     }
 }
@@ -482,6 +486,7 @@ impl From<RawFreshness> for Freshness {
             max_wait: raw.max_wait,
             rise: raw.rise,
             fall: raw.fall,
+            auto_install: raw.auto_install,
         }
     }
 }

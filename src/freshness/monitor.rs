@@ -4,7 +4,7 @@
 //! read?" answered per mode.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -21,6 +21,9 @@ use super::state::{gtid_at_least, Counters, LagHistory, Scope, EPOCH_ROW};
 
 /// How often the set of tables with sluice's triggers is re-read.
 const TRACKED_REFRESH: Duration = Duration::from_secs(30);
+/// After DDL on the master, how long (at least) the probe loop keeps
+/// looking for new tables to auto-install (see `master_loop`).
+const RESCAN_WINDOW: Duration = Duration::from_secs(1);
 
 /// Why a read that could have gone to a replica went to the master.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,6 +150,22 @@ pub struct GroupMonitor {
     /// strings under the column's collation; result metadata only carries
     /// the connection's).
     collations: Mutex<std::collections::HashMap<(String, String, String), Option<u16>>>,
+    /// `freshness.auto_install`: AUTO_DETECT until the account's grants
+    /// were read once, then AUTO_ON or AUTO_OFF.
+    auto_install: AtomicU8,
+    /// One auto-install at a time (the pipeline's hook and the probe loop).
+    installing: tokio::sync::Mutex<()>,
+    /// The tracked set as last read, kept across `forget_tracked`: tables
+    /// new in a set read later had writes no trigger counted.
+    last_tracked: Mutex<Option<HashSet<String>>>,
+    /// Base tables of tracked schemas that are not tracked, at the last
+    /// re-read of the tracked set (metric).
+    pub untracked_tables: AtomicU64,
+    /// Reads sent to the master because a table they read is not tracked
+    /// (metric; not counted while the tracked set is being re-read).
+    pub untracked_reads: AtomicU64,
+    /// Tables whose triggers `auto_install` created (metric).
+    pub auto_installed: AtomicU64,
     /// The probe loops were started (`spawn` is idempotent).
     started: AtomicBool,
     /// A reload replaced this monitor: the probe loops end.
@@ -174,6 +193,10 @@ fn pool_for(b: &config::Backend, tls: &config::BackendTls) -> mysql_async::Pool 
         );
     mysql_async::Pool::new(opts)
 }
+
+const AUTO_DETECT: u8 = 0;
+const AUTO_ON: u8 = 1;
+const AUTO_OFF: u8 = 2;
 
 /// The pseudo-slot that carries the server's GTID position in a probe's
 /// answer (real slots are below 1024).
@@ -292,6 +315,16 @@ impl GroupMonitor {
             history: Mutex::new(LagHistory::default()),
             warned_missing_table: AtomicBool::new(false),
             collations: Mutex::new(std::collections::HashMap::new()),
+            auto_install: AtomicU8::new(match (cfg.mode, cfg.auto_install) {
+                (FreshnessMode::Off, _) | (_, Some(false)) => AUTO_OFF,
+                (_, Some(true)) => AUTO_ON,
+                (_, None) => AUTO_DETECT,
+            }),
+            installing: tokio::sync::Mutex::new(()),
+            last_tracked: Mutex::new(None),
+            untracked_tables: AtomicU64::new(0),
+            untracked_reads: AtomicU64::new(0),
+            auto_installed: AtomicU64::new(0),
             started: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
         })
@@ -345,6 +378,9 @@ impl GroupMonitor {
             .store(old.probe_seq.load(Ordering::Acquire), Ordering::Release);
         self.tracked.store(old.tracked.load_full());
         if let (Ok(mut mine), Ok(theirs)) = (self.cascades.lock(), old.cascades.lock()) {
+            *mine = theirs.clone();
+        }
+        if let (Ok(mut mine), Ok(theirs)) = (self.last_tracked.lock(), old.last_tracked.lock()) {
             *mine = theirs.clone();
         }
     }
@@ -470,6 +506,7 @@ impl GroupMonitor {
             .upgrade()
             .filter(|m| m.tracked.load().is_some())
             .map(|_| Instant::now());
+        let mut rescan_until: Option<Instant> = None;
         loop {
             tick.tick().await;
             let Some(this) = Self::for_round(&me) else {
@@ -484,9 +521,21 @@ impl GroupMonitor {
             // was seen crashing in such a query under concurrent load), and
             // at once after DDL through sluice cleared it.
             let due = last_tracked_refresh.is_none_or(|t| t.elapsed() >= TRACKED_REFRESH);
-            if due || this.tracked_forgotten.swap(false, Ordering::AcqRel) {
+            let forgotten = this.tracked_forgotten.swap(false, Ordering::AcqRel);
+            if due || forgotten {
                 last_tracked_refresh = Some(Instant::now());
                 this.refresh_tracked().await;
+                if forgotten {
+                    rescan_until = Some(Instant::now() + (this.cfg.probe_interval * 10).max(RESCAN_WINDOW));
+                }
+            } else if rescan_until.is_some_and(|t| Instant::now() < t)
+                && this.auto_install.load(Ordering::Acquire) != AUTO_OFF
+            {
+                // The DDL counters move when a statement starts: the CREATE
+                // TABLE seen may not have been done at the re-read. Look for
+                // new tables a while longer (an install moves the counters
+                // again, which re-reads the tracked set).
+                this.rescan_new_tables().await;
             }
         }
     }
@@ -495,19 +544,160 @@ impl GroupMonitor {
         let cached = self.cascades.lock().ok().and_then(|c| c.clone());
         let fut = async {
             let mut conn = self.master.get_conn().await.map_err(|e| e.to_string())?;
+            // New tables first (auto_install), so the set read below has them.
+            let scan = self.scan_and_install(&mut conn).await;
             super::triggers::tracked_tables_reusing(&mut conn, &self.cfg.schema, cached)
                 .await
+                .map(|(set, cascades)| (set, cascades, scan))
                 .map_err(|e| e.to_string())
         };
         match tokio::time::timeout(self.cfg.probe_timeout * 4, fut).await {
-            Ok(Ok((set, cascades))) => {
+            Ok(Ok((set, cascades, scan))) => {
                 if let Ok(mut c) = self.cascades.lock() {
                     *c = cascades;
                 }
+                if let Some(scan) = scan {
+                    let untracked = scan.tables.iter().filter(|t| !set.contains(*t)).count();
+                    self.untracked_tables.store(untracked as u64, Ordering::Relaxed);
+                }
+                let gained = self.guard_new_tables(&set);
                 self.tracked.store(Arc::new(Some(set)));
+                if gained {
+                    // Learn the position to wait for, and where the replicas
+                    // are, now rather than a probe interval later.
+                    let _ = self.master_snapshot(self.master_flight.ticket()).await;
+                    for i in 0..self.replicas.len() {
+                        let t = self.replicas[i].flight.ticket();
+                        let _ = self.replica_probe_shared(i, t).await;
+                    }
+                }
             }
             Ok(Err(e)) => warn!(error = %e, "cannot read the list of tables with triggers"),
             Err(_) => warn!("reading the list of tables with triggers timed out"),
+        }
+    }
+
+    /// A table that has just become tracked may have had writes before its
+    /// triggers existed (a CREATE TABLE ... SELECT, inserts between the
+    /// CREATE TABLE and the install): its counter rows say nothing about
+    /// them, and the target may predate the install's bump of `*`. Before
+    /// the set with such a table is used, require what an unmarked write
+    /// requires: a replica serves reads only once it has the master's GTID
+    /// position read after this point (CREATE TRIGGER waited for every
+    /// transaction that had written the table, so that position covers
+    /// them). Also at start, when no earlier set is known. True when the
+    /// set gained tables.
+    fn guard_new_tables(&self, set: &HashSet<String>) -> bool {
+        let Ok(mut last) = self.last_tracked.lock() else {
+            return false;
+        };
+        let gained = match last.as_ref() {
+            Some(old) => set.iter().any(|t| !old.contains(t)),
+            None => !set.is_empty(),
+        };
+        if gained {
+            self.unmarked.store(Arc::new(Some(Unmarked {
+                gtid: None,
+                after_ticket: self.master_flight.ticket(),
+            })));
+        }
+        *last = Some(set.clone());
+        gained
+    }
+
+    /// Reads the tracked schemas' tables (for the untracked-tables gauge)
+    /// and, when auto-install is on, installs the triggers of those that
+    /// lack them. `None` when the scan failed (logged).
+    async fn scan_and_install(&self, conn: &mut mysql_async::Conn) -> Option<super::triggers::SchemaScan> {
+        use super::triggers;
+        let scan = match triggers::scan_tracked_schemas(conn, &self.cfg.schema).await {
+            Ok(scan) => scan,
+            Err(e) => {
+                warn!(error = %e, "cannot read the tables of the tracked schemas");
+                return None;
+            }
+        };
+        if scan.missing.is_empty() || !self.auto_install_on(conn).await {
+            return Some(scan);
+        }
+        let _one = self.installing.lock().await;
+        let (done, failed) = triggers::install_missing(conn, &self.cfg.schema, self.cfg.slots, &scan).await;
+        for report in &done {
+            let tables = report.created.len() / 3;
+            self.auto_installed.fetch_add(tables as u64, Ordering::Relaxed);
+            if tables > 0 {
+                info!(db = %report.db, created = ?report.created, "auto_install: triggers created for new tables");
+            }
+        }
+        for (db, e) in failed {
+            warn!(db = %db, error = %e, "auto_install: cannot install the triggers of new tables");
+        }
+        Some(scan)
+    }
+
+    /// Is auto-install on? Detected from the account's grants the first
+    /// time it is asked (a failed detection is asked again next time).
+    async fn auto_install_on(&self, conn: &mut mysql_async::Conn) -> bool {
+        match self.auto_install.load(Ordering::Acquire) {
+            AUTO_ON => return true,
+            AUTO_OFF => return false,
+            _ => {}
+        }
+        match super::triggers::may_create_triggers(conn, &self.cfg.schema).await {
+            Ok(on) => {
+                self.auto_install
+                    .store(if on { AUTO_ON } else { AUTO_OFF }, Ordering::Release);
+                info!(
+                    backend = %self.master_label,
+                    "freshness.auto_install {}: the account {} create triggers and write the counter table",
+                    if on { "on" } else { "off" },
+                    if on { "may" } else { "may not" }
+                );
+                on
+            }
+            Err(e) => {
+                warn!(error = %e, "auto_install: cannot read the account's privileges");
+                false
+            }
+        }
+    }
+
+    /// One scan for new tables of tracked schemas, installing them.
+    async fn rescan_new_tables(&self) {
+        let fut = async {
+            let mut conn = self.master.get_conn().await.map_err(|e| e.to_string())?;
+            self.scan_and_install(&mut conn).await;
+            Ok::<(), String>(())
+        };
+        match tokio::time::timeout(self.cfg.probe_timeout * 4, fut).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => warn!(error = %e, "auto_install: cannot reach the master"),
+            Err(_) => warn!("auto_install: the scan for new tables timed out"),
+        }
+    }
+
+    /// The pipeline's hook after a statement that may have added a table
+    /// ([`super::triggers::may_add_tables`]) succeeded through sluice: the
+    /// new tables of tracked schemas get their triggers before the client
+    /// gets its OK, so writes that follow are counted. Reads of them still
+    /// go to the master until the tracked set is re-read (next probe).
+    pub async fn install_new_tables(&self) {
+        if self.auto_install.load(Ordering::Acquire) == AUTO_OFF || self.replicas.is_empty() {
+            return;
+        }
+        let fut = async {
+            let mut conn = self.master.get_conn().await.map_err(|e| e.to_string())?;
+            self.scan_and_install(&mut conn).await;
+            Ok::<(), String>(())
+        };
+        // CREATE TRIGGER may wait for a metadata lock (10 s at most, see
+        // `triggers`); the client's OK waits a bounded time, the background
+        // scan finishes what this one could not.
+        let limit = (self.cfg.probe_timeout * 4).max(Duration::from_secs(2));
+        match tokio::time::timeout(limit, fut).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => warn!(error = %e, "auto_install: cannot reach the master"),
+            Err(_) => warn!("auto_install: installing the triggers of new tables timed out"),
         }
     }
 
@@ -604,6 +794,14 @@ impl GroupMonitor {
         match scope {
             Scope::Tables(t) => self.tables_tracked(t),
             Scope::All => self.tracked.load().is_some(),
+        }
+    }
+
+    /// A read went to the master for an untracked table (not for a tracked
+    /// set being re-read).
+    fn count_untracked(&self) {
+        if self.tracked.load().is_some() {
+            self.untracked_reads.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -714,6 +912,7 @@ impl GroupMonitor {
             return Err(Fallback::Down);
         }
         if self.mode != FreshnessMode::Off && !self.scope_tracked(scope) {
+            self.count_untracked();
             return Err(Fallback::Untracked);
         }
         let target = match self.mode {
@@ -733,6 +932,7 @@ impl GroupMonitor {
                 // That probe may have seen DDL (the tracked set is being
                 // re-read) or a new generation.
                 if !self.scope_tracked(scope) {
+                    self.count_untracked();
                     return Err(Fallback::Untracked);
                 }
                 t

@@ -33,12 +33,14 @@
 //! information_schema and the counter table, `report` holds the error and
 //! report types; the four commands are below.
 
+mod auto;
 mod catalog;
 mod report;
 mod sql;
 #[cfg(test)]
 mod tests;
 
+pub use auto::{install_missing, may_add_tables, may_create_triggers, scan_tracked_schemas, SchemaScan};
 pub use catalog::base_tables;
 pub use report::{Report, Status, TableStatus, TriggerError, TriggerState};
 pub use sql::{
@@ -94,6 +96,30 @@ pub async fn install(
     db: &str,
     slots: u16,
 ) -> Result<Report, TriggerError> {
+    install_in(conn, counter_schema, db, slots, None).await
+}
+
+/// [`install`] for some tables of `db` only (`freshness.auto_install`):
+/// the tables of `only` that exist get their triggers and rows; other
+/// tables' triggers and rows are left alone (no stale drops elsewhere, no
+/// orphan deletion), so it never undoes what another install did.
+pub async fn install_tables(
+    conn: &mut Conn,
+    counter_schema: &str,
+    db: &str,
+    slots: u16,
+    only: &HashSet<String>,
+) -> Result<Report, TriggerError> {
+    install_in(conn, counter_schema, db, slots, Some(only)).await
+}
+
+async fn install_in(
+    conn: &mut Conn,
+    counter_schema: &str,
+    db: &str,
+    slots: u16,
+    only: Option<&HashSet<String>>,
+) -> Result<Report, TriggerError> {
     if !(1..=MAX_SLOTS).contains(&slots) {
         return Err(TriggerError::Slots(slots));
     }
@@ -107,13 +133,21 @@ pub async fn install(
         .await
         .map_err(sql_error("SELECT VERSION()"))?;
     let mariadb = version.is_some_and(|v| v.contains("MariaDB"));
-    for sql in counter_table_sql(counter_schema) {
-        conn.query_drop(&sql)
+    // (Auto-install, `only`: the schema is tracked, so the table exists; no
+    // CREATE privilege needed.)
+    for sql in counter_table_sql(counter_schema)
+        .iter()
+        .filter(|_| only.is_none())
+    {
+        conn.query_drop(sql)
             .await
             .map_err(sql_error("cannot create the counter table"))?;
     }
 
-    let all_tables = base_tables(conn, db).await?;
+    let mut all_tables = base_tables(conn, db).await?;
+    if let Some(only) = only {
+        all_tables.retain(|t| only.contains(t));
+    }
     // Non-transactional tables get no triggers (and lose stale ones below).
     let nontx = non_transactional(conn, Some(db)).await?;
     let (tables, skipped_engine): (Vec<String>, Vec<String>) = all_tables
@@ -166,10 +200,10 @@ pub async fn install(
 
     // Stale sluice triggers: not wanted under their name (table renamed or
     // dropped and recreated under another name).
-    for t in existing
-        .values()
-        .filter(|t| t.is_sluice() && !wanted.contains_key(&t.name))
-    {
+    // (With `only`: stale triggers of those tables only.)
+    for t in existing.values().filter(|t| {
+        t.is_sluice() && !wanted.contains_key(&t.name) && only.is_none_or(|o| o.contains(&t.table))
+    }) {
         let sql = format!(
             "DROP TRIGGER IF EXISTS {}.{}",
             quote_ident(db),
@@ -222,7 +256,11 @@ pub async fn install(
                     .await?
             }
             None => {
-                let sql = create_trigger(counter_schema, db, table, slots, *event, false);
+                // OR REPLACE on MariaDB: another installer (a sluice's
+                // auto_install, a second `triggers install`) may create the
+                // same trigger between our read and this statement; its body
+                // is the same or ours is the one wanted.
+                let sql = create_trigger(counter_schema, db, table, slots, *event, mariadb);
                 per_table(conn, &sql, &what, table, &mut report).await?
             }
         };
@@ -245,9 +283,11 @@ pub async fn install(
         .map(|t| counter_key(db, t))
         .collect();
     report.rows_deleted += delete_rows(conn, counter_schema, &resized, Some(slots)).await?;
-    let current: Vec<String> = tables.iter().map(|t| counter_key(db, t)).collect();
-    let orphans = unused_rows(conn, counter_schema, db, &current).await?;
-    report.rows_deleted += delete_rows(conn, counter_schema, &orphans, None).await?;
+    if only.is_none() {
+        let current: Vec<String> = tables.iter().map(|t| counter_key(db, t)).collect();
+        let orphans = unused_rows(conn, counter_schema, db, &current).await?;
+        report.rows_deleted += delete_rows(conn, counter_schema, &orphans, None).await?;
+    }
 
     if !(report.created.is_empty() && report.replaced.is_empty() && report.dropped.is_empty()) {
         // Whoever compares the `*` rows now waits for replicas to pass the

@@ -435,6 +435,10 @@ impl Session {
             // DDL, TRUNCATE, dynamic SQL, procedures: no trigger counted
             // them, and the tracked set may have changed.
             for m in groups.iter().filter_map(|&g| self.rt.monitors.get(g)) {
+                // freshness.auto_install: a new table gets its triggers now.
+                if ok && e.refresh_tracked && crate::freshness::triggers::may_add_tables(sql) {
+                    m.install_new_tables().await;
+                }
                 if e.refresh_tracked {
                     m.forget_tracked();
                 }

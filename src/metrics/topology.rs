@@ -67,8 +67,12 @@ const IN_ROTATION: usize = 13;
 const UNMARKED_WRITES: usize = 14;
 const UNMARKED_PENDING: usize = 15;
 const EPOCH_CHANGES: usize = 16;
+// Freshness: untracked tables and auto-install (issue 11).
+const UNTRACKED_TABLES: usize = 17;
+const UNTRACKED_READS: usize = 18;
+const AUTO_INSTALLED: usize = 19;
 
-const FAMILIES: [Family; 17] = [
+const FAMILIES: [Family; 20] = [
     family(
         "sluice_backend_info",
         "Configured backends: always 1, with the backend's address and role.",
@@ -178,6 +182,27 @@ const FAMILIES: [Family; 17] = [
         "sluice_freshness_epoch_changes_total",
         "Changes of the counter table's generation seen (install, uninstall, slot count, \
          truncation, DDL through a sluice): counters are then compared afresh.",
+        COUNTER,
+        &["group"],
+    ),
+    family(
+        "sluice_untracked_tables",
+        "Base tables of tracked schemas (schemas with sluice triggers) that are not tracked: no \
+         or incomplete triggers, a non-transactional engine, or a cascading foreign key into \
+         them. Reads of them go to the master. As of the last re-read of the tracked set.",
+        GAUGE,
+        &["group"],
+    ),
+    family(
+        "sluice_untracked_reads_total",
+        "Reads that could have gone to a replica but went to the master because a table they \
+         read is not tracked by triggers.",
+        COUNTER,
+        &["group"],
+    ),
+    family(
+        "sluice_auto_installed_tables_total",
+        "Tables whose triggers freshness.auto_install created.",
         COUNTER,
         &["group"],
     ),
@@ -331,6 +356,21 @@ impl Collector for TopologyCollector {
                 &f[EPOCH_CHANGES],
                 &[group],
                 mon.epoch_changes.load(relaxed) as f64,
+            );
+            s[UNTRACKED_TABLES].gauge(
+                &f[UNTRACKED_TABLES],
+                &[group],
+                mon.untracked_tables.load(relaxed) as f64,
+            );
+            s[UNTRACKED_READS].counter(
+                &f[UNTRACKED_READS],
+                &[group],
+                mon.untracked_reads.load(relaxed) as f64,
+            );
+            s[AUTO_INSTALLED].counter(
+                &f[AUTO_INSTALLED],
+                &[group],
+                mon.auto_installed.load(relaxed) as f64,
             );
             for (i, r) in mon.replicas.iter().enumerate() {
                 let name = replica_name(i);

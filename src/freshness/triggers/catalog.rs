@@ -103,6 +103,9 @@ pub async fn base_tables(conn: &mut Conn, db: &str) -> Result<Vec<String>, Trigg
 /// is rolled back, so counting their writes with triggers is unsound: they
 /// are never tracked (reads of them go to the master). Only InnoDB (and
 /// MyRocks) roll back with the bump.
+/// Engines whose writes roll back with the trigger's counter bump.
+pub(super) const SYSTEM_ENGINES_TRANSACTIONAL: &[&str] = &["InnoDB", "ROCKSDB"];
+
 pub(super) async fn non_transactional(
     conn: &mut Conn,
     db: Option<&str>,
