@@ -7,6 +7,7 @@
 #![deny(clippy::unwrap_used)]
 
 pub mod app;
+pub mod auth;
 pub mod backend;
 pub mod config;
 pub mod error;

@@ -180,6 +180,8 @@ struct Session {
     proc: super::registry::Handle,
     /// hook(wait_timeout): the session's `wait_timeout` once it set one.
     wait_timeout: Option<std::time::Duration>,
+    /// Whom statements run as on the backends (`None`: the group's account).
+    login: Option<Arc<crate::backend::Login>>,
 }
 
 impl Session {
@@ -224,6 +226,7 @@ impl Session {
             user_slot: a.user_slot,
             proc,
             wait_timeout: None,
+            login: a.login,
         }
     }
 
@@ -495,18 +498,26 @@ impl Session {
             .plugin
             .map(|p| mysql_common::packets::AuthPlugin::from_bytes(&p).into_owned());
         let tls = self.client.get_ref().is_tls();
+        let ip = self
+            .client
+            .get_ref()
+            .peer_ip()
+            .and_then(|ip| ip.parse().ok())
+            .unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]));
         let exchange = handshake::login(
             &mut self.client,
             &mut seq,
+            &self.shared,
             &rt.config,
             &req.user,
+            ip,
             plugin,
             &self.nonce,
             &req.auth,
             tls,
         );
-        let ok = match tokio::time::timeout(rt.config.limits.handshake_timeout, exchange).await {
-            Ok(Ok(ok)) => ok,
+        let verdict = match tokio::time::timeout(rt.config.limits.handshake_timeout, exchange).await {
+            Ok(Ok(v)) => v,
             Ok(Err(e)) => {
                 let _ = handshake::exchange_failed(&mut self.client, &mut seq, e).await;
                 return Err(Closed);
@@ -515,26 +526,24 @@ impl Session {
         };
         drop(rt);
         self.reply_seq = seq;
-        if !ok {
-            let host = self
-                .client
-                .get_ref()
-                .peer_ip()
-                .unwrap_or_else(|| "unknown".to_string());
-            let _ = self
-                .send_err(&error::access_denied(&req.user, &host, !req.auth.is_empty()))
-                .await;
-            return Err(Closed);
-        }
+        let login = match verdict {
+            handshake::Verdict::Accepted(l) => l,
+            handshake::Verdict::Denied(e) => {
+                let _ = self.send_err(&e).await;
+                return Err(Closed);
+            }
+        };
         // The session now counts against the new user's max_connections
         // (and keeps its place among all sessions).
         if let Err(e) = self.user_slot.switch_user(&self.shared.user_limits, &req.user) {
             let _ = self.send_err(&e).await;
             return Err(Closed);
         }
-        // Give the connections back (the pool resets them) and start clean.
+        // Give the connections back (the pool resets them) and start clean,
+        // from now on as the new account.
         self.master = None;
         self.clear_state();
+        self.login = login;
         self.user = req.user;
         self.proc.set_user(&self.user); // hook(kill)
         if let Some(c) = req.collation {

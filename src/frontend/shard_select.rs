@@ -146,8 +146,8 @@ impl Session {
             Conn::Master => None,
         }
         .unwrap_or_else(|| g.master.clone());
-        let mut conn = pool
-            .get(self.key)
+        let mut conn = self
+            .checkout(&pool)
             .await
             .map_err(|e| crate::error::backend_error_packet(&pool.label, pool.addr(), &e))?;
         super::super::sync_conn(&mut conn, &pool, self.db.as_deref(), &self.sets, &self.chain)
