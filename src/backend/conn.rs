@@ -217,6 +217,8 @@ pub struct BackendConn {
     pub login: Arc<Login>,
     /// Its place within the backend's `pool_max` (all logins together).
     pub permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    /// The budget the permit belongs to.
+    pub budget: Option<Arc<super::pool::Budget>>,
 }
 
 impl std::fmt::Debug for BackendConn {
@@ -367,6 +369,7 @@ impl BackendConn {
             nonce,
             login: login.clone(),
             permit: None,
+            budget: None,
         })
     }
 

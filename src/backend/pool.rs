@@ -53,7 +53,9 @@ impl std::ops::DerefMut for Pooled {
 impl Drop for Pooled {
     fn drop(&mut self) {
         if let Some(obj) = self.0.take() {
-            if !reusable(&obj) {
+            // Closed rather than pooled when another account waits for a
+            // place on this backend (the permit goes to it).
+            if !reusable(&obj) || obj.budget.as_ref().is_some_and(|b| b.contended()) {
                 drop(managed::Object::take(obj));
             }
         }
@@ -70,9 +72,31 @@ pub struct Manager {
 /// The pools of one backend and their shared budget.
 struct Registry {
     pools: Mutex<HashMap<(u64, PoolKey), managed::Pool<Manager>>>,
+    budget: Arc<Budget>,
+    max: usize,
+}
+
+/// The connections of one backend, all logins together.
+pub struct Budget {
     /// `backend.pool_max` permits, one per open connection.
     total: Arc<Semaphore>,
-    max: usize,
+    /// Creations waiting for a permit.
+    waiting: std::sync::atomic::AtomicUsize,
+}
+
+impl Budget {
+    /// Someone waits for a place: a connection given back should be closed.
+    pub fn contended(&self) -> bool {
+        self.waiting.load(Ordering::Relaxed) > 0
+    }
+}
+
+struct Waiting<'a>(&'a Budget);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.waiting.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl Registry {
@@ -111,22 +135,31 @@ impl managed::Manager for Manager {
             .registry
             .upgrade()
             .ok_or_else(|| BackendError::Pool("the backend's pools are gone".into()))?;
-        let total = registry.total.clone();
+        let total = registry.budget.total.clone();
         let max = registry.max;
         let permit = match total.clone().try_acquire_owned() {
             Ok(p) => p,
             Err(_) => {
+                // The backend is full. An idle connection of another
+                // account makes room now; while this creation waits, every
+                // connection given back is closed instead of pooled (see
+                // `Pooled::drop`), so one busy account cannot keep the
+                // backend to itself. The semaphore queues waiters in order.
+                registry.budget.waiting.fetch_add(1, Ordering::AcqRel);
+                let _done = Waiting(&registry.budget);
                 registry.evict_idle(self.login.id);
-                drop(registry);
-                let wait = self.params.connect_timeout / 2;
+                let wait = checkout_wait(&self.params);
                 match tokio::time::timeout(wait, total.acquire_owned()).await {
                     Ok(Ok(p)) => p,
                     _ => return Err(BackendError::PoolFull { max }),
                 }
             }
         };
+        let budget = registry.budget.clone();
+        drop(registry);
         let mut conn = BackendConn::connect_as(&self.params, &self.login, self.key).await?;
         conn.permit = Some(permit);
+        conn.budget = Some(budget);
         Ok(conn)
     }
 
@@ -157,6 +190,11 @@ impl managed::Manager for Manager {
             _ => Err(RecycleError::message("connection closed while idle")),
         }
     }
+}
+
+/// How long a checkout may wait for a connection (then: error 1040).
+fn checkout_wait(params: &ConnectParams) -> Duration {
+    params.connect_timeout.max(Duration::from_secs(5))
 }
 
 /// A connection may serve another borrower: not broken, not marked
@@ -204,7 +242,10 @@ impl BackendPool {
             own,
             registry: Arc::new(Registry {
                 pools: Mutex::new(HashMap::new()),
-                total: Arc::new(Semaphore::new(max_size)),
+                budget: Arc::new(Budget {
+                    total: Arc::new(Semaphore::new(max_size)),
+                    waiting: Default::default(),
+                }),
                 max: max_size,
             }),
             waits: Default::default(), // metrics
@@ -254,8 +295,10 @@ impl BackendPool {
         let pool = managed::Pool::builder(manager)
             .max_size(max)
             .runtime(deadpool::Runtime::Tokio1)
-            .wait_timeout(Some(self.params.connect_timeout.max(Duration::from_secs(5))))
-            .create_timeout(Some(self.params.connect_timeout))
+            .wait_timeout(Some(checkout_wait(&self.params)))
+            // A creation may first wait for a place among all logins'
+            // connections; the connect itself has its own timeout.
+            .create_timeout(Some(checkout_wait(&self.params) + self.params.connect_timeout))
             .recycle_timeout(Some(self.params.connect_timeout))
             .build()
             .map_err(|e| BackendError::Pool(e.to_string()))?;
