@@ -100,14 +100,15 @@ impl Drop for Waiting<'_> {
 }
 
 impl Registry {
-    /// Close one idle connection of another login than `except`. True if
-    /// one was closed (its permit is free again).
-    fn evict_idle(&self, except: u64) -> bool {
+    /// Close one idle connection of another pool than `except` (another
+    /// login, or the same login for another client format). True if one
+    /// was closed (its permit is free again).
+    fn evict_idle(&self, except: (u64, PoolKey)) -> bool {
         let Ok(pools) = self.pools.lock() else {
             return false;
         };
-        for ((login, _), pool) in pools.iter() {
-            if *login == except || pool.status().available == 0 {
+        for (key, pool) in pools.iter() {
+            if *key == except || pool.status().available == 0 {
                 continue;
             }
             let mut left = 1;
@@ -147,7 +148,7 @@ impl managed::Manager for Manager {
                 // backend to itself. The semaphore queues waiters in order.
                 registry.budget.waiting.fetch_add(1, Ordering::AcqRel);
                 let _done = Waiting(&registry.budget);
-                registry.evict_idle(self.login.id);
+                registry.evict_idle((self.login.id, self.key));
                 let wait = checkout_wait(&self.params);
                 match tokio::time::timeout(wait, total.acquire_owned()).await {
                     Ok(Ok(p)) => p,
