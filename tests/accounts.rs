@@ -170,6 +170,20 @@ async fn logins_are_answered_as_the_server_answers_them() {
             assert!([1045, 4151, 1044].contains(code), "{user}: {direct:?}");
         }
     }
+    // Logins by account, with names from refused clients never used as labels.
+    let (_, metrics) = common::http::http_get(s.admin_port, "/metrics").expect("GET /metrics");
+    let ok = format!(
+        "sluice_account_logins_total{{account=\"{}\",result=\"ok\"}}",
+        f.ro
+    );
+    assert!(
+        metrics.lines().any(|l| l.starts_with(&ok)),
+        "{ok} missing:\n{metrics}"
+    );
+    assert!(metrics
+        .lines()
+        .any(|l| l.starts_with("sluice_account_logins_total{account=\"-\",result=\"denied\"}")));
+    assert!(!metrics.contains(&ghost), "a refused name became a label");
 }
 
 /// Statements whose answer must be the server's for the account.

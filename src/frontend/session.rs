@@ -76,6 +76,12 @@ pub async fn run(socket: TcpStream, peer: SocketAddr, conn_id: u32, shared: Arc<
         Ok(a) => a,
         Err(HandshakeError::Refused(e)) => {
             shared.metrics.login_refused(e.code); // metrics: refused, error by kind
+            if matches!(
+                e.code,
+                errcode::ER_ACCESS_DENIED_ERROR | errcode::ER_ACCOUNT_HAS_BEEN_LOCKED
+            ) {
+                shared.metrics.account_login(None, 0);
+            }
             info!(%peer, error = %e, "client refused");
             return;
         }
@@ -86,7 +92,9 @@ pub async fn run(socket: TcpStream, peer: SocketAddr, conn_id: u32, shared: Arc<
         }
     };
     debug!(%peer, user = %authed.user, "client authenticated");
-    // hook(kill): the session is visible to others (processlist, KILL) by its handshake id.
+    let labels = shared.runtime().config.auth.max_account_labels;
+    shared.metrics.account_login(Some(&authed.user), labels); // metrics: logins by account
+                                                              // hook(kill): the session is visible to others (processlist, KILL) by its handshake id.
     let proc = shared
         .sessions
         .register(conn_id, &authed.user, peer.to_string(), authed.db.as_deref());
