@@ -1,8 +1,9 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Point-select QPS through sluice with one server account vs 50 accounts sharing
 the pool (issue 13), in the same run against the same sluice.
 
-Usage: benches/accounts.py SLUICE_PORT MASTER_PORT [SECONDS] [PROCS]
+Usage: /usr/bin/python3 benches/accounts.py (Debian python3-pymysql)
+      benches/accounts.py SLUICE_PORT MASTER_PORT [SECONDS] [PROCS]
   SLUICE_PORT  a sluice with `auth.account` set in front of the master at MASTER_PORT
   MASTER_PORT  the master (accounts and the table are created there as `sluice`/`sluice`)
   SECONDS      seconds per run (default 10); PROCS client processes (default 8)
