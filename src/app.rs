@@ -67,6 +67,34 @@ pub fn check_open_files(config: &Config) {
 }
 
 /// Serve `config`, read from `config_path` (re-read on reload).
+/// Keep the server's accounts in memory (`auth:`), following reloads; the
+/// first read is awaited (a few seconds at most) so the first logins find
+/// them.
+async fn start_accounts(shared: &Arc<Shared>) {
+    let s = shared.clone();
+    let source = move || {
+        let rt = s.runtime();
+        let cfg = &rt.config;
+        let account = cfg.auth.account.as_ref().filter(|_| cfg.auth.server())?;
+        let master = &cfg.groups.first()?.master;
+        Some(crate::auth::catalog::Source {
+            addr: master.addr.clone(),
+            user: account.user.clone(),
+            password: account.password.clone(),
+            tls: cfg.backend_tls(master).clone(),
+            every: cfg.auth.refresh,
+        })
+    };
+    let wanted = source().is_some();
+    tokio::spawn(crate::auth::catalog::refresher(shared.accounts.clone(), source));
+    if wanted {
+        shared
+            .accounts
+            .refresh_now(std::time::Duration::from_secs(5))
+            .await;
+    }
+}
+
 pub async fn run(config: Config, config_path: PathBuf) -> Result<(), Error> {
     // An unreadable admin.token_file is a mistake to report now, not at the
     // first POST /reload.
@@ -89,6 +117,7 @@ pub async fn run(config: Config, config_path: PathBuf) -> Result<(), Error> {
     learn_server_version(&shared).await;
     rt.start();
     drop(rt);
+    start_accounts(&shared).await;
     // Before the listeners: a SIGHUP must never find the default action.
     crate::reload::reload_on_sighup(reloader.clone())?;
 

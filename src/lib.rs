@@ -8,6 +8,7 @@
 
 pub mod admin;
 pub mod app;
+pub mod auth;
 pub mod backend;
 pub mod config;
 pub mod error;

@@ -65,6 +65,100 @@ pub enum IdleState {
     Data,
 }
 
+/// Whom a backend connection logs in as: the group's account (cleartext
+/// password from the configuration) or a client's server account, known
+/// only by `SHA1(pw)` derived from the client's own proof (see
+/// `auth::native`). Each distinct login has an id; pools are per login, so
+/// a connection only ever serves sessions of the account it belongs to.
+pub struct Login {
+    pub id: u64,
+    pub user: String,
+    secret: Secret,
+    /// Most pooled connections this login may hold per backend (the
+    /// account's `MAX_USER_CONNECTIONS`; 0: no limit of its own).
+    pub max_connections: usize,
+}
+
+enum Secret {
+    Password(String),
+    /// `SHA1(pw)`: enough for mysql_native_password, nothing else.
+    NativeStage1([u8; 20]),
+}
+
+impl std::fmt::Debug for Login {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Login")
+            .field("id", &self.id)
+            .field("user", &self.user)
+            .finish()
+    }
+}
+
+static NEXT_LOGIN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn next_login_id() -> u64 {
+    NEXT_LOGIN.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+impl Login {
+    pub fn password(user: &str, password: &str) -> Arc<Login> {
+        Arc::new(Login {
+            id: next_login_id(),
+            user: user.to_owned(),
+            secret: Secret::Password(password.to_owned()),
+            max_connections: 0,
+        })
+    }
+
+    /// A server account proven by a client: `stage1` = SHA1(pw).
+    pub fn native(user: &str, stage1: [u8; 20], max_connections: usize) -> Arc<Login> {
+        Arc::new(Login {
+            id: next_login_id(),
+            user: user.to_owned(),
+            secret: Secret::NativeStage1(stage1),
+            max_connections,
+        })
+    }
+
+    pub fn is_password(&self, user: &str, password: &str) -> bool {
+        self.user == user && matches!(&self.secret, Secret::Password(p) if p == password)
+    }
+
+    /// The answer to `nonce` under `plugin`, or why there is none.
+    fn scramble(&self, plugin: &AuthPlugin<'_>, nonce: &[u8]) -> Result<Vec<u8>, BackendError> {
+        match (&self.secret, plugin) {
+            (Secret::Password(pw), _) => {
+                let mut out = Vec::new();
+                if let Some(d) = plugin.gen_data(Some(pw), nonce) {
+                    d.serialize(&mut out);
+                }
+                Ok(out)
+            }
+            (Secret::NativeStage1(h1), AuthPlugin::MysqlNativePassword) => {
+                Ok(crate::auth::native::scramble_with_stage1(h1, nonce).to_vec())
+            }
+            (Secret::NativeStage1(_), other) => Err(BackendError::Unsupported(format!(
+                "backend asks account `{}` for {}; sluice can log in server accounts with                  mysql_native_password only",
+                self.user,
+                String::from_utf8_lossy(other.as_bytes())
+            ))),
+        }
+    }
+
+    /// The password in clear text (NUL-terminated), when sluice knows it.
+    fn cleartext(&self) -> Option<Vec<u8>> {
+        match &self.secret {
+            Secret::Password(p) => {
+                let mut v = Vec::with_capacity(p.len() + 1);
+                v.extend_from_slice(p.as_bytes());
+                v.push(0);
+                Some(v)
+            }
+            Secret::NativeStage1(_) => None,
+        }
+    }
+}
+
 /// Where and as whom to connect. `Debug` never shows the password.
 #[derive(Clone)]
 pub struct ConnectParams {
@@ -119,6 +213,12 @@ pub struct BackendConn {
     pub status: u16,
     /// The greeting's scramble: COM_CHANGE_USER authenticates against it.
     nonce: Vec<u8>,
+    /// Whom this connection is logged in as (never changes).
+    pub login: Arc<Login>,
+    /// Its place within the backend's `pool_max` (all logins together).
+    pub permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    /// The budget the permit belongs to.
+    pub budget: Option<Arc<super::pool::Budget>>,
 }
 
 impl std::fmt::Debug for BackendConn {
@@ -142,16 +242,31 @@ fn base_capabilities() -> CapabilityFlags {
 }
 
 impl BackendConn {
-    /// Connect, authenticate, and return a ready connection.
+    /// Connect as the group's account (`params`), authenticate, and return
+    /// a ready connection.
     pub async fn connect(params: &ConnectParams, key: PoolKey) -> Result<BackendConn, BackendError> {
-        let fut = Self::connect_inner(params, key);
+        let login = Login::password(&params.user, &params.password);
+        Self::connect_as(params, &login, key).await
+    }
+
+    /// Connect as `login`.
+    pub async fn connect_as(
+        params: &ConnectParams,
+        login: &Arc<Login>,
+        key: PoolKey,
+    ) -> Result<BackendConn, BackendError> {
+        let fut = Self::connect_inner(params, login, key);
         match tokio::time::timeout(params.connect_timeout, fut).await {
             Ok(r) => r,
             Err(_) => Err(BackendError::Timeout(params.connect_timeout)),
         }
     }
 
-    async fn connect_inner(params: &ConnectParams, key: PoolKey) -> Result<BackendConn, BackendError> {
+    async fn connect_inner(
+        params: &ConnectParams,
+        login: &Arc<Login>,
+        key: PoolKey,
+    ) -> Result<BackendConn, BackendError> {
         let tcp = TcpStream::connect(&params.addr)
             .await
             .map_err(BackendError::Connect)?;
@@ -202,15 +317,17 @@ impl BackendConn {
             // Answer anything else with native; the server will switch us.
             _ => AuthPlugin::MysqlNativePassword,
         };
-        let data = plugin.gen_data(Some(&params.password), &nonce_for_auth);
-        let mut scramble = Vec::new();
-        if let Some(d) = &data {
-            d.serialize(&mut scramble);
-        }
+        // A login known only by SHA1(pw) answers with native; a server
+        // that wants more switches us and gets a clear refusal.
+        let plugin = match (&login.secret, plugin) {
+            (Secret::NativeStage1(_), _) => AuthPlugin::MysqlNativePassword,
+            (_, p) => p,
+        };
+        let scramble = login.scramble(&plugin, &nonce_for_auth)?;
         let resp = HandshakeResponse::new(
             Some(scramble),
             hs.server_version_parsed().unwrap_or((5, 5, 5)),
-            Some(params.user.as_bytes()),
+            Some(login.user.as_bytes()),
             None::<&[u8]>,
             Some(plugin.clone()),
             caps,
@@ -230,7 +347,7 @@ impl BackendConn {
             stream = start_tls(stream, &mut seq, &buf, tls).await?;
         }
         stream.write_packet(&mut seq, &buf).await?;
-        authenticate(&mut stream, params).await?;
+        authenticate(&mut stream, params, login).await?;
         Ok(BackendConn {
             stream,
             thread_id: hs.connection_id(),
@@ -250,6 +367,9 @@ impl BackendConn {
             state: super::state::ConnState::new(),
             status: hs.status_flags().bits(),
             nonce,
+            login: login.clone(),
+            permit: None,
+            budget: None,
         })
     }
 
@@ -528,15 +648,20 @@ impl BackendConn {
     /// tables, variables, prepared statements) but also clears the default
     /// database, which MariaDB keeps across a reset, and restores the
     /// handshake collation.
+    /// The connection stays logged in as its own `login`.
     pub async fn reset_as_new(&mut self, params: &ConnectParams) -> Result<(), BackendError> {
         let plugin = AuthPlugin::MysqlNativePassword;
-        let mut scramble = Vec::new();
-        if let Some(d) = plugin.gen_data(Some(&params.password), &self.nonce) {
-            d.serialize(&mut scramble);
-        }
-        let mut payload = Vec::with_capacity(64 + params.user.len());
+        let login = self.login.clone();
+        let scramble = match login.scramble(&plugin, &self.nonce) {
+            Ok(s) => s,
+            Err(e) => {
+                self.broken = true;
+                return Err(e);
+            }
+        };
+        let mut payload = Vec::with_capacity(64 + login.user.len());
         payload.push(crate::protocol::consts::COM_CHANGE_USER);
-        payload.extend_from_slice(params.user.as_bytes());
+        payload.extend_from_slice(login.user.as_bytes());
         payload.push(0);
         payload.push(scramble.len() as u8);
         payload.extend_from_slice(&scramble);
@@ -547,7 +672,7 @@ impl BackendConn {
         let mut seq = 0;
         let r = async {
             self.stream.write_packet(&mut seq, &payload).await?;
-            authenticate(&mut self.stream, params).await
+            authenticate(&mut self.stream, params, &login).await
         }
         .await;
         match r {
@@ -630,12 +755,16 @@ async fn start_tls(
 }
 
 /// The password as sent in clear text over TLS (caching_sha2 full
-/// authentication, mysql_clear_password): NUL-terminated.
-fn cleartext_password(params: &ConnectParams) -> Vec<u8> {
-    let mut p = Vec::with_capacity(params.password.len() + 1);
-    p.extend_from_slice(params.password.as_bytes());
-    p.push(0);
-    p
+/// authentication, mysql_clear_password): NUL-terminated. A server account
+/// known only by its hash has none to send.
+fn cleartext_password(login: &Login) -> Result<Vec<u8>, BackendError> {
+    login.cleartext().ok_or_else(|| {
+        BackendError::Unsupported(format!(
+            "backend asks account `{}` for its password in clear text; sluice knows only its \
+             mysql_native_password hash",
+            login.user
+        ))
+    })
 }
 
 fn server_err(payload: &[u8]) -> BackendError {
@@ -680,6 +809,7 @@ const MAX_AUTH_PACKETS: usize = 6;
 async fn authenticate(
     stream: &mut PacketStream<BackendIo>,
     params: &ConnectParams,
+    login: &Login,
 ) -> Result<(), BackendError> {
     for _ in 0..MAX_AUTH_PACKETS {
         let p = stream.read_packet().await?;
@@ -697,12 +827,12 @@ async fn authenticate(
                 if nonce.last() == Some(&0) {
                     nonce.pop();
                 }
-                let data = match plugin {
+                let buf = match plugin {
                     AuthPlugin::MysqlNativePassword | AuthPlugin::CachingSha2Password => {
-                        plugin.gen_data(Some(&params.password), &nonce)
+                        login.scramble(&plugin, &nonce)?
                     }
                     AuthPlugin::MysqlClearPassword if cleartext_allowed(stream, params) => {
-                        stream.write_packet(&mut seq, &cleartext_password(params)).await?;
+                        stream.write_packet(&mut seq, &cleartext_password(login)?).await?;
                         continue;
                     }
                     AuthPlugin::MysqlClearPassword => {
@@ -715,10 +845,6 @@ async fn authenticate(
                         )))
                     }
                 };
-                let mut buf = Vec::new();
-                if let Some(d) = data {
-                    d.serialize(&mut buf);
-                }
                 stream.write_packet(&mut seq, &buf).await?;
             }
             Some(0x01) => {
@@ -729,7 +855,7 @@ async fn authenticate(
                     // Full authentication over TLS: the password itself,
                     // protected by the encrypted channel.
                     Some(0x04) if cleartext_allowed(stream, params) => {
-                        stream.write_packet(&mut seq, &cleartext_password(params)).await?;
+                        stream.write_packet(&mut seq, &cleartext_password(login)?).await?;
                     }
                     Some(0x04) => {
                         return Err(no_cleartext(

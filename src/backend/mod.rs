@@ -8,7 +8,7 @@ pub mod state;
 pub mod tls;
 pub mod topology;
 
-pub use conn::{BackendConn, BackendIo, ConnectParams, PoolKey};
+pub use conn::{BackendConn, BackendIo, ConnectParams, Login, PoolKey};
 pub use error::BackendError;
 pub use pool::{BackendPool, Pooled};
 pub use topology::{Group, Topology};

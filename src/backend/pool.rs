@@ -1,6 +1,14 @@
-//! Pools of backend connections (deadpool), one pool per backend server and
-//! `PoolKey`: a client is only ever served by connections whose response
-//! format (capabilities, collation) matches its own.
+//! Pools of backend connections (deadpool), one pool per backend server,
+//! login and `PoolKey`: a client is only ever served by connections logged
+//! in as its own account (so the server enforces that account's GRANTs) and
+//! whose response format (capabilities, collation) matches its own.
+//!
+//! Bounds: each (login, key) pool holds at most `pool_max_per_account`
+//! connections (less when the account has `MAX_USER_CONNECTIONS`), and all
+//! pools of one backend together at most `backend.pool_max` (a semaphore;
+//! each connection holds a permit). When the backend is full, a new
+//! connection for one account closes an idle one of another account first,
+//! so idle connections of quiet accounts cannot starve busy ones.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -10,7 +18,9 @@ use std::time::Duration;
 
 use deadpool::managed::{self, Metrics, RecycleError, RecycleResult};
 
-use super::conn::{BackendConn, ConnectParams, IdleState, PoolKey};
+use tokio::sync::Semaphore;
+
+use super::conn::{BackendConn, ConnectParams, IdleState, Login, PoolKey};
 use super::error::BackendError;
 
 /// A checked-out connection. Dropping it gives it back to its pool, except
@@ -44,7 +54,9 @@ impl std::ops::DerefMut for Pooled {
 impl Drop for Pooled {
     fn drop(&mut self) {
         if let Some(obj) = self.0.take() {
-            if !reusable(&obj) {
+            // Closed rather than pooled when another account waits for a
+            // place on this backend (the permit goes to it).
+            if !reusable(&obj) || obj.budget.as_ref().is_some_and(|b| b.contended()) {
                 drop(managed::Object::take(obj));
             }
         }
@@ -54,6 +66,66 @@ impl Drop for Pooled {
 pub struct Manager {
     params: ConnectParams,
     key: PoolKey,
+    login: Arc<Login>,
+    registry: std::sync::Weak<Registry>,
+}
+
+/// The pools of one backend and their shared budget.
+struct Registry {
+    pools: Mutex<HashMap<(u64, PoolKey), managed::Pool<Manager>>>,
+    budget: Arc<Budget>,
+    max: usize,
+}
+
+/// The connections of one backend, all logins together.
+pub struct Budget {
+    /// `backend.pool_max` permits, one per open connection.
+    total: Arc<Semaphore>,
+    /// Creations waiting for a permit.
+    waiting: std::sync::atomic::AtomicUsize,
+}
+
+impl Budget {
+    /// Someone waits for a place: a connection given back should be closed.
+    pub fn contended(&self) -> bool {
+        self.waiting.load(Ordering::Relaxed) > 0
+    }
+}
+
+struct Waiting<'a>(&'a Budget);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.waiting.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Registry {
+    /// Close one idle connection of another pool than `except` (another
+    /// login, or the same login for another client format). True if one
+    /// was closed (its permit is free again).
+    fn evict_idle(&self, except: (u64, PoolKey)) -> bool {
+        let Ok(pools) = self.pools.lock() else {
+            return false;
+        };
+        for (key, pool) in pools.iter() {
+            if *key == except || pool.status().available == 0 {
+                continue;
+            }
+            let mut left = 1;
+            let r = pool.retain(|_, _| {
+                if left == 0 {
+                    return true;
+                }
+                left -= 1;
+                false
+            });
+            if !r.removed.is_empty() {
+                return true;
+            }
+        }
+        false
+    }
 }
 
 impl managed::Manager for Manager {
@@ -61,10 +133,39 @@ impl managed::Manager for Manager {
     type Error = BackendError;
 
     async fn create(&self) -> Result<BackendConn, BackendError> {
+        let registry = self
+            .registry
+            .upgrade()
+            .ok_or_else(|| BackendError::Pool("the backend's pools are gone".into()))?;
+        let total = registry.budget.total.clone();
+        let max = registry.max;
+        let permit = match total.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => {
+                // The backend is full. An idle connection of another
+                // account makes room now; while this creation waits, every
+                // connection given back is closed instead of pooled (see
+                // `Pooled::drop`), so one busy account cannot keep the
+                // backend to itself. The semaphore queues waiters in order.
+                registry.budget.waiting.fetch_add(1, Ordering::AcqRel);
+                let _done = Waiting(&registry.budget);
+                registry.evict_idle((self.login.id, self.key));
+                let wait = checkout_wait(&self.params);
+                match tokio::time::timeout(wait, total.acquire_owned()).await {
+                    Ok(Ok(p)) => p,
+                    _ => return Err(BackendError::PoolFull { max }),
+                }
+            }
+        };
+        let budget = registry.budget.clone();
+        drop(registry);
         // Boxed: a login's future (TLS, auth plugins) is kilobytes, and it
         // would otherwise be part of every checkout's future, which is
         // copied (memmove) into each statement's state.
-        Box::pin(BackendConn::connect(&self.params, self.key)).await
+        let mut conn = Box::pin(BackendConn::connect_as(&self.params, &self.login, self.key)).await?;
+        conn.permit = Some(permit);
+        conn.budget = Some(budget);
+        Ok(conn)
     }
 
     async fn recycle(&self, conn: &mut BackendConn, _: &Metrics) -> RecycleResult<BackendError> {
@@ -97,6 +198,11 @@ impl managed::Manager for Manager {
     }
 }
 
+/// How long a checkout may wait for a connection (then: error 1040).
+fn checkout_wait(params: &ConnectParams) -> Duration {
+    params.connect_timeout.max(Duration::from_secs(5))
+}
+
 /// A connection may serve another borrower: not broken, not marked
 /// `no_reuse`, and no transaction open as far as its last answer said.
 fn reusable(conn: &BackendConn) -> bool {
@@ -109,7 +215,12 @@ pub struct BackendPool {
     pub label: String,
     params: ConnectParams,
     max_size: usize,
-    pools: Mutex<HashMap<PoolKey, managed::Pool<Manager>>>,
+    /// Most connections of one login (`auth.pool_max_per_account`).
+    per_login: usize,
+    /// The group's account (`params.user`): probes' and admin work's, and
+    /// the sessions of configured users without a `backend:` account.
+    own: Arc<Login>,
+    registry: Arc<Registry>,
     /// Checkouts that waited, for metrics (read at scrape time).
     pub waits: crate::metrics::WaitStats,
     /// A reload removed this backend (see [`BackendPool::close`]).
@@ -118,11 +229,31 @@ pub struct BackendPool {
 
 impl BackendPool {
     pub fn new(label: String, params: ConnectParams, max_size: usize) -> Arc<BackendPool> {
+        BackendPool::with_per_login(label, params, max_size, max_size)
+    }
+
+    /// `per_login`: most connections one login may hold here.
+    pub fn with_per_login(
+        label: String,
+        params: ConnectParams,
+        max_size: usize,
+        per_login: usize,
+    ) -> Arc<BackendPool> {
+        let own = Login::password(&params.user, &params.password);
         Arc::new(BackendPool {
             label,
             params,
             max_size,
-            pools: Mutex::new(HashMap::new()),
+            per_login: per_login.clamp(1, max_size.max(1)),
+            own,
+            registry: Arc::new(Registry {
+                pools: Mutex::new(HashMap::new()),
+                budget: Arc::new(Budget {
+                    total: Arc::new(Semaphore::new(max_size)),
+                    waiting: Default::default(),
+                }),
+                max: max_size,
+            }),
             waits: Default::default(), // metrics
             closed: AtomicBool::new(false),
         })
@@ -132,32 +263,52 @@ impl BackendPool {
         &self.params.addr
     }
 
-    fn pool_for(&self, key: PoolKey) -> Result<managed::Pool<Manager>, BackendError> {
+    /// The group's account on this backend.
+    pub fn own_login(&self) -> &Arc<Login> {
+        &self.own
+    }
+
+    fn pool_for(&self, login: &Arc<Login>, key: PoolKey) -> Result<managed::Pool<Manager>, BackendError> {
         if self.closed.load(Ordering::Acquire) {
             return Err(BackendError::Pool(
                 "the backend was removed from the configuration".into(),
             ));
         }
         let mut pools = self
+            .registry
             .pools
             .lock()
             .map_err(|_| BackendError::Pool("pool registry poisoned".into()))?;
-        if let Some(p) = pools.get(&key) {
+        if let Some(p) = pools.get(&(login.id, key)) {
             return Ok(p.clone());
         }
+        // Pools of logins nobody uses any more (an account whose password
+        // changed, a dropped one) that hold no connection: forget them.
+        pools.retain(|_, p| {
+            let s = p.status();
+            !(s.size == 0 && Arc::strong_count(&p.manager().login) <= 1)
+        });
         let manager = Manager {
             params: self.params.clone(),
             key,
+            login: login.clone(),
+            registry: Arc::downgrade(&self.registry),
         };
+        let mut max = self.per_login;
+        if login.max_connections > 0 {
+            max = max.min(login.max_connections);
+        }
         let pool = managed::Pool::builder(manager)
-            .max_size(self.max_size)
+            .max_size(max)
             .runtime(deadpool::Runtime::Tokio1)
-            .wait_timeout(Some(self.params.connect_timeout.max(Duration::from_secs(5))))
-            .create_timeout(Some(self.params.connect_timeout))
+            .wait_timeout(Some(checkout_wait(&self.params)))
+            // A creation may first wait for a place among all logins'
+            // connections; the connect itself has its own timeout.
+            .create_timeout(Some(checkout_wait(&self.params) + self.params.connect_timeout))
             .recycle_timeout(Some(self.params.connect_timeout))
             .build()
             .map_err(|e| BackendError::Pool(e.to_string()))?;
-        pools.insert(key, pool.clone());
+        pools.insert((login.id, key), pool.clone());
         Ok(pool)
     }
 
@@ -176,9 +327,15 @@ impl BackendPool {
         }
     }
 
-    /// Check out a connection for `key`.
+    /// Check out a connection of the group's account for `key`.
     pub async fn get(&self, key: PoolKey) -> Result<Pooled, BackendError> {
-        let pool = self.pool_for(key)?;
+        let own = self.own.clone();
+        self.get_as(&own, key).await
+    }
+
+    /// Check out a connection logged in as `login` for `key`.
+    pub async fn get_as(&self, login: &Arc<Login>, key: PoolKey) -> Result<Pooled, BackendError> {
+        let pool = self.pool_for(login, key)?;
         // metrics: pool waits and wait time. A checkout that does not
         // complete at its first poll waits (for a connection to be given
         // back or created); timed from then. (Not `pool.status()`, which
@@ -211,7 +368,7 @@ impl BackendPool {
     /// when given back.
     pub fn close(&self) {
         self.closed.store(true, Ordering::Release);
-        if let Ok(pools) = self.pools.lock() {
+        if let Ok(pools) = self.registry.pools.lock() {
             for p in pools.values() {
                 p.close();
             }
@@ -220,7 +377,7 @@ impl BackendPool {
 
     /// Connections open and idle, summed over keys.
     pub fn status(&self) -> (usize, usize) {
-        let Ok(pools) = self.pools.lock() else {
+        let Ok(pools) = self.registry.pools.lock() else {
             return (0, 0);
         };
         pools.values().fold((0, 0), |(size, avail), p| {

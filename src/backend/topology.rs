@@ -50,7 +50,11 @@ impl Topology {
     /// idle connections and the ones sessions hold; the others are new.
     pub fn reusing(cfg: &Config, previous: Option<(&Config, &Topology)>) -> Result<Topology, String> {
         let mut spare: Vec<Reusable> = previous.map(|(c, t)| reusable(c, t)).unwrap_or_default();
-        let same_pools = previous.is_some_and(|(c, _)| c.backend.pools_equal(&cfg.backend));
+        let same_pools = previous.is_some_and(|(c, _)| {
+            c.backend.pools_equal(&cfg.backend)
+                && c.auth.pool_max_per_account == cfg.auth.pool_max_per_account
+        });
+        let per_login = cfg.auth.pool_max_per_account.unwrap_or(cfg.backend.pool_max);
         // `label`: the name of a new pool, for logs and errors.
         let mut pool = |group: &str,
                         role: Role,
@@ -63,7 +67,7 @@ impl Topology {
                 .filter(|_| same_pools);
             Ok(match found {
                 Some(at) => spare.swap_remove(at).pool,
-                None => BackendPool::new(label, params(b, cfg)?, cfg.backend.pool_max),
+                None => BackendPool::with_per_login(label, params(b, cfg)?, cfg.backend.pool_max, per_login),
             })
         };
         let mut groups = Vec::with_capacity(cfg.groups.len());

@@ -43,6 +43,96 @@ pub struct Config {
     pub limits: Limits,
     /// Who may change sluice's state through the admin endpoint (`admin:`).
     pub admin: AdminConfig,
+    /// Where client logins are checked: the server's accounts, `users:`, or
+    /// both (section `auth:`).
+    pub auth: AuthConfig,
+}
+
+/// `auth:` — logins with the server's own accounts (read from the master's
+/// `mysql.global_priv` with `account`), with `users:`, or both.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuthConfig {
+    /// Default `server` when `account` is set, `config` otherwise.
+    pub mode: AuthMode,
+    /// The account sluice reads the server's accounts with (needs SELECT on
+    /// `mysql.global_priv`); `None`: server accounts are not used.
+    pub account: Option<AuthAccount>,
+    /// How often the accounts are read again. Default 2s. A failed login
+    /// also reads them at once (at most once per `refresh / 4`).
+    pub refresh: Duration,
+    /// Pooled connections one account may hold per backend server; all
+    /// accounts together stay within `backend.pool_max`. Default: pool_max.
+    pub pool_max_per_account: Option<usize>,
+    /// Accounts with a metric label of their own; the others are counted
+    /// under `account="other"`. Default 20.
+    pub max_account_labels: usize,
+}
+
+impl Default for AuthConfig {
+    fn default() -> Self {
+        AuthConfig {
+            mode: AuthMode::Config,
+            account: None,
+            refresh: Duration::from_secs(2),
+            pool_max_per_account: None,
+            max_account_labels: 20,
+        }
+    }
+}
+
+impl AuthConfig {
+    /// Are server accounts consulted?
+    pub fn server(&self) -> bool {
+        matches!(self.mode, AuthMode::Server | AuthMode::Both) && self.account.is_some()
+    }
+
+    /// Are `users:` consulted?
+    pub fn config(&self) -> bool {
+        matches!(self.mode, AuthMode::Config | AuthMode::Both)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthMode {
+    /// Only the server's accounts.
+    Server,
+    /// Only `users:` (the behaviour before server accounts).
+    Config,
+    /// `users:` first, then the server's accounts.
+    Both,
+}
+
+/// `auth.account`: `Debug` never shows the password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AuthAccount {
+    pub user: String,
+    pub password: String,
+}
+
+impl fmt::Debug for AuthAccount {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuthAccount")
+            .field("user", &self.user)
+            .field("password", &"<redacted>")
+            .finish()
+    }
+}
+
+/// `users[].backend`: the server account a configured user's statements run
+/// as (without it, the group's account, as before server accounts).
+#[derive(Clone, PartialEq, Eq)]
+pub struct BackendAccount {
+    pub user: String,
+    pub password: String,
+}
+
+impl fmt::Debug for BackendAccount {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BackendAccount")
+            .field("user", &self.user)
+            .field("password", &"<redacted>")
+            .finish()
+    }
 }
 
 /// `admin:` — the admin HTTP endpoint's protection. `/metrics`, `/healthz`
@@ -199,6 +289,9 @@ pub struct User {
     /// Refuse this user's logins over plaintext (ERR 1045, as MariaDB's
     /// REQUIRE SSL). Default false.
     pub require_tls: bool,
+    /// The server account this user's statements run as; `None`: the
+    /// group's account.
+    pub backend: Option<BackendAccount>,
 }
 
 /// `Debug` never shows the secret (configurations may end up in logs).

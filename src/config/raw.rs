@@ -4,8 +4,9 @@
 
 use super::de::{self, ListItem};
 use super::{
-    AdminConfig, Backend, BackendSettings, BackendTls, BackendTlsMode, Config, Credential, Freshness,
-    FreshnessMode, Group, Limits, LogConfig, LogFormat, Sharding, TlsConfig, User,
+    AdminConfig, AuthAccount, AuthConfig, AuthMode, Backend, BackendAccount, BackendSettings, BackendTls,
+    BackendTlsMode, Config, Credential, Freshness, FreshnessMode, Group, Limits, LogConfig, LogFormat,
+    Sharding, TlsConfig, User,
 };
 use serde::Deserialize;
 use std::net::SocketAddr;
@@ -50,7 +51,9 @@ pub(super) struct RawConfig {
     limits: RawLimits,
     #[serde(default)]
     admin: RawAdmin,
-    #[serde(deserialize_with = "de::unique_list::<RawUser, _>")]
+    #[serde(default)]
+    auth: RawAuth,
+    #[serde(default, deserialize_with = "de::unique_list::<RawUser, _>")]
     users: Vec<User>,
     #[serde(deserialize_with = "de::unique_list::<RawGroup, _>")]
     groups: Vec<Group>,
@@ -88,8 +91,22 @@ impl RawConfig {
                 });
             }
         }
+        let auth = self.auth.resolve()?;
+        if auth.mode != AuthMode::Server && self.users.is_empty() {
+            return Err(SemanticError {
+                keys: &["users", "auth"],
+                message: if auth.account.is_some() {
+                    "auth.mode is `config` or `both` but `users:` is empty: add users or use mode `server`"
+                        .to_owned()
+                } else {
+                    "no way to log in: add `users:`, or `auth.account` to use the server's accounts"
+                        .to_owned()
+                },
+            });
+        }
         let sharding = self.sharding.resolve(&self.groups)?;
         Ok(Config {
+            auth,
             listen: self.listen,
             admin_listen: self.admin_listen,
             log: self.log.into(),
@@ -518,6 +535,85 @@ struct RawUser {
     max_connections: u32,
     #[serde(default)]
     require_tls: bool,
+    #[serde(default)]
+    backend: Option<RawBackendAccount>,
+}
+
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a server account such as { user: app, password: secret }"
+)]
+struct RawBackendAccount {
+    #[serde(deserialize_with = "de::parse::<de::Name, _>")]
+    user: String,
+    password: String,
+}
+
+/// `auth:`; see [`AuthConfig`].
+#[derive(Deserialize, Default)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping such as { account: { user: sluice_auth, password: secret }, refresh: 2s }"
+)]
+struct RawAuth {
+    #[serde(default)]
+    mode: Option<RawAuthMode>,
+    #[serde(default)]
+    account: Option<RawBackendAccount>,
+    #[serde(default, deserialize_with = "de::parse_opt::<de::Interval, _>")]
+    refresh: Option<Duration>,
+    #[serde(default, deserialize_with = "positive_opt")]
+    pool_max_per_account: Option<usize>,
+    #[serde(default)]
+    max_account_labels: Option<usize>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum RawAuthMode {
+    Server,
+    Config,
+    Both,
+}
+
+/// An optional positive integer (present: at least 1).
+fn positive_opt<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    de::positive(d).map(Some)
+}
+
+impl RawAuth {
+    fn resolve(self) -> Result<AuthConfig, SemanticError> {
+        let d = AuthConfig::default();
+        let account = self.account.map(|a| AuthAccount {
+            user: a.user,
+            password: a.password,
+        });
+        let mode =
+            match (self.mode, account.is_some()) {
+                (None, true) => AuthMode::Server,
+                (None, false) => AuthMode::Config,
+                (Some(RawAuthMode::Config), _) => AuthMode::Config,
+                (Some(m), false) => {
+                    return Err(SemanticError {
+                        keys: &["auth"],
+                        message: format!(
+                        "auth.mode `{}` needs auth.account (the account sluice reads mysql.global_priv with)",
+                        if matches!(m, RawAuthMode::Server) { "server" } else { "both" }
+                    ),
+                    })
+                }
+                (Some(RawAuthMode::Server), true) => AuthMode::Server,
+                (Some(RawAuthMode::Both), true) => AuthMode::Both,
+            };
+        Ok(AuthConfig {
+            mode,
+            account,
+            refresh: self.refresh.unwrap_or(d.refresh),
+            pool_max_per_account: self.pool_max_per_account,
+            max_account_labels: self.max_account_labels.unwrap_or(d.max_account_labels),
+        })
+    }
 }
 
 impl ListItem for RawUser {
@@ -550,6 +646,10 @@ impl ListItem for RawUser {
             credential,
             max_connections: self.max_connections,
             require_tls: self.require_tls,
+            backend: self.backend.map(|b| BackendAccount {
+                user: b.user,
+                password: b.password,
+            }),
         })
     }
 }

@@ -611,3 +611,40 @@ fn admin_token_comes_from_the_file_next_to_the_config() {
     std::fs::write(dir.path().join("admin.token"), "\n").expect("empty");
     assert!(config.admin.expected_token().is_err());
 }
+
+#[test]
+fn auth_section_modes_and_defaults() {
+    use super::AuthMode;
+    let cfg = parse(MINIMAL).expect("minimal");
+    assert_eq!(
+        cfg.auth.mode,
+        AuthMode::Config,
+        "no auth.account: users only, as before"
+    );
+    assert!(!cfg.auth.server());
+    let server_only = "auth:\n  account: { user: sluice, password: pw }\ngroups:\n  - name: main\n    master: { addr: 127.0.0.1:3306, user: sluice }\n";
+    let cfg = parse(server_only).expect("server accounts without users");
+    assert_eq!(cfg.auth.mode, AuthMode::Server);
+    assert_eq!(cfg.auth.refresh, Duration::from_secs(2));
+    assert!(cfg.users.is_empty());
+    let both = MINIMAL.replace(
+        "groups:",
+        "auth: { mode: both, account: { user: a, password: b }, refresh: 500ms, pool_max_per_account: 8 }\ngroups:",
+    );
+    let cfg = parse(&both).expect("both");
+    assert_eq!(cfg.auth.mode, AuthMode::Both);
+    assert_eq!(cfg.auth.pool_max_per_account, Some(8));
+    assert_eq!(cfg.auth.refresh, Duration::from_millis(500));
+    let (_, e) = error_of(&MINIMAL.replace("groups:", "auth: { mode: server }\ngroups:"));
+    assert!(e.contains("needs auth.account"), "{e}");
+    let (_, e) = error_of("groups:\n  - name: main\n    master: { addr: 127.0.0.1:3306, user: sluice }\n");
+    assert!(e.contains("no way to log in"), "{e}");
+    let mapped = MINIMAL.replace(
+        "password: secret }",
+        "password: secret, backend: { user: ro, password: ro } }",
+    );
+    let cfg = parse(&mapped).expect("mapped user");
+    assert_eq!(cfg.users[0].backend.as_ref().map(|b| b.user.as_str()), Some("ro"));
+    let (_, e) = error_of(&MINIMAL.replace("groups:", "auth: { bogus: 1 }\ngroups:"));
+    assert!(e.contains("bogus"), "{e}");
+}

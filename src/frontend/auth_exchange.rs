@@ -115,12 +115,39 @@ pub fn account(users: &[User], name: &str) -> (User, bool) {
         credential,
         max_connections: 0,
         require_tls: false,
+        backend: None,
     };
     (user, false)
 }
 
+/// What an exchange established.
+#[derive(Debug, Default)]
+pub struct Proof {
+    /// The client proved it knows the password.
+    pub proved: bool,
+    /// `SHA1(pw)` when proved (what a backend login as a server account
+    /// is derived from; see `auth::native`).
+    pub stage1: Option<[u8; 20]>,
+    /// The exchange ended with a mysql_native_password answer to the
+    /// greeting's nonce: kept to check again against accounts read anew.
+    pub native_response: Option<Vec<u8>>,
+}
+
+fn sha1(data: &[u8]) -> [u8; 20] {
+    use sha1::Digest;
+    sha1::Sha1::digest(data).into()
+}
+
+/// `SHA1(pw)` for a proven native answer.
+fn stage1_of(cred: &Credential, nonce: &[u8], response: &[u8]) -> Option<[u8; 20]> {
+    match cred {
+        Credential::NativeHash(h2) => crate::auth::native::recover_stage1(h2, nonce, response),
+        Credential::Password(p) => Some(sha1(p.as_bytes())),
+    }
+}
+
 /// Run the exchange for `user`. `seq` is the id of sluice's next packet and
-/// is left there. Returns whether the client proved it knows the password.
+/// is left there.
 pub async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
     client: &mut PacketStream<S>,
     seq: &mut u8,
@@ -129,7 +156,7 @@ pub async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
     nonce: &[u8; 20],
     first_response: &[u8],
     tls: bool,
-) -> Result<bool, ExchangeError> {
+) -> Result<Proof, ExchangeError> {
     let mut plugin = plugin.unwrap_or(AuthPlugin::MysqlNativePassword);
     let mut answer: Option<bytes::BytesMut> = None;
     let mut switched = false;
@@ -137,24 +164,45 @@ pub async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
     for _ in 0..=MAX_CLIENT_READS {
         let response = answer.as_deref().unwrap_or(first_response);
         match next_step(&user.credential, &plugin, response, tls, switched) {
-            Step::VerifyNative => return Ok(auth::verify_native(&user.credential, nonce, response)),
+            Step::VerifyNative => {
+                let proved = auth::verify_native(&user.credential, nonce, response);
+                return Ok(Proof {
+                    proved,
+                    stage1: if proved && !response.is_empty() {
+                        stage1_of(&user.credential, nonce, response)
+                    } else {
+                        None
+                    },
+                    native_response: Some(response.to_vec()),
+                });
+            }
             Step::VerifySha2Fast => {
                 let Credential::Password(pw) = &user.credential else {
-                    return Ok(false);
+                    return Ok(Proof::default());
                 };
                 if !auth::verify_sha2_fast(pw, nonce, response) {
-                    return Ok(false);
+                    return Ok(Proof::default());
                 }
                 // "fast auth success"; the OK follows.
                 client.write_packet(seq, &[0x01, 0x03]).await?;
-                return Ok(true);
+                return Ok(Proof {
+                    proved: true,
+                    stage1: (!pw.is_empty()).then(|| sha1(pw.as_bytes())),
+                    native_response: None,
+                });
             }
             Step::AskCleartext => {
                 // "perform full authentication": the client sends its
                 // password in clear text over the encrypted channel.
                 client.write_packet(seq, &[0x01, 0x04]).await?;
                 let p = read_in_order(client, seq).await?;
-                return Ok(auth::verify_cleartext(&user.credential, &p));
+                let proved = auth::verify_cleartext(&user.credential, &p);
+                let pw = p.strip_suffix(&[0]).unwrap_or(&p);
+                return Ok(Proof {
+                    proved,
+                    stage1: (proved && !pw.is_empty()).then(|| sha1(pw)),
+                    native_response: None,
+                });
             }
             Step::Switch(to) => {
                 let mut req = Vec::with_capacity(1 + to.len() + 1 + 21);
@@ -168,10 +216,10 @@ pub async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
                 plugin = AuthPlugin::from_bytes(to).into_owned();
                 switched = true;
             }
-            Step::Deny => return Ok(false),
+            Step::Deny => return Ok(Proof::default()),
         }
     }
-    Ok(false)
+    Ok(Proof::default())
 }
 
 /// Read the client's next packet, which must carry sequence id `*seq`.
@@ -206,6 +254,7 @@ mod tests {
             credential,
             max_connections: 0,
             require_tls: false,
+            backend: None,
         }
     }
 
@@ -297,7 +346,7 @@ mod tests {
             false,
         )
         .await;
-        assert!(!r.unwrap(), "an empty answer is not the password");
+        assert!(!r.unwrap().proved, "an empty answer is not the password");
         // One switch was answered; the rest of the burst was never read.
         assert_eq!(seq, 4);
 

@@ -85,6 +85,15 @@ impl Session {
         }
     }
 
+    /// A connection of `pool` logged in as the session's account (the
+    /// group's account for configured users without `backend:`).
+    pub(super) async fn checkout(&self, pool: &BackendPool) -> Result<Pooled, BackendError> {
+        match &self.login {
+            Some(login) => pool.get_as(login, self.key).await,
+            None => pool.get(self.key).await,
+        }
+    }
+
     pub(super) fn slot(&mut self, conn: Conn) -> Option<&mut Held> {
         slot_of(&mut self.backends.master, &mut self.backends.replica, conn)
     }
@@ -128,7 +137,7 @@ impl Session {
                 .is_some_and(|(j, h)| *j == i && !h.conn.broken),
         };
         if !present {
-            let c = pool.get(self.key).await.map_err(|e| {
+            let c = self.checkout(&pool).await.map_err(|e| {
                 if matches!(e, BackendError::PoolFull { .. }) {
                     // The client gets 1040; operators need to see it too.
                     tracing::warn!(backend = %pool.label, error = %e, "no backend connection free");

@@ -97,8 +97,8 @@ impl Session {
         let in_tx = self.in_transaction();
         let slot = self.backends.groups.slot(group);
         if slot.as_ref().is_none_or(|h| h.conn.broken) {
-            let conn = pool
-                .get(self.key)
+            let conn = self
+                .checkout(&pool)
                 .await
                 .map_err(|e| crate::error::backend_error_packet(&pool.label, pool.addr(), &e))?;
             *self.backends.groups.slot(group) = Some(GroupHeld { conn, in_tx: false });

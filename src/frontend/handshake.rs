@@ -37,6 +37,9 @@ pub struct Authed {
     pub nonce: [u8; 20],
     /// This session counted against `users[].max_connections`.
     pub user_slot: UserSlot,
+    /// Whom the session's statements run as on the backends (`None`: the
+    /// group's account, for configured users without `backend:`).
+    pub login: Option<std::sync::Arc<crate::backend::Login>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -194,16 +197,16 @@ async fn handshake_inner(
         scramble,
         plugin,
     } = hello;
-    let host = peer.ip().to_string();
-
     // The users of the newest configuration (a reload may have changed them).
     let rt = shared.runtime();
     let tls = client.get_ref().is_tls();
-    let ok = match login(
+    let verdict = match login(
         &mut client,
         &mut seq,
+        shared,
         &rt.config,
         &user_name,
+        peer.ip(),
         plugin,
         &nonce,
         &scramble,
@@ -211,18 +214,13 @@ async fn handshake_inner(
     )
     .await
     {
-        Ok(ok) => ok,
+        Ok(v) => v,
         Err(e) => return Err(exchange_failed(&mut client, &mut seq, e).await),
     };
-    if !ok {
-        let using_password = !scramble.is_empty();
-        return Err(refuse(
-            &mut client,
-            &mut seq,
-            error::access_denied(&user_name, &host, using_password),
-        )
-        .await);
-    }
+    let backend_login = match verdict {
+        Verdict::Accepted(l) => l,
+        Verdict::Denied(e) => return Err(refuse(&mut client, &mut seq, e).await),
+    };
     // A place among the client sessions, taken only now: connections still
     // in their handshake have a budget of their own, so they cannot lock
     // logins out.
@@ -245,33 +243,142 @@ async fn handshake_inner(
         db,
         seq,
         nonce,
+        login: backend_login,
     })
 }
 
-/// Authenticate `name` (login or COM_CHANGE_USER): the exchange, run for
-/// unknown users too (see `auth_exchange`), then the TLS requirement.
-/// True only for a configured user who proved the password over a transport
-/// the configuration allows.
+/// How a login ended.
+pub(crate) enum Verdict {
+    /// Authenticated; statements run as this backend login (`None`: the
+    /// group's account).
+    Accepted(Option<std::sync::Arc<crate::backend::Login>>),
+    /// Refused with this error (the server's own for the same case).
+    Denied(ErrPacket),
+}
+
+/// Authenticate `name` connecting from `ip` (login or COM_CHANGE_USER):
+/// against `users:` and/or the server's accounts (`auth.mode`), through
+/// the same bounded exchange for unknown users (see `auth_exchange`), then
+/// the TLS requirement and account locking, in the server's order.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn login<S>(
     client: &mut PacketStream<S>,
     seq: &mut u8,
+    shared: &Shared,
     config: &crate::config::Config,
     name: &str,
+    ip: std::net::IpAddr,
     plugin: Option<AuthPlugin<'static>>,
     nonce: &[u8; 20],
     scramble: &[u8],
     tls: bool,
-) -> Result<bool, ExchangeError>
+) -> Result<Verdict, ExchangeError>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
-    let (user, known) = auth_exchange::account(&config.users, name);
-    let proved = auth_exchange::authenticate(client, seq, &user, plugin, nonce, scramble, tls).await?;
-    // Checked after the password, as MariaDB checks REQUIRE SSL: the answer
-    // to a plaintext login is the same access denied as for a wrong one.
-    let tls_ok = tls || !(user.require_tls || config.tls.as_ref().is_some_and(|t| t.require));
-    Ok(proved && known && tls_ok)
+    use crate::config::{Credential, User};
+    let auth = &config.auth;
+    let host = ip.to_string();
+    let denied = || Verdict::Denied(error::access_denied(name, &host, !scramble.is_empty()));
+    let tls_required = config.tls.as_ref().is_some_and(|t| t.require);
+    let configured = if auth.config() {
+        config.users.iter().find(|u| u.name == name)
+    } else {
+        None
+    };
+    if let Some(u) = configured {
+        let proof = auth_exchange::authenticate(client, seq, u, plugin, nonce, scramble, tls).await?;
+        // Checked after the password, as MariaDB checks REQUIRE SSL: the answer
+        // to a plaintext login is the same access denied as for a wrong one.
+        let tls_ok = tls || !(u.require_tls || tls_required);
+        if !(proof.proved && tls_ok) {
+            return Ok(denied());
+        }
+        let login = u
+            .backend
+            .as_ref()
+            .map(|b| shared.accounts.mapped_login(&b.user, &b.password));
+        return Ok(Verdict::Accepted(login));
+    }
+    if !auth.server() {
+        let (user, _) = auth_exchange::account(&config.users, name);
+        let _ = auth_exchange::authenticate(client, seq, &user, plugin, nonce, scramble, tls).await?;
+        return Ok(denied());
+    }
+    // The server's accounts. An account sluice cannot check (another
+    // plugin) or none at all goes through the exchange of a made-up native
+    // account, like every real one here.
+    let snap = shared.accounts.snapshot();
+    let account = snap.find(name, ip);
+    let credential = match account.as_ref().map(|a| &a.method) {
+        Some(crate::auth::Method::Native(h2)) => Credential::NativeHash(*h2),
+        Some(crate::auth::Method::NoPassword) => Credential::Password(String::new()),
+        _ => Credential::NativeHash(super::auth::gen_nonce()),
+    };
+    let checkable = account
+        .as_ref()
+        .is_some_and(|a| !matches!(a.method, crate::auth::Method::Unsupported(_)));
+    let user = User {
+        name: name.to_owned(),
+        credential,
+        max_connections: 0,
+        require_tls: false,
+        backend: None,
+    };
+    let proof = auth_exchange::authenticate(client, seq, &user, plugin, nonce, scramble, tls).await?;
+    let mut found = (checkable && proof.proved).then(|| (account.clone(), proof.stage1));
+    if found.is_none() {
+        // Maybe the account was created or its password changed since the
+        // last read: read them again (rate-limited) and check the same
+        // answer against what the server has now.
+        if let Some(resp) = &proof.native_response {
+            let wait = (auth.refresh / 2).max(std::time::Duration::from_millis(500));
+            let snap = shared.accounts.refresh_now(wait).await;
+            let again = snap.find(name, ip);
+            found = match again.as_ref().map(|a| &a.method) {
+                Some(crate::auth::Method::Native(h2)) => {
+                    crate::auth::native::recover_stage1(h2, nonce, resp).map(|h1| (again.clone(), Some(h1)))
+                }
+                Some(crate::auth::Method::NoPassword) if resp.is_empty() => Some((again.clone(), None)),
+                _ => None,
+            };
+        }
+    }
+    let Some((Some(account), stage1)) = found else {
+        if let Some(a) = &account {
+            if let crate::auth::Method::Unsupported(p) = &a.method {
+                tracing::info!(
+                    account = %crate::logging::escaped(&a.name(), 256),
+                    plugin = %crate::logging::escaped(p, 64),
+                    "login refused: sluice cannot authenticate this account's plugin (only mysql_native_password)"
+                );
+            }
+        }
+        return Ok(denied());
+    };
+    if !tls && tls_required {
+        return Ok(denied());
+    }
+    if account.locked {
+        // MariaDB checks the lock after the password (a wrong one gets 1045).
+        return Ok(Verdict::Denied(ErrPacket::new(
+            crate::protocol::consts::errcode::ER_ACCOUNT_HAS_BEEN_LOCKED,
+            "HY000",
+            "Access denied, this account is locked",
+        )));
+    }
+    let max = account.max_user_connections as usize;
+    let make = || match stage1 {
+        Some(h1) => crate::backend::Login::native(name, h1, max),
+        None => crate::backend::Login::password(name, ""),
+    };
+    // The anonymous account serves many names: no shared login.
+    let login = if account.user.is_empty() {
+        make()
+    } else {
+        account.login(make)
+    };
+    Ok(Verdict::Accepted(Some(login)))
 }
 
 /// Is the client's first packet an SSL request: the first 32 bytes of a

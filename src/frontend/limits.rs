@@ -254,6 +254,7 @@ mod tests {
             credential: Credential::Password(String::new()),
             max_connections: max,
             require_tls: false,
+            backend: None,
         }
     }
 

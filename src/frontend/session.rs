@@ -73,6 +73,12 @@ pub async fn run(socket: TcpStream, peer: SocketAddr, conn_id: u32, shared: Arc<
         Ok(a) => a,
         Err(HandshakeError::Refused(e)) => {
             shared.metrics.login_refused(e.code); // metrics: refused, error by kind
+            if matches!(
+                e.code,
+                errcode::ER_ACCESS_DENIED_ERROR | errcode::ER_ACCOUNT_HAS_BEEN_LOCKED
+            ) {
+                shared.metrics.account_login(None, 0);
+            }
             info!(%peer, error = %e, "client refused");
             return;
         }
@@ -85,7 +91,9 @@ pub async fn run(socket: TcpStream, peer: SocketAddr, conn_id: u32, shared: Arc<
         }
     };
     debug!(%peer, user = %authed.user, "client authenticated");
-    // hook(kill): the session is visible to others (processlist, KILL) by its handshake id.
+    let labels = shared.runtime().config.auth.max_account_labels;
+    shared.metrics.account_login(Some(&authed.user), labels); // metrics: logins by account
+                                                              // hook(kill): the session is visible to others (processlist, KILL) by its handshake id.
     let proc = shared
         .sessions
         .register(conn_id, &authed.user, peer.to_string(), authed.db.as_deref());
@@ -176,6 +184,8 @@ struct Session {
     user_slot: super::limits::UserSlot,
     /// hook(kill): this session in the registry (processlist, KILL).
     proc: super::registry::Handle,
+    /// Whom statements run as on the backends (`None`: the group's account).
+    login: Option<Arc<crate::backend::Login>>,
 }
 
 impl Session {
@@ -204,6 +214,7 @@ impl Session {
             reply_seq: a.seq,
             user_slot: a.user_slot,
             proc,
+            login: a.login,
         }
     }
 
@@ -463,18 +474,26 @@ impl Session {
             .plugin
             .map(|p| mysql_common::packets::AuthPlugin::from_bytes(&p).into_owned());
         let tls = self.client.get_ref().is_tls();
+        let ip = self
+            .client
+            .get_ref()
+            .peer_ip()
+            .and_then(|ip| ip.parse().ok())
+            .unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]));
         let exchange = handshake::login(
             &mut self.client,
             &mut seq,
+            &self.shared,
             &rt.config,
             &req.user,
+            ip,
             plugin,
             &self.nonce,
             &req.auth,
             tls,
         );
-        let ok = match tokio::time::timeout(rt.config.limits.handshake_timeout, exchange).await {
-            Ok(Ok(ok)) => ok,
+        let verdict = match tokio::time::timeout(rt.config.limits.handshake_timeout, exchange).await {
+            Ok(Ok(v)) => v,
             Ok(Err(e)) => {
                 let _ = handshake::exchange_failed(&mut self.client, &mut seq, e).await;
                 return Err(Closed);
@@ -483,26 +502,24 @@ impl Session {
         };
         drop(rt);
         self.reply_seq = seq;
-        if !ok {
-            let host = self
-                .client
-                .get_ref()
-                .peer_ip()
-                .unwrap_or_else(|| "unknown".to_string());
-            let _ = self
-                .send_err(&error::access_denied(&req.user, &host, !req.auth.is_empty()))
-                .await;
-            return Err(Closed);
-        }
+        let login = match verdict {
+            handshake::Verdict::Accepted(l) => l,
+            handshake::Verdict::Denied(e) => {
+                let _ = self.send_err(&e).await;
+                return Err(Closed);
+            }
+        };
         // The session now counts against the new user's max_connections
         // (and keeps its place among all sessions).
         if let Err(e) = self.user_slot.switch_user(&self.shared.user_limits, &req.user) {
             let _ = self.send_err(&e).await;
             return Err(Closed);
         }
-        // Give the connections back (the pool resets them) and start clean.
+        // Give the connections back (the pool resets them) and start clean,
+        // from now on as the new account.
         self.backends.master = None;
         self.clear_state();
+        self.login = login;
         self.user = req.user;
         self.proc.set_user(&self.user); // hook(kill)
         if let Some(c) = req.collation {

@@ -165,8 +165,8 @@ impl Session {
             Conn::Master => None,
         }
         .unwrap_or_else(|| g.master.clone());
-        let mut conn = pool
-            .get(self.key)
+        let mut conn = self
+            .checkout(&pool)
             .await
             .map_err(|e| crate::error::backend_error_packet(&pool.label, pool.addr(), &e))?;
         super::super::sync_to_state(&mut conn, &pool, &self.state).await?;

@@ -45,6 +45,8 @@ pub struct Shared {
     pub shutdown: CancellationToken,
     /// The live sessions by thread id (processlist, KILL).
     pub sessions: Arc<super::registry::Registry>,
+    /// The server's accounts (`auth:`), kept fresh by `auth::catalog::refresher`.
+    pub accounts: Arc<crate::auth::Catalog>,
 }
 
 /// Advertised until a backend has told us its own version. The "5.5.5-"
@@ -85,6 +87,7 @@ impl Shared {
             handshakes,
             shutdown: CancellationToken::new(),
             sessions: Default::default(),
+            accounts: Default::default(),
         })
     }
 

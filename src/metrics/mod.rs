@@ -223,6 +223,9 @@ pub struct Metrics {
     pub routed: IntCounterVec,
     /// Sessions pinned to their backend connection, by reason.
     session_pins: IntCounterVec,
+    /// Logins by account (bounded label set, see `account_login`).
+    account_logins: IntCounterVec,
+    account_labels: std::sync::Mutex<std::collections::HashSet<String>>,
     /// `routed` children, resolved on first use: [destination][reason].
     routed_known: Box<RouteCounters>,
     errors: [IntCounter; ErrorKind::ALL.len()],
@@ -275,6 +278,17 @@ impl Metrics {
                 "Statements routed, by destination (master, replica, shards) and reason.",
             ),
             &["destination", "reason"],
+        )
+        .expect("static metric");
+        let account_logins = IntCounterVec::new(
+            Opts::new(
+                "sluice_account_logins_total",
+                "Client logins by account (user name) and result (ok, denied). Accounts get a label of \
+                 their own up to auth.max_account_labels; later ones count as account=\"other\"; \
+                 denied logins always count as account=\"-\" (names from unauthenticated clients are \
+                 never labels).",
+            ),
+            &["account", "result"],
         )
         .expect("static metric");
         let session_pins = IntCounterVec::new(
@@ -350,6 +364,7 @@ impl Metrics {
         for c in [
             Box::new(routed.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(session_pins.clone()),
+            Box::new(account_logins.clone()),
             Box::new(reloads_vec),
             Box::new(generation.clone()),
             Box::new(client_connections_open.clone()),
@@ -373,6 +388,8 @@ impl Metrics {
             idle_sessions_closed,
             routed,
             session_pins,
+            account_logins,
+            account_labels: Default::default(),
             routed_known: Box::new(std::array::from_fn(|_| std::array::from_fn(|_| OnceLock::new()))),
             errors,
             bytes_received,
@@ -527,6 +544,31 @@ impl Metrics {
 
     /// A session was closed for idling longer than `limits.idle_client_timeout`.
     /// A session pinned itself to its backend connection for `reason`.
+    /// A login of `account` (ok) or a refused one (`None`). At most
+    /// `max_labels` accounts get a label; the rest are "other". Per login,
+    /// not per statement, so a lock is fine here.
+    pub fn account_login(&self, account: Option<&str>, max_labels: usize) {
+        let Some(name) = account else {
+            self.account_logins.with_label_values(&["-", "denied"]).inc();
+            return;
+        };
+        let labelled = match self.account_labels.lock() {
+            Ok(mut set) => {
+                if set.contains(name) {
+                    true
+                } else if set.len() < max_labels {
+                    set.insert(name.to_owned());
+                    true
+                } else {
+                    false
+                }
+            }
+            Err(_) => false,
+        };
+        let label = if labelled { name } else { "other" };
+        self.account_logins.with_label_values(&[label, "ok"]).inc();
+    }
+
     pub fn session_pinned(&self, reason: &'static str) {
         self.session_pins.with_label_values(&[reason]).inc();
     }

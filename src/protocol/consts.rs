@@ -91,6 +91,7 @@ pub mod errcode {
     pub const ER_HANDSHAKE_ERROR: u16 = 1043;
     pub const ER_NET_PACKETS_OUT_OF_ORDER: u16 = 1156;
     pub const ER_ACCESS_DENIED_ERROR: u16 = 1045;
+    pub const ER_ACCOUNT_HAS_BEEN_LOCKED: u16 = 4151;
     pub const ER_UNKNOWN_COM_ERROR: u16 = 1047;
     pub const ER_BAD_DB_ERROR: u16 = 1049;
     pub const ER_NET_PACKET_TOO_LARGE: u16 = 1153;

@@ -239,6 +239,7 @@ mod tests {
             credential: crate::config::Credential::Password("pw".into()),
             max_connections: 0,
             require_tls: false,
+            backend: None,
         });
         let mut r = b.groups[0].replicas[0].clone();
         b.groups[0].replicas[0].weight = 3;
