@@ -40,12 +40,23 @@ pub(super) struct PartLog {
     shard: u32,
 }
 
+tokio::task_local! {
+    /// The client's statement mentions a password (perhaps only in a
+    /// comment the rewritten parts no longer carry): log no part's text.
+    /// Set by `run_plan` for the statement's whole run.
+    pub(super) static HIDE_PART_SQL: bool;
+}
+
 impl PartLog {
     pub(super) fn start(on: bool, sql: &str, backend: &str, shard: u32) -> Option<PartLog> {
         on.then(|| PartLog {
             started: Instant::now(),
             // Escaped, capped, and hidden when it may hold a password.
-            sql: crate::logging::loggable_sql(sql),
+            sql: if HIDE_PART_SQL.try_with(|h| *h).unwrap_or(false) {
+                crate::metrics::slow::REDACTED.to_owned()
+            } else {
+                crate::logging::loggable_sql(sql)
+            },
             backend: backend.to_string(),
             shard,
         })

@@ -263,36 +263,40 @@ impl Session {
         self.shared.metrics.shard_fanout(plan.parts().len(), "sharded");
         let routed = route::plan(c, sql, src, &self.state.view());
         let was_in_server_tx = self.state.status & SERVER_STATUS_IN_TRANS != 0;
-        let r = match plan {
-            ShardPlan::Write { parts, ddl } => match self.run_write(parts, ddl).await? {
-                None => {
-                    self.state.prev.row_count = -1;
-                    Ok(())
-                }
-                Some(done) => {
-                    let mut t = ResponseTracker::new(ResponseKind::Single, false);
-                    t.last_ok = Some((done.affected, done.insert_id));
-                    t.last_status = Some(done.status);
-                    self.note_previous(&t);
-                    self.apply(&routed, c, sql, Conn::Master, &t, was_in_server_tx, &done.groups)
+        let hide = self.rt.config.log.sql_log && crate::metrics::slow::may_hold_password(sql);
+        let run = async {
+            match plan {
+                ShardPlan::Write { parts, ddl } => match self.run_write(parts, ddl).await? {
+                    None => {
+                        self.state.prev.row_count = -1;
+                        Ok(())
+                    }
+                    Some(done) => {
+                        let mut t = ResponseTracker::new(ResponseKind::Single, false);
+                        t.last_ok = Some((done.affected, done.insert_id));
+                        t.last_status = Some(done.status);
+                        self.note_previous(&t);
+                        self.apply(&routed, c, sql, Conn::Master, &t, was_in_server_tx, &done.groups)
+                            .await;
+                        self.client.flush().await.map_err(|_| Closed)
+                    }
+                },
+                ShardPlan::Select {
+                    parts,
+                    merge,
+                    wildcard_helpers,
+                } => {
+                    // A read has no effect the pipeline applies; what it leaves
+                    // for ROW_COUNT() is -1.
+                    let r = self
+                        .run_select(parts, merge, wildcard_helpers, format, params)
                         .await;
-                    self.client.flush().await.map_err(|_| Closed)
+                    self.state.prev.row_count = -1;
+                    r
                 }
-            },
-            ShardPlan::Select {
-                parts,
-                merge,
-                wildcard_helpers,
-            } => {
-                // A read has no effect the pipeline applies; what it leaves
-                // for ROW_COUNT() is -1.
-                let r = self
-                    .run_select(parts, merge, wildcard_helpers, format, params)
-                    .await;
-                self.state.prev.row_count = -1;
-                r
             }
         };
+        let r = shard_io::HIDE_PART_SQL.scope(hide, run).await;
         self.groups_settle().await;
         r
     }
