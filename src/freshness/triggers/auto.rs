@@ -36,10 +36,16 @@ pub async fn scan_tracked_schemas(conn: &mut Conn, counter_schema: &str) -> Resu
         if !t.is_sluice() || t.schema == counter_schema || is_system(&t.schema) {
             continue;
         }
+        // Only triggers counting into *this* counter table make a schema
+        // ours: another sluice (another counter schema) tracking a schema
+        // must not have its new tables' triggers replaced by ours.
+        let Some(_) = t.sluice_slots(counter_schema) else {
+            continue;
+        };
         if !schemas.contains(&t.schema) {
             schemas.push(t.schema.clone());
         }
-        if let (Some(_), Some(event)) = (t.sluice_slots(counter_schema), t.event) {
+        if let Some(event) = t.event {
             *events.entry(counter_key(&t.schema, &t.table)).or_default() |= 1 << (event as u8);
         }
     }
