@@ -84,7 +84,7 @@ impl Session {
         // transaction may make writes visible, so its answer waits for the
         // causal snapshot (released below once it is decided).
         let was_in_tx = self.in_transaction();
-        let was_in_server_tx = self.state.status & SERVER_STATUS_IN_TRANS != 0;
+        let was_in_server_tx = self.state.in_server_transaction();
         let hold = on_master && (plan.is_write || was_in_tx) && self.monitor.mode == FreshnessMode::Causal;
         self.shared.metrics.route(on_master, route.reason);
         // The connection did not run this session's previous statement.
@@ -445,7 +445,7 @@ impl Session {
                 m.bump_global().await;
             }
         }
-        let now_in_server_tx = self.state.status & SERVER_STATUS_IN_TRANS != 0;
+        let now_in_server_tx = self.state.in_server_transaction();
         if route::needs_snapshot(plan, c, was_in_server_tx, now_in_server_tx) {
             for m in groups.iter().filter_map(|&g| self.rt.monitors.get(g)) {
                 m.after_write().await;

@@ -87,7 +87,12 @@ impl SessionState {
 
     /// In a transaction on the master (by its last status), or autocommit off.
     pub fn in_transaction(&self) -> bool {
-        self.status & SERVER_STATUS_IN_TRANS != 0 || self.status & SERVER_STATUS_AUTOCOMMIT == 0
+        self.in_server_transaction() || self.status & SERVER_STATUS_AUTOCOMMIT == 0
+    }
+
+    /// The master's last status says a transaction is open there.
+    pub fn in_server_transaction(&self) -> bool {
+        self.status & SERVER_STATUS_IN_TRANS != 0
     }
 
     /// The master connection must stay with the session: a transaction is
@@ -95,7 +100,7 @@ impl SessionState {
     /// replayed SET, and such a session holds its connection from its first
     /// statement to COMMIT like any transaction), or the session is pinned.
     pub fn holds_master(&self) -> bool {
-        self.status & SERVER_STATUS_IN_TRANS != 0 || self.pins.reason().is_some()
+        self.in_server_transaction() || self.pins.reason().is_some()
     }
 
     /// A replica connection must stay: it runs the read-only transaction.

@@ -10,7 +10,6 @@
 //!   per group, one writing group per transaction);
 //! - `shard_io.rs`: reading shard answers, the query log.
 
-use crate::protocol::consts::SERVER_STATUS_IN_TRANS;
 use crate::protocol::response::{ResponseKind, ResponseTracker};
 use crate::router::classify::Classified;
 use crate::router::route::{self, Source};
@@ -262,7 +261,7 @@ impl Session {
         }
         self.shared.metrics.shard_fanout(plan.parts().len(), "sharded");
         let routed = route::plan(c, sql, src, &self.state.view());
-        let was_in_server_tx = self.state.status & SERVER_STATUS_IN_TRANS != 0;
+        let was_in_server_tx = self.state.in_server_transaction();
         let hide = self.rt.config.log.sql_log && crate::metrics::slow::may_hold_password(sql);
         let run = async {
             match plan {
