@@ -1047,6 +1047,34 @@ impl Drop for Cluster {
     }
 }
 
+/// `freshness.auto_install` is off in every test sluice unless the test's config names it:
+/// otherwise every sluice on the shared cluster would install triggers in every schema the
+/// other tests create (DDL that makes replicas briefly stale and races tests that install
+/// their own). tests/freshness_auto.rs opts in with `auto_install: true`.
+fn without_auto_install(body: String) -> String {
+    if body.contains("auto_install") {
+        return body;
+    }
+    let mut out = String::with_capacity(body.len() + 40);
+    let mut seen = false;
+    for line in body.lines() {
+        if line == "freshness:" {
+            out.push_str("freshness:\n  auto_install: false\n");
+            seen = true;
+        } else if let Some(rest) = line.strip_prefix("freshness: {") {
+            out.push_str(&format!("freshness: {{ auto_install: false,{rest}\n"));
+            seen = true;
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    if !seen {
+        out.push_str("freshness:\n  auto_install: false\n");
+    }
+    out
+}
+
 /// One cluster (1 master + [`SHARED_REPLICAS`] replicas) per test process, or the
 /// external one named by `SLUICE_TEST_CLUSTER` (started by scripts/test). Read-only with
 /// respect to servers and replication: see the module docs.
@@ -1133,6 +1161,7 @@ impl Sluice {
             .filter(|l| !l.starts_with("listen:") && !l.starts_with("admin_listen:"))
             .map(|l| format!("{l}\n"))
             .collect();
+        let body = without_auto_install(body);
         let config_path = dir.path().join("sluice.yaml");
         let log = dir.path().join("sluice.log");
         // SLUICE_TEST_BIN runs the tests against another build (e.g. an older one, to show a test fails there).
