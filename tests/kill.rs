@@ -195,30 +195,141 @@ async fn an_unknown_id_is_refused_with_1094_and_never_forwarded() {
     assert_eq!(server_code(&direct), server_code(&through));
 }
 
-/// Another user's session: 1095, and the processlist does not show it.
+/// Another user's session, with the clients' own server accounts (`auth.account`):
+/// KILL from an account without CONNECTION ADMIN/SUPER gets 1095 and the list shows
+/// only its own sessions; with CONNECTION ADMIN or SUPER the KILL ends the session;
+/// PROCESS lists every user's. Each step runs directly on the master and through
+/// sluice, and the answers are compared.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn another_users_session_cannot_be_killed() {
-    let s = master_only(4);
-    let mut other = Conn::from_url(s.url(HASH_USER, HASH_PASSWORD, TEST_DB))
-        .await
-        .expect("connect as hashuser");
-    let mut app = connect(&s, Via::Sluice).await;
-    let oid = other.id();
-    let err = app
-        .query_drop(format!("KILL {oid}"))
-        .await
-        .expect_err("not owner");
-    assert_eq!(
-        server_code(&err),
-        Some((1095, format!("You are not owner of thread {oid}"))),
-        "{err:?}"
+async fn kill_of_another_users_session_follows_the_accounts_privileges() {
+    let cluster = shared_cluster();
+    let p = unique_name("kp");
+    let (victim, plain, admin, superu, process) = (
+        format!("{p}_v"),
+        format!("{p}_n"),
+        format!("{p}_ca"),
+        format!("{p}_su"),
+        format!("{p}_pr"),
     );
-    let rows: Vec<Row> = app.query("SHOW PROCESSLIST").await.expect("processlist");
-    assert!(rows
-        .iter()
-        .all(|r| r.get::<String, _>(1).as_deref() == Some(APP_USER)));
-    let one: Option<i64> = other.query_first("SELECT 1").await.expect("still alive");
-    assert_eq!(one, Some(1));
+    cluster.master.sql(&format!(
+        "CREATE USER '{victim}'@'%' IDENTIFIED BY 'pw'; CREATE USER '{plain}'@'%' IDENTIFIED BY 'pw'; \
+         CREATE USER '{admin}'@'%' IDENTIFIED BY 'pw'; GRANT CONNECTION ADMIN ON *.* TO '{admin}'@'%'; \
+         CREATE USER '{superu}'@'%' IDENTIFIED BY 'pw'; GRANT SUPER ON *.* TO '{superu}'@'%'; \
+         CREATE USER '{process}'@'%' IDENTIFIED BY 'pw'; GRANT PROCESS ON *.* TO '{process}'@'%';"
+    ));
+    cluster.wait_replicas_caught_up();
+    let s = Sluice::start(&format!(
+        "auth:\n  account: {{ user: {SLUICE_USER}, password: {SLUICE_PASSWORD} }}\ngroups:\n{}",
+        Sluice::group_yaml("main", cluster)
+    ));
+    let url = |via: Via, user: &str| match via {
+        Via::Direct => cluster.master.url(user, "pw", ""),
+        Via::Sluice => s.url(user, "pw", ""),
+    };
+    for via in [Via::Direct, Via::Sluice] {
+        let mut v = Conn::from_url(url(via, &victim)).await.expect("victim");
+        let vid = v.id();
+        // Plain account: 1095, and only its own session in the list.
+        let mut n = Conn::from_url(url(via, &plain)).await.expect("plain");
+        let err = n.query_drop(format!("KILL {vid}")).await.expect_err("not owner");
+        assert_eq!(
+            server_code(&err),
+            Some((1095, format!("You are not owner of thread {vid}"))),
+            "{via:?}: {err:?}"
+        );
+        let rows: Vec<Row> = n.query("SHOW PROCESSLIST").await.expect("processlist");
+        assert!(
+            rows.iter()
+                .all(|r| r.get::<String, _>(1).as_deref() == Some(plain.as_str())),
+            "{via:?}: a plain account sees only its own sessions: {rows:?}"
+        );
+        // PROCESS: the victim's session is listed.
+        let mut pr = Conn::from_url(url(via, &process)).await.expect("process");
+        let rows: Vec<Row> = pr.query("SHOW PROCESSLIST").await.expect("processlist");
+        assert!(
+            rows.iter().any(|r| r.get::<u64, _>(0) == Some(u64::from(vid))),
+            "{via:?}: PROCESS lists other users' sessions"
+        );
+        let err = pr
+            .query_drop(format!("KILL {vid}"))
+            .await
+            .expect_err("PROCESS is not enough");
+        assert_eq!(server_code(&err).map(|c| c.0), Some(1095), "{via:?}");
+        // CONNECTION ADMIN: KILL QUERY of a running statement, then KILL.
+        let mut ca = Conn::from_url(url(via, &admin)).await.expect("admin");
+        let running = tokio::spawn(async move {
+            let r = v.query_drop("SELECT SLEEP(20)").await;
+            (v, r)
+        });
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        ca.query_drop(format!("KILL QUERY {vid}"))
+            .await
+            .expect("CONNECTION ADMIN may");
+        let (mut v, r) = tokio::time::timeout(Duration::from_secs(10), running)
+            .await
+            .expect("interrupted in time")
+            .expect("task");
+        let one: Option<i64> = match r {
+            Err(e) => {
+                assert_eq!(server_code(&e).map(|c| c.0), Some(1317), "{via:?}: {e:?}");
+                None
+            }
+            Ok(()) => v.query_first("SELECT 1").await.expect("alive"),
+        };
+        let _ = one;
+        // SUPER ends the session.
+        let mut su = Conn::from_url(url(via, &superu)).await.expect("super");
+        su.query_drop(format!("KILL {vid}")).await.expect("SUPER may");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(
+            v.query_drop("DO 1").await.is_err(),
+            "{via:?}: the killed session is gone"
+        );
+        for c in [n, pr, ca, su] {
+            let _ = c.disconnect().await;
+        }
+    }
+    cluster.master.sql(&format!(
+        "DROP USER '{victim}'@'%', '{plain}'@'%', '{admin}'@'%', '{superu}'@'%', '{process}'@'%'"
+    ));
+}
+
+/// COM_PROCESS_KILL (the old `mysql_kill()` command): as KILL CONNECTION, for the
+/// session's own ids; an unknown id is 1094, as the server says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn com_process_kill_acts_like_kill() {
+    let s = master_only(4);
+    let mut seen = Vec::new();
+    for via in [Via::Direct, Via::Sluice] {
+        let victim = connect(&s, via).await;
+        let vid = victim.id();
+        let mut raw = match via {
+            Via::Direct => {
+                let mut r = common::raw::RawConn::connect(shared_cluster().master.port);
+                assert!(r.login(SLUICE_USER, SLUICE_PASSWORD).is_ok());
+                r
+            }
+            Via::Sluice => {
+                let mut r = common::raw::RawConn::connect(s.port);
+                assert!(r.login(APP_USER, APP_PASSWORD).is_ok());
+                r
+            }
+        };
+        let mut cmd = vec![0x0c];
+        cmd.extend_from_slice(&vid.to_le_bytes());
+        raw.write(0, &cmd);
+        let ok = raw.read();
+        let mut cmd = vec![0x0c];
+        cmd.extend_from_slice(&(u32::MAX - 7).to_le_bytes());
+        raw.write(0, &cmd);
+        let unknown = raw.read();
+        seen.push((ok.is_ok(), unknown.err().map(|e| e.0)));
+        let mut victim = victim;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(victim.query_drop("DO 1").await.is_err(), "{via:?}: killed");
+    }
+    assert_eq!(seen[0], seen[1]);
+    assert_eq!(seen[1], (true, Some(1094)));
 }
 
 /// The column metadata a client sees, for a differential comparison.

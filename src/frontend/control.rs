@@ -69,6 +69,25 @@ impl Session {
         }
     }
 
+    /// hook(kill): COM_PROCESS_KILL (old clients' `mysql_kill()`): KILL
+    /// CONNECTION of the 4-byte id that follows.
+    pub(super) async fn process_kill(&mut self, payload: &[u8]) -> CmdResult {
+        match payload.get(1..5).and_then(|b| <[u8; 4]>::try_from(b).ok()) {
+            Some(id) => {
+                self.kill(false, KillTarget::Thread(u64::from(u32::from_le_bytes(id))))
+                    .await
+            }
+            None => {
+                self.send_err(&ErrPacket::new(
+                    errcode::ER_MALFORMED_PACKET,
+                    "HY000",
+                    "Malformed communication packet (COM_PROCESS_KILL without a 4-byte thread id)",
+                ))
+                .await
+            }
+        }
+    }
+
     async fn kill(&mut self, query_only: bool, target: KillTarget) -> CmdResult {
         let id = match target {
             KillTarget::Thread(id) => id,
@@ -135,9 +154,10 @@ impl Session {
                 .await;
             return Err(Closed);
         }
-        // sluice's users have no privileges beyond their own sessions (as a
-        // server account without CONNECTION ADMIN / SUPER).
-        if !entry.user_is(&self.user) {
+        // Another user's session: as the server does, only an account with
+        // CONNECTION ADMIN or SUPER may end it (asked of the server, as the
+        // account the session's statements run as).
+        if !entry.user_is(&self.user) && !self.admin_rights().await.connection_admin {
             return self
                 .send_err(&ErrPacket::new(
                     ER_KILL_DENIED_ERROR,
@@ -156,12 +176,14 @@ impl Session {
 
     async fn send_processlist(&mut self, full: bool) -> CmdResult {
         let own = self.proc.id;
+        // PROCESS shows every user's sessions, as the server's list does.
+        let all = self.admin_rights().await.process;
         let rows: Vec<Vec<Option<Vec<u8>>>> = self
             .shared
             .sessions
             .all()
             .iter()
-            .filter(|e| e.id == own || e.user_is(&self.user))
+            .filter(|e| all || e.id == own || e.user_is(&self.user))
             .map(|e| processlist_row(e.snapshot(), e.id == own, full))
             .collect();
         let cols = processlist_columns(self.key.collation, full);
@@ -181,6 +203,23 @@ impl Session {
             .metrics
             .client_bytes_out(self.client.wbuf.len() - before); // metrics: bytes out
         self.client.flush().await.map_err(|_| Closed)
+    }
+
+    /// What the account the session's statements run as may do with other
+    /// users' sessions, read from the master each time it is needed (rare:
+    /// KILL of another user's session, SHOW PROCESSLIST), so GRANT, REVOKE
+    /// and SET ROLE count at once. Unknown (no master, an error): nothing.
+    async fn admin_rights(&mut self) -> AdminRights {
+        if self.held(Conn::Master).await.is_err() {
+            return AdminRights::default();
+        }
+        let Some(h) = self.slot(Conn::Master) else {
+            return AdminRights::default();
+        };
+        match h.conn.query_text(ADMIN_RIGHTS_SQL).await {
+            Ok(Ok(Some(flags))) => AdminRights::parse(&flags),
+            _ => AdminRights::default(),
+        }
     }
 
     /// hook(wait_timeout): after a `SET` mentioning `wait_timeout` or
@@ -217,6 +256,36 @@ async fn finish(conn: &mut Pooled, pool: &BackendPool, close: bool) {
         match tokio::time::timeout(END_RESET_TIMEOUT, pool.reset(conn)).await {
             Ok(Ok(())) => {}
             _ => conn.broken = true,
+        }
+    }
+}
+
+/// The account's (and its current role's) global privileges that matter for
+/// other users' sessions, as two digits: CONNECTION ADMIN or SUPER (KILL),
+/// PROCESS (the process list). GRANTEE is `'user'@'host'`; the host is what
+/// follows the last `@` of CURRENT_USER(), since a user name may hold one.
+const ADMIN_RIGHTS_SQL: &str = "SELECT CONCAT(\
+    IFNULL(MAX(PRIVILEGE_TYPE IN ('SUPER', 'CONNECTION ADMIN')), 0), \
+    IFNULL(MAX(PRIVILEGE_TYPE = 'PROCESS'), 0)) \
+    FROM information_schema.USER_PRIVILEGES \
+    WHERE GRANTEE = CONCAT('''', \
+    LEFT(CURRENT_USER(), LENGTH(CURRENT_USER()) - LENGTH(SUBSTRING_INDEX(CURRENT_USER(), '@', -1)) - 1), \
+    '''@''', SUBSTRING_INDEX(CURRENT_USER(), '@', -1), '''') \
+    OR GRANTEE = CONCAT('''', CURRENT_ROLE(), '''')";
+
+/// See [`ADMIN_RIGHTS_SQL`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct AdminRights {
+    connection_admin: bool,
+    process: bool,
+}
+
+impl AdminRights {
+    fn parse(flags: &str) -> AdminRights {
+        let b = flags.as_bytes();
+        AdminRights {
+            connection_admin: b.first() == Some(&b'1'),
+            process: b.get(1) == Some(&b'1'),
         }
     }
 }

@@ -307,6 +307,7 @@ impl Session {
                 COM_SET_OPTION => self.set_option(p).await,
                 COM_RESET_CONNECTION => self.reset_connection(p).await,
                 COM_CHANGE_USER => self.change_user(p).await,
+                COM_PROCESS_KILL => self.process_kill(p).await, // hook(kill)
                 other => self.send_err(&error::unknown_command(other)).await,
             };
             self.proc.end(self.state.db.as_deref()); // hook(kill)

@@ -8,6 +8,7 @@ pub const COM_INIT_DB: u8 = 0x02;
 pub const COM_QUERY: u8 = 0x03;
 pub const COM_FIELD_LIST: u8 = 0x04;
 pub const COM_STATISTICS: u8 = 0x09;
+pub const COM_PROCESS_KILL: u8 = 0x0c;
 pub const COM_PING: u8 = 0x0e;
 pub const COM_CHANGE_USER: u8 = 0x11;
 pub const COM_STMT_PREPARE: u8 = 0x16;
