@@ -121,12 +121,15 @@ pub async fn run(config: Config, config_path: PathBuf) -> Result<(), Error> {
     // Before the listeners: a SIGHUP must never find the default action.
     crate::reload::reload_on_sighup(reloader.clone())?;
 
-    let listener = TcpListener::bind(listen).await.map_err(|source| Error::Bind {
-        addr: listen.to_string(),
-        source,
-    })?;
+    // The client port last: the kernel queues connections as soon as it
+    // listens, so a client (or a readiness check) that got in must never
+    // meet a sluice that then exits because the admin port is taken.
     let admin_listener = TcpListener::bind(admin).await.map_err(|source| Error::Bind {
         addr: admin.to_string(),
+        source,
+    })?;
+    let listener = TcpListener::bind(listen).await.map_err(|source| Error::Bind {
+        addr: listen.to_string(),
         source,
     })?;
     frontend::listener::log_listening(&listener.local_addr()?);

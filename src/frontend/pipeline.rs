@@ -39,6 +39,9 @@ pub(super) enum Exec<'p> {
         layout: prepared::ExecuteLayout,
         /// SEND_LONG_DATA went to the master: so must the EXECUTE.
         long_data: bool,
+        /// The text to prepare and run instead of the statement's own (its
+        /// ROW_COUNT()/FOUND_ROWS() replaced by the session's values).
+        variant: Option<&'p [u8]>,
     },
 }
 
@@ -110,6 +113,7 @@ impl Session {
         // ROW_COUNT()/FOUND_ROWS() on a connection that ran other sessions'
         // statements since this session's last one: the session's own values.
         let rewritten;
+        let variant;
         let exec = match exec {
             // (Not in a multi-statement: its own statements come before.)
             Exec::Text { payload } if c.refers_to_previous && borrowed && !c.multi_statement => {
@@ -120,6 +124,25 @@ impl Session {
                         Exec::Text { payload: &rewritten }
                     }
                     None => Exec::Text { payload },
+                }
+            }
+            // A prepared one runs as its own variant statement on this
+            // connection: the same parameters, the values in its text.
+            Exec::Prepared {
+                id,
+                payload,
+                layout,
+                long_data,
+                variant: None,
+            } if c.refers_to_previous && borrowed && !c.multi_statement => {
+                let lex = self.state.lex.unwrap_or_default();
+                variant = previous::rewrite(sql, self.state.prev, lex);
+                Exec::Prepared {
+                    id,
+                    payload,
+                    layout,
+                    long_data,
+                    variant: variant.as_deref(),
                 }
             }
             other => other,
@@ -343,8 +366,15 @@ impl Session {
                 Ok(t.map(|t| (t, self.backends.last_conn)))
             }
             Exec::Prepared {
-                id, payload, layout, ..
-            } => self.execute_prepared(id, payload, layout, route, hold).await,
+                id,
+                payload,
+                layout,
+                variant,
+                ..
+            } => {
+                self.execute_prepared(id, payload, layout, variant, route, hold)
+                    .await
+            }
         }
     }
 
@@ -477,11 +507,12 @@ impl Session {
         id: u32,
         payload: &[u8],
         layout: prepared::ExecuteLayout,
+        variant: Option<&[u8]>,
         route: Route,
         hold: bool,
     ) -> Result<Option<(ResponseTracker, Conn)>, Closed> {
         // faults: see prepare_for_execute.
-        let (route, backend_id) = match self.prepare_for_execute(id, route).await {
+        let (route, backend_id) = match self.prepare_for_execute(id, route, variant).await {
             Ok(r) => r,
             Err(e) => {
                 self.send_err(&e).await?;
@@ -497,7 +528,8 @@ impl Session {
         }
         stmt.long_data = false;
         stmt.last_exec = Some((route.conn, uid));
-        let (sql, types) = (stmt.sql.clone(), stmt.types.clone());
+        let sql: std::sync::Arc<[u8]> = variant.map_or_else(|| stmt.sql.clone(), std::sync::Arc::from);
+        let types = stmt.types.clone();
         // The server runs an EXECUTE without types with the types it last
         // received for this statement, possibly from another session: send
         // this session's whenever they differ.

@@ -48,9 +48,17 @@ impl Session {
         };
         // The id is reserved now so the relay can put it in the response.
         let id = self.stmts.insert(Stmt::new(sql, c, 0));
+        // A master connection kept for what the previous statement left
+        // (FOUND_ROWS() after SQL_CALC_FOUND_ROWS, warnings) runs the
+        // prepare and stays: PREPARE changes neither FOUND_ROWS() nor
+        // ROW_COUNT(), and its own diagnostics are on that connection.
+        let kept_master = self.backends.keep == Some(Conn::Master);
         let tracker = self
             .run_on(route, payload, ResponseKind::Prepare, false, Some(id))
             .await?;
+        if kept_master && tracker.as_ref().is_some_and(|t| !t.error) {
+            self.backends.keep = Some(Conn::Master);
+        }
         match tracker.and_then(|t| t.prepared) {
             Some(info) => {
                 if let Some(s) = self.stmts.stmts.get_mut(&id) {
@@ -95,6 +103,7 @@ impl Session {
             payload,
             layout,
             long_data,
+            variant: None,
         };
         self.statement(&class, &sql, Source::Prepared { params }, exec)
             .await
@@ -108,14 +117,15 @@ impl Session {
         &mut self,
         id: u32,
         route: Route,
+        variant: Option<&[u8]>,
     ) -> Result<(Route, u32), ErrPacket> {
         let first_byte = self.rt.config.backend.replica_read_timeout;
         let retryable = self.state.ro_tx.is_none();
         let Some(mut watch) = ReadWatch::for_conn(&self.monitor, route.conn, first_byte, retryable) else {
-            return self.prepare_on(id, route.conn).await.map(|b| (route, b));
+            return self.prepare_on(id, route.conn, variant).await.map(|b| (route, b));
         };
         let on_replica = tokio::select! {
-            r = self.prepare_on(id, route.conn) => r,
+            r = self.prepare_on(id, route.conn, variant) => r,
             err = watch.abandoned(false) => Err(self.abandon_replica(route.conn, err)),
         };
         match on_replica {
@@ -127,23 +137,27 @@ impl Session {
                     conn: Conn::Master,
                     reason: "replica_failed",
                 };
-                self.prepare_on(id, Conn::Master).await.map(|b| (master, b))
+                self.prepare_on(id, Conn::Master, variant)
+                    .await
+                    .map(|b| (master, b))
             }
             Err(e) => Err(e),
         }
     }
 
     /// The backend statement id of `id` on `conn`, preparing it there first
-    /// if that connection has not got it yet.
-    async fn prepare_on(&mut self, id: u32, conn: Conn) -> Result<u32, ErrPacket> {
+    /// if that connection has not got it yet. `variant`: the text to prepare
+    /// instead of the statement's own (no client has it open, so the next
+    /// checkout's sweep closes it on the server).
+    async fn prepare_on(&mut self, id: u32, conn: Conn, variant: Option<&[u8]>) -> Result<u32, ErrPacket> {
         self.held(conn).await?;
-        let sql = self
+        let own = &self
             .stmts
             .stmts
             .get(&id)
             .ok_or_else(|| error::unknown_stmt(id, "mysqld_stmt_execute"))?
-            .sql
-            .clone();
+            .sql;
+        let sql: std::sync::Arc<[u8]> = variant.map_or_else(|| own.clone(), std::sync::Arc::from);
         let label = self.label(conn);
         let held = self.slot(conn).ok_or_else(|| lost(&label))?;
         let ctx = held.conn.stmt_context();
@@ -199,7 +213,7 @@ impl Session {
                 self.send_ok().await
             };
         };
-        let backend_id = match self.prepare_on(id, conn).await {
+        let backend_id = match self.prepare_on(id, conn, None).await {
             Ok(b) => b,
             Err(e) => return self.send_err(&e).await,
         };
@@ -226,7 +240,7 @@ impl Session {
             }
             Some(_) => {}
         }
-        let Ok(backend_id) = self.prepare_on(id, Conn::Master).await else {
+        let Ok(backend_id) = self.prepare_on(id, Conn::Master, None).await else {
             return Ok(());
         };
         if let Some(s) = self.stmts.stmts.get_mut(&id) {

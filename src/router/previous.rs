@@ -18,7 +18,8 @@ pub struct Previous {
 }
 
 impl Default for Previous {
-    /// A new connection: no statement yet.
+    /// A new connection: no statement yet. (MariaDB's own FOUND_ROWS() is
+    /// then whatever the thread it reuses from its cache last had.)
     fn default() -> Self {
         Previous {
             row_count: 0,
