@@ -94,7 +94,7 @@ impl Session {
             KillTarget::Own => u64::from(self.proc.id),
             KillTarget::QueryId(q) => {
                 return self
-                    .send_err(&ErrPacket::new(
+                    .send_kill_err(ErrPacket::new(
                         ER_NO_SUCH_QUERY,
                         "HY000",
                         format!("Unknown query id: {q}"),
@@ -103,7 +103,7 @@ impl Session {
             }
             KillTarget::User => {
                 return self
-                    .send_err(&ErrPacket::new(
+                    .send_kill_err(ErrPacket::new(
                         errcode::ER_NOT_SUPPORTED_YET,
                         "42000",
                         "sluice does not support KILL USER yet; kill each session by its id (SHOW \
@@ -113,7 +113,7 @@ impl Session {
             }
             KillTarget::Other => {
                 return self
-                    .send_err(&ErrPacket::new(
+                    .send_kill_err(ErrPacket::new(
                         errcode::ER_NOT_SUPPORTED_YET,
                         "42000",
                         "sluice only runs KILL with a literal thread id or CONNECTION_ID(); the ids \
@@ -126,7 +126,7 @@ impl Session {
         let entry = u32::try_from(id).ok().and_then(|id| self.shared.sessions.get(id));
         let Some(entry) = entry else {
             return self
-                .send_err(&ErrPacket::new(
+                .send_kill_err(ErrPacket::new(
                     ER_NO_SUCH_THREAD,
                     "HY000",
                     format!("Unknown thread id: {id}"),
@@ -138,7 +138,7 @@ impl Session {
             // killing the own connection also ends it.
             if query_only {
                 return self
-                    .send_err(&ErrPacket::new(
+                    .send_kill_err(ErrPacket::new(
                         ER_QUERY_INTERRUPTED,
                         "70100",
                         "Query execution was interrupted",
@@ -159,7 +159,7 @@ impl Session {
         // account the session's statements run as).
         if !entry.user_is(&self.user) && !self.admin_rights().await.connection_admin {
             return self
-                .send_err(&ErrPacket::new(
+                .send_kill_err(ErrPacket::new(
                     ER_KILL_DENIED_ERROR,
                     "HY000",
                     format!("You are not owner of thread {id}"),
@@ -172,6 +172,26 @@ impl Session {
             KillRequest::Connection
         });
         self.send_ok().await
+    }
+
+    /// A KILL refused by sluice itself: the client gets the ERR, and the
+    /// master connection, kept for the next statement, gets the same error
+    /// in its diagnostics area (a SIGNAL), so SHOW WARNINGS, @@error_count
+    /// and GET DIAGNOSTICS describe it as the server would. If that fails,
+    /// the client still has its answer.
+    async fn send_kill_err(&mut self, e: ErrPacket) -> CmdResult {
+        if let Some(signal) = signal_sql(&e) {
+            if self.held(Conn::Master).await.is_ok() {
+                if let Some(h) = self.slot(Conn::Master) {
+                    if let Ok(Err(planted)) = h.conn.query_drop(&signal).await {
+                        if planted.code == e.code {
+                            self.backends.keep = Some(Conn::Master);
+                        }
+                    }
+                }
+            }
+        }
+        self.send_err(&e).await
     }
 
     async fn send_processlist(&mut self, full: bool) -> CmdResult {
@@ -272,6 +292,24 @@ const ADMIN_RIGHTS_SQL: &str = "SELECT CONCAT(\
     LEFT(CURRENT_USER(), LENGTH(CURRENT_USER()) - LENGTH(SUBSTRING_INDEX(CURRENT_USER(), '@', -1)) - 1), \
     '''@''', SUBSTRING_INDEX(CURRENT_USER(), '@', -1), '''') \
     OR GRANTEE = CONCAT('''', CURRENT_ROLE(), '''')";
+
+/// A SIGNAL that raises `e` (its code, SQLSTATE and text); `None` for what
+/// SIGNAL cannot raise as is (a success/warning class SQLSTATE, a backslash,
+/// whose reading depends on the session's sql_mode).
+fn signal_sql(e: &ErrPacket) -> Option<String> {
+    let state = std::str::from_utf8(&e.state).ok()?;
+    let ok_state = state.bytes().all(|b| b.is_ascii_alphanumeric())
+        && !state.starts_with("00")
+        && !state.starts_with("01");
+    if !ok_state || e.message.contains('\\') || e.code == 0 {
+        return None;
+    }
+    Some(format!(
+        "SIGNAL SQLSTATE '{state}' SET MYSQL_ERRNO = {}, MESSAGE_TEXT = '{}'",
+        e.code,
+        e.message.replace('\'', "''")
+    ))
+}
 
 /// See [`ADMIN_RIGHTS_SQL`].
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
