@@ -167,6 +167,30 @@ fn at_end(lx: &mut Lexer<'_>) -> bool {
 /// look at the first word).
 pub fn intercept(sql: &[u8]) -> Option<Intercept> {
     let mut lx = Lexer::new(sql);
+    let first = lx.next();
+    // `/*!KILL 5*/`, `/*M!100100 KILL 5*/ …`: what the server would run is
+    // the comment's text followed by the rest. A KILL there is sluice's too
+    // (a thread id must never reach the server, whatever the version
+    // number says).
+    if let Some((Tok::Executable, start, end)) = first {
+        let inner = executable_text(&sql[start..end])?;
+        let joined = [inner, b" ", &sql[end..]].concat();
+        let mut inner_lx = Lexer::new(&joined);
+        let w = inner_lx.next().map(|t| t.0);
+        if is_word(w, "KILL") || is_word(w, "SHOW") {
+            // One level only: the server does not nest these comments (and
+            // a recursion would let a client's bytes choose its depth).
+            return intercept_plain(&joined);
+        }
+        return None;
+    }
+    intercept_plain(sql)
+}
+
+/// [`intercept`] of a statement whose first token is not an executable
+/// comment.
+fn intercept_plain(sql: &[u8]) -> Option<Intercept> {
+    let mut lx = Lexer::new(sql);
     let first = lx.next().map(|t| t.0);
     if is_word(first, "KILL") {
         return Some(parse_kill(&mut lx));
@@ -182,6 +206,14 @@ pub fn intercept(sql: &[u8]) -> Option<Intercept> {
         }
     }
     None
+}
+
+/// The text inside `/*!…*/` / `/*M!…*/`, after its version number.
+fn executable_text(c: &[u8]) -> Option<&[u8]> {
+    let body = c.strip_prefix(b"/*!").or_else(|| c.strip_prefix(b"/*M!"))?;
+    let body = body.strip_suffix(b"*/").unwrap_or(body);
+    let digits = body.iter().take_while(|b| b.is_ascii_digit()).count();
+    Some(&body[digits..])
 }
 
 fn parse_kill(lx: &mut Lexer<'_>) -> Intercept {
@@ -363,11 +395,23 @@ mod tests {
         assert_eq!(kill("KILL"), Some((false, Other)));
         assert_eq!(kill("SELECT 'KILL 5'"), None);
         assert_eq!(kill("KILLX 5"), None);
+        assert_eq!(kill("/*! KILL 5 */"), Some((false, Thread(5))));
+    }
+
+    #[test]
+    fn kill_in_executable_comments_is_sluices() {
+        assert_eq!(kill("/*!KILL 5*/"), Some((false, KillTarget::Thread(5))));
         assert_eq!(
-            kill("/*! KILL 5 */"),
-            None,
-            "executable comments are not looked into"
+            kill("/*!100100 KILL QUERY 7 */"),
+            Some((true, KillTarget::Thread(7)))
         );
+        assert_eq!(kill("/*M!KILL*/ 9"), Some((false, KillTarget::Thread(9))));
+        assert_eq!(kill("KILL /*!5*/"), Some((false, KillTarget::Other)));
+        assert!(intercept(b"/*!40101 SET NAMES utf8 */").is_none());
+        assert!(matches!(
+            intercept(b"/*!SHOW PROCESSLIST*/"),
+            Some(Intercept::Processlist { full: false })
+        ));
     }
 
     #[test]
