@@ -344,3 +344,41 @@ async fn empty_schema_named_by_install_gets_triggers_for_its_first_tables() {
     drop(admin);
     pool.disconnect().await.expect("disconnect");
 }
+
+#[tokio::test]
+async fn counter_schema_of_an_older_sluice_keeps_auto_install_across_the_upgrade() {
+    let cluster = Cluster::start(1);
+    let old = tracked_db(&cluster, "fa_old").await;
+    // What an older sluice left: the counter table and triggers, no list of
+    // named schemas (its schemas were tracked by their triggers alone).
+    cluster.master.sql("DROP TABLE sluice.schemas");
+    let s = Sluice::start_for(
+        &cluster,
+        &format!("{}  auto_install: true\n", freshness_yaml("causal")),
+    );
+    wait_replica_reads(&s, &old, server_id(&cluster.master)).await;
+    cluster.master.sql(&format!("CREATE TABLE {old}.o1 {T}"));
+    until_triggers(&cluster, &old, "o1", &s).await;
+
+    // The first install by this version creates the list: it names the new
+    // (empty) schema and every schema that already had triggers.
+    let new = unique_name("fa_new_empty");
+    cluster.master.sql(&format!("CREATE DATABASE {new}"));
+    let (pool, mut admin) = master_admin(&cluster, &new).await;
+    sluice::freshness::triggers::install(&mut admin, "sluice", &new, 16)
+        .await
+        .expect("install");
+    for db in [&old, &new] {
+        let status = sluice::freshness::triggers::status(&mut admin, "sluice", db)
+            .await
+            .expect("status");
+        assert!(status.named, "{db} named after the upgrade:\n{status}");
+    }
+    cluster
+        .master
+        .sql(&format!("CREATE TABLE {old}.o2 {T}; CREATE TABLE {new}.n1 {T}"));
+    until_triggers(&cluster, &old, "o2", &s).await;
+    until_triggers(&cluster, &new, "n1", &s).await;
+    drop(admin);
+    pool.disconnect().await.expect("disconnect");
+}

@@ -80,7 +80,7 @@ const SHORT_PREFIX_CHARS: usize = MAX_NAME_CHARS - 10 - 1 - 8;
 /// `CREATE/DROP TRIGGER` wait for an exclusive metadata lock on the table;
 /// the server default (`lock_wait_timeout` = 1 day) would let one long
 /// transaction stall the install and every query queued behind it.
-const LOCK_WAIT_TIMEOUT_SECS: u32 = 10;
+pub const LOCK_WAIT_TIMEOUT_SECS: u32 = 10;
 /// Rows per `INSERT IGNORE` statement.
 const ROWS_PER_INSERT: usize = 1000;
 /// Schemas that are never tracked (beside the counter schema).
