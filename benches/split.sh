@@ -339,6 +339,9 @@ log:
   level: warn
 freshness:
   mode: $m
+  # Part 2 uninstalls and installs the triggers between rounds: a running sluice must
+  # not put them back (the default, on when the account may create triggers, would).
+  auto_install: false
 users:
   - { name: sbtest, password: sbtest }
 groups:
@@ -502,7 +505,7 @@ echo "==========================================================================
 report_title "sluice split benchmark"
 echo "mariadb $MARIADB_VERSION (scripts/cluster: master + 1 GTID replica, 64M buffer pool) | $("$SYSBENCH" --version) | $("$SLUICE_BIN" --version)"
 echo "load average at start: $LOAD_START, at end: $(loadavg) (other work on the machine makes the numbers noisy)"
-echo "sluice: one process per mode ($MODES), freshness defaults otherwise (probe_interval 50ms, 16 slots), log level warn"
+echo "sluice: one process per mode ($MODES), freshness defaults otherwise (probe_interval 50ms, 16 slots; auto_install off), log level warn"
 echo "sysbench: 1 table x $TABLE_SIZE rows, $THREADS threads, ${TIME}s per run, $ROUNDS interleaved rounds (order rotated)"
 echo "================================================================================"
 helper report "$work" "$THREADS" "$SKIP_TRX" "$MODES" "$LAG_SAMPLES" "$LAG_INTERVAL"

@@ -47,3 +47,12 @@ CREATE TABLE IF NOT EXISTS `sluice`.`counters` (
   n    BIGINT UNSIGNED NOT NULL DEFAULT 0,
   PRIMARY KEY (tbl, slot)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+-- The schemas named for tracking: `sluice triggers install --schema DB` adds DB (also
+-- when DB has no table yet, e.g. an application's database before its first migration),
+-- `uninstall` removes it. With freshness.auto_install on, a table created in a named
+-- schema gets its triggers (through sluice before the client's OK; elsewhere within one
+-- probe). A separate table, so the probes' reads of `counters` never include it.
+CREATE TABLE IF NOT EXISTS `sluice`.`schemas` (
+  db VARCHAR(64) NOT NULL PRIMARY KEY COMMENT 'a schema `sluice triggers install` was run on'
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

@@ -29,6 +29,9 @@
 
 SET NAMES utf8mb4;
 
+-- Names `shop` for tracking (freshness.auto_install gives its new tables triggers).
+INSERT IGNORE INTO `sluice`.`schemas` (db) VALUES ('shop');
+
 INSERT IGNORE INTO `sluice`.`counters` (tbl, slot) VALUES
   ('*', 0), ('*', 1), ('*', 2), ('*', 3), ('*', 4), ('*', 5), ('*', 6), ('*', 7),
   ('*', 8), ('*', 9), ('*', 10), ('*', 11), ('*', 12), ('*', 13), ('*', 14), ('*', 15);

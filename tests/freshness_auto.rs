@@ -107,7 +107,8 @@ async fn create_table_through_sluice_gets_triggers_at_once() {
     assert_eq!(
         sluice_triggers(&cluster, &db, "n"),
         3,
-        "triggers on n after CREATE TABLE"
+        "triggers on n after CREATE TABLE; log:\n{}",
+        s.log()
     );
     c.query_drop("INSERT INTO n VALUES (1, 1), (2, 2)")
         .await
@@ -244,4 +245,140 @@ async fn newly_tracked_table_waits_for_the_replica_to_have_it() {
         s.log()
     );
     cluster.replicas[0].start_sql_thread();
+}
+
+/// A connection to the master as sluice's account, for `sluice::freshness::triggers`.
+async fn master_admin(cluster: &Cluster, db: &str) -> (mysql_async::Pool, mysql_async::Conn) {
+    let pool = mysql_async::Pool::new(cluster.master.url(SLUICE_USER, SLUICE_PASSWORD, db).as_str());
+    let conn = pool.get_conn().await.expect("connect to master");
+    (pool, conn)
+}
+
+/// Waits until `db.table` has the three sluice triggers (5 s at most).
+async fn until_triggers(cluster: &Cluster, db: &str, table: &str, s: &Sluice) {
+    let started = Instant::now();
+    while sluice_triggers(cluster, db, table) < 3 {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{db}.{table} got no triggers; log:\n{}",
+            s.log()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn empty_schema_named_by_install_gets_triggers_for_its_first_tables() {
+    let cluster = Cluster::start(1);
+    // An application's database before its first migration: no table, so
+    // no trigger marks it as tracked; `triggers install` names it.
+    let empty = unique_name("fa_empty");
+    let unnamed = unique_name("fa_unnamed");
+    cluster
+        .master
+        .sql(&format!("CREATE DATABASE {empty}; CREATE DATABASE {unnamed}"));
+    let (pool, mut admin) = master_admin(&cluster, &empty).await;
+    let report = sluice::freshness::triggers::install(&mut admin, "sluice", &empty, 16)
+        .await
+        .expect("install on an empty schema");
+    assert_eq!(report.tables, 0);
+    let status = sluice::freshness::triggers::status(&mut admin, "sluice", &empty)
+        .await
+        .expect("status");
+    assert!(status.named, "install names the empty schema:\n{status}");
+    cluster.wait_replicas_caught_up();
+    let ready = tracked_db(&cluster, "fa_ready").await;
+    let s = Sluice::start_for(
+        &cluster,
+        &format!("{}  auto_install: true\n", freshness_yaml("causal")),
+    );
+    let master_id = server_id(&cluster.master);
+    wait_replica_reads(&s, &ready, master_id).await;
+
+    // Through sluice: the triggers exist before the client gets its OK.
+    let mut c = sluice_conn(&s, &empty).await;
+    c.query_drop(format!("CREATE TABLE a {T}")).await.expect("create");
+    assert_eq!(
+        sluice_triggers(&cluster, &empty, "a"),
+        3,
+        "triggers on a after CREATE TABLE"
+    );
+    c.query_drop("INSERT INTO a VALUES (1, 1)").await.expect("insert");
+    cluster.wait_replicas_caught_up();
+    until_replica(&mut c, &cluster, &empty, "a", &s).await;
+    cluster.replicas[0].stop_sql_thread();
+    let mut reader = sluice_conn(&s, &empty).await;
+    never_stale_after_write(&mut c, &mut reader, &cluster, &empty, "a", 2).await;
+    cluster.replicas[0].start_sql_thread();
+
+    // Created on the master directly: picked up within a probe.
+    cluster.master.sql(&format!("CREATE TABLE {empty}.b {T}"));
+    until_triggers(&cluster, &empty, "b", &s).await;
+
+    // A schema nobody named stays untouched, through sluice or not.
+    let mut u = sluice_conn(&s, &unnamed).await;
+    u.query_drop(format!("CREATE TABLE x {T}")).await.expect("create");
+    cluster.master.sql(&format!("CREATE TABLE {unnamed}.y {T}"));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(sluice_triggers(&cluster, &unnamed, "x"), 0);
+    assert_eq!(sluice_triggers(&cluster, &unnamed, "y"), 0);
+
+    // Uninstall takes the name away: new tables are left alone again.
+    sluice::freshness::triggers::uninstall(&mut admin, "sluice", &empty)
+        .await
+        .expect("uninstall");
+    let status = sluice::freshness::triggers::status(&mut admin, "sluice", &empty)
+        .await
+        .expect("status");
+    assert!(!status.named, "uninstall removes the name:\n{status}");
+    cluster.master.sql(&format!("CREATE TABLE {empty}.c {T}"));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for table in ["a", "b", "c"] {
+        assert_eq!(
+            sluice_triggers(&cluster, &empty, table),
+            0,
+            "{table} after uninstall; log:\n{}",
+            s.log()
+        );
+    }
+    drop(admin);
+    pool.disconnect().await.expect("disconnect");
+}
+
+#[tokio::test]
+async fn counter_schema_of_an_older_sluice_keeps_auto_install_across_the_upgrade() {
+    let cluster = Cluster::start(1);
+    let old = tracked_db(&cluster, "fa_old").await;
+    // What an older sluice left: the counter table and triggers, no list of
+    // named schemas (its schemas were tracked by their triggers alone).
+    cluster.master.sql("DROP TABLE sluice.schemas");
+    let s = Sluice::start_for(
+        &cluster,
+        &format!("{}  auto_install: true\n", freshness_yaml("causal")),
+    );
+    wait_replica_reads(&s, &old, server_id(&cluster.master)).await;
+    cluster.master.sql(&format!("CREATE TABLE {old}.o1 {T}"));
+    until_triggers(&cluster, &old, "o1", &s).await;
+
+    // The first install by this version creates the list: it names the new
+    // (empty) schema and every schema that already had triggers.
+    let new = unique_name("fa_new_empty");
+    cluster.master.sql(&format!("CREATE DATABASE {new}"));
+    let (pool, mut admin) = master_admin(&cluster, &new).await;
+    sluice::freshness::triggers::install(&mut admin, "sluice", &new, 16)
+        .await
+        .expect("install");
+    for db in [&old, &new] {
+        let status = sluice::freshness::triggers::status(&mut admin, "sluice", db)
+            .await
+            .expect("status");
+        assert!(status.named, "{db} named after the upgrade:\n{status}");
+    }
+    cluster
+        .master
+        .sql(&format!("CREATE TABLE {old}.o2 {T}; CREATE TABLE {new}.n1 {T}"));
+    until_triggers(&cluster, &old, "o2", &s).await;
+    until_triggers(&cluster, &new, "n1", &s).await;
+    drop(admin);
+    pool.disconnect().await.expect("disconnect");
 }

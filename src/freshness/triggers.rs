@@ -44,8 +44,8 @@ pub use auto::{install_missing, may_add_tables, may_create_triggers, scan_tracke
 pub use catalog::base_tables;
 pub use report::{Report, Status, TableStatus, TriggerError, TriggerState};
 pub use sql::{
-    counter_key, counter_rows_sql, counter_table_sql, quote_ident, quote_literal, script, trigger_body,
-    trigger_name, trigger_sql, Event,
+    counter_key, counter_rows_sql, counter_table_sql, mark_schema_sql, quote_ident, quote_literal,
+    schema_table_sql, script, seed_schemas_sql, trigger_body, trigger_name, trigger_sql, Event,
 };
 
 use catalog::{
@@ -60,6 +60,12 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// The counter table's name inside the counter schema.
 pub const COUNTER_TABLE: &str = "counters";
+/// The schemas named for tracking (`sluice triggers install DB` adds DB,
+/// `uninstall` removes it): with `freshness.auto_install` on, tables created
+/// in them get triggers even when the schema had no table (or no tracked
+/// table) before. A table beside the counter table, so the probes' reads of
+/// the counters never see it.
+pub const SCHEMA_TABLE: &str = "schemas";
 /// The `tbl` value of the rows sluice bumps itself (TRUNCATE, DDL, ...).
 pub const GLOBAL_ROW: &str = "*";
 /// The generation row (see `state::EPOCH_ROW`).
@@ -74,7 +80,7 @@ const SHORT_PREFIX_CHARS: usize = MAX_NAME_CHARS - 10 - 1 - 8;
 /// `CREATE/DROP TRIGGER` wait for an exclusive metadata lock on the table;
 /// the server default (`lock_wait_timeout` = 1 day) would let one long
 /// transaction stall the install and every query queued behind it.
-const LOCK_WAIT_TIMEOUT_SECS: u32 = 10;
+pub const LOCK_WAIT_TIMEOUT_SECS: u32 = 10;
 /// Rows per `INSERT IGNORE` statement.
 const ROWS_PER_INSERT: usize = 1000;
 /// Schemas that are never tracked (beside the counter schema).
@@ -113,6 +119,54 @@ pub async fn install_tables(
     install_in(conn, counter_schema, db, slots, Some(only)).await
 }
 
+/// Installs and uninstalls of one counter schema run one at a time, under
+/// a server-wide named lock: an auto-install that read the list of named
+/// schemas before an `uninstall` removed a name must not put the triggers
+/// back after it dropped them (it checks the name again under the lock).
+fn lock_name(counter_schema: &str) -> String {
+    use sha1::{Digest, Sha1};
+    let digest = Sha1::digest(counter_schema.as_bytes());
+    let hash: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    format!("sluice_triggers_{hash}")
+}
+
+/// Runs `step` holding [`lock_name`]; the lock is released whatever
+/// `step` returned (it belongs to the connection, which may be pooled).
+async fn locked<T>(
+    conn: &mut Conn,
+    counter_schema: &str,
+    step: impl for<'c> FnOnce(
+        &'c mut Conn,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<T, TriggerError>> + Send + 'c>,
+    >,
+) -> Result<T, TriggerError> {
+    let name = lock_name(counter_schema);
+    // A caller may give up on `step` (a timeout drops the future): the
+    // connection then goes back to its pool holding the lock. A reset
+    // (COM_RESET_CONNECTION) on its return releases it (and the session
+    // settings `prepare_session` left; installs are rare).
+    conn.reset_connection(true);
+    let got: Option<Option<i64>> = conn
+        .query_first(format!(
+            "SELECT GET_LOCK({}, {LOCK_WAIT_TIMEOUT_SECS})",
+            quote_literal(&name)
+        ))
+        .await
+        .map_err(sql_error("cannot take the install lock"))?;
+    if got.flatten() != Some(1) {
+        return Err(TriggerError::Busy(name));
+    }
+    let result = step(conn).await;
+    let released = conn
+        .query_drop(format!("DO RELEASE_LOCK({})", quote_literal(&name)))
+        .await
+        .map_err(sql_error("cannot release the install lock"));
+    let value = result?;
+    released?;
+    Ok(value)
+}
+
 async fn install_in(
     conn: &mut Conn,
     counter_schema: &str,
@@ -126,6 +180,32 @@ async fn install_in(
     check_schema(counter_schema, db)?;
     if !schema_exists(conn, db).await? {
         return Err(TriggerError::NoSuchSchema(db.to_owned()));
+    }
+    let (counter_schema, db) = (counter_schema.to_owned(), db.to_owned());
+    let only = only.cloned();
+    locked(conn, &counter_schema.clone(), move |conn| {
+        Box::pin(async move { install_locked(conn, &counter_schema, &db, slots, only.as_ref()).await })
+    })
+    .await
+}
+
+async fn install_locked(
+    conn: &mut Conn,
+    counter_schema: &str,
+    db: &str,
+    slots: u16,
+    only: Option<&HashSet<String>>,
+) -> Result<Report, TriggerError> {
+    if only.is_some()
+        && auto::named_schemas(conn, counter_schema)
+            .await?
+            .is_some_and(|named| !named.iter().any(|s| s == db))
+    {
+        // Uninstalled since the scan that chose these tables.
+        return Ok(Report {
+            db: db.to_owned(),
+            ..Report::default()
+        });
     }
     prepare_session(conn).await?;
     let version: Option<String> = conn
@@ -142,6 +222,21 @@ async fn install_in(
         conn.query_drop(sql)
             .await
             .map_err(sql_error("cannot create the counter table"))?;
+    }
+    if only.is_none() {
+        // Named for tracking, so that tables created later get triggers
+        // (auto_install) even when `db` has none yet; with the schemas an
+        // older sluice tracked by their triggers alone (the list is
+        // authoritative once it exists).
+        for sql in [
+            schema_table_sql(counter_schema),
+            mark_schema_sql(counter_schema, db),
+            seed_schemas_sql(counter_schema),
+        ] {
+            conn.query_drop(&sql)
+                .await
+                .map_err(sql_error("cannot name the schema for tracking"))?;
+        }
     }
 
     let mut all_tables = base_tables(conn, db).await?;
@@ -383,7 +478,18 @@ pub async fn uninstall(conn: &mut Conn, counter_schema: &str, db: &str) -> Resul
     if !schema_exists(conn, db).await? {
         return Err(TriggerError::NoSuchSchema(db.to_owned()));
     }
+    let (counter_schema, db) = (counter_schema.to_owned(), db.to_owned());
+    locked(conn, &counter_schema.clone(), move |conn| {
+        Box::pin(async move { uninstall_locked(conn, &counter_schema, &db).await })
+    })
+    .await
+}
+
+async fn uninstall_locked(conn: &mut Conn, counter_schema: &str, db: &str) -> Result<Report, TriggerError> {
     prepare_session(conn).await?;
+    // The name first: a sluice's auto_install that sees the schema named
+    // while its triggers are being dropped would put them back.
+    unmark_schema(conn, counter_schema, db).await?;
     let mut report = Report {
         db: db.to_owned(),
         tables: base_tables(conn, db).await?.len(),
@@ -423,6 +529,21 @@ pub async fn uninstall(conn: &mut Conn, counter_schema: &str, db: &str) -> Resul
     finish(report)
 }
 
+/// Removes `db` from the schemas named for tracking (nothing when the list
+/// does not exist: installed by an older sluice).
+async fn unmark_schema(conn: &mut Conn, counter_schema: &str, db: &str) -> Result<(), TriggerError> {
+    let sql = format!(
+        "DELETE FROM {}.{} WHERE db = {}",
+        quote_ident(counter_schema),
+        quote_ident(SCHEMA_TABLE),
+        quote_literal(db)
+    );
+    match conn.query_drop(&sql).await {
+        Err(e) if matches!(server_code(&e), Some(1146 | 1049)) => Ok(()),
+        r => r.map_err(sql_error("cannot remove the schema from the tracked list")),
+    }
+}
+
 /// The sluice triggers, other triggers and counter rows of every base table
 /// of `db`, and the tables without any sluice trigger.
 pub async fn status(conn: &mut Conn, counter_schema: &str, db: &str) -> Result<Status, TriggerError> {
@@ -445,6 +566,9 @@ pub async fn status(conn: &mut Conn, counter_schema: &str, db: &str) -> Result<S
         counter_table_exists,
         tables: Vec::new(),
         untracked: Vec::new(),
+        named: auto::named_schemas(conn, counter_schema)
+            .await?
+            .is_some_and(|named| named.iter().any(|s| s == db)),
     };
     for table in tables {
         let on_table: Vec<&Existing> = triggers.iter().filter(|t| t.table == table).collect();

@@ -1,8 +1,12 @@
 //! `freshness.auto_install`: new tables of tracked schemas get their
 //! triggers without a manual `sluice triggers install`.
 //!
-//! A schema is *tracked* once one of its tables has a sluice trigger for the
-//! counter schema (someone ran `sluice triggers install --schema DB`). Its
+//! A schema is *tracked* once it is named in the counter schema's list of
+//! schemas ([`super::SCHEMA_TABLE`]): `sluice triggers install --schema DB`
+//! adds DB (so an application's empty schema, before its first migration,
+//! is tracked too) and the schemas that already have sluice triggers.
+//! Without that list (installed by an older sluice), a schema is tracked
+//! once one of its tables has a sluice trigger for the counter schema. Its
 //! base tables with a transactional engine that lack any of the three
 //! triggers are installed with [`super::install_tables`], which touches
 //! nothing else (never another table's triggers, never another slot count),
@@ -10,9 +14,9 @@
 //! Non-transactional tables stay untracked (see `catalog::non_transactional`).
 
 use super::catalog::{read_triggers, SYSTEM_ENGINES_TRANSACTIONAL};
-use super::report::{sql_error, TriggerError};
-use super::sql::{counter_key, quote_literal, Event};
-use super::{install_tables, Report, SYSTEM_SCHEMAS};
+use super::report::{server_code, sql_error, TriggerError};
+use super::sql::{counter_key, quote_ident, quote_literal, Event};
+use super::{install_tables, Report, SCHEMA_TABLE, SYSTEM_SCHEMAS};
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -49,6 +53,16 @@ pub async fn scan_tracked_schemas(conn: &mut Conn, counter_schema: &str) -> Resu
             *events.entry(counter_key(&t.schema, &t.table)).or_default() |= 1 << (event as u8);
         }
     }
+    // The names are authoritative where they exist: `uninstall` removes the
+    // name before it drops the triggers one by one, so a scan that sees a
+    // half-uninstalled schema does not put its triggers back. Without the
+    // list (counter table of an older sluice), a trigger names its schema.
+    if let Some(named) = named_schemas(conn, counter_schema).await? {
+        schemas = named
+            .into_iter()
+            .filter(|db| db != counter_schema && !is_system(db))
+            .collect();
+    }
     let mut scan = SchemaScan::default();
     if schemas.is_empty() {
         return Ok(scan);
@@ -82,6 +96,24 @@ pub async fn scan_tracked_schemas(conn: &mut Conn, counter_schema: &str) -> Resu
     }
     scan.tables.sort();
     Ok(scan)
+}
+
+/// The schemas named for tracking; `None` when the list does not exist (a
+/// counter table installed by an older sluice).
+pub(super) async fn named_schemas(
+    conn: &mut Conn,
+    counter_schema: &str,
+) -> Result<Option<Vec<String>>, TriggerError> {
+    let sql = format!(
+        "SELECT db FROM {}.{}",
+        quote_ident(counter_schema),
+        quote_ident(SCHEMA_TABLE)
+    );
+    match conn.query(sql).await {
+        Ok(rows) => Ok(Some(rows)),
+        Err(e) if matches!(server_code(&e), Some(1146 | 1049)) => Ok(None),
+        Err(e) => Err(sql_error("cannot read the schemas named for tracking")(e)),
+    }
 }
 
 /// Installs the triggers of `scan.missing`, schema by schema. A schema that

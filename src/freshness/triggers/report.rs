@@ -34,6 +34,11 @@ pub enum TriggerError {
     },
     #[error("{0}")]
     Incomplete(Box<Report>),
+    #[error(
+        "another `sluice triggers install`/`uninstall` (or a sluice's auto_install) held the lock \
+         `{0}` for 10 s: try again"
+    )]
+    Busy(String),
 }
 
 /// Advice for the errors an operator can fix.
@@ -206,6 +211,9 @@ pub struct Status {
     pub tables: Vec<TableStatus>,
     /// Base tables with no sluice trigger at all (e.g. created after install).
     pub untracked: Vec<String>,
+    /// Named for tracking by `install` (see `triggers::SCHEMA_TABLE`): with
+    /// `freshness.auto_install`, tables created later get their triggers.
+    pub named: bool,
 }
 
 impl Status {
@@ -235,6 +243,15 @@ impl fmt::Display for Status {
             quote_ident(&self.db),
             self.tables.len(),
             self.untracked.len()
+        )?;
+        writeln!(
+            f,
+            "named for tracking: {}",
+            if self.named {
+                "yes (with freshness.auto_install, tables created later get triggers)"
+            } else {
+                "no (`sluice triggers install` names it)"
+            }
         )?;
         if self.tables.is_empty() {
             return Ok(());

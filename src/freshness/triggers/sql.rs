@@ -1,7 +1,8 @@
 //! SQL generation: pure functions, no I/O.
 
 use super::{
-    COUNTER_TABLE, EPOCH_ROW, GLOBAL_ROW, MAX_NAME_CHARS, MAX_SLOTS, ROWS_PER_INSERT, SHORT_PREFIX_CHARS,
+    COUNTER_TABLE, EPOCH_ROW, GLOBAL_ROW, MAX_NAME_CHARS, MAX_SLOTS, ROWS_PER_INSERT, SCHEMA_TABLE,
+    SHORT_PREFIX_CHARS,
 };
 use sha1::{Digest, Sha1};
 
@@ -110,6 +111,53 @@ pub fn counter_table_sql(counter_schema: &str) -> Vec<String> {
             quote_ident(COUNTER_TABLE)
         ),
     ]
+}
+
+/// `CREATE TABLE IF NOT EXISTS` for the list of schemas named for tracking
+/// (see [`SCHEMA_TABLE`]), in the counter schema (which must exist).
+pub fn schema_table_sql(counter_schema: &str) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {}.{} (\n  \
+         db VARCHAR(64) NOT NULL PRIMARY KEY COMMENT 'a schema `sluice triggers install` was run on'\n\
+         ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+        quote_ident(counter_schema),
+        quote_ident(SCHEMA_TABLE)
+    )
+}
+
+/// Names `db` for tracking: with `freshness.auto_install` on, its tables get
+/// triggers when they are created, even when `db` has no table yet.
+pub fn mark_schema_sql(counter_schema: &str, db: &str) -> String {
+    format!(
+        "INSERT IGNORE INTO {}.{} (db) VALUES ({})",
+        quote_ident(counter_schema),
+        quote_ident(SCHEMA_TABLE),
+        quote_literal(db)
+    )
+}
+
+/// Names every schema that already has a sluice trigger counting into this
+/// counter table (installed before the list existed), so that creating the
+/// list takes no schema's auto-install away. Idempotent.
+pub fn seed_schemas_sql(counter_schema: &str) -> String {
+    // The bodies' common beginning (see `body_prefix`) as a LIKE pattern.
+    let prefix = format!(
+        "UPDATE {}.{} SET n = n + 1 WHERE tbl = ",
+        quote_ident(counter_schema),
+        quote_ident(COUNTER_TABLE)
+    );
+    let pattern = prefix
+        .replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_");
+    format!(
+        "INSERT IGNORE INTO {}.{} (db) SELECT DISTINCT TRIGGER_SCHEMA FROM information_schema.TRIGGERS \
+         WHERE TRIGGER_NAME LIKE 'sluice\\_a%' AND ACTION_STATEMENT LIKE {} AND TRIGGER_SCHEMA <> {}",
+        quote_ident(counter_schema),
+        quote_ident(SCHEMA_TABLE),
+        quote_literal(&format!("{pattern}%")),
+        quote_literal(counter_schema)
+    )
 }
 
 /// `INSERT IGNORE` statements creating rows `0..slots` for each key (a
@@ -231,10 +279,14 @@ pub fn script(counter_schema: &str, db: &str, tables: &[String], slots: u16) -> 
     line("SET NAMES utf8mb4;");
     line(&format!("{SQL_MODE_WITHOUT_NO_BACKSLASH_ESCAPES};"));
     line("");
-    line("-- The counter table (see sql/counter_table.sql).");
+    line("-- The counter table (see sql/counter_table.sql), and the schema named for tracking");
+    line("-- (with freshness.auto_install, its tables get triggers when they are created).");
     for statement in counter_table_sql(counter_schema) {
         line(&format!("{statement};"));
     }
+    line(&format!("{};", schema_table_sql(counter_schema)));
+    line(&format!("{};", mark_schema_sql(counter_schema, db)));
+    line(&format!("{};", seed_schemas_sql(counter_schema)));
     line("");
     line("-- Counter rows, created now so that triggers only UPDATE (no insert gap locks).");
     let mut keys = vec![GLOBAL_ROW.to_owned()];

@@ -161,3 +161,24 @@ fn schemas_that_are_never_tracked() {
     ));
     assert!(check_schema("sluice", "shop").is_ok());
 }
+
+#[test]
+fn schema_list_sql_quotes_and_escapes_the_counter_schema() {
+    assert_eq!(
+        mark_schema_sql("sluice", "it's"),
+        "INSERT IGNORE INTO `sluice`.`schemas` (db) VALUES ('it''s')"
+    );
+    // `_` and `%` in the counter schema are LIKE wildcards: escaped, so the
+    // seed names only schemas whose triggers count into this counter table.
+    let seed = seed_schemas_sql("my_ctr%");
+    assert!(
+        seed.contains(
+            "ACTION_STATEMENT LIKE 'UPDATE `my\\\\_ctr\\\\%`.`counters` SET n = n + 1 WHERE tbl = %'"
+        ),
+        "{seed}"
+    );
+    assert!(seed.ends_with("AND TRIGGER_SCHEMA <> 'my_ctr%'"), "{seed}");
+    let script = script("sluice", "shop", &[], 16);
+    assert!(script.contains(&format!("{};", schema_table_sql("sluice"))));
+    assert!(script.contains(&format!("{};", mark_schema_sql("sluice", "shop"))));
+}
