@@ -926,7 +926,7 @@ async fn binary_protocol_differential() {
             want,
         )
         .await;
-    // Without a column list: the table's column order (refused for now, see the README).
+    // Without a column list: the table's column order (read by sluice from the definition).
     let bare = "INSERT INTO post_reply VALUES (?, ?, 7, 'bare', '2022-01-01 00:00:00', 'm', NULL, NULL, ?)";
     let params = vec![
         p_int(LONG, false, 900_100),
