@@ -129,7 +129,10 @@ fn select_shapes_that_cannot_merge() {
         ("SELECT COUNT(DISTINCT a, b) FROM post_reply", format!("sluice: this use of COUNT() on {T} is not supported across shards")),
         (
             "SELECT COUNT(DISTINCT a), COUNT(DISTINCT b) FROM post_reply",
-            format!("sluice: more than one COUNT(DISTINCT …) on {T} is not supported across shards"),
+            format!(
+                "sluice: more than one COUNT(DISTINCT …) on {T} is not supported across shards \
+                 (supported: one COUNT(DISTINCT x), or any number of COUNT(DISTINCT tid) of the shard key alone)"
+            ),
         ),
         (
             "SELECT DISTINCT user_id, COUNT(*) FROM post_reply GROUP BY user_id",
