@@ -55,7 +55,8 @@ impl Session {
         }
         let count = crate::shard::count_placeholders(&text).unwrap_or(0);
         let mut checked = plannable(&text, count, self.state.db.as_deref(), rules);
-        if checked.is_err() && self.learn_columns(&text).await {
+        let wants = matches!(&checked, Err(e) if crate::shard::wants_columns(&crate::shard::Refusal(e.message.clone())));
+        if wants && self.learn_columns(&text).await {
             checked = plannable(&text, count, self.state.db.as_deref(), &self.rt.shard_rules);
         }
         match checked {

@@ -138,7 +138,7 @@ impl Session {
         params: Option<(&[ParamValue], &Charset)>,
     ) -> Result<Option<ShardPlan>, Refusal> {
         let planned = self.plan_once(text, params).await;
-        if planned.is_err() && self.learn_columns(text).await {
+        if matches!(&planned, Err(r) if crate::shard::wants_columns(r)) && self.learn_columns(text).await {
             return self.plan_once(text, params).await;
         }
         planned

@@ -17,9 +17,19 @@ use std::sync::{Arc, Mutex};
 
 use sqlparser::ast::{SetExpr, Statement, TableObject};
 
-use super::plan::{Ctx, Resolved};
+use super::plan::{Ctx, Refusal, Resolved, INLINE_DEPTH};
 use super::rule::ShardRules;
-use super::text::{parse, tokenize, Source};
+use super::text::{depth_bound, parse, tokenize, Source};
+
+/// How the planner's refusal for want of a table's column order begins
+/// ([`wants_columns`]).
+pub(super) const WANTS_COLUMNS: &str = "sluice: an INSERT without a column list into sharded table";
+
+/// Whether a refusal is the planner's for want of a table's column order: only then is
+/// [`columns_needed`] worth its parse.
+pub fn wants_columns(r: &Refusal) -> bool {
+    r.0.starts_with(WANTS_COLUMNS)
+}
 
 /// Visible columns of each logical table `(db, table)`, in definition order.
 type ByTable = HashMap<(String, String), Arc<[String]>>;
@@ -67,7 +77,18 @@ pub struct NeedColumns {
 /// whose columns are not cached: that table. Parses the statement; called only after a
 /// plan was refused.
 pub fn columns_needed(sql: &str, current_db: Option<&str>, rules: &ShardRules) -> Option<NeedColumns> {
+    // The planner's own bounds: never a larger statement, nor a deeper tree than the
+    // caller's stack takes (those are refused for other reasons anyway).
+    let head = sql.trim_start().get(..7).unwrap_or("");
+    if sql.len() > rules.max_statement_size()
+        || !(head.eq_ignore_ascii_case("INSERT ") || head.eq_ignore_ascii_case("REPLACE"))
+    {
+        return None;
+    }
     let tokens = tokenize(sql).ok()?;
+    if depth_bound(&tokens) > INLINE_DEPTH {
+        return None;
+    }
     let mut stmts = parse(tokens.clone()).ok()?;
     if stmts.len() != 1 {
         return None;

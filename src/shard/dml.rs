@@ -186,8 +186,9 @@ pub(super) fn plan_insert(mut ins: Insert, ctx: &Ctx<'_>) -> Result<Option<Shard
                 }
                 let Some(cols) = ctx.rules.columns.get(&rule.db, &rule.table) else {
                     return refuse(format!(
-                        "sluice: an INSERT without a column list into sharded table {table} needs the \
-                         table's column order, which sluice could not read; name the columns"
+                        "{} {table} needs the table's column order, which sluice could not read; \
+                         name the columns",
+                        super::columns::WANTS_COLUMNS
                     ));
                 };
                 ins.columns = cols
