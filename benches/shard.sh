@@ -35,6 +35,8 @@
 #   KEEP            1 = keep the work directory (logs, raw samples)    [0]
 #   SKIP_BUILD      1 = use target/release/sluice as is                [0]
 #   SLUICE_BIN      a sluice binary to use instead of target/release/sluice
+#   BASE_BIN        a second sluice binary (e.g. main's) measured in the same run, on the
+#                   same tables, interleaved with the others: column "base"     [unset]
 # Everything listens on 127.0.0.1 on free ports; everything started here (servers, sluice)
 # is stopped by PID when the script exits, however it exits.
 set -euo pipefail
@@ -57,6 +59,7 @@ LOAD_VIA_SLUICE=${LOAD_VIA_SLUICE:-0}
 # The exact command, for the report.
 COMMAND="ROWS=$ROWS ROUNDS=$ROUNDS SEED_REPS=$SEED_REPS DEEP_REPS=$DEEP_REPS DEEP_OFFSET=$DEEP_OFFSET RSS_OFFSETS=\"$RSS_OFFSETS\" RSS_ROUNDS=$RSS_ROUNDS BUFFER_POOL=$BUFFER_POOL LOAD_VIA_SLUICE=$LOAD_VIA_SLUICE"
 [ -n "${SLUICE_BIN:-}" ] && COMMAND+=" SLUICE_BIN=$SLUICE_BIN"
+[ -n "${BASE_BIN:-}" ] && COMMAND+=" BASE_BIN=$BASE_BIN"
 [ "$SKIP_BUILD" = 1 ] && COMMAND+=" SKIP_BUILD=1"
 [ -n "${CARGO_TARGET_DIR:-}" ] && COMMAND="CARGO_TARGET_DIR=$CARGO_TARGET_DIR $COMMAND"
 COMMAND+=" benches/shard.sh"
@@ -76,7 +79,7 @@ stop_cluster() {
   "$repo/scripts/cluster" stop "$cluster_dir" >"$work/cluster-stop.log" 2>&1 || cat "$work/cluster-stop.log" >&2
 }
 
-read -r MPORT RPORT SPORT APORT <<<"$(free_ports 4)"
+read -r MPORT RPORT SPORT APORT BPORT BAPORT <<<"$(free_ports 6)"
 LOAD_START=$(loadavg)
 
 # --- sluice binary ----------------------------------------------------------------------
@@ -126,6 +129,19 @@ EOF
 start_sluice "$work/sluice.yaml" "$work/sluice.log" "$SPORT"
 SLUICE_PID=$STARTED_PID
 log "sluice pid $SLUICE_PID on 127.0.0.1:$SPORT ($BIN)"
+BASE_PORT=0
+if [ -n "${BASE_BIN:-}" ]; then
+  [ -x "$BASE_BIN" ] || die "BASE_BIN $BASE_BIN is not an executable"
+  sed -e "s/^listen: .*/listen: 127.0.0.1:$BPORT/" -e "s/^admin_listen: .*/admin_listen: 127.0.0.1:$BAPORT/" \
+    "$work/sluice.yaml" >"$work/base.yaml"
+  THIS_BIN=$SLUICE_BIN
+  SLUICE_BIN=$BASE_BIN
+  start_sluice "$work/base.yaml" "$work/base.log" "$BPORT"
+  SLUICE_BIN=$THIS_BIN
+  BASE_PID=$STARTED_PID
+  BASE_PORT=$BPORT
+  log "base sluice pid $BASE_PID on 127.0.0.1:$BPORT ($BASE_BIN)"
+fi
 
 # --- tables and data ----------------------------------------------------------------------
 SCHEMA=$(
@@ -202,7 +218,7 @@ SEED_QUERY='SELECT * FROM post_reply WHERE user_id=123 AND tid IN(228596, 225232
 
 # --- measurements (python) ------------------------------------------------------------------
 log "measuring: $ROUNDS rounds (seed x$SEED_REPS, deep page x$DEEP_REPS per path), then RSS"
-"$PY" - "$MPORT" "$SPORT" "$APORT" "$SLUICE_PID" "$work" <<PYEOF
+"$PY" - "$MPORT" "$SPORT" "$APORT" "$SLUICE_PID" "$work" "$BASE_PORT" <<PYEOF
 import sys, time, threading, statistics, re, urllib.request, pymysql
 
 mport, sport, aport, pid, work = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
@@ -215,6 +231,9 @@ def conn(port, user, pw, db):
     return pymysql.connect(host="127.0.0.1", port=port, user=user, password=pw, database=db,
                            charset="utf8mb4", autocommit=True)
 paths = {"direct": conn(mport, "sluice", "sluice", "flat"), "sluice": conn(sport, "app", "app", "bench")}
+base_port = int(sys.argv[6])
+if base_port:
+    paths["base"] = conn(base_port, "app", "app", "bench")
 
 def run(path, sql):
     cur = paths[path].cursor()
@@ -248,10 +267,10 @@ def merged_rows():
 queries = {"seed": SEED, "deep": deep(DEEP_OFFSET)}
 for off in RSS_OFFSETS:
     queries["rss%d" % off] = deep(off)
-for name, sql in queries.items():
+for name, sql in [(n, q) for n, q in queries.items()] + [("base " + n, q) for n, q in queries.items() if base_port]:
     _, a = run("direct", sql)
-    _, b = run("sluice", sql)
-    if name == "seed":
+    _, b = run("base" if name.startswith("base ") else "sluice", sql)
+    if name.endswith("seed"):
         # Rows with the same create_time may come in either order; the page is the same.
         ok = sorted(a) == sorted(b) and [r[4] for r in a] == [r[4] for r in b]
         if len(a) < 20:
@@ -270,7 +289,7 @@ for _ in range(2):
             run(p, sql)
 
 samples = {(q, p): [] for q in ("seed", "deep") for p in paths}
-order = ["direct", "sluice"]
+order = list(paths)
 with open(work + "/samples.tsv", "w") as out:
     for r in range(ROUNDS):
         o = order if r % 2 == 0 else order[::-1]
@@ -328,6 +347,10 @@ with open(work + "/report.txt", "w") as f:
         d, s = samples[(q, "direct")], samples[(q, "sluice")]
         w("%-58s %8.2f [%6.2f .. %6.2f] %8.2f [%6.2f .. %6.2f] %13.2fx" % (
             labels[q] + " (n=%d)" % len(d), med(d), pct(d, .1), pct(d, .9), med(s), pct(s, .1), pct(s, .9), med(s) / med(d)))
+        if base_port:
+            b = samples[(q, "base")]
+            w("%-58s %24s %8.2f [%6.2f .. %6.2f] %13.2fx  (this build / base: %.2fx)" % (
+                "  base build (BASE_BIN), same query", "", med(b), pct(b, .1), pct(b, .9), med(b) / med(d), med(s) / med(b)))
     w("target: sluice/direct <= 1.2x")
     w()
     w("sluice RSS while it answers SELECT * FROM post_reply ORDER BY create_time, id LIMIT <offset>, 20")

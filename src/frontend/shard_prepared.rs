@@ -54,7 +54,12 @@ impl Session {
             return Ok(false);
         }
         let count = crate::shard::count_placeholders(&text).unwrap_or(0);
-        match plannable(&text, count, self.state.db.as_deref(), rules) {
+        let mut checked = plannable(&text, count, self.state.db.as_deref(), rules);
+        let wants = matches!(&checked, Err(e) if crate::shard::wants_columns(&crate::shard::Refusal(e.message.clone())));
+        if wants && self.learn_columns(&text).await {
+            checked = plannable(&text, count, self.state.db.as_deref(), &self.rt.shard_rules);
+        }
+        match checked {
             Ok(false) => return Ok(false),
             Ok(true) => {}
             Err(e) => {

@@ -89,6 +89,11 @@ impl Session {
         for &g in &groups {
             self.drop_broken(g);
         }
+        if ddl {
+            // A definition may have changed (even when a part failed): the
+            // column order of INSERTs without a column list is read again.
+            self.rt.shard_rules.forget_columns();
+        }
         if let Some(mut e) = failure {
             if ddl && totals.done > 0 {
                 e.message.push_str(&format!(

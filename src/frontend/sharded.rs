@@ -32,6 +32,21 @@ fn run(
     }
 }
 
+/// Whether `text` begins with a keyword of DDL that can change a table's
+/// columns (leading comments are not skipped: only a cache is at stake, and
+/// a part planned from it names its columns, see `crate::shard::columns_needed`).
+fn starts_ddl(text: &str) -> bool {
+    let word: String = text
+        .trim_start()
+        .chars()
+        .take_while(char::is_ascii_alphabetic)
+        .take(8)
+        .collect();
+    ["ALTER", "CREATE", "DROP", "RENAME"]
+        .iter()
+        .any(|k| word.eq_ignore_ascii_case(k))
+}
+
 /// Large statements planned at once, over all sessions: each can hold
 /// hundreds of MiB while it is planned (`sharding.max_statement_size`
 /// bounds one), so their number is bounded too.
@@ -75,6 +90,11 @@ impl Session {
     async fn run_sharded_text(&mut self, c: &Classified, sql: &[u8], text: &str) -> Result<bool, Closed> {
         let planned = self.plan_sharded(text, None).await;
         if let Ok(None) = planned {
+            // DDL naming a sub-table (`ALTER TABLE post_reply_0 …`) may change
+            // the column order learned for INSERTs without a column list.
+            if starts_ddl(text) {
+                self.rt.shard_rules.forget_columns();
+            }
             // Sent untouched: the server reads it as the client wrote it.
             return Ok(false);
         }
@@ -109,9 +129,57 @@ impl Session {
     }
 
     /// Plan a statement on a sharded table (with its parameters and the
-    /// session's character set for a prepared one); large ones off the
-    /// async worker (see [`PLAN_OFF_WORKER`]).
+    /// session's character set for a prepared one). An INSERT without a
+    /// column list refused for want of the table's column order has it read
+    /// (`learn_columns`) and is planned again.
     pub(super) async fn plan_sharded(
+        &mut self,
+        text: &str,
+        params: Option<(&[ParamValue], &Charset)>,
+    ) -> Result<Option<ShardPlan>, Refusal> {
+        let planned = self.plan_once(text, params).await;
+        if matches!(&planned, Err(r) if crate::shard::wants_columns(r)) && self.learn_columns(text).await {
+            return self.plan_once(text, params).await;
+        }
+        planned
+    }
+
+    /// When `text` is an INSERT without a column list into a sharded table
+    /// whose column order sluice has not learned: read it from
+    /// information_schema on the master of the group holding sub-table 0
+    /// and remember it (`crate::shard::columns_needed`). True when learned.
+    pub(super) async fn learn_columns(&mut self, text: &str) -> bool {
+        let Some(need) = crate::shard::columns_needed(text, self.state.db.as_deref(), &self.rt.shard_rules)
+        else {
+            return false;
+        };
+        let sql = crate::shard::columns_query(&need);
+        let read = async {
+            let conn = self.group_master(need.group).await.ok()?;
+            send_query(conn, &sql).await.ok()?;
+            let Ok(Head::Columns(_)) = read_head(conn).await else {
+                return None;
+            };
+            let rows = read_rows(conn).await.ok()?;
+            rows.iter()
+                .map(|r| r.field(0).map(|f| String::from_utf8_lossy(f).into_owned()))
+                .collect::<Option<Vec<String>>>()
+        }
+        .await;
+        self.drop_broken(need.group);
+        self.groups_settle().await;
+        match read {
+            Some(cols) if !cols.is_empty() => {
+                self.rt.shard_rules.learn_columns(&need.db, &need.table, cols);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// [`Self::plan_sharded`] without learning; large statements off the
+    /// async worker (see [`PLAN_OFF_WORKER`]).
+    async fn plan_once(
         &self,
         text: &str,
         params: Option<(&[ParamValue], &Charset)>,

@@ -1,7 +1,8 @@
 //! INSERT / REPLACE / UPDATE / DELETE on a sharded table.
 //!
-//! INSERT and REPLACE need a column list naming the key and a literal key in every row; the
-//! rows are split by shard, each part getting only its rows in their original order.
+//! INSERT and REPLACE need the key's position (from the column list, or without one from
+//! the table's column order, `columns.rs`) and a literal key in every row; the rows are
+//! split by shard, each part getting only its rows in their original order.
 //! UPDATE and DELETE route on their WHERE like SELECT, or go to every shard. Qualified
 //! column names `t.c` / `db.t.c` follow the table to its sub-table name. Writes never move a
 //! row between sub-tables: assigning the key column is refused.
@@ -9,8 +10,8 @@
 use std::collections::BTreeMap;
 
 use sqlparser::ast::{
-    Assignment, AssignmentTarget, Delete, Expr, FromTable, Insert, ObjectName, ObjectNamePart, OnInsert,
-    SetExpr, Statement, TableFactor, TableObject, TableWithJoins, Update,
+    Assignment, AssignmentTarget, Delete, Expr, FromTable, Ident, Insert, ObjectName, ObjectNamePart,
+    OnInsert, SetExpr, Statement, TableFactor, TableObject, TableWithJoins, Update,
 };
 
 use super::literal::literal;
@@ -175,24 +176,38 @@ pub(super) fn plan_insert(mut ins: Insert, ctx: &Ctx<'_>) -> Result<Option<Shard
                 ));
             }
             if ins.columns.is_empty() {
-                return refuse(format!(
-                    "sluice: an INSERT into sharded table {table} needs a column list naming the \
-                     shard key column {key}"
-                ));
+                // The table's own column order (learned by the session, see
+                // `columns.rs`), written out in every part.
+                if values.rows.iter().any(|r| r.content.is_empty()) {
+                    return refuse(format!(
+                        "sluice: an INSERT into sharded table {table} must give the shard key column \
+                         {key} (a row of defaults has none)"
+                    ));
+                }
+                let Some(cols) = ctx.rules.columns.get(&rule.db, &rule.table) else {
+                    return refuse(format!(
+                        "{} {table} needs the table's column order, which sluice could not read; \
+                         name the columns",
+                        super::columns::WANTS_COLUMNS
+                    ));
+                };
+                ins.columns = cols
+                    .iter()
+                    .map(|c| ObjectName(vec![ObjectNamePart::Identifier(Ident::with_quote('`', c))]))
+                    .collect();
             }
             let Some(k) = ins.columns.iter().position(|c| names_key(c, key)) else {
                 return refuse(format!(
                     "sluice: an INSERT into sharded table {table} must give the shard key column {key}"
                 ));
             };
+            // A row whose length is not the column list's: the server's own error (1136,
+            // "Column count doesn't match value count at row N"), which it gives before
+            // writing any row, from the whole statement on one sub-table.
+            let mismatch = values.rows.iter().any(|r| r.content.len() != ins.columns.len());
             for (i, row) in values.rows.iter_mut().enumerate() {
-                if row.content.len() != ins.columns.len() {
-                    return refuse(format!(
-                        "sluice: a row of this INSERT into sharded table {table} does not match its \
-                         column list"
-                    ));
-                }
-                per_shard.entry(key_of(&row.content[k])?).or_default().push(i);
+                let shard = if mismatch { 0 } else { key_of(&row.content[k])? };
+                per_shard.entry(shard).or_default().push(i);
                 no_sharded_subquery(&mut row.content.iter_mut().collect::<Vec<_>>(), ctx)?;
             }
             rows_len = values.rows.len();

@@ -20,6 +20,7 @@ use sqlparser::tokenizer::Token;
 
 use super::literal::literal;
 use super::plan::{Ctx, Refusal};
+use super::route::KeyCtx;
 use super::shape::{direction, find_visible, helper_expr, is_null, order_by_positions, Item};
 use super::spec::{self, AggKind, AggSpec, CmpOp, GroupSpec, Limit, MergeSpec, SortKey};
 use super::visitors::{expr_key, AggScan, MisreadOperators, MERGEABLE_AGGREGATES};
@@ -137,10 +138,22 @@ pub(super) struct Grouped<'c, 'a> {
     keys: Vec<usize>,
     aggs: Vec<AggSpec>,
     count_distinct: Option<usize>,
+    /// Recognizes the shard key column.
+    key: &'c KeyCtx<'a>,
+    /// No selected `COUNT(DISTINCT x)` of anything but the shard key: then each
+    /// `COUNT(DISTINCT key)` runs on the shards as written and the counts add (rows with
+    /// equal keys share a shard, the very property routing by key relies on), with the
+    /// server's own column definition. Beside a `COUNT(DISTINCT x)` of another column the
+    /// shards group by x too, where a key's count would be split over x's sub-groups.
+    additive_distinct: bool,
 }
 
 impl<'c, 'a> Grouped<'c, 'a> {
-    pub(super) fn new(items: Vec<Item>, table: &'c str, ctx: &'c Ctx<'a>) -> Self {
+    pub(super) fn new(items: Vec<Item>, table: &'c str, key: &'c KeyCtx<'a>, ctx: &'c Ctx<'a>) -> Self {
+        let additive_distinct = items.iter().all(|(e, _)| match agg_call(e, table) {
+            Ok(Some(AggCall::CountDistinct(x))) => key.is_key(&x),
+            _ => true,
+        });
         let shard_items = items
             .iter()
             .map(|(e, a)| match a {
@@ -161,7 +174,15 @@ impl<'c, 'a> Grouped<'c, 'a> {
             keys: Vec::new(),
             aggs: Vec::new(),
             count_distinct: None,
+            key,
+            additive_distinct,
         }
+    }
+
+    /// `COUNT(DISTINCT x)` that merges as a sum of the shards' counts (see
+    /// [`Self::additive_distinct`]).
+    fn additive(&self, x: &Expr) -> bool {
+        self.additive_distinct && self.key.is_key(x)
     }
 
     fn push_helper(&mut self, shard_expr: Expr, orig: Expr, kind: Kind) -> usize {
@@ -225,6 +246,14 @@ impl<'c, 'a> Grouped<'c, 'a> {
                     kind: AggKind::Avg { count_col: n },
                 });
                 s
+            }
+            AggCall::CountDistinct(x) if self.additive(&x) => {
+                let c = self.push_helper(e.clone(), e.clone(), Kind::Agg);
+                self.aggs.push(AggSpec {
+                    col: c,
+                    kind: AggKind::Count,
+                });
+                c
             }
             AggCall::CountDistinct(_) => {
                 return refuse(format!(
@@ -418,6 +447,19 @@ impl<'c, 'a> Grouped<'c, 'a> {
             }
             let (e, alias) = self.items[i].clone();
             match agg_call(&e, table)? {
+                Some(AggCall::CountDistinct(x)) if self.additive(&x) => {
+                    if let (None, Expr::Function(f)) = (&alias, &e) {
+                        self.shard_items[i] = SelectItem::ExprWithAlias {
+                            expr: e.clone(),
+                            alias: self.column_name(f),
+                        };
+                    }
+                    self.aggs.push(AggSpec {
+                        col: i,
+                        kind: AggKind::Count,
+                    });
+                    self.kinds[i] = Kind::Agg;
+                }
                 Some(AggCall::Simple(kind)) => {
                     // Keep the client's spelling as the column name (the
                     // server names `count( * )` as written, not re-rendered).
@@ -447,7 +489,9 @@ impl<'c, 'a> Grouped<'c, 'a> {
                     if self.count_distinct.is_some() {
                         return refuse(format!(
                             "sluice: more than one COUNT(DISTINCT …) on sharded table {table} is not \
-                             supported across shards"
+                             supported across shards (supported: one COUNT(DISTINCT x), or any number \
+                             of COUNT(DISTINCT {}) of the shard key alone)",
+                            self.key.rule.key
                         ));
                     }
                     let alias = match alias {

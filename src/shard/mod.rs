@@ -40,6 +40,7 @@ pub mod plan;
 pub mod rule;
 
 mod bind;
+mod columns;
 mod ddl;
 mod describe;
 mod dml;
@@ -56,6 +57,7 @@ mod walk;
 use crate::merge as spec;
 
 pub use bind::{needs_charset, Charset, ParamValue, Temporal};
+pub use columns::{columns_needed, columns_query, wants_columns, NeedColumns};
 pub use describe::{describe, Describe};
 pub use plan::{
     bind_merge, plan, plan_prepared, plan_with_charset, plan_with_params, Part, Refusal, ShardPlan,

@@ -396,7 +396,7 @@ fn plan_inner(
 /// Expression depth (as [`depth_bound`] counts it) planned on the caller's stack: a
 /// debug build's passes over the tree take about 5 KiB of stack per level, and tokio's
 /// threads have 2 MiB.
-const INLINE_DEPTH: usize = 128;
+pub(super) const INLINE_DEPTH: usize = 128;
 
 /// Stack of the thread that plans deeper statements (up to [`MAX_EXPR_DEPTH`]); memory is
 /// only committed as it is used.

@@ -33,7 +33,9 @@ pub(crate) struct KeyCtx<'a> {
 }
 
 impl KeyCtx<'_> {
-    fn is_key(&self, e: &Expr) -> bool {
+    /// `e` is the shard key column of the sharded table (bare or qualified by its name
+    /// or alias).
+    pub(crate) fn is_key(&self, e: &Expr) -> bool {
         let Some((quals, col)) = column_ref(e) else {
             return false;
         };

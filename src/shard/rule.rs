@@ -343,6 +343,9 @@ pub struct ShardRules {
     fold_names: bool,
     /// 0: [`DEFAULT_MAX_STATEMENT_SIZE`].
     max_statement_size: usize,
+    /// Column order of the tables, for INSERTs without a column list (learned at run
+    /// time, shared by the clones of these rules).
+    pub(super) columns: super::columns::ColumnCache,
 }
 
 /// Default of `sharding.max_statement_size`. Planning holds the statement's tokens and
@@ -359,6 +362,7 @@ impl ShardRules {
             rules: Vec::with_capacity(rules.len()),
             fold_names: false,
             max_statement_size: 0,
+            columns: Default::default(),
         };
         for mut rule in rules {
             rule.validate()?;

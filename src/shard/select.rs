@@ -140,7 +140,7 @@ pub(super) fn plan_query(mut q: Query, ctx: &Ctx<'_>) -> Result<Option<ShardPlan
         (q, MergeSpec::concat(visible), wildcard.then_some(0))
     } else {
         let limit = parse_limit(&q.limit_clause, &table, ctx.values)?;
-        shape(q, limit, &table, ctx)?
+        shape(q, limit, &table, &key, ctx)?
     };
 
     let mut parts = Vec::with_capacity(shards.len());

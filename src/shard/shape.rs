@@ -10,6 +10,7 @@ use sqlparser::ast::{
 use super::group::{order_item, Grouped};
 use super::literal::unsigned;
 use super::plan::{Ctx, Refusal};
+use super::route::KeyCtx;
 use super::spec::{Limit, MergeSpec, SortKey};
 use super::visitors::{column_ref, expr_key, AggScan, BareNames, NonDeterministic};
 use super::walk::walk;
@@ -129,6 +130,7 @@ pub(super) fn shape(
     mut q: Query,
     limit: Option<(u64, u64)>,
     table: &str,
+    key: &KeyCtx<'_>,
     ctx: &Ctx<'_>,
 ) -> Result<(Query, MergeSpec, Option<usize>), Refusal> {
     let order = order_terms(&q.order_by);
@@ -192,7 +194,8 @@ pub(super) fn shape(
             ));
         }
         let list: Vec<Item> = list.into_iter().flatten().collect();
-        let (merge, shard_order) = Grouped::new(list, table, ctx).build(sel, &order, group_exprs, limit)?;
+        let (merge, shard_order) =
+            Grouped::new(list, table, key, ctx).build(sel, &order, group_exprs, limit)?;
         q.order_by = shard_order;
         q.limit_clause = None;
         return Ok((q, merge, None));

@@ -817,6 +817,18 @@ pub fn generate(data: &[Reply]) -> Vec<Q> {
         .ci(&[0]),
     );
 
+    // COUNT(DISTINCT shard key): the shards' distinct counts add, several times in one
+    // query, beside other aggregates, in HAVING and ORDER BY.
+    for sql in [
+        "SELECT COUNT(DISTINCT tid) FROM post_reply",
+        "SELECT COUNT(DISTINCT tid), COUNT(DISTINCT post_reply.tid) AS n, COUNT(*), SUM(amount) FROM post_reply WHERE user_id < 60",
+        "SELECT user_id, COUNT(DISTINCT tid), AVG(score), COUNT(DISTINCT post_reply.tid) AS again FROM post_reply WHERE user_id < 25 GROUP BY user_id ORDER BY user_id",
+        "SELECT DATE(create_time) d, COUNT(*), COUNT(DISTINCT tid) FROM post_reply GROUP BY d HAVING COUNT(DISTINCT tid) > 1 ORDER BY COUNT(DISTINCT tid) DESC, d LIMIT 10",
+        "SELECT COUNT(DISTINCT tid) FROM post_reply WHERE tid IN (228596, 228689, 4, 1001, 5, 6)",
+    ] {
+        qs.push(Q::new("COUNT(DISTINCT key)", sql));
+    }
+
     // --- GROUP BY, HAVING ----------------------------------------------------------------
     for _ in 0..10 {
         let w = if r.chance(0.5) {

@@ -129,7 +129,10 @@ fn select_shapes_that_cannot_merge() {
         ("SELECT COUNT(DISTINCT a, b) FROM post_reply", format!("sluice: this use of COUNT() on {T} is not supported across shards")),
         (
             "SELECT COUNT(DISTINCT a), COUNT(DISTINCT b) FROM post_reply",
-            format!("sluice: more than one COUNT(DISTINCT …) on {T} is not supported across shards"),
+            format!(
+                "sluice: more than one COUNT(DISTINCT …) on {T} is not supported across shards \
+                 (supported: one COUNT(DISTINCT x), or any number of COUNT(DISTINCT tid) of the shard key alone)"
+            ),
         ),
         (
             "SELECT DISTINCT user_id, COUNT(*) FROM post_reply GROUP BY user_id",
@@ -179,7 +182,10 @@ fn writes() {
     check(&[
         (
             "INSERT INTO post_reply VALUES (1, 2)",
-            format!("sluice: an INSERT into {T} needs a column list naming the shard key column tid"),
+            format!(
+                "sluice: an INSERT without a column list into {T} needs the table's column order, \
+                 which sluice could not read; name the columns"
+            ),
         ),
         (
             "INSERT INTO post_reply (id, subject) VALUES (1, 'x')",
@@ -229,10 +235,6 @@ fn writes() {
         (
             "INSERT INTO post_reply (id, tid) VALUES (1, 2) RETURNING id",
             format!("sluice: this INSERT syntax on {T} is not supported"),
-        ),
-        (
-            "INSERT INTO post_reply (id, tid) VALUES (1, 2), (3)",
-            format!("sluice: a row of this INSERT into {T} does not match its column list"),
         ),
         ("UPDATE post_reply SET tid = 3 WHERE id = 1", key.into()),
         (

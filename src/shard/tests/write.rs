@@ -214,3 +214,89 @@ fn delete_routed_and_broadcast() {
         vec![(1, "DELETE FROM post_reply_1 WHERE tid = 1 LIMIT 10".to_string())]
     );
 }
+
+/// INSERT without a column list: the learned column order is written out in each part
+/// (so a part can never read the key from another place than the planner did); without
+/// it, refused; a row of the wrong length goes whole to one sub-table, whose server
+/// answers 1136 before writing anything.
+#[test]
+fn insert_without_column_list_uses_the_learned_order() {
+    let r = rules();
+    assert_eq!(
+        columns_needed("INSERT INTO post_reply VALUES (1, 2)", Some("test"), &r),
+        Some(NeedColumns {
+            db: "test".into(),
+            table: "post_reply".into(),
+            group: 0,
+            sub_table: "post_reply_0".into(),
+        })
+    );
+    assert_eq!(
+        columns_needed("INSERT INTO post_reply (id, tid) VALUES (1, 2)", Some("test"), &r),
+        None
+    );
+    assert_eq!(
+        columns_needed("INSERT INTO post_reply SET id = 1", Some("test"), &r),
+        None
+    );
+    assert_eq!(
+        columns_needed("INSERT INTO other VALUES (1, 2)", Some("test"), &r),
+        None
+    );
+    r.learn_columns(
+        "test",
+        "post_reply",
+        vec!["id".into(), "tid".into(), "we`ird".into()],
+    );
+    assert_eq!(
+        columns_needed("INSERT INTO post_reply VALUES (1, 2)", Some("test"), &r),
+        None
+    );
+    let parts = |sql: &str| -> Vec<(u32, String)> {
+        match plan(sql, Some("test"), &r) {
+            Ok(Some(p)) => sqls(&p),
+            other => panic!("{sql}: {other:?}"),
+        }
+    };
+    assert_eq!(
+        parts("INSERT INTO post_reply VALUES (1, 5, 'a'), (2, 8, 'b')"),
+        vec![
+            (
+                0,
+                "INSERT INTO post_reply_0 (`id`, `tid`, `we``ird`) VALUES (2, 8, 'b')".to_string()
+            ),
+            (
+                1,
+                "INSERT INTO post_reply_1 (`id`, `tid`, `we``ird`) VALUES (1, 5, 'a')".to_string()
+            ),
+        ]
+    );
+    assert_eq!(
+        parts("REPLACE post_reply VALUES (1, 6, 'a')"),
+        vec![(
+            2,
+            "REPLACE post_reply_2 (`id`, `tid`, `we``ird`) VALUES (1, 6, 'a')".to_string()
+        )]
+    );
+    // Row 2 is short: the whole statement to sub-table 0 (the server names the row).
+    assert_eq!(
+        parts("INSERT INTO post_reply VALUES (1, 5, 'a'), (2, 6)"),
+        vec![(
+            0,
+            "INSERT INTO post_reply_0 (`id`, `tid`, `we``ird`) VALUES (1, 5, 'a'), (2, 6)".to_string()
+        )]
+    );
+    assert_eq!(
+        parts("INSERT INTO post_reply (id, tid) VALUES (1, 5), (2, 6, 7)"),
+        vec![(
+            0,
+            "INSERT INTO post_reply_0 (id, tid) VALUES (1, 5), (2, 6, 7)".to_string()
+        )]
+    );
+    // A row of defaults gives no key.
+    assert!(plan("INSERT INTO post_reply VALUES ()", Some("test"), &r).is_err());
+    // After DDL the order is read again.
+    r.forget_columns();
+    assert!(columns_needed("INSERT INTO post_reply VALUES (1, 2)", Some("test"), &r).is_some());
+    assert!(plan("INSERT INTO post_reply VALUES (1, 2)", Some("test"), &r).is_err());
+}

@@ -1,0 +1,163 @@
+//! The column order of sharded tables, for `INSERT INTO t VALUES (…)` without a column list
+//! (the shard key's position in each row comes from the table's definition).
+//!
+//! The planner is pure: it only reads this cache. The session fills it (from
+//! `information_schema.COLUMNS` of sub-table 0 on its group's master, see
+//! [`columns_query`]) when a plan is refused for want of it ([`columns_needed`]), and
+//! empties it after DDL on a sharded table or its sub-tables passes through sluice.
+//! A statement planned from the cache names the columns explicitly in every part, so a
+//! definition changed behind sluice's back (DDL sent to the server directly) can make a
+//! part fail or fill other columns, but never puts a row on a sub-table other than its key's.
+//!
+//! One lock, taken only to plan an INSERT without a column list and after DDL: never on the
+//! path of other statements.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use sqlparser::ast::{SetExpr, Statement, TableObject};
+
+use super::plan::{Ctx, Refusal, Resolved, INLINE_DEPTH};
+use super::rule::ShardRules;
+use super::text::{depth_bound, parse, tokenize, Source};
+
+/// How the planner's refusal for want of a table's column order begins
+/// ([`wants_columns`]).
+pub(super) const WANTS_COLUMNS: &str = "sluice: an INSERT without a column list into sharded table";
+
+/// Whether a refusal is the planner's for want of a table's column order: only then is
+/// [`columns_needed`] worth its parse.
+pub fn wants_columns(r: &Refusal) -> bool {
+    r.0.starts_with(WANTS_COLUMNS)
+}
+
+/// Visible columns of each logical table `(db, table)`, in definition order.
+type ByTable = HashMap<(String, String), Arc<[String]>>;
+
+/// [`ByTable`], shared by the clones of one rule set.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ColumnCache(Arc<Mutex<ByTable>>);
+
+/// The cache is not configuration: two rule sets with the same rules are equal whatever
+/// they have learned.
+impl PartialEq for ColumnCache {
+    fn eq(&self, _: &ColumnCache) -> bool {
+        true
+    }
+}
+
+impl ColumnCache {
+    pub(crate) fn get(&self, db: &str, table: &str) -> Option<Arc<[String]>> {
+        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(&(db.to_string(), table.to_string())).cloned()
+    }
+
+    pub(crate) fn learn(&self, db: &str, table: &str, columns: Vec<String>) {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        map.insert((db.to_string(), table.to_string()), columns.into());
+    }
+
+    pub(crate) fn forget_all(&self) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+}
+
+/// A table whose column order a statement needs and the cache lacks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NeedColumns {
+    /// The logical table's database and name (the cache's key).
+    pub db: String,
+    pub table: String,
+    /// Backend group holding sub-table 0, and its name (where the definition is read).
+    pub group: usize,
+    pub sub_table: String,
+}
+
+/// When `sql` is an INSERT/REPLACE … VALUES without a column list into a sharded table
+/// whose columns are not cached: that table. Parses the statement; called only after a
+/// plan was refused.
+pub fn columns_needed(sql: &str, current_db: Option<&str>, rules: &ShardRules) -> Option<NeedColumns> {
+    // The planner's own bounds: never a larger statement, nor a deeper tree than the
+    // caller's stack takes (those are refused for other reasons anyway).
+    let head = sql.trim_start().get(..7).unwrap_or("");
+    if sql.len() > rules.max_statement_size()
+        || !(head.eq_ignore_ascii_case("INSERT ") || head.eq_ignore_ascii_case("REPLACE"))
+    {
+        return None;
+    }
+    let tokens = tokenize(sql).ok()?;
+    if depth_bound(&tokens) > INLINE_DEPTH {
+        return None;
+    }
+    let mut stmts = parse(tokens.clone()).ok()?;
+    if stmts.len() != 1 {
+        return None;
+    }
+    let Statement::Insert(ins) = stmts.remove(0) else {
+        return None;
+    };
+    let TableObject::TableName(name) = &ins.table else {
+        return None;
+    };
+    if !ins.columns.is_empty()
+        || !matches!(
+            ins.source.as_deref().map(|q| q.body.as_ref()),
+            Some(SetExpr::Values(_))
+        )
+    {
+        return None;
+    }
+    let ctx = Ctx {
+        rules,
+        db: current_db,
+        src: Source::new(sql),
+        tokens,
+        spliceable: false,
+        forced_shards: None,
+        values: None,
+    };
+    let Resolved { rule, .. } = ctx.resolve(name)?;
+    if rules.columns.get(&rule.db, &rule.table).is_some() {
+        return None;
+    }
+    Some(NeedColumns {
+        db: rule.db.clone(),
+        table: rule.table.clone(),
+        group: rule.group_of(0),
+        sub_table: rule.sub_table(0),
+    })
+}
+
+/// The query that reads a sub-table's visible columns in definition order (MariaDB's
+/// INVISIBLE columns take no value in `INSERT … VALUES` without a column list). Names are
+/// written as hex literals, so no name needs escaping.
+pub fn columns_query(need: &NeedColumns) -> String {
+    fn hex(s: &str) -> String {
+        use std::fmt::Write;
+        let mut out = String::with_capacity(2 * s.len() + 24);
+        out.push_str("CONVERT(X'");
+        for b in s.as_bytes() {
+            let _ = write!(out, "{b:02X}");
+        }
+        out.push_str("' USING utf8mb4)");
+        out
+    }
+    format!(
+        "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND \
+         TABLE_NAME = {} AND EXTRA NOT LIKE '%INVISIBLE%' ORDER BY ORDINAL_POSITION",
+        hex(&need.db),
+        hex(&need.sub_table)
+    )
+}
+
+impl ShardRules {
+    /// Remember the visible columns of logical table `db.table` (read by the session).
+    pub fn learn_columns(&self, db: &str, table: &str, columns: Vec<String>) {
+        self.columns.learn(db, table, columns);
+    }
+
+    /// Forget every table's columns (after DDL that may have changed a definition).
+    pub fn forget_columns(&self) {
+        self.columns.forget_all();
+    }
+}
