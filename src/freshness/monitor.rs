@@ -942,6 +942,9 @@ impl GroupMonitor {
                 self.target.load_full()
             }
             FreshnessMode::Strict => {
+                if let Some(i) = self.pick_by_gtid(current).await {
+                    return Ok(i);
+                }
                 let ticket = self.master_flight.ticket();
                 let t = self
                     .master_snapshot(ticket)

@@ -24,10 +24,16 @@
 //! triggers, other sluices' writes), so no counter rows, tracked set or
 //! generation are needed for this check.
 //!
-//! When the check fails (writes keep moving the master's position), the
-//! overlapped path is switched off for [`OVERLAP_BACKOFF`]: reads then take
-//! the plain gate, whose per-table counters can still find a replica fresh
-//! for the tables a read touches while other tables are written.
+//! Reads that cannot be rerun (prepared statements, read-only transactions,
+//! sharded parts) take the plain gate, which tries the same one-row probe
+//! first ([`GroupMonitor::pick_by_gtid`], sequential: a replica whose
+//! position covers the master's is chosen after the probe) before the full
+//! counter snapshot.
+//!
+//! When a check fails (writes keep moving the master's position), both are
+//! switched off for [`OVERLAP_BACKOFF`]: reads then take the plain gate's
+//! counter snapshot, whose per-table counters can still find a replica
+//! fresh for the tables a read touches while other tables are written.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -130,6 +136,31 @@ impl GroupMonitor {
     /// Overlapped reads rerun on the master since start (metric).
     pub fn overlap_reruns(&self) -> u64 {
         self.overlap_rerun.load(Ordering::Relaxed)
+    }
+
+    /// The plain strict gate's first try (reads that cannot be rerun:
+    /// prepared statements, read-only transactions, sharded parts): one
+    /// shared GTID probe that started after now, and a replica whose last
+    /// probed position covers it. The read is sent after this returns and a
+    /// replica only moves forward, so it sees every write the master had
+    /// committed. `None`: no replica proved fresh this way (the caller
+    /// compares counters instead); then this try is skipped for a while.
+    pub(super) async fn pick_by_gtid(&self, current: Option<usize>) -> Option<usize> {
+        if self.overlap_backed_off() {
+            return None;
+        }
+        let ticket = self.gtid_flight.ticket();
+        let master = self.gtid_flight.after(ticket, || self.probe_master_gtid()).await;
+        let picked = match master.as_ref() {
+            Ok(pos) if !pos.is_empty() => self.choose(current, |i| {
+                gtid_at_least(self.replicas[i].counters().gtid.as_ref(), pos)
+            }),
+            _ => None,
+        };
+        if picked.is_none() {
+            self.back_off_overlap();
+        }
+        picked
     }
 
     async fn probe_master_gtid(&self) -> Result<HashMap<u32, u64>, String> {
