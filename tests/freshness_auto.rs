@@ -96,10 +96,7 @@ async fn never_stale_after_write(
 async fn create_table_through_sluice_gets_triggers_at_once() {
     let cluster = Cluster::start(1);
     let db = tracked_db(&cluster, "fa_via").await;
-    let s = Sluice::start_for(
-        &cluster,
-        &format!("{}  auto_install: true\n", freshness_yaml("causal")),
-    );
+    let s = Sluice::start_for(&cluster, &format!("{}  auto_install: true\n", freshness_yaml("causal")));
     wait_replica_reads(&s, &db, server_id(&cluster.master)).await;
     let mut c = sluice_conn(&s, &db).await;
     c.query_drop(format!("CREATE TABLE n {T}")).await.expect("create");
@@ -130,10 +127,7 @@ async fn table_created_on_the_master_is_picked_up_within_a_probe() {
     let cluster = Cluster::start(1);
     let db = tracked_db(&cluster, "fa_direct").await;
     // Strict: writes that bypass sluice must not be served stale either.
-    let s = Sluice::start_for(
-        &cluster,
-        &format!("{}  auto_install: true\n", freshness_yaml("strict")),
-    );
+    let s = Sluice::start_for(&cluster, &format!("{}  auto_install: true\n", freshness_yaml("strict")));
     let master_id = server_id(&cluster.master);
     wait_replica_reads(&s, &db, master_id).await;
     // Created and filled behind sluice's back while the replica applies
@@ -213,8 +207,7 @@ async fn newly_tracked_table_waits_for_the_replica_to_have_it() {
     let db = tracked_db(&cluster, "fa_new").await;
     // Causal with probes far apart: the auto-install runs inside a probe
     // round, and nothing but that round tells this sluice of the change.
-    let yaml =
-        "freshness:\n  mode: causal\n  probe_interval: 2s\n  probe_timeout: 500ms\n  auto_install: true\n";
+    let yaml = "freshness:\n  mode: causal\n  probe_interval: 2s\n  probe_timeout: 500ms\n  auto_install: true\n";
     let s = Sluice::start_for(&cluster, yaml);
     let master_id = server_id(&cluster.master);
     wait_replica_reads(&s, &db, master_id).await;
