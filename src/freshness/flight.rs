@@ -34,36 +34,38 @@ impl<T: Send + Sync + 'static> Flight<T> {
 
     /// Get the result of a probe started after `ticket` was taken, running
     /// `probe` if no such probe is under way.
+    ///
+    /// Callers queue on `running` (tokio's mutex is fair): whoever holds it
+    /// probes, publishes, and releases it; the next caller in line then
+    /// finds that result, or probes itself if the result is older than its
+    /// ticket. Waiting on the mutex rather than on the published value
+    /// leaves no wake-up to lose: a caller that found the lock taken is
+    /// woken by its release, also when the prober's future was dropped
+    /// mid-probe (a session that ended).
     pub async fn after<F, Fut>(&self, ticket: u64, probe: F) -> Shared<T>
     where
         F: Fn() -> Fut,
         Fut: Future<Output = Result<T, String>>,
     {
-        let mut rx = self.last.subscribe();
-        loop {
-            if let Some((started, r)) = rx.borrow_and_update().as_ref() {
-                if *started > ticket {
-                    return r.clone();
-                }
-            }
-            if let Ok(_guard) = self.running.try_lock() {
-                // Re-check: a probe may have finished between the check and
-                // taking the lock.
-                if let Some((started, r)) = self.last.borrow().as_ref() {
-                    if *started > ticket {
-                        return r.clone();
-                    }
-                }
-                let started = self.ticket();
-                let r = Arc::new(probe().await);
-                self.last.send_replace(Some((started, r.clone())));
-                return r;
-            }
-            // Someone else is probing: wait for their result and look again
-            // (it may have started before our ticket).
-            if rx.changed().await.is_err() {
-                return Arc::new(Err("probe channel closed".into()));
-            }
+        if let Some(r) = self.published_after(ticket) {
+            return r;
+        }
+        let _guard = self.running.lock().await;
+        // The probe we waited for may have started after our ticket.
+        if let Some(r) = self.published_after(ticket) {
+            return r;
+        }
+        let started = self.ticket();
+        let r = Arc::new(probe().await);
+        self.last.send_replace(Some((started, r.clone())));
+        r
+    }
+
+    /// The published result, if its probe started after `ticket`.
+    fn published_after(&self, ticket: u64) -> Option<Shared<T>> {
+        match self.last.borrow().as_ref() {
+            Some((started, r)) if *started > ticket => Some(r.clone()),
+            _ => None,
         }
     }
 }
@@ -120,5 +122,45 @@ mod tests {
             })
             .await;
         assert_eq!(probes.load(Ordering::SeqCst), before + 1);
+    }
+
+    /// A caller waiting behind a prober whose future is dropped mid-probe
+    /// (its session ended) probes itself instead of waiting forever; and
+    /// callers queued behind a finished probe that predates their ticket
+    /// are not left waiting for a result nobody will publish.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn no_caller_waits_for_a_probe_nobody_runs() {
+        let flight = Arc::new(Flight::<u64>::new());
+        let t = flight.ticket();
+        let f = flight.clone();
+        let stuck =
+            tokio::spawn(async move { f.after(t, std::future::pending::<Result<u64, String>>).await });
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let t2 = flight.ticket();
+        let f = flight.clone();
+        let waiter = tokio::spawn(async move { f.after(t2, || async { Ok(5) }).await });
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        stuck.abort();
+        let r = tokio::time::timeout(std::time::Duration::from_secs(5), waiter)
+            .await
+            .expect("the waiter was left waiting")
+            .expect("task");
+        assert_eq!(*r, Ok(5));
+        for round in 0..200u64 {
+            let mut tasks = Vec::new();
+            for _ in 0..8 {
+                let f = flight.clone();
+                tasks.push(tokio::spawn(async move {
+                    let t = f.ticket();
+                    f.after(t, || async move { Ok(round) }).await
+                }));
+            }
+            for t in tasks {
+                tokio::time::timeout(std::time::Duration::from_secs(5), t)
+                    .await
+                    .expect("a caller was left waiting")
+                    .expect("task");
+            }
+        }
     }
 }

@@ -19,6 +19,10 @@ use super::flight::Flight;
 use super::health::Health;
 use super::state::{gtid_at_least, Counters, LagHistory, Scope, EPOCH_ROW};
 
+#[path = "strict.rs"]
+mod strict;
+pub use strict::{strict_probe_sql, Provisional};
+
 /// How often the set of tables with sluice's triggers is re-read.
 const TRACKED_REFRESH: Duration = Duration::from_secs(30);
 /// After DDL on the master, how long (at least) the probe loop keeps
@@ -166,6 +170,16 @@ pub struct GroupMonitor {
     pub untracked_reads: AtomicU64,
     /// Tables whose triggers `auto_install` created (metric).
     pub auto_installed: AtomicU64,
+    /// Strict mode's overlapped reads: one master GTID probe shared by
+    /// every read that began before it (see `strict`).
+    gtid_flight: Flight<std::collections::HashMap<u32, u64>>,
+    /// Strict reads take the plain gate until then (ms after `born`; see
+    /// `strict`). Written only when an overlapped read was behind.
+    overlap_off_until_ms: AtomicU64,
+    born: Instant,
+    /// Overlapped strict reads rerun on the master (metric; only reruns are
+    /// counted: no shared counter is written per released read).
+    overlap_rerun: AtomicU64,
     /// The probe loops were started (`spawn` is idempotent).
     started: AtomicBool,
     /// A reload replaced this monitor: the probe loops end.
@@ -325,6 +339,10 @@ impl GroupMonitor {
             untracked_tables: AtomicU64::new(0),
             untracked_reads: AtomicU64::new(0),
             auto_installed: AtomicU64::new(0),
+            gtid_flight: Flight::new(),
+            overlap_off_until_ms: AtomicU64::new(0),
+            born: Instant::now(),
+            overlap_rerun: AtomicU64::new(0),
             started: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
         })
@@ -938,6 +956,9 @@ impl GroupMonitor {
                 self.target.load_full()
             }
             FreshnessMode::Strict => {
+                if let Some(i) = self.pick_by_gtid(current).await {
+                    return Ok(i);
+                }
                 let ticket = self.master_flight.ticket();
                 let t = self
                     .master_snapshot(ticket)

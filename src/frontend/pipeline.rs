@@ -15,6 +15,7 @@
 //!   (`sharded.rs`): their parts are planned by `crate::shard`.
 
 use crate::config::FreshnessMode;
+use crate::freshness::monitor::Provisional;
 use crate::freshness::state::Scope;
 use crate::protocol::consts::SERVER_STATUS_IN_TRANS;
 use crate::protocol::packets::ErrPacket;
@@ -70,11 +71,19 @@ impl Session {
             return Ok(());
         }
         let long_data = matches!(exec, Exec::Prepared { long_data: true, .. });
+        // hook(strict): a text read may run on a replica while strict mode's
+        // master probe is under way (freshness::strict); its route is
+        // counted once its answer is released or rerun (run_on_checked).
+        let mut provisional = None;
         let route = if long_data {
             Route {
                 conn: Conn::Master,
                 reason: "long_data",
             }
+        } else if matches!((&exec, &plan.target), (Exec::Text { .. }, Target::FreshReplica)) {
+            let (r, p) = self.pick_replica_overlapped(plan.read_set.tables()).await;
+            provisional = p;
+            r
         } else {
             match self.gate(&plan, c).await {
                 Ok(r) => r,
@@ -89,7 +98,9 @@ impl Session {
         let was_in_tx = self.in_transaction();
         let was_in_server_tx = self.state.in_server_transaction();
         let hold = on_master && (plan.is_write || was_in_tx) && self.monitor.mode == FreshnessMode::Causal;
-        self.shared.metrics.route(on_master, route.reason);
+        if provisional.is_none() {
+            self.shared.metrics.route(on_master, route.reason);
+        }
         // The connection did not run this session's previous statement.
         let borrowed = self.gen_of(route.conn) == 0;
         if c.refers_to_previous && borrowed {
@@ -148,7 +159,7 @@ impl Session {
             other => other,
         };
         let kept = self.backends.keep;
-        let ran = self.execute(route, exec, hold).await?;
+        let ran = self.execute(route, exec, hold, provisional).await?;
         self.groups_after(&c.kind, ran.as_ref().is_some_and(|(t, _)| !t.error))
             .await;
         let Some((tracker, conn)) = ran else {
@@ -326,6 +337,36 @@ impl Session {
         }
     }
 
+    /// [`Session::pick_replica`] for a text read that may start on the
+    /// replica before strict mode's probe has answered: the provisional
+    /// decides whether its answer is released (see `freshness::strict`).
+    async fn pick_replica_overlapped(&mut self, tables: Option<&[String]>) -> (Route, Option<Provisional>) {
+        let current = self.backends.replica.as_ref().map(|(i, _)| *i);
+        let qualified = tables
+            .filter(|_| self.monitor.compares_counters())
+            .and_then(|t| self.qualify(t));
+        let scope = match &qualified {
+            Some(t) => Scope::Tables(t),
+            None => Scope::All,
+        };
+        match self.monitor.pick_overlapped(scope, current).await {
+            Ok((i, p)) => (
+                Route {
+                    conn: Conn::Replica(i),
+                    reason: "fresh_replica",
+                },
+                p,
+            ),
+            Err(f) => (
+                Route {
+                    conn: Conn::Master,
+                    reason: f.as_str(),
+                },
+                None,
+            ),
+        }
+    }
+
     /// Is replica `i` (the one the session uses) fresh for a read of `tables`?
     async fn replica_fresh_for(&mut self, i: usize, tables: Option<&[String]>) -> bool {
         self.pick_for(tables, Some(i)).await == Ok(i)
@@ -357,12 +398,11 @@ impl Session {
         route: Route,
         exec: Exec<'_>,
         hold: bool,
+        provisional: Option<Provisional>,
     ) -> Result<Option<(ResponseTracker, Conn)>, Closed> {
         match exec {
             Exec::Text { payload } => {
-                let t = self
-                    .run_on(route, payload, ResponseKind::Query, hold, None)
-                    .await?;
+                let t = self.run_on_checked(route, payload, hold, provisional).await?;
                 Ok(t.map(|t| (t, self.backends.last_conn)))
             }
             Exec::Prepared {

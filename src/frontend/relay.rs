@@ -87,6 +87,87 @@ pub async fn command(
     response(client, backend, opts, watch, guard).await
 }
 
+/// Most bytes of a replica's answer [`command_checked`] reads and throws
+/// away; beyond that the connection is given up instead (closing it ends the
+/// statement on the server), so a big result is not read twice.
+const DISCARD_LIMIT: usize = 1024 * 1024;
+
+/// [`command`] for a read whose answer may be released only if `check`
+/// says so (strict freshness, see `freshness::strict`): the command is
+/// sent first, so the backend runs it while `check` waits for its probe.
+/// `Ok(None)`: the check failed and the answer was read and discarded, the
+/// connection is at a command boundary again and the client got nothing.
+/// An answer over [`DISCARD_LIMIT`] is a `RelayError::Backend` with nothing
+/// relayed (the caller closes the connection and reruns the read).
+pub async fn command_checked(
+    client: &mut PacketStream<ClientIo>,
+    backend: &mut PacketStream<BackendIo>,
+    payload: &[u8],
+    opts: Opts,
+    watch: Option<&mut ReadWatch>,
+    guard: Option<&Guard<'_>>,
+    check: impl std::future::Future<Output = bool>,
+) -> Result<Option<ResponseTracker>, RelayError> {
+    let mut seq = 0u8;
+    backend
+        .write_packet(&mut seq, payload)
+        .await
+        .map_err(|err| RelayError::Backend {
+            err,
+            relayed: false,
+            last_seq: 0,
+        })?;
+    if check.await {
+        return response(client, backend, opts, watch, guard).await.map(Some);
+    }
+    discard(backend, opts, watch).await.map(|()| None)
+}
+
+/// Read one response to its end without relaying any of it.
+async fn discard(
+    backend: &mut PacketStream<BackendIo>,
+    opts: Opts,
+    mut watch: Option<&mut ReadWatch>,
+) -> Result<(), RelayError> {
+    let fail = |err| RelayError::Backend {
+        err,
+        relayed: false,
+        last_seq: 0,
+    };
+    let mut tracker = ResponseTracker::new(opts.kind, opts.deprecate_eof);
+    let mut read = 0usize;
+    loop {
+        while let Some(h) = complete_frame(&backend.rbuf) {
+            let step = tracker.feed(h.len, &backend.rbuf[4..4 + h.len]);
+            backend.rbuf.advance(h.total());
+            read += h.total();
+            match step {
+                Step::Done => return Ok(()),
+                // A read never asks for a file; if it does, the connection
+                // is in a state only closing it ends.
+                Step::LocalInfile => {
+                    return Err(fail(ProtocolError::Malformed("LOCAL INFILE request to a read")))
+                }
+                Step::More if read > DISCARD_LIMIT => {
+                    return Err(fail(ProtocolError::Malformed("discarded answer too large")))
+                }
+                Step::More => {}
+            }
+        }
+        backend.reserve_for_frame().map_err(fail)?;
+        let filled = match watch.as_deref_mut() {
+            None => backend.fill().await,
+            // A replica that stops answering is given up as in `response`.
+            Some(w) => tokio::select! {
+                biased;
+                r = backend.fill() => r,
+                err = w.abandoned(false) => Err(err),
+            },
+        };
+        filled.map_err(fail)?;
+    }
+}
+
 /// What ended a wait for the backend.
 enum Woke {
     Filled(Result<usize, ProtocolError>),

@@ -31,7 +31,7 @@ use tracing::{debug, info, warn, Instrument};
 
 use crate::backend::{BackendError, PoolKey};
 use crate::error;
-use crate::freshness::monitor::GroupMonitor;
+use crate::freshness::monitor::{Fallback, GroupMonitor, Provisional};
 use crate::protocol::consts::*;
 use crate::protocol::packets::{ok_packet, ErrPacket};
 use crate::protocol::response::{ResponseKind, ResponseTracker};
@@ -562,7 +562,42 @@ impl Session {
         prepare_id: Option<u32>,
         stmt_ids: Option<(u32, u32)>,
     ) -> Result<Option<ResponseTracker>, Closed> {
+        self.run_on_inner(route, payload, kind, hold, prepare_id, stmt_ids, None)
+            .await
+    }
+
+    /// `run_on` for a text read sent to a replica before strict mode's
+    /// probe answered (`provisional`, see `freshness::strict`): its answer
+    /// reaches the client only if the replica proves fresh, else it is
+    /// discarded and the read reruns on the master. Counts the route.
+    pub(super) async fn run_on_checked(
+        &mut self,
+        route: Route,
+        payload: &[u8],
+        hold: bool,
+        provisional: Option<Provisional>,
+    ) -> Result<Option<ResponseTracker>, Closed> {
+        self.run_on_inner(route, payload, ResponseKind::Query, hold, None, None, provisional)
+            .await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn run_on_inner(
+        &mut self,
+        route: Route,
+        payload: &[u8],
+        kind: ResponseKind,
+        hold: bool,
+        prepare_id: Option<u32>,
+        stmt_ids: Option<(u32, u32)>,
+        mut provisional: Option<Provisional>,
+    ) -> Result<Option<ResponseTracker>, Closed> {
         let mut conn = route.conn;
+        if provisional.is_some() && (kind != ResponseKind::Query || self.state.ro_tx.is_some()) {
+            // Only a plain read can be rerun: decide before sending it.
+            provisional = None;
+            self.shared.metrics.route(conn == Conn::Master, route.reason);
+        }
         loop {
             // faults: a read on a replica gives up when the replica stops
             // answering, while connecting or syncing as well as while waiting
@@ -578,6 +613,10 @@ impl Session {
                     err = w.abandoned(false) => Err(self.abandon_replica(conn, err)),
                 },
             };
+            if ready.is_err() && provisional.take().is_some() {
+                // Counted as the plain gate counts it (the replica chosen).
+                self.shared.metrics.route(false, route.reason);
+            }
             if let Err(e) = ready {
                 if let Conn::Replica(_) = conn {
                     if self.state.ro_tx.is_none() {
@@ -610,16 +649,57 @@ impl Session {
                 pool,
                 thread: h.conn.thread_id,
             });
-            let relay = relay::command(
-                &mut self.client,
-                &mut h.conn.stream,
-                payload,
-                opts,
-                watch.as_mut(),
-                guard.as_ref(),
-            );
-            match relay.await {
-                Ok(tracker) => {
+            let mut verdict = None;
+            let checked = provisional.is_some();
+            let relayed = match provisional.take() {
+                None => relay::command(
+                    &mut self.client,
+                    &mut h.conn.stream,
+                    payload,
+                    opts,
+                    watch.as_mut(),
+                    guard.as_ref(),
+                )
+                .await
+                .map(Some),
+                Some(p) => {
+                    let monitor = &self.monitor;
+                    // (Boxed: the probe's future stays out of every
+                    // statement's future.)
+                    let check = Box::pin(async {
+                        let fresh = monitor.verify(&p).await;
+                        verdict = Some(fresh);
+                        fresh
+                    });
+                    relay::command_checked(
+                        &mut self.client,
+                        &mut h.conn.stream,
+                        payload,
+                        opts,
+                        watch.as_mut(),
+                        guard.as_ref(),
+                        check,
+                    )
+                    .await
+                }
+            };
+            if checked {
+                match verdict {
+                    Some(false) => self.shared.metrics.route(true, Fallback::Stale.as_str()),
+                    // (None: the send failed before the check; counted as
+                    // the plain gate counts it.)
+                    Some(true) | None => self.shared.metrics.route(false, route.reason),
+                }
+            }
+            match relayed {
+                Ok(None) => {
+                    // The replica may lack a write the read must see: its
+                    // answer was discarded; the master answers instead.
+                    debug!("strict: replica behind the master's position, reading from the master");
+                    conn = Conn::Master;
+                    continue;
+                }
+                Ok(Some(tracker)) => {
                     h.conn.note_status(tracker.last_status); // hook(abandon): pool's check
                     self.backends.last_conn = conn;
                     if tracker.error || tracker.warnings {

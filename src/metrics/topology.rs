@@ -71,8 +71,9 @@ const EPOCH_CHANGES: usize = 16;
 const UNTRACKED_TABLES: usize = 17;
 const UNTRACKED_READS: usize = 18;
 const AUTO_INSTALLED: usize = 19;
+const STRICT_OVERLAPPED: usize = 20;
 
-const FAMILIES: [Family; 20] = [
+const FAMILIES: [Family; 21] = [
     family(
         "sluice_backend_info",
         "Configured backends: always 1, with the backend's address and role.",
@@ -203,6 +204,14 @@ const FAMILIES: [Family; 20] = [
     family(
         "sluice_auto_installed_tables_total",
         "Tables whose triggers freshness.auto_install created.",
+        COUNTER,
+        &["group"],
+    ),
+    family(
+        "sluice_strict_reruns_total",
+        "Strict mode: reads sent to a replica while the master probe ran whose replica then \
+         proved behind: the answer was discarded and the read rerun on the master (counted \
+         again there as destination master, reason stale).",
         COUNTER,
         &["group"],
     ),
@@ -372,6 +381,7 @@ impl Collector for TopologyCollector {
                 &[group],
                 mon.auto_installed.load(relaxed) as f64,
             );
+            s[STRICT_OVERLAPPED].counter(&f[STRICT_OVERLAPPED], &[group], mon.overlap_reruns() as f64);
             for (i, r) in mon.replicas.iter().enumerate() {
                 let name = replica_name(i);
                 let key = [group, name.as_str()];

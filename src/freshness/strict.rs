@@ -1,0 +1,200 @@
+//! Strict mode without a master round trip in front of every read.
+//!
+//! The plain strict gate (`GroupMonitor::pick`) waits for a master snapshot
+//! taken after the read began, then sends the read to a replica whose
+//! counters cover it: the read pays the probe's round trip before its own.
+//! Here the two overlap:
+//!
+//! 1. [`GroupMonitor::pick_overlapped`] takes a ticket (now), chooses a
+//!    replica and keeps that replica's last probed position (`seen`), read
+//!    *before* the statement is sent to it;
+//! 2. the session sends the read to the replica and, while the replica runs
+//!    it, [`GroupMonitor::verify`] waits for one master probe that started
+//!    after the ticket (shared by every read that began before that probe,
+//!    `flight`): the master's GTID position, one row;
+//! 3. the replica's answer is released to the client only if `seen` covers
+//!    that position, domain by domain; otherwise it is discarded and the
+//!    read runs again on the master.
+//!
+//! Why this is never stale: a write that completed before the read began is
+//! in the master's binlog position read by a probe that started after the
+//! ticket; the replica had applied everything up to `seen` before the read
+//! was sent, and a replica only moves forward, so the read saw the write.
+//! The GTID position covers every write (DDL, TRUNCATE, tables without
+//! triggers, other sluices' writes), so no counter rows, tracked set or
+//! generation are needed for this check.
+//!
+//! Reads that cannot be rerun (prepared statements, read-only transactions,
+//! sharded parts) take the plain gate, which tries the same one-row probe
+//! first ([`GroupMonitor::pick_by_gtid`], sequential: a replica whose
+//! position covers the master's is chosen after the probe) before the full
+//! counter snapshot.
+//!
+//! When a check fails (writes keep moving the master's position), both are
+//! switched off for [`OVERLAP_BACKOFF`]: reads then take the plain gate's
+//! counter snapshot, whose per-table counters can still find a replica
+//! fresh for the tables a read touches while other tables are written.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mysql_async::prelude::Queryable;
+
+use super::{Fallback, GroupMonitor};
+use crate::config::FreshnessMode;
+use crate::freshness::state::{gtid_at_least, parse_gtid_pos, Counters, Scope};
+
+/// How long reads take the plain strict gate after an overlapped read found
+/// its replica behind (its answer was thrown away and the read rerun).
+const OVERLAP_BACKOFF: Duration = Duration::from_secs(1);
+
+/// The strict probe: the master's binlog position, one row of one column
+/// (no table read, nothing for the counter-table layout to change).
+pub fn strict_probe_sql() -> &'static str {
+    "SELECT @@global.gtid_binlog_pos"
+}
+
+/// A read sent to a replica before its freshness is known.
+#[derive(Debug, Clone)]
+pub struct Provisional {
+    /// Master-probe ticket taken when the read began.
+    ticket: u64,
+    /// The replica that runs it.
+    pub replica: usize,
+    /// That replica's last probed counters, read before the statement was
+    /// sent to it.
+    seen: Arc<Counters>,
+}
+
+impl GroupMonitor {
+    /// Strict mode's gate for a read the caller can rerun on the master
+    /// (a text query outside a transaction): a replica and, when its
+    /// freshness is still to be checked, the [`Provisional`] to pass to
+    /// [`GroupMonitor::verify`] once the statement was sent. Other modes,
+    /// and strict mode while overlapping is backed off, answer as
+    /// [`GroupMonitor::pick`] (no provisional).
+    pub async fn pick_overlapped(
+        &self,
+        scope: Scope<'_>,
+        current: Option<usize>,
+    ) -> Result<(usize, Option<Provisional>), Fallback> {
+        if self.mode != FreshnessMode::Strict || self.overlap_backed_off() {
+            return self.pick(scope, current).await.map(|i| (i, None));
+        }
+        // The same refusals as the plain gate, before any probe.
+        if self.replicas.is_empty() {
+            return Err(Fallback::NoReplica);
+        }
+        if !self.replicas.iter().any(super::ReplicaMonitor::in_rotation) {
+            return Err(Fallback::Down);
+        }
+        if !self.scope_tracked(scope) {
+            self.count_untracked();
+            return Err(Fallback::Untracked);
+        }
+        let ticket = self.gtid_flight.ticket();
+        // A replica whose position is unknown can prove nothing: the plain
+        // gate decides (and may probe it).
+        let Some(i) = self.choose(current, |i| self.replicas[i].counters().gtid.is_some()) else {
+            return self.pick(scope, current).await.map(|i| (i, None));
+        };
+        let seen = self.replicas[i].counters();
+        Ok((
+            i,
+            Some(Provisional {
+                ticket,
+                replica: i,
+                seen,
+            }),
+        ))
+    }
+
+    /// May the answer of the provisional read `p` be released? Waits for a
+    /// master probe that started after the read began. `false` (the
+    /// replica may lack a write, or the probe failed): discard the answer
+    /// and rerun the read on the master.
+    pub async fn verify(&self, p: &Provisional) -> bool {
+        let master = self
+            .gtid_flight
+            .after(p.ticket, || self.probe_master_gtid())
+            .await;
+        let fresh = match master.as_ref() {
+            // An empty position proves nothing about a replica (no binlog,
+            // or nothing written yet): take the plain gate next time.
+            Ok(pos) => !pos.is_empty() && gtid_at_least(p.seen.gtid.as_ref(), pos),
+            Err(_) => false,
+        };
+        if !fresh {
+            self.overlap_rerun.fetch_add(1, Ordering::Relaxed);
+            self.back_off_overlap();
+        }
+        fresh
+    }
+
+    /// Overlapped reads rerun on the master since start (metric).
+    pub fn overlap_reruns(&self) -> u64 {
+        self.overlap_rerun.load(Ordering::Relaxed)
+    }
+
+    /// The plain strict gate's first try (reads that cannot be rerun:
+    /// prepared statements, read-only transactions, sharded parts): one
+    /// shared GTID probe that started after now, and a replica whose last
+    /// probed position covers it. The read is sent after this returns and a
+    /// replica only moves forward, so it sees every write the master had
+    /// committed. `None`: no replica proved fresh this way (the caller
+    /// compares counters instead); then this try is skipped for a while.
+    pub(super) async fn pick_by_gtid(&self, current: Option<usize>) -> Option<usize> {
+        if self.overlap_backed_off() {
+            return None;
+        }
+        let ticket = self.gtid_flight.ticket();
+        let master = self.gtid_flight.after(ticket, || self.probe_master_gtid()).await;
+        let picked = match master.as_ref() {
+            Ok(pos) if !pos.is_empty() => self.choose(current, |i| {
+                gtid_at_least(self.replicas[i].counters().gtid.as_ref(), pos)
+            }),
+            _ => None,
+        };
+        if picked.is_none() {
+            self.back_off_overlap();
+        }
+        picked
+    }
+
+    async fn probe_master_gtid(&self) -> Result<HashMap<u32, u64>, String> {
+        let fut = async {
+            let mut conn = self.master.get_conn().await.map_err(|e| e.to_string())?;
+            let pos: Option<String> = conn
+                .query_first(strict_probe_sql())
+                .await
+                .map_err(|e| e.to_string())?;
+            pos.as_deref()
+                .and_then(parse_gtid_pos)
+                .ok_or_else(|| "the master reported no GTID position".to_owned())
+        };
+        match tokio::time::timeout(self.cfg.probe_timeout, fut).await {
+            Ok(r) => r,
+            Err(_) => Err(format!(
+                "strict probe timed out after {:?}",
+                self.cfg.probe_timeout
+            )),
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.born.elapsed().as_millis() as u64
+    }
+
+    /// Read per statement; written only when a check fails.
+    fn overlap_backed_off(&self) -> bool {
+        let until = self.overlap_off_until_ms.load(Ordering::Relaxed);
+        until != 0 && self.now_ms() < until
+    }
+
+    fn back_off_overlap(&self) {
+        let until = self.now_ms() + OVERLAP_BACKOFF.as_millis() as u64;
+        self.overlap_off_until_ms.fetch_max(until, Ordering::Relaxed);
+    }
+}
