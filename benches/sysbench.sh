@@ -19,6 +19,8 @@
 #   SKIP_BUILD  1 = use target/release/sluice as is              [0]
 #   SLUICE_BIN  a sluice binary to benchmark instead of building target/release/sluice
 #   SLUICE_POOL_MAX  sluice's backend.pool_max                  [IDLE_CONNS + 64]
+#   BASE_BIN    a second sluice binary (e.g. the build before a change), run as target
+#               "base" in the same rounds, so before/after ratios come from one run
 # Everything runs on 127.0.0.1 on free ports; everything started here is stopped (by
 # PID) when the script exits, however it exits.
 set -euo pipefail
@@ -56,7 +58,11 @@ KEPT_HINT="logs: sluice.log, mariadb/error.log, runs/"
 # HAProxy) in every process started from here.
 raise_nofile $((IDLE_CONNS + 200)) "IDLE_CONNS=$IDLE_CONNS"
 
-read -r MPORT HPORT SPORT APORT <<<"$(free_ports 4)"
+read -r MPORT HPORT SPORT APORT BPORT BAPORT <<<"$(free_ports 6)"
+if [ -n "${BASE_BIN:-}" ]; then
+  [ -x "$BASE_BIN" ] || die "BASE_BIN=$BASE_BIN is not an executable"
+  TARGETS+=(base)
+fi
 
 LOAD_START=$(loadavg)
 
@@ -91,8 +97,24 @@ start_sluice "$work/sluice.yaml" "$work/sluice.log" "$SPORT"
 SLUICE_PID=$STARTED_PID
 RSS_START=$(rss_kb "$SLUICE_PID")
 log "sluice $(sluice_version) on 127.0.0.1:$SPORT (pid $SLUICE_PID, RSS ${RSS_START} kB)"
+BASE_PID=""
+if [ -n "${BASE_BIN:-}" ]; then
+  sed -e "s/^listen: .*/listen: 127.0.0.1:$BPORT/" -e "s/^admin_listen: .*/admin_listen: 127.0.0.1:$BAPORT/" \
+    "$work/sluice.yaml" >"$work/base.yaml"
+  SLUICE_BIN_MAIN=$SLUICE_BIN
+  SLUICE_BIN=$BASE_BIN
+  start_sluice "$work/base.yaml" "$work/base.log" "$BPORT"
+  BASE_PID=$STARTED_PID
+  log "base: $BASE_BIN ($(sluice_version)) on 127.0.0.1:$BPORT (pid $BASE_PID)"
+  SLUICE_BIN=$SLUICE_BIN_MAIN
+fi
 
-port_of() { case $1 in direct) echo "$MPORT" ;; haproxy) echo "$HPORT" ;; sluice) echo "$SPORT" ;; esac; }
+port_of() { case $1 in direct) echo "$MPORT" ;; haproxy) echo "$HPORT" ;; sluice) echo "$SPORT" ;; base) echo "$BPORT" ;; esac; }
+# The proxy process whose CPU time a run is charged (none for direct).
+pid_of() { case $1 in haproxy) echo "$HAPROXY_PID" ;; sluice) echo "$SLUICE_PID" ;; base) echo "$BASE_PID" ;; *) echo "" ;; esac; }
+# utime + stime of a process, in clock ticks (0 without one).
+cpu_ticks() { [ -n "$1" ] && awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+CLK_TCK=$(getconf CLK_TCK)
 
 sb() { # test port threads time extra... (run)
   local test=$1 port=$2 threads=$3 time=$4
@@ -108,23 +130,30 @@ sysbench_prepare "$MPORT" sbtest sbtest "$TABLE_SIZE" "$work/prepare.log"
 root_sql "ANALYZE TABLE sbtest.sbtest1; SELECT COUNT(*) FROM sbtest.sbtest1" >/dev/null
 
 mkdir -p "$work/runs"
-results=$work/results.tsv   # kind round test ps target qps p95_ms p50_ms errors
+results=$work/results.tsv   # kind round test ps target qps p95_ms p50_ms errors cpu_us_per_query
 : >"$results"
 
 # One run; appends a line to $results. Fails the benchmark on any sysbench error.
 run_one() { # kind round test ps target threads time percentile
   local kind=$1 round=$2 test=$3 ps=$4 target=$5 threads=$6 time=$7 pct=$8 out
   out=$work/runs/$kind-r$round-$test-$ps-$target.txt
+  local pid t0 t1
+  pid=$(pid_of "$target")
+  t0=$(cpu_ticks "$pid")
   if ! sb "$test" "$(port_of "$target")" "$threads" "$time" --db-ps-mode="$ps" \
     --percentile="$pct" --histogram=on >"$out" 2>&1; then
     tail -n 30 "$out" >&2
     die "sysbench $test ($target, ps-mode=$ps) failed: see $out"
   fi
   local fig qps pctl p50 ignored reconnects
+  t1=$(cpu_ticks "$pid")
   fig=$("$PY" "$repo/benches/sysbench_result.py" "$out" "$pct") || die "bad sysbench output: $out"
   IFS=$'\t' read -r qps pctl p50 _ _ ignored reconnects <<<"$fig"
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n' "$kind" "$round" "$test" "$ps" "$target" "$qps" "$pctl" "$p50" \
-    $((ignored + reconnects)) >>"$results"
+  local cpu
+  cpu=$(awk -v d=$((t1 - t0)) -v hz="$CLK_TCK" -v q="$qps" -v t="$time" -v p="$pid" \
+    'BEGIN { if (p == "" || q <= 0) print "nan"; else printf "%.2f", d * 1e6 / hz / (q * t) }')
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n' "$kind" "$round" "$test" "$ps" "$target" "$qps" "$pctl" "$p50" \
+    $((ignored + reconnects)) "$cpu" >>"$results"
   local errs
   errs=$(tail -n1 "$results" | cut -f9)
   [ "$errs" = 0 ] || die "sysbench reported $errs ignored errors/reconnects for $target: see $out"
@@ -221,17 +250,23 @@ echo "==========================================================================
 import sys, statistics
 from collections import defaultdict
 path, threads = sys.argv[1], sys.argv[2]
-qps, p95, p50 = defaultdict(list), defaultdict(list), defaultdict(list)
+qps, p95, p50, cpu = defaultdict(list), defaultdict(list), defaultdict(list), defaultdict(list)
 order = []
+targets = []
 for line in open(path):
-    kind, rnd, test, ps, target, q, pc, h50, _ = line.rstrip("\n").split("\t")
+    kind, rnd, test, ps, target, q, pc, h50, _, c = line.rstrip("\n").split("\t")
     key = (kind, test, ps)
     if key not in order:
         order.append(key)
+    if target not in targets:
+        targets.append(target)
     qps[key + (target,)].append(float(q))
     p95[key + (target,)].append(float(pc))
     p50[key + (target,)].append(float(h50))
+    if c != "nan":
+        cpu[key + (target,)].append(float(c))
 med = statistics.median
+base = "base" in targets
 
 print("\nThroughput, %s threads: median over rounds (QPS; p95 latency in ms)" % threads)
 hdr = "%-18s %-8s | %9s %7s | %9s %7s | %9s %7s | %13s %14s" % (
@@ -246,11 +281,34 @@ for kind, test, ps in order:
     dp, hp, sp = (med(p95[k + (t,)]) for t in ("direct", "haproxy", "sluice"))
     print("%-18s %-8s | %9.0f %7.2f | %9.0f %7.2f | %9.0f %7.2f | %12.2fx %13.2fx" % (
         test, ps, d, dp, h, hp, s, sp, s / d, s / h))
+print("\nProxy CPU time per query (utime+stime from /proc over each run / queries), median over rounds, us")
+hdr = "%-18s %-8s | %9s | %9s" % ("test", "ps-mode", "haproxy", "sluice") + (" | %9s" % "base" if base else "") + " | %14s" % "sluice/haproxy"
+print(hdr)
+print("-" * len(hdr))
+for kind, test, ps in order:
+    if kind != "tput":
+        continue
+    k = (kind, test, ps)
+    h, s = med(cpu[k + ("haproxy",)]), med(cpu[k + ("sluice",)])
+    line = "%-18s %-8s | %9.2f | %9.2f" % (test, ps, h, s)
+    if base:
+        line += " | %9.2f" % med(cpu[k + ("base",)])
+    print(line + " | %13.2fx" % (s / h))
+if base:
+    print("\nBefore/after in this run (base = BASE_BIN): QPS ratio to haproxy, median over rounds")
+    for kind, test, ps in order:
+        if kind != "tput":
+            continue
+        k = (kind, test, ps)
+        h = med(qps[k + ("haproxy",)])
+        print("%-18s %-8s | base/haproxy %.3fx | sluice/haproxy %.3fx | sluice/base %.3fx" % (
+            test, ps, med(qps[k + ("base",)]) / h, med(qps[k + ("sluice",)]) / h,
+            med(qps[k + ("sluice",)]) / med(qps[k + ("base",)])))
 spread = []
 for kind, test, ps in order:
     if kind != "tput":
         continue
-    for t in ("direct", "haproxy", "sluice"):
+    for t in targets:
         v = qps[(kind, test, ps, t)]
         spread.append("%s/%s/%s %.0f..%.0f" % (test.replace("oltp_", ""), ps, t, min(v), max(v)))
 print("\nQPS range over rounds (min..max): " + "; ".join(spread))
@@ -260,7 +318,7 @@ if k + ("direct",) in qps:
     print("\nLatency at 1 thread, oltp_point_select, ps-mode=disable (median over rounds)")
     print("%-8s %10s %12s %14s %16s" % ("target", "QPS", "p50 (ms)", "mean (us)", "added p50 (us)"))
     d50 = med(p50[k + ("direct",)])
-    for t in ("direct", "haproxy", "sluice"):
+    for t in targets:
         q = med(qps[k + (t,)])
         m50 = med(p50[k + (t,)])
         print("%-8s %10.0f %12.3f %14.1f %16s" % (
@@ -280,5 +338,6 @@ echo
 echo "Reproduce with:"
 extra=""
 [ "$SLUICE_BIN" != "$repo/target/release/sluice" ] && extra="SLUICE_BIN=$SLUICE_BIN "
+[ -n "${BASE_BIN:-}" ] && extra="${extra}BASE_BIN=$BASE_BIN "
 echo "  ${extra}TIME=$TIME ROUNDS=$ROUNDS THREADS=$THREADS TABLE_SIZE=$TABLE_SIZE TESTS=\"$TESTS\" PS_MODES=\"$PS_MODES\" LAT_TIME=$LAT_TIME IDLE_CONNS=$IDLE_CONNS WARMUP=$WARMUP SLUICE_POOL_MAX=$SLUICE_POOL_MAX benches/sysbench.sh"
 echo "(raw sysbench outputs: KEEP=1 keeps $work/runs/)"
