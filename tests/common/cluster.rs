@@ -1051,7 +1051,7 @@ impl Drop for Cluster {
 /// otherwise every sluice on the shared cluster would install triggers in every schema the
 /// other tests create (DDL that makes replicas briefly stale and races tests that install
 /// their own). tests/freshness_auto.rs opts in with `auto_install: true`.
-fn without_auto_install(body: String) -> String {
+pub fn without_auto_install(body: String) -> String {
     if body.contains("auto_install") {
         return body;
     }
