@@ -1047,6 +1047,34 @@ impl Drop for Cluster {
     }
 }
 
+/// Whether process `pid` holds the listening socket of 127.0.0.1:`port` (from
+/// /proc/net/tcp and the process's descriptors).
+fn listens_on(pid: u32, port: u16) -> bool {
+    let Ok(tcp) = fs::read_to_string("/proc/net/tcp") else {
+        return false;
+    };
+    let want = format!("0100007F:{port:04X}");
+    let inodes: Vec<String> = tcp
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() > 9 && f[1] == want && f[3] == "0A").then(|| format!("socket:[{}]", f[9]))
+        })
+        .collect();
+    if inodes.is_empty() {
+        return false;
+    }
+    let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten().any(|fd| {
+        fs::read_link(fd.path())
+            .map(|t| inodes.iter().any(|i| t.as_os_str() == i.as_str()))
+            .unwrap_or(false)
+    })
+}
+
 /// `freshness.auto_install` is off in every test sluice unless the test's config names it:
 /// otherwise every sluice on the shared cluster would install triggers in every schema the
 /// other tests create (DDL that makes replicas briefly stale and races tests that install
@@ -1188,7 +1216,10 @@ impl Sluice {
             let addr = SocketAddr::from(([127, 0, 0, 1], port));
             let deadline = Instant::now() + READY_TIMEOUT;
             loop {
-                if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+                // The port must be *this* process's: another sluice that took the
+                // same free port first would answer the connect while this one exits
+                // on its failed bind, and the test would talk to the wrong process.
+                if listens_on(g.pid, port) && TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
                     return Sluice {
                         port,
                         admin_port,
