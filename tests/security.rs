@@ -1141,7 +1141,9 @@ async fn the_query_log_never_prints_password_values() {
     let s = Sluice::start_for(
         cluster,
         &format!(
-            "log:\n  level: warn\n  sql_log: true\nfreshness:\n  mode: \"off\"\nsharding:\n  tables: [\"{db}.pr.tid.4\"]\n"
+            // causal: the test reads its own writes (mode off let the read reach a replica
+            // that had not applied them yet).
+            "log:\n  level: warn\n  sql_log: true\nfreshness:\n  mode: causal\nsharding:\n  tables: [\"{db}.pr.tid.4\"]\n"
         ),
     );
     cluster.master.sql(&format!("CREATE DATABASE {db}"));
