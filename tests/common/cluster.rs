@@ -1219,7 +1219,9 @@ impl Sluice {
                 // The port must be *this* process's: another sluice that took the
                 // same free port first would answer the connect while this one exits
                 // on its failed bind, and the test would talk to the wrong process.
-                if listens_on(g.pid, port) && TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+                if listens_on(g.pid, port)
+                    && TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+                {
                     return Sluice {
                         port,
                         admin_port,
