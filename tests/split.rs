@@ -208,15 +208,7 @@ async fn own_cluster_hammer_no_stale_reads() {
         }
     }
     cluster.master.sql(&setup);
-    {
-        let pool = mysql_async::Pool::new(cluster.master.url(SLUICE_USER, SLUICE_PASSWORD, &db).as_str());
-        let mut conn = pool.get_conn().await.expect("connect to master");
-        sluice::freshness::triggers::install(&mut conn, "sluice", &db, 16)
-            .await
-            .expect("install triggers");
-        drop(conn);
-        pool.disconnect().await.expect("disconnect");
-    }
+    install_triggers(&cluster, &db).await;
     cluster.wait_replicas_caught_up();
     let sluices: Vec<Sluice> = modes
         .iter()
@@ -226,26 +218,7 @@ async fn own_cluster_hammer_no_stale_reads() {
         wait_replica_reads(s, &db, master_id).await;
     }
     let stop_at = Instant::now() + Duration::from_secs(secs);
-    let toggler = {
-        let replica = cluster.replicas[0].url(SLUICE_USER, SLUICE_PASSWORD, "");
-        tokio::spawn(async move {
-            let mut c = mysql_async::Conn::from_url(replica).await.expect("replica admin");
-            let mut stopped = false;
-            while Instant::now() < stop_at {
-                let sql = if stopped {
-                    "START SLAVE SQL_THREAD"
-                } else {
-                    "STOP SLAVE SQL_THREAD"
-                };
-                c.query_drop(sql).await.expect("toggle sql thread");
-                stopped = !stopped;
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
-            c.query_drop("START SLAVE SQL_THREAD")
-                .await
-                .expect("restart sql thread");
-        })
-    };
+    let toggler = toggle_sql_thread(&cluster.replicas[0], stop_at, Duration::from_millis(500));
     let mut tasks = Vec::new();
     for (m, s) in sluices.iter().enumerate() {
         for w in 0..WORKERS {

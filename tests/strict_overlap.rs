@@ -117,26 +117,7 @@ async fn own_cluster_strict_read_racing_a_direct_write_is_never_released_stale()
             done.store(true, Ordering::SeqCst);
         })
     };
-    let toggler = {
-        let replica = cluster.replicas[0].url(SLUICE_USER, SLUICE_PASSWORD, "");
-        tokio::spawn(async move {
-            let mut c = mysql_async::Conn::from_url(replica).await.expect("replica admin");
-            let mut stopped = false;
-            while Instant::now() < stop_at {
-                let sql = if stopped {
-                    "START SLAVE SQL_THREAD"
-                } else {
-                    "STOP SLAVE SQL_THREAD"
-                };
-                c.query_drop(sql).await.expect("toggle sql thread");
-                stopped = !stopped;
-                tokio::time::sleep(Duration::from_millis(700)).await;
-            }
-            c.query_drop("START SLAVE SQL_THREAD")
-                .await
-                .expect("restart sql thread");
-        })
-    };
+    let toggler = toggle_sql_thread(&cluster.replicas[0], stop_at, Duration::from_millis(700));
     let mut readers = Vec::new();
     for r in 0..3 {
         let url = s.app_url(&db);

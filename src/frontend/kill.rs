@@ -175,14 +175,9 @@ pub fn intercept(sql: &[u8]) -> Option<Intercept> {
     if let Some((Tok::Executable, start, end)) = first {
         let inner = executable_text(&sql[start..end])?;
         let joined = [inner, b" ", &sql[end..]].concat();
-        let mut inner_lx = Lexer::new(&joined);
-        let w = inner_lx.next().map(|t| t.0);
-        if is_word(w, "KILL") || is_word(w, "SHOW") {
-            // One level only: the server does not nest these comments (and
-            // a recursion would let a client's bytes choose its depth).
-            return intercept_plain(&joined);
-        }
-        return None;
+        // One level only: the server does not nest these comments (and a
+        // recursion would let a client's bytes choose its depth).
+        return intercept_plain(&joined);
     }
     intercept_plain(sql)
 }

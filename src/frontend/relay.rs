@@ -75,6 +75,12 @@ pub async fn command(
     watch: Option<&mut ReadWatch>,
     guard: Option<&Guard<'_>>,
 ) -> Result<ResponseTracker, RelayError> {
+    send(backend, payload).await?;
+    response(client, backend, opts, watch, guard).await
+}
+
+/// Send one command packet (sequence 0); nothing has reached the client yet.
+async fn send(backend: &mut PacketStream<BackendIo>, payload: &[u8]) -> Result<(), RelayError> {
     let mut seq = 0u8;
     backend
         .write_packet(&mut seq, payload)
@@ -83,8 +89,7 @@ pub async fn command(
             err,
             relayed: false,
             last_seq: 0,
-        })?;
-    response(client, backend, opts, watch, guard).await
+        })
 }
 
 /// Most bytes of a replica's answer [`command_checked`] reads and throws
@@ -108,15 +113,7 @@ pub async fn command_checked(
     guard: Option<&Guard<'_>>,
     check: impl std::future::Future<Output = bool>,
 ) -> Result<Option<ResponseTracker>, RelayError> {
-    let mut seq = 0u8;
-    backend
-        .write_packet(&mut seq, payload)
-        .await
-        .map_err(|err| RelayError::Backend {
-            err,
-            relayed: false,
-            last_seq: 0,
-        })?;
+    send(backend, payload).await?;
     if check.await {
         return response(client, backend, opts, watch, guard).await.map(Some);
     }

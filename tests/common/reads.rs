@@ -15,15 +15,47 @@ pub async fn tracked_db(cluster: &Cluster, prefix: &str) -> String {
     cluster.master.sql(&format!(
         "CREATE DATABASE {db}; CREATE TABLE {db}.t (id INT PRIMARY KEY, v INT NOT NULL)"
     ));
-    let pool = mysql_async::Pool::new(cluster.master.url(SLUICE_USER, SLUICE_PASSWORD, &db).as_str());
+    install_triggers(cluster, &db).await;
+    cluster.wait_replicas_caught_up();
+    db
+}
+
+/// `sluice triggers install` (counter schema `sluice`, 16 slots) on every table of `db`.
+pub async fn install_triggers(cluster: &Cluster, db: &str) {
+    let pool = mysql_async::Pool::new(cluster.master.url(SLUICE_USER, SLUICE_PASSWORD, db).as_str());
     let mut conn = pool.get_conn().await.expect("connect to master");
-    sluice::freshness::triggers::install(&mut conn, "sluice", &db, 16)
+    sluice::freshness::triggers::install(&mut conn, "sluice", db, 16)
         .await
         .expect("install triggers");
     drop(conn);
     pool.disconnect().await.expect("disconnect");
-    cluster.wait_replicas_caught_up();
-    db
+}
+
+/// Stop and start `replica`'s SQL thread every `period` until `stop_at`,
+/// then leave it running.
+pub fn toggle_sql_thread(
+    replica: &Server,
+    stop_at: Instant,
+    period: Duration,
+) -> tokio::task::JoinHandle<()> {
+    let url = replica.url(SLUICE_USER, SLUICE_PASSWORD, "");
+    tokio::spawn(async move {
+        let mut c = mysql_async::Conn::from_url(url).await.expect("replica admin");
+        let mut stopped = false;
+        while Instant::now() < stop_at {
+            let sql = if stopped {
+                "START SLAVE SQL_THREAD"
+            } else {
+                "STOP SLAVE SQL_THREAD"
+            };
+            c.query_drop(sql).await.expect("toggle sql thread");
+            stopped = !stopped;
+            tokio::time::sleep(period).await;
+        }
+        c.query_drop("START SLAVE SQL_THREAD")
+            .await
+            .expect("restart sql thread");
+    })
 }
 
 pub fn server_id(s: &Server) -> u32 {
