@@ -85,7 +85,7 @@ async fn prepared_named_lock_stays_with_its_session() {
     }
     let mine = value(
         &mut a,
-        &format!("SELECT IS_USED_LOCK('{lock}') = @@pseudo_thread_id"),
+        &format!("SELECT IS_USED_LOCK('{lock}') = CONNECTION_ID()"),
     )
     .await;
     assert_eq!(mine, text("1"));

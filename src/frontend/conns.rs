@@ -69,6 +69,20 @@ impl Session {
         self.state.pins.set(bit);
     }
 
+    /// hook(kill): tell the registry which backend thread this session's
+    /// named locks can be on: the master connection it keeps while pinned
+    /// by a lock or by state sluice cannot see into (a procedure, dynamic
+    /// SQL); every other session holds no lock past its statement.
+    pub(super) fn publish_lock_thread(&self) {
+        let pins = &self.state.pins;
+        let may_lock = pins.has(Pins::NAMED_LOCK) || pins.has(Pins::CONNECTION_STATE);
+        let thread = match &self.backends.master {
+            Some(h) if may_lock => h.conn.thread_id,
+            _ => 0,
+        };
+        self.proc.set_lock_thread(thread);
+    }
+
     /// The uid of the connection held for `conn` (0 when none).
     pub(super) fn gen_of(&self, conn: Conn) -> u64 {
         match conn {

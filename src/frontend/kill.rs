@@ -4,18 +4,12 @@
 //! - `KILL [HARD|SOFT] [CONNECTION|QUERY] <id>`: the id is a sluice session
 //!   id; forwarding it would hit whatever backend thread has that number.
 //! - `SHOW [FULL] PROCESSLIST`: sluice's sessions, in MariaDB's layout.
-//! - `CONNECTION_ID()`: rewritten to the session's id as a literal of the
-//!   same type (`CAST(0000000042 AS UNSIGNED)`: INT UNSIGNED NOT NULL,
-//!   display length 10, like the function), and, where it is a whole select
-//!   item without an alias, aliased with its own text so the column keeps
-//!   the name the server gives it (`CONNECTION_ID()`, as written).
 //!
-//! Not in `CREATE`/`ALTER` statements: stored code (triggers, routines,
-//! views, events) runs later, in other sessions, and keeps the call.
+//! The ids the server puts into statement results (`CONNECTION_ID()`,
+//! `IS_USED_LOCK()`) are rewritten in `thread_ids`.
 //!
-//! Limits (documented in the README): an executable comment (`/*! KILL 5 */`)
-//! is not looked into; inside a larger select item the column name shows
-//! the literal instead of the call (`CAST(..)+1`).
+//! Limit (documented in the README): a KILL inside a multi-statement text
+//! is refused, never forwarded.
 
 /// What sluice does instead of forwarding a statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,7 +34,7 @@ pub enum KillTarget {
 
 /// A token of SQL text: only what these statements need.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Tok<'a> {
+pub(super) enum Tok<'a> {
     Word(&'a [u8]),
     Number(&'a [u8]),
     Punct(u8),
@@ -51,13 +45,13 @@ enum Tok<'a> {
 }
 
 /// Tokens with their byte spans, comments and whitespace skipped.
-struct Lexer<'a> {
+pub(super) struct Lexer<'a> {
     sql: &'a [u8],
     at: usize,
 }
 
 impl<'a> Lexer<'a> {
-    fn new(sql: &'a [u8]) -> Self {
+    pub(super) fn new(sql: &'a [u8]) -> Self {
         Lexer { sql, at: 0 }
     }
 
@@ -150,7 +144,7 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-fn is_word(t: Option<Tok<'_>>, w: &str) -> bool {
+pub(super) fn is_word(t: Option<Tok<'_>>, w: &str) -> bool {
     matches!(t, Some(Tok::Word(x)) if x.eq_ignore_ascii_case(w.as_bytes()))
 }
 
@@ -262,104 +256,6 @@ pub fn not_preparable() -> crate::protocol::packets::ErrPacket {
     )
 }
 
-/// Quick test before the rewrite scan: the text names the function at all.
-fn mentions_connection_id(sql: &[u8]) -> bool {
-    const N: &[u8] = b"connection_id";
-    sql.len() >= N.len()
-        && sql
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| (**c | 0x20) == b'c')
-            .any(|(i, _)| sql.get(i..i + N.len()).is_some_and(|w| w.eq_ignore_ascii_case(N)))
-}
-
-/// Words that end a select list at the depth where it started.
-fn ends_select_list(w: &[u8]) -> bool {
-    const ENDS: [&str; 12] = [
-        "FROM", "INTO", "WHERE", "GROUP", "HAVING", "ORDER", "LIMIT", "UNION", "FOR", "LOCK", "WINDOW",
-        "EXCEPT",
-    ];
-    ENDS.iter().any(|e| w.eq_ignore_ascii_case(e.as_bytes())) || w.eq_ignore_ascii_case(b"INTERSECT")
-}
-
-/// `sql` with every `CONNECTION_ID()` replaced by session `id` (see the
-/// module comment); `None` when it has none (the common case: one pass
-/// over the bytes, no allocation).
-pub fn rewrite_connection_id(sql: &[u8], id: u32) -> Option<Vec<u8>> {
-    if !mentions_connection_id(sql) {
-        return None;
-    }
-    let toks: Vec<_> = Lexer::new(sql).collect();
-    // Stored code (triggers, procedures, functions, events, views) runs
-    // later on the server, in other sessions: its CONNECTION_ID() is the
-    // server's to answer then.
-    if is_word(toks.first().map(|t| t.0), "CREATE") || is_word(toks.first().map(|t| t.0), "ALTER") {
-        return None;
-    }
-    let literal = format!("CAST({id:010} AS UNSIGNED)");
-    let mut out = Vec::with_capacity(sql.len() + 32);
-    let mut copied = 0;
-    // Per parenthesis depth: inside a select list there.
-    let mut in_select = vec![false];
-    let mut i = 0;
-    while i < toks.len() {
-        let (tok, start, _) = toks[i];
-        match tok {
-            Tok::Punct(b'(') => in_select.push(false),
-            Tok::Punct(b')') if in_select.len() > 1 => {
-                in_select.pop();
-            }
-            Tok::Word(w) if w.eq_ignore_ascii_case(b"SELECT") => {
-                if let Some(s) = in_select.last_mut() {
-                    *s = true;
-                }
-            }
-            Tok::Word(w) if ends_select_list(w) => {
-                if let Some(s) = in_select.last_mut() {
-                    *s = false;
-                }
-            }
-            _ => {}
-        }
-        let is_call = matches!(tok, Tok::Word(w) if w.eq_ignore_ascii_case(b"CONNECTION_ID"))
-            && matches!(toks.get(i + 1), Some((Tok::Punct(b'('), _, _)))
-            && matches!(toks.get(i + 2), Some((Tok::Punct(b')'), _, _)))
-            && !matches!(i.checked_sub(1).map(|p| toks[p].0), Some(Tok::Punct(b'.')));
-        if !is_call {
-            i += 1;
-            continue;
-        }
-        let end = toks[i + 2].2;
-        let prev = i.checked_sub(1).map(|p| toks[p].0);
-        let next = toks.get(i + 3).map(|t| t.0);
-        let item_start = matches!(prev, Some(Tok::Punct(b',')))
-            || is_word(prev, "SELECT")
-            || is_word(prev, "DISTINCT")
-            || is_word(prev, "ALL");
-        let item_end = match next {
-            None | Some(Tok::Punct(b',' | b';' | b')')) => true,
-            Some(Tok::Word(w)) => ends_select_list(w),
-            _ => false,
-        };
-        out.extend_from_slice(&sql[copied..start]);
-        out.extend_from_slice(literal.as_bytes());
-        if in_select.last() == Some(&true) && item_start && item_end {
-            out.extend_from_slice(b" AS `");
-            for &c in &sql[start..end] {
-                if c == b'`' {
-                    out.push(b'`');
-                }
-                out.push(c);
-            }
-            out.push(b'`');
-        }
-        copied = end;
-        i += 3;
-    }
-    out.extend_from_slice(&sql[copied..]);
-    Some(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -429,82 +325,5 @@ mod tests {
         assert_eq!(p("SELECT * FROM information_schema.PROCESSLIST"), None);
         assert_eq!(p(""), None);
         assert_eq!(p("\u{1F600}"), None);
-    }
-
-    fn rw(sql: &str) -> Option<String> {
-        rewrite_connection_id(sql.as_bytes(), 42).map(|v| String::from_utf8(v).expect("utf8"))
-    }
-
-    #[test]
-    fn connection_id_rewrites() {
-        assert_eq!(rw("SELECT 1"), None);
-        assert_eq!(
-            rw("SELECT CONNECTION_ID()").as_deref(),
-            Some("SELECT CAST(0000000042 AS UNSIGNED) AS `CONNECTION_ID()`")
-        );
-        assert_eq!(
-            rw("select connection_id( ), 1").as_deref(),
-            Some("select CAST(0000000042 AS UNSIGNED) AS `connection_id( )`, 1")
-        );
-        assert_eq!(
-            rw("SELECT CONNECTION_ID() AS me").as_deref(),
-            Some("SELECT CAST(0000000042 AS UNSIGNED) AS me")
-        );
-        assert_eq!(
-            rw("SELECT CONNECTION_ID() me FROM t").as_deref(),
-            Some("SELECT CAST(0000000042 AS UNSIGNED) me FROM t")
-        );
-        assert_eq!(
-            rw("SELECT a FROM t WHERE id = CONNECTION_ID()").as_deref(),
-            Some("SELECT a FROM t WHERE id = CAST(0000000042 AS UNSIGNED)")
-        );
-        assert_eq!(
-            rw("SELECT CONCAT('x', CONNECTION_ID())").as_deref(),
-            Some("SELECT CONCAT('x', CAST(0000000042 AS UNSIGNED))")
-        );
-        assert_eq!(
-            rw("SELECT (SELECT CONNECTION_ID()) FROM t").as_deref(),
-            Some("SELECT (SELECT CAST(0000000042 AS UNSIGNED) AS `CONNECTION_ID()`) FROM t")
-        );
-        assert_eq!(
-            rw("INSERT INTO t VALUES (CONNECTION_ID())").as_deref(),
-            Some("INSERT INTO t VALUES (CAST(0000000042 AS UNSIGNED))")
-        );
-        // Stored code is left to the server.
-        assert_eq!(
-            rw("CREATE TRIGGER tr AFTER INSERT ON t FOR EACH ROW SET @c = CONNECTION_ID()"),
-            None
-        );
-        assert_eq!(rw("create view v as select connection_id()"), None);
-        // Strings, quoted names, comments and other functions stay as they are.
-        assert_eq!(
-            rw("SELECT 'CONNECTION_ID()'").as_deref(),
-            Some("SELECT 'CONNECTION_ID()'")
-        );
-        assert_eq!(
-            rw("SELECT `CONNECTION_ID`()").as_deref(),
-            Some("SELECT `CONNECTION_ID`()")
-        );
-        assert_eq!(
-            rw("SELECT db.connection_id()").as_deref(),
-            Some("SELECT db.connection_id()")
-        );
-        assert_eq!(
-            rw("SELECT my_connection_id()").as_deref(),
-            Some("SELECT my_connection_id()")
-        );
-        assert_eq!(
-            rw("SELECT 1 /* CONNECTION_ID() */").as_deref(),
-            Some("SELECT 1 /* CONNECTION_ID() */")
-        );
-        // Unterminated quotes and odd bytes never panic.
-        for s in [
-            "SELECT 'CONNECTION_ID()",
-            "CONNECTION_ID(",
-            "connection_id",
-            "SELECT \u{e9}connection_id()",
-        ] {
-            let _ = rw(s);
-        }
     }
 }

@@ -16,6 +16,7 @@ pub mod registry;
 pub mod relay;
 pub mod session;
 pub mod shared;
+pub mod thread_ids;
 pub mod tls;
 pub mod wait;
 

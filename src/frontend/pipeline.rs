@@ -20,7 +20,7 @@ use crate::freshness::state::Scope;
 use crate::protocol::consts::SERVER_STATUS_IN_TRANS;
 use crate::protocol::packets::ErrPacket;
 use crate::protocol::response::{ResponseKind, ResponseTracker};
-use crate::router::classify::{self, Classified, Kind};
+use crate::router::classify::{self, Classified, Kind, MasterReason};
 use crate::router::lexer::LexOptions;
 use crate::router::plan::{Pins, Plan, ReadSet, Target, WriteSet};
 use crate::router::previous;
@@ -139,15 +139,32 @@ impl Session {
             }
             // A prepared one runs as its own variant statement on this
             // connection: the same parameters, the values in its text.
+            // IS_USED_LOCK() in one maps the holder's thread id to the
+            // holding session as it is now (thread_ids), so its variant
+            // is made per execution.
             Exec::Prepared {
                 id,
                 payload,
                 layout,
                 long_data,
                 variant: None,
-            } if c.refers_to_previous && borrowed && !c.multi_statement => {
+            } if ((c.refers_to_previous && borrowed)
+                || c.force_master == Some(MasterReason::LockFunction))
+                && !c.multi_statement =>
+            {
+                let registry = &self.shared.sessions;
+                let mapped = match c.force_master {
+                    Some(MasterReason::LockFunction) => {
+                        crate::frontend::thread_ids::rewrite(sql, self.proc.id, || registry.lock_holders())
+                    }
+                    _ => None,
+                };
+                let base = mapped.as_deref().unwrap_or(sql);
                 let lex = self.state.lex.unwrap_or_default();
-                variant = previous::rewrite(sql, self.state.prev, lex);
+                variant = match c.refers_to_previous && borrowed {
+                    true => previous::rewrite(base, self.state.prev, lex).or(mapped),
+                    false => mapped,
+                };
                 Exec::Prepared {
                     id,
                     payload,

@@ -14,7 +14,7 @@
 //! ever contends for.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -64,6 +64,10 @@ pub struct Entry {
     kill: AtomicU8,
     killed: Notify,
     epoch: Instant,
+    /// The backend thread id of the master connection the session keeps
+    /// across statements while it may hold named locks there (0: none):
+    /// how `IS_USED_LOCK()` answers are mapped to session ids.
+    lock_thread: AtomicU32,
 }
 
 impl Entry {
@@ -100,6 +104,14 @@ impl Entry {
                     t.db = db.map(str::to_owned);
                 }
             }
+        }
+    }
+
+    /// The session keeps backend thread `thread` of the master (0: none)
+    /// and may hold named locks on it.
+    pub fn set_lock_thread(&self, thread: u32) {
+        if self.lock_thread.load(Ordering::Relaxed) != thread {
+            self.lock_thread.store(thread, Ordering::Relaxed);
         }
     }
 
@@ -243,6 +255,7 @@ impl Registry {
             kill: AtomicU8::new(KILL_NONE),
             killed: Notify::new(),
             epoch: self.epoch,
+            lock_thread: AtomicU32::new(0),
         });
         entry.since_ms.store(entry.now_ms(), Ordering::Relaxed);
         if let Ok(mut m) = self.shard(id).lock() {
@@ -256,6 +269,22 @@ impl Registry {
 
     pub fn get(&self, id: u32) -> Option<Arc<Entry>> {
         self.shard(id).lock().ok()?.get(&id).cloned()
+    }
+
+    /// (backend thread id, session id) of every session that keeps a master
+    /// connection that may hold named locks.
+    pub fn lock_holders(&self) -> Vec<(u32, u32)> {
+        let mut v = Vec::new();
+        for shard in &self.shards {
+            if let Ok(m) = shard.lock() {
+                v.extend(m.values().filter_map(|e| {
+                    let t = e.lock_thread.load(Ordering::Relaxed);
+                    (t != 0).then_some((t, e.id))
+                }));
+            }
+        }
+        v.sort_unstable();
+        v
     }
 
     /// Every session, by id.

@@ -315,6 +315,7 @@ impl Session {
                 return;
             }
             self.release_idle().await;
+            self.publish_lock_thread();
             self.client.trim();
         }
     }
@@ -331,18 +332,21 @@ impl Session {
     /// planner; every other one through the pipeline (pipeline.rs).
     async fn query(&mut self, payload: &[u8]) -> CmdResult {
         // hook(kill): KILL and SHOW PROCESSLIST are answered by sluice;
-        // CONNECTION_ID() becomes the session's id.
+        // CONNECTION_ID() becomes the session's id, IS_USED_LOCK() the
+        // holder's (thread_ids).
         if let Some(i) = super::kill::intercept(&payload[1..]) {
             return self.intercepted(i).await;
         }
         let rewritten;
-        let payload = match super::kill::rewrite_connection_id(&payload[1..], self.proc.id) {
-            Some(sql) => {
-                rewritten = [&[COM_QUERY][..], &sql].concat();
-                &rewritten[..]
-            }
-            None => payload,
-        };
+        let registry = &self.shared.sessions;
+        let payload =
+            match super::thread_ids::rewrite(&payload[1..], self.proc.id, || registry.lock_holders()) {
+                Some(sql) => {
+                    rewritten = [&[COM_QUERY][..], &sql].concat();
+                    &rewritten[..]
+                }
+                None => payload,
+            };
         let sql = &payload[1..];
         let c = self.classify(sql);
         if self.try_sharded(&c, sql).await? {

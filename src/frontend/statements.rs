@@ -30,7 +30,7 @@ impl Session {
             return self.send_err(&crate::frontend::kill::not_preparable()).await;
         }
         let rewritten;
-        let payload = match crate::frontend::kill::rewrite_connection_id(&payload[1..], self.proc.id) {
+        let payload = match crate::frontend::thread_ids::rewrite_connection_id(&payload[1..], self.proc.id) {
             Some(sql) => {
                 rewritten = [&[crate::protocol::consts::COM_STMT_PREPARE][..], &sql].concat();
                 &rewritten[..]
