@@ -14,6 +14,7 @@ pub mod params;
 pub mod prepared;
 pub mod registry;
 pub mod relay;
+pub mod sequence_users;
 pub mod session;
 pub mod shared;
 pub mod thread_ids;

@@ -17,6 +17,7 @@
 use crate::config::FreshnessMode;
 use crate::freshness::monitor::Provisional;
 use crate::freshness::state::Scope;
+use crate::frontend::sequence_users;
 use crate::protocol::consts::SERVER_STATUS_IN_TRANS;
 use crate::protocol::packets::ErrPacket;
 use crate::protocol::response::{ResponseKind, ResponseTracker};
@@ -112,6 +113,20 @@ impl Session {
                 return self.send_err(&e).await;
             }
         }
+        // hook(sequences): a write to a table whose column defaults or
+        // triggers call a sequence function leaves LASTVAL() on the
+        // connection, like NEXTVAL() in the text (which the plan pins).
+        if on_master
+            && plan.is_write
+            && plan.effects.pin & Pins::SESSION_STATE == 0
+            && !self.state.pins.has(Pins::SESSION_STATE)
+            && self.writes_sequence_user(sql).await
+        {
+            self.pin(Pins::SESSION_STATE);
+        }
+        // ROW_COUNT()/FOUND_ROWS() on the connection are not the session's.
+        let prev_foreign = borrowed
+            || (self.state.prev_clobbered != 0 && self.state.prev_clobbered == self.gen_of(route.conn));
         let lid_sensitive = on_master && plan.effects.last_insert_id;
         if lid_sensitive {
             if let Err(e) = self.held(Conn::Master).await {
@@ -127,7 +142,7 @@ impl Session {
         let variant;
         let exec = match exec {
             // (Not in a multi-statement: its own statements come before.)
-            Exec::Text { payload } if c.refers_to_previous && borrowed && !c.multi_statement => {
+            Exec::Text { payload } if c.refers_to_previous && prev_foreign && !c.multi_statement => {
                 let lex = self.state.lex.unwrap_or_default();
                 match previous::rewrite(&payload[1..], self.state.prev, lex) {
                     Some(sql) => {
@@ -161,7 +176,7 @@ impl Session {
                 };
                 let base = mapped.as_deref().unwrap_or(sql);
                 let lex = self.state.lex.unwrap_or_default();
-                variant = match c.refers_to_previous && borrowed {
+                variant = match c.refers_to_previous && prev_foreign {
                     true => previous::rewrite(base, self.state.prev, lex).or(mapped),
                     false => mapped,
                 };
@@ -184,6 +199,11 @@ impl Session {
             return Ok(());
         };
         self.note_previous(&tracker);
+        // A result set from that connection makes its FOUND_ROWS() the
+        // session's again (and ROW_COUNT() is -1 after it either way).
+        if tracker.result_set && self.state.prev_clobbered == self.gen_of(conn) {
+            self.state.prev_clobbered = 0;
+        }
         // A statement that reads no table (SHOW WARNINGS, @@warning_count,
         // SELECT 1) leaves the diagnostics area as it was: the connection
         // holding it stays with the session for the next statement too.
@@ -197,6 +217,70 @@ impl Session {
             self.client.flush().await.map_err(|_| Closed)?;
         }
         Ok(())
+    }
+
+    /// Whether the write `sql` touches a table whose column defaults or
+    /// triggers call a sequence function (see sequence_users): the table it
+    /// writes, or, when the text does not show one table, any table of the
+    /// session's database. Looked up per schema: the session's copy, the
+    /// process's, or the master's information_schema, read on the
+    /// session's master connection.
+    async fn writes_sequence_user(&mut self, sql: &[u8]) -> bool {
+        let written = sequence_users::written_table(sql);
+        let (db, table) = match &written {
+            sequence_users::Written::One(Some(db), t) => (db.as_ref(), Some(t.as_ref())),
+            sequence_users::Written::One(None, t) => match self.state.db.as_deref() {
+                Some(db) => (db, Some(t.as_ref())),
+                // No database: the statement fails (1046).
+                None => return false,
+            },
+            sequence_users::Written::Unknown => match self.state.db.as_deref() {
+                Some(db) => (db, None),
+                None => return false,
+            },
+        };
+        let shared = &self.shared.sequence_users;
+        let known = match self.state.sequences.get(db, shared) {
+            Some(k) => k,
+            None => {
+                let cached = shared.get(db);
+                let db = db.to_owned();
+                let k = match cached {
+                    Some(k) => k,
+                    None => Box::pin(self.look_up_sequence_users(&db)).await,
+                };
+                self.state.sequences.put(&db, k.clone());
+                k
+            }
+        };
+        match table {
+            Some(t) => known.uses_sequences(t),
+            None => known.any(),
+        }
+    }
+
+    /// Read which tables of `db` use sequences. Unknown (no master, an
+    /// error): every table counts, for this session only.
+    async fn look_up_sequence_users(&mut self, db: &str) -> sequence_users::Known {
+        let generation = self.shared.sequence_users.generation();
+        if self.held(Conn::Master).await.is_err() {
+            return sequence_users::Known::new(None);
+        }
+        let Some(h) = self.slot(Conn::Master) else {
+            return sequence_users::Known::new(None);
+        };
+        let uid = h.conn.state.uid;
+        let answer = h.conn.query_text(&sequence_users::lookup_sql(db)).await;
+        self.state.prev_clobbered = uid;
+        let tables = match answer {
+            Ok(Ok(Some(v))) => sequence_users::parse(&v),
+            _ => None,
+        };
+        let known = sequence_users::Known::new(tables);
+        if known.is_known() {
+            self.shared.sequence_users.put(db, known.clone(), generation);
+        }
+        known
     }
 
     /// What ROW_COUNT() and FOUND_ROWS() say after this answer.
@@ -453,6 +537,10 @@ impl Session {
         let ok = !tracker.error;
         let on_master = conn == Conn::Master;
         let e = &plan.effects;
+        // DDL, procedures, dynamic SQL: definitions may have changed.
+        if plan.write_set == WriteSet::Everything {
+            self.shared.sequence_users.forget_all();
+        }
         if on_master {
             let reported = tracker.last_ok.map(|(_, id)| id).unwrap_or(0);
             self.note_insert_id(reported, e.last_insert_id);

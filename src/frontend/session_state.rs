@@ -63,6 +63,12 @@ pub(super) struct SessionState {
     /// ROW_COUNT() and FOUND_ROWS() of the session's previous statement,
     /// for when the next one runs on a connection that ran another's since.
     pub prev: Previous,
+    /// The uid of a connection on which sluice ran a query of its own after
+    /// the session's previous statement (so its server-side ROW_COUNT() and
+    /// FOUND_ROWS() are sluice's, not the session's); 0: none.
+    pub prev_clobbered: u64,
+    /// The session's copies of which tables use sequences (sequence_users).
+    pub sequences: crate::frontend::sequence_users::Local,
     /// The session's `wait_timeout` once it set one.
     pub wait_timeout: Option<std::time::Duration>,
 }
@@ -81,6 +87,8 @@ impl SessionState {
             ro_checked: false,
             read_committed: None,
             prev: Previous::default(),
+            prev_clobbered: 0,
+            sequences: Default::default(),
             wait_timeout: None,
         }
     }

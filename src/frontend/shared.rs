@@ -47,6 +47,8 @@ pub struct Shared {
     pub sessions: Arc<super::registry::Registry>,
     /// The server's accounts (`auth:`), kept fresh by `auth::catalog::refresher`.
     pub accounts: Arc<crate::auth::Catalog>,
+    /// Which tables' writes use sequences (column defaults, triggers).
+    pub sequence_users: super::sequence_users::SequenceUsers,
 }
 
 /// Advertised until a backend has told us its own version. The "5.5.5-"
@@ -88,6 +90,7 @@ impl Shared {
             shutdown: CancellationToken::new(),
             sessions: Default::default(),
             accounts: Default::default(),
+            sequence_users: Default::default(),
         })
     }
 
