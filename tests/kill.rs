@@ -449,3 +449,78 @@ async fn processlist_shows_the_sessions() {
     a.query_drop("DO 1").await.expect("a is fine");
     drop(a);
 }
+
+/// `KILL <id>; SELECT …` in one text (mysql2's pool tests send `kill ?;
+/// select sleep(0.05)`): the KILL acts and the rest's answers follow, and a
+/// refused KILL ends the text there, the same directly and through sluice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_first_in_a_multi_statement_acts_and_the_rest_runs() {
+    let s = master_only(4);
+    let mut seen = Vec::new();
+    for via in [Via::Direct, Via::Sluice] {
+        let mut victim = connect(&s, via).await;
+        let mut killer = connect(&s, via).await;
+        let mut answers = Vec::new();
+        {
+            let mut r = killer
+                .query_iter(format!("KILL {}; SELECT 7 AS x; SELECT 8", victim.id()))
+                .await
+                .expect("multi-statement with KILL");
+            while !r.is_empty() {
+                let rows: Vec<Row> = r.collect().await.expect("a result of the text");
+                answers.push(rows.iter().map(|row| row.get::<i64, _>(0)).collect::<Vec<_>>());
+            }
+        }
+        let err = victim
+            .query_drop("SELECT 1")
+            .await
+            .expect_err("the killed session is gone");
+        assert!(
+            matches!(server_code(&err), None | Some((1927 | 2013, _))),
+            "{via:?}: the killed session's connection is closed: {err:?}"
+        );
+        let refused = killer
+            .query_drop("KILL 4000000000; SELECT 9")
+            .await
+            .expect_err("unknown thread id");
+        let after: i64 = killer
+            .query_first("SELECT 10")
+            .await
+            .expect("the session goes on")
+            .expect("row");
+        seen.push((answers, server_code(&refused), after));
+    }
+    assert_eq!(seen[0], seen[1], "direct vs sluice");
+    assert_eq!(seen[1].0, vec![vec![], vec![Some(7)], vec![Some(8)]]);
+}
+
+/// A KILL or SHOW PROCESSLIST after the first statement of a text is
+/// refused (1235), never forwarded: the server would read the number as
+/// one of its own threads (here a direct client's, which must survive).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_after_the_first_statement_is_refused_not_forwarded() {
+    let s = master_only(4);
+    let mut bystander = connect(&s, Via::Direct).await;
+    let thread = bystander.id();
+    let mut c = connect(&s, Via::Sluice).await;
+    for sql in [
+        format!("SELECT 1; KILL {thread}"),
+        format!("DO 1; /*!KILL {thread} */"),
+        "SELECT 1; SHOW PROCESSLIST".to_owned(),
+    ] {
+        let err = c.query_drop(&sql).await.expect_err("refused");
+        assert_eq!(server_code(&err).map(|e| e.0), Some(1235), "{sql}: {err:?}");
+    }
+    let alive: i64 = bystander
+        .query_first("SELECT 1")
+        .await
+        .expect("the direct client's thread was not killed")
+        .expect("row");
+    assert_eq!(alive, 1);
+    let v: i64 = c
+        .query_first("SELECT 2")
+        .await
+        .expect("the session goes on")
+        .expect("row");
+    assert_eq!(v, 2);
+}

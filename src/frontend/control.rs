@@ -66,6 +66,32 @@ impl Session {
         match i {
             Intercept::Processlist { full } => self.send_processlist(full).await,
             Intercept::Kill { query_only, target } => self.kill(query_only, target).await,
+            Intercept::KillThen {
+                query_only,
+                target,
+                rest,
+            } => self.kill_then(query_only, target, &rest).await,
+        }
+    }
+
+    /// `KILL <id>; …` (mysql2's pool tests send `kill ?; select sleep(0.05)`):
+    /// sluice runs the KILL, then the server runs the text with the KILL
+    /// replaced by `DO 0`, whose OK carries the more-results flag exactly
+    /// as the KILL's would, and the rest's answers follow in order. A
+    /// refused KILL ends the text there, as the server stops at an error.
+    /// Without multi-statements on, nothing is killed: the server answers
+    /// the text with its own syntax error.
+    async fn kill_then(&mut self, query_only: bool, target: KillTarget, rest: &[u8]) -> CmdResult {
+        let text = [&[crate::protocol::consts::COM_QUERY][..], b"DO 0", rest].concat();
+        if !self
+            .caps
+            .contains(mysql_common::constants::CapabilityFlags::CLIENT_MULTI_STATEMENTS)
+        {
+            return Box::pin(self.query(&text)).await;
+        }
+        match self.kill_checked(query_only, target).await? {
+            Some(err) => self.send_kill_err(err).await,
+            None => Box::pin(self.query(&text)).await,
         }
     }
 
@@ -89,61 +115,64 @@ impl Session {
     }
 
     async fn kill(&mut self, query_only: bool, target: KillTarget) -> CmdResult {
+        match self.kill_checked(query_only, target).await? {
+            Some(err) => self.send_kill_err(err).await,
+            None => self.send_ok().await,
+        }
+    }
+
+    /// Carry out a KILL; `Some(err)` is the refusal to send instead of OK.
+    /// (A KILL of the session itself answers and ends it here.)
+    async fn kill_checked(
+        &mut self,
+        query_only: bool,
+        target: KillTarget,
+    ) -> Result<Option<ErrPacket>, Closed> {
         let id = match target {
             KillTarget::Thread(id) => id,
             KillTarget::Own => u64::from(self.proc.id),
             KillTarget::QueryId(q) => {
-                return self
-                    .send_kill_err(ErrPacket::new(
-                        ER_NO_SUCH_QUERY,
-                        "HY000",
-                        format!("Unknown query id: {q}"),
-                    ))
-                    .await
+                return Ok(Some(ErrPacket::new(
+                    ER_NO_SUCH_QUERY,
+                    "HY000",
+                    format!("Unknown query id: {q}"),
+                )));
             }
             KillTarget::User => {
-                return self
-                    .send_kill_err(ErrPacket::new(
-                        errcode::ER_NOT_SUPPORTED_YET,
-                        "42000",
-                        "sluice does not support KILL USER yet; kill each session by its id (SHOW \
+                return Ok(Some(ErrPacket::new(
+                    errcode::ER_NOT_SUPPORTED_YET,
+                    "42000",
+                    "sluice does not support KILL USER yet; kill each session by its id (SHOW \
                          PROCESSLIST lists them)",
-                    ))
-                    .await
+                )));
             }
             KillTarget::Other => {
-                return self
-                    .send_kill_err(ErrPacket::new(
-                        errcode::ER_NOT_SUPPORTED_YET,
-                        "42000",
-                        "sluice only runs KILL with a literal thread id or CONNECTION_ID(); the ids \
+                return Ok(Some(ErrPacket::new(
+                    errcode::ER_NOT_SUPPORTED_YET,
+                    "42000",
+                    "sluice only runs KILL with a literal thread id or CONNECTION_ID(); the ids \
                          are sluice's session ids, which the server does not know, so the statement \
                          cannot be sent to it",
-                    ))
-                    .await
+                )));
             }
         };
         let entry = u32::try_from(id).ok().and_then(|id| self.shared.sessions.get(id));
         let Some(entry) = entry else {
-            return self
-                .send_kill_err(ErrPacket::new(
-                    ER_NO_SUCH_THREAD,
-                    "HY000",
-                    format!("Unknown thread id: {id}"),
-                ))
-                .await;
+            return Ok(Some(ErrPacket::new(
+                ER_NO_SUCH_THREAD,
+                "HY000",
+                format!("Unknown thread id: {id}"),
+            )));
         };
         if entry.id == self.proc.id {
             // As the server does: the KILL statement itself is interrupted;
             // killing the own connection also ends it.
             if query_only {
-                return self
-                    .send_kill_err(ErrPacket::new(
-                        ER_QUERY_INTERRUPTED,
-                        "70100",
-                        "Query execution was interrupted",
-                    ))
-                    .await;
+                return Ok(Some(ErrPacket::new(
+                    ER_QUERY_INTERRUPTED,
+                    "70100",
+                    "Query execution was interrupted",
+                )));
             }
             let _ = self
                 .send_err(&ErrPacket::new(
@@ -158,20 +187,18 @@ impl Session {
         // CONNECTION ADMIN or SUPER may end it (asked of the server, as the
         // account the session's statements run as).
         if !entry.user_is(&self.user) && !self.admin_rights().await.connection_admin {
-            return self
-                .send_kill_err(ErrPacket::new(
-                    ER_KILL_DENIED_ERROR,
-                    "HY000",
-                    format!("You are not owner of thread {id}"),
-                ))
-                .await;
+            return Ok(Some(ErrPacket::new(
+                ER_KILL_DENIED_ERROR,
+                "HY000",
+                format!("You are not owner of thread {id}"),
+            )));
         }
         entry.request_kill(if query_only {
             KillRequest::Query
         } else {
             KillRequest::Connection
         });
-        self.send_ok().await
+        Ok(None)
     }
 
     /// A KILL refused by sluice itself: the client gets the ERR, and the

@@ -14,8 +14,20 @@
 /// What sluice does instead of forwarding a statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Intercept {
-    Kill { query_only: bool, target: KillTarget },
-    Processlist { full: bool },
+    Kill {
+        query_only: bool,
+        target: KillTarget,
+    },
+    /// `KILL <id>; <more statements>` (a multi-statement): the KILL is
+    /// sluice's, `rest` (from the `;` on) is the server's.
+    KillThen {
+        query_only: bool,
+        target: KillTarget,
+        rest: Vec<u8>,
+    },
+    Processlist {
+        full: bool,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,6 +160,33 @@ pub(super) fn is_word(t: Option<Tok<'_>>, w: &str) -> bool {
     matches!(t, Some(Tok::Word(x)) if x.eq_ignore_ascii_case(w.as_bytes()))
 }
 
+/// What follows a KILL's target.
+enum Tail {
+    /// Nothing, or a `;` alone.
+    End,
+    /// A `;` (at this offset) and another statement.
+    More(usize),
+    /// Anything else: not a literal id.
+    Other,
+}
+
+fn tail(lx: &mut Lexer<'_>) -> Tail {
+    match lx.next() {
+        None => Tail::End,
+        Some((Tok::Punct(b';'), at, _)) => {
+            let mut probe = Lexer {
+                sql: lx.sql,
+                at: lx.at,
+            };
+            match probe.next() {
+                None => Tail::End,
+                Some(_) => Tail::More(at),
+            }
+        }
+        _ => Tail::Other,
+    }
+}
+
 /// Nothing but an optional `;` left.
 fn at_end(lx: &mut Lexer<'_>) -> bool {
     match lx.next() {
@@ -219,7 +258,17 @@ fn parse_kill(lx: &mut Lexer<'_>) -> Intercept {
     }
     let target = match t {
         Some(Tok::Number(n)) => match std::str::from_utf8(n).ok().and_then(|n| n.parse().ok()) {
-            Some(id) if at_end(lx) => KillTarget::Thread(id),
+            Some(id) => match tail(lx) {
+                Tail::End => KillTarget::Thread(id),
+                Tail::More(at) => {
+                    return Intercept::KillThen {
+                        query_only,
+                        target: KillTarget::Thread(id),
+                        rest: lx.sql[at..].to_vec(),
+                    }
+                }
+                Tail::Other => KillTarget::Other,
+            },
             _ => KillTarget::Other,
         },
         _ if is_word(t, "ID") && query_only => match lx.next().map(|t| t.0) {
@@ -281,7 +330,17 @@ mod tests {
         assert_eq!(kill("KILL QUERY connection_id ( )"), Some((true, Own)));
         assert_eq!(kill("KILL 1+1"), Some((false, Other)));
         assert_eq!(kill("KILL @id"), Some((false, Other)));
-        assert_eq!(kill("KILL 5; SELECT 1"), Some((false, Other)));
+        assert_eq!(kill("KILL 5; SELECT 1"), None);
+        assert_eq!(
+            intercept(b"kill 5 ; select sleep(0.05)"),
+            Some(Intercept::KillThen {
+                query_only: false,
+                target: Thread(5),
+                rest: b"; select sleep(0.05)".to_vec()
+            })
+        );
+        assert_eq!(kill("KILL 5;  "), Some((false, Thread(5))));
+        assert_eq!(kill("KILL 5 6; SELECT 1"), Some((false, Other)));
         assert_eq!(kill("KILL 99999999999999999999999"), Some((false, Other)));
         assert_eq!(kill("KILL"), Some((false, Other)));
         assert_eq!(kill("SELECT 'KILL 5'"), None);

@@ -349,6 +349,19 @@ impl Session {
             };
         let sql = &payload[1..];
         let c = self.classify(sql);
+        // hook(kill): a KILL or SHOW PROCESSLIST after the first statement
+        // of a text would reach the server with sluice's ids (or list the
+        // backend account's threads): refused, never forwarded.
+        if c.multi_statement && later_intercept(sql) {
+            return self
+                .send_err(&ErrPacket::new(
+                    errcode::ER_NOT_SUPPORTED_YET,
+                    "42000",
+                    "sluice answers KILL and SHOW PROCESSLIST itself only as the first statement \
+                     of a multi-statement text; send them on their own",
+                ))
+                .await;
+        }
         if self.try_sharded(&c, sql).await? {
             return Ok(());
         }
@@ -410,6 +423,13 @@ impl Session {
             m.conn.no_reuse = true;
         }
         self.pin(Pins::SET_OPTION);
+        // Known here too: `KILL <id>; …` is sluice's only with it on
+        // (control.rs). The server accepts both values of the option.
+        match payload.get(1..3) {
+            Some([0, 0]) => self.caps.insert(CapabilityFlags::CLIENT_MULTI_STATEMENTS),
+            Some([1, 0]) => self.caps.remove(CapabilityFlags::CLIENT_MULTI_STATEMENTS),
+            _ => {}
+        }
         r
     }
 
@@ -778,4 +798,14 @@ impl Session {
             .await
             .map_err(|_| Closed)
     }
+}
+
+/// A statement after the first of the text that sluice would answer itself.
+/// (Cheap unless the text names KILL or PROCESSLIST.)
+fn later_intercept(sql: &[u8]) -> bool {
+    use crate::router::route::mentions;
+    (mentions(sql, b"kill") || mentions(sql, b"processlist"))
+        && crate::router::classify::split_statements(sql)
+            .skip(1)
+            .any(|s| super::kill::intercept(s).is_some())
 }
