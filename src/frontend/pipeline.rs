@@ -118,8 +118,9 @@ impl Session {
         // connection, like NEXTVAL() in the text (which the plan pins).
         if on_master
             && plan.is_write
-            && plan.effects.pin & Pins::SESSION_STATE == 0
+            && plan.effects.pin & (Pins::SESSION_STATE | Pins::CONNECTION_STATE) == 0
             && !self.state.pins.has(Pins::SESSION_STATE)
+            && !self.state.pins.has(Pins::CONNECTION_STATE)
             && self.writes_sequence_user(sql).await
         {
             self.pin(Pins::SESSION_STATE);
@@ -238,6 +239,7 @@ impl Session {
                 Some(db) => (db, None),
                 None => return false,
             },
+            sequence_users::Written::NotDml => return false,
         };
         let shared = &self.shared.sequence_users;
         let known = match self.state.sequences.get(db, shared) {

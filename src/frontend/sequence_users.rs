@@ -157,9 +157,12 @@ pub fn parse(value: &str) -> Option<HashSet<String>> {
 pub enum Written<'a> {
     /// One table: (schema if written, name).
     One(Option<Cow<'a, str>>, Cow<'a, str>),
-    /// Not a single-table INSERT/REPLACE/UPDATE/DELETE/LOAD DATA form this
-    /// reads (multi-table UPDATE/DELETE, comments before the table, …).
+    /// An INSERT/REPLACE/UPDATE/DELETE/LOAD DATA whose table this does not
+    /// read (multi-table UPDATE/DELETE, a comment before the table, …).
     Unknown,
+    /// Not one of those statements: no column default or trigger runs
+    /// (procedures, dynamic SQL and multi-statements are pinned anyway).
+    NotDml,
 }
 
 /// The target of `INSERT|REPLACE [mods] [INTO] t`, `UPDATE [mods] t`,
@@ -173,7 +176,11 @@ pub fn written_table(sql: &[u8]) -> Written<'_> {
     };
     let is = |i: usize, w: &str| word(i).is_some_and(|x| x.eq_ignore_ascii_case(w));
     let Some(first) = word(0) else {
-        return Written::Unknown;
+        // `/*!… INSERT …*/`: the server runs what the comment holds.
+        return match toks.first() {
+            Some((Tok::Executable, _, _)) => Written::Unknown,
+            _ => Written::NotDml,
+        };
     };
     let (skip, single_after): (&[&str], bool) = match first.to_ascii_uppercase().as_str() {
         "INSERT" | "REPLACE" => (
@@ -189,7 +196,7 @@ pub fn written_table(sql: &[u8]) -> Written<'_> {
                 None => return Written::Unknown,
             }
         }
-        _ => return Written::Unknown,
+        _ => return Written::NotDml,
     };
     let mut i = 1;
     while skip.iter().any(|w| is(i, w)) {
@@ -278,7 +285,10 @@ mod tests {
             one(Some("d"), "t")
         );
         assert_eq!(written_table(b"/* c */ INSERT INTO t VALUES (1)"), one(None, "t"));
-        assert_eq!(written_table(b"SELECT 1"), Unknown);
+        assert_eq!(written_table(b"SELECT 1"), NotDml);
+        assert_eq!(written_table(b"EXECUTE s"), NotDml);
+        assert_eq!(written_table(b"/*!INSERT INTO t VALUES (1)*/"), Unknown);
+        assert_eq!(written_table(b"GET DIAGNOSTICS @n = NUMBER"), NotDml);
         assert_eq!(written_table(b"INSERT"), Unknown);
     }
 
