@@ -89,8 +89,9 @@ pub fn trigger_name(event: Event, table: &str) -> String {
 /// creates it), so the insert finds the duplicate primary key and updates it,
 /// taking the same one record lock (`X, REC_NOT_GAP`: no gap lock), but the
 /// server resolves no WHERE clause and runs no range optimizer for it, which
-/// was most of the `UPDATE`'s cost: about 35 % less server CPU per bump
-/// (`benches/trigger_cost.sh`, variants `current` and `odku`). A missing
+/// took about 30 % of the old trigger's CPU: the triggers' server CPU
+/// overhead measured 28-46 % lower (`benches/trigger_cost.sh`, variants
+/// `current` and `odku`; README, "The triggers' cost"). A missing
 /// row (a counter table truncated by hand) is created with n = 1 instead of
 /// the mark being lost.
 pub fn trigger_body(counter_schema: &str, db: &str, table: &str, slots: u16) -> String {
