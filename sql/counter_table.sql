@@ -12,11 +12,11 @@
 -- instead, so up to `slots` concurrent connections (freshness.slots, default 16) do not
 -- wait for each other. Each slot is compared separately.
 --
--- Why the rows are pre-created: the triggers only UPDATE a row that already exists
--- (`sluice triggers install` inserts rows 0..slots-1 for every tracked table, plus the
--- `*` rows). An INSERT ... ON DUPLICATE KEY UPDATE in a trigger would take insert-
--- intention and gap locks and could deadlock concurrent writers; an UPDATE of an existing
--- primary key takes one record lock.
+-- Why the rows are pre-created: the triggers' INSERT ... ON DUPLICATE KEY UPDATE always
+-- meets an existing row (`sluice triggers install` inserts rows 0..slots-1 for every
+-- tracked table, plus the `*` rows), so it takes one record lock on that primary key
+-- (`X, REC_NOT_GAP`, as an UPDATE of it would) and never an insert-intention or gap lock,
+-- which inserting a new row could, deadlocking concurrent writers.
 --
 -- tbl = '*' are the rows sluice bumps itself after statements that fire no trigger
 -- (TRUNCATE, DDL) when they pass through sluice.

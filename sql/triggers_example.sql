@@ -24,8 +24,17 @@
 -- * Names are quoted as identifiers (backticks doubled) and, in the body, as a string
 --   literal (quotes doubled, backslashes escaped: do not run this under the
 --   NO_BACKSLASH_ESCAPES sql_mode, the generated script turns it off).
--- * The rows must exist before the triggers fire (an UPDATE of a missing row changes
---   nothing): counter_table.sql, then these rows, then the triggers.
+-- * The rows must exist before the triggers fire: counter_table.sql, then these rows,
+--   then the triggers. The body is an upsert of an existing row: the insert meets the
+--   primary key (tbl, slot) and updates that row instead, with one record lock (no gap
+--   lock), and the server has no WHERE clause to resolve and no range optimizer to run,
+--   which made the earlier body `UPDATE ... SET n = n + 1 WHERE tbl = ... AND slot = ...`
+--   about a third more expensive per written row (benches/trigger_cost.sh). A row that is
+--   missing after all (a counter table emptied by hand) is created with n = 1 rather than
+--   the write going uncounted.
+-- * Triggers of that earlier form (sluice before issue 11) still count correctly and
+--   keep their tables tracked; `sluice triggers install` replaces them in place
+--   (CREATE OR REPLACE TRIGGER, one statement each) and starts a new counter generation.
 
 SET NAMES utf8mb4;
 
@@ -43,6 +52,6 @@ INSERT IGNORE INTO `sluice`.`counters` (tbl, slot) VALUES
 
 -- AFTER, FOR EACH ROW, inside the writing transaction: the counter moves if and only if
 -- the write commits, and the bump reaches a replica in the same transaction as the write.
-CREATE TRIGGER `shop`.`sluice_ai_orders` AFTER INSERT ON `shop`.`orders` FOR EACH ROW UPDATE `sluice`.`counters` SET n = n + 1 WHERE tbl = 'shop.orders' AND slot = CONNECTION_ID() % 16;
-CREATE TRIGGER `shop`.`sluice_au_orders` AFTER UPDATE ON `shop`.`orders` FOR EACH ROW UPDATE `sluice`.`counters` SET n = n + 1 WHERE tbl = 'shop.orders' AND slot = CONNECTION_ID() % 16;
-CREATE TRIGGER `shop`.`sluice_ad_orders` AFTER DELETE ON `shop`.`orders` FOR EACH ROW UPDATE `sluice`.`counters` SET n = n + 1 WHERE tbl = 'shop.orders' AND slot = CONNECTION_ID() % 16;
+CREATE TRIGGER `shop`.`sluice_ai_orders` AFTER INSERT ON `shop`.`orders` FOR EACH ROW INSERT INTO `sluice`.`counters` (tbl, slot, n) VALUES ('shop.orders', CONNECTION_ID() % 16, 1) ON DUPLICATE KEY UPDATE n = n + 1;
+CREATE TRIGGER `shop`.`sluice_au_orders` AFTER UPDATE ON `shop`.`orders` FOR EACH ROW INSERT INTO `sluice`.`counters` (tbl, slot, n) VALUES ('shop.orders', CONNECTION_ID() % 16, 1) ON DUPLICATE KEY UPDATE n = n + 1;
+CREATE TRIGGER `shop`.`sluice_ad_orders` AFTER DELETE ON `shop`.`orders` FOR EACH ROW INSERT INTO `sluice`.`counters` (tbl, slot, n) VALUES ('shop.orders', CONNECTION_ID() % 16, 1) ON DUPLICATE KEY UPDATE n = n + 1;

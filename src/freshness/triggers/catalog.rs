@@ -3,10 +3,10 @@
 
 use super::report::{hint, server_code, sql_error, Report, TriggerError};
 use super::sql::{
-    body_prefix, counter_key, quote_ident, quote_literal, trigger_name, Event,
-    SQL_MODE_WITHOUT_NO_BACKSLASH_ESCAPES,
+    counter_key, looks_like_sluice_body, parse_body, quote_ident, quote_literal, trigger_name, BodyKind,
+    Event, SQL_MODE_WITHOUT_NO_BACKSLASH_ESCAPES,
 };
-use super::{COUNTER_TABLE, LOCK_WAIT_TIMEOUT_SECS, MAX_SLOTS, SYSTEM_SCHEMAS};
+use super::{COUNTER_TABLE, LOCK_WAIT_TIMEOUT_SECS, SYSTEM_SCHEMAS};
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -23,15 +23,22 @@ pub(super) struct Existing {
 }
 
 impl Existing {
-    /// Created by sluice: a sluice name and a body that bumps a counter table.
+    /// Created by sluice: a sluice name and a body that bumps a counter table
+    /// (either body form, see [`BodyKind`]).
     pub(super) fn is_sluice(&self) -> bool {
         let named = Event::ALL.iter().any(|e| self.name.starts_with(e.name_prefix()));
-        named && self.body.starts_with("UPDATE `") && self.body.contains("` SET n = n + 1 WHERE tbl = '")
+        named && looks_like_sluice_body(&self.body)
     }
 
     /// The slot count if this is exactly the sluice trigger of its table and
-    /// event for `counter_schema` (right name, AFTER, body for this table).
+    /// event for `counter_schema` (right name, AFTER, body for this table),
+    /// in either body form: both count every write of the table.
     pub(super) fn sluice_slots(&self, counter_schema: &str) -> Option<u16> {
+        self.sluice_body(counter_schema).map(|(slots, _)| slots)
+    }
+
+    /// [`Existing::sluice_slots`] and the body's form.
+    pub(super) fn sluice_body(&self, counter_schema: &str) -> Option<(u16, BodyKind)> {
         let event = self.event?;
         if !self.timing.eq_ignore_ascii_case("AFTER") || self.name != trigger_name(event, &self.table) {
             return None;
@@ -41,12 +48,9 @@ impl Existing {
         // quotes doubled only (`\\` in the statement appears as `\`); MySQL
         // shows the statement as written. Accept both spellings.
         let quote_only = format!("'{}'", key.replace('\'', "''"));
-        [quote_only, quote_literal(&key)].iter().find_map(|literal| {
-            let digits = self.body.strip_prefix(&body_prefix(counter_schema, literal))?;
-            let slots: u16 = digits.parse().ok()?;
-            let canonical = slots.to_string() == digits;
-            (canonical && (1..=MAX_SLOTS).contains(&slots)).then_some(slots)
-        })
+        [quote_only, quote_literal(&key)]
+            .iter()
+            .find_map(|literal| parse_body(&self.body, counter_schema, literal))
     }
 }
 

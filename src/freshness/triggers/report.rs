@@ -154,6 +154,12 @@ pub enum TriggerState {
     Ok {
         slots: u16,
     },
+    /// A sluice trigger of an earlier sluice version (the `UPDATE` body):
+    /// it counts the same writes into the same rows, so the table stays
+    /// tracked; `install` replaces it with the current, cheaper body.
+    Previous {
+        slots: u16,
+    },
     /// A sluice trigger with this name whose body is for another table or
     /// counter schema (e.g. after RENAME TABLE): `install` replaces it.
     Outdated,
@@ -188,9 +194,12 @@ impl TableStatus {
 
     /// Reads of this table may go to a replica (it is in `tracked_tables`).
     pub fn is_tracked(&self) -> bool {
-        let all_ok = Event::ALL
-            .into_iter()
-            .all(|e| matches!(self.state(e), TriggerState::Ok { .. }));
+        let all_ok = Event::ALL.into_iter().all(|e| {
+            matches!(
+                self.state(e),
+                TriggerState::Ok { .. } | TriggerState::Previous { .. }
+            )
+        });
         all_ok && self.rows_ok && self.cascaded_from.is_empty() && !self.non_transactional
     }
 
@@ -258,6 +267,7 @@ impl fmt::Display for Status {
         }
         let cell = |state: TriggerState| match state {
             TriggerState::Ok { slots } => format!("ok/{slots}"),
+            TriggerState::Previous { slots } => format!("old/{slots}"),
             TriggerState::Outdated => "outdated".to_owned(),
             TriggerState::Missing => "-".to_owned(),
         };
@@ -323,7 +333,8 @@ impl fmt::Display for Status {
         }
         writeln!(
             f,
-            "\n(ok/N: sluice trigger present, N slots; reads of tables marked master never go to a replica)"
+            "\n(ok/N: sluice trigger present, N slots; old/N: an earlier sluice's trigger, still counting, \
+             `sluice triggers install` replaces it; reads of tables marked master never go to a replica)"
         )?;
         let partial: Vec<&str> = self
             .tables

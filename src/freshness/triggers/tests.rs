@@ -2,7 +2,7 @@
 //! tests/triggers.rs runs the rest against MariaDB.
 
 use super::catalog::{check_schema, Existing};
-use super::sql::body_prefix;
+use super::sql::{previous_prefix, BodyKind};
 use super::*;
 
 #[test]
@@ -12,11 +12,14 @@ fn trigger_sql_for_a_plain_table() {
         sql,
         [
             "CREATE TRIGGER `shop`.`sluice_ai_orders` AFTER INSERT ON `shop`.`orders` FOR EACH ROW \
-             UPDATE `sluice`.`counters` SET n = n + 1 WHERE tbl = 'shop.orders' AND slot = CONNECTION_ID() % 16",
+             INSERT INTO `sluice`.`counters` (tbl, slot, n) VALUES ('shop.orders', CONNECTION_ID() % 16, 1) \
+             ON DUPLICATE KEY UPDATE n = n + 1",
             "CREATE TRIGGER `shop`.`sluice_au_orders` AFTER UPDATE ON `shop`.`orders` FOR EACH ROW \
-             UPDATE `sluice`.`counters` SET n = n + 1 WHERE tbl = 'shop.orders' AND slot = CONNECTION_ID() % 16",
+             INSERT INTO `sluice`.`counters` (tbl, slot, n) VALUES ('shop.orders', CONNECTION_ID() % 16, 1) \
+             ON DUPLICATE KEY UPDATE n = n + 1",
             "CREATE TRIGGER `shop`.`sluice_ad_orders` AFTER DELETE ON `shop`.`orders` FOR EACH ROW \
-             UPDATE `sluice`.`counters` SET n = n + 1 WHERE tbl = 'shop.orders' AND slot = CONNECTION_ID() % 16",
+             INSERT INTO `sluice`.`counters` (tbl, slot, n) VALUES ('shop.orders', CONNECTION_ID() % 16, 1) \
+             ON DUPLICATE KEY UPDATE n = n + 1",
         ]
     );
 }
@@ -27,8 +30,8 @@ fn names_are_quoted_as_identifiers_and_literals() {
     assert_eq!(
         sql[0],
         "CREATE TRIGGER `we``ird'db`.`sluice_ai_o'r\\d``x` AFTER INSERT ON `we``ird'db`.`o'r\\d``x` \
-         FOR EACH ROW UPDATE `my``ctr`.`counters` SET n = n + 1 \
-         WHERE tbl = 'we`ird''db.o''r\\\\d`x' AND slot = CONNECTION_ID() % 4"
+         FOR EACH ROW INSERT INTO `my``ctr`.`counters` (tbl, slot, n) \
+         VALUES ('we`ird''db.o''r\\\\d`x', CONNECTION_ID() % 4, 1) ON DUPLICATE KEY UPDATE n = n + 1"
     );
     assert_eq!(quote_ident("a`b"), "`a``b`");
     assert_eq!(quote_literal("it's a \\ test"), "'it''s a \\\\ test'");
@@ -84,6 +87,24 @@ fn existing_triggers_are_recognised() {
     );
     assert!(ok.is_sluice());
     assert_eq!(ok.sluice_slots("sluice"), Some(16));
+    assert_eq!(ok.sluice_body("sluice"), Some((16, BodyKind::Current)));
+    // The body of sluice before issue 11: still sluice's, still counting.
+    let previous = existing(
+        "sluice_ai_orders",
+        "orders",
+        format!("{}16", previous_prefix("sluice", "'shop.orders'")),
+    );
+    assert!(previous.is_sluice());
+    assert_eq!(previous.sluice_body("sluice"), Some((16, BodyKind::Previous)));
+    assert_eq!(previous.sluice_slots("other"), None);
+    // Anything after the current body's end is not sluice's.
+    let extended = existing(
+        "sluice_ai_orders",
+        "orders",
+        format!("{}, tok = 1", trigger_body("sluice", "shop", "orders", 16)),
+    );
+    assert!(!extended.is_sluice());
+    assert_eq!(extended.sluice_slots("sluice"), None);
     assert_eq!(ok.sluice_slots("other"), None);
     // Renamed table: the trigger moved with it but still bumps the old row.
     let moved = existing(
@@ -101,7 +122,8 @@ fn existing_triggers_are_recognised() {
     assert!(!user.is_sluice());
     // MariaDB's information_schema spelling of a literal with a backslash.
     let mariadb =
-        "UPDATE `sluice`.`counters` SET n = n + 1 WHERE tbl = 'shop.o''r\\d' AND slot = CONNECTION_ID() % 8";
+        "INSERT INTO `sluice`.`counters` (tbl, slot, n) VALUES ('shop.o''r\\d', CONNECTION_ID() % 8, 1) \
+                   ON DUPLICATE KEY UPDATE n = n + 1";
     let t = existing("sluice_ai_o'r\\d", "o'r\\d", mariadb.into());
     assert_eq!(t.sluice_slots("sluice"), Some(8));
     let verbatim = existing(
@@ -110,13 +132,18 @@ fn existing_triggers_are_recognised() {
         trigger_body("sluice", "shop", "o'r\\d", 8),
     );
     assert_eq!(verbatim.sluice_slots("sluice"), Some(8));
+    let good = trigger_body("sluice", "shop", "orders", 16);
     for bad in ["0", "016", "1025", "16 ", "x"] {
-        let body = format!("{}{bad}", body_prefix("sluice", "'shop.orders'"));
-        assert_eq!(
-            existing("sluice_ai_orders", "orders", body).sluice_slots("sluice"),
-            None,
-            "{bad}"
-        );
+        for body in [
+            format!("{}{bad}", previous_prefix("sluice", "'shop.orders'")),
+            good.replace("% 16,", &format!("% {bad},")),
+        ] {
+            assert_eq!(
+                existing("sluice_ai_orders", "orders", body.clone()).sluice_slots("sluice"),
+                None,
+                "{body}"
+            );
+        }
     }
 }
 
@@ -174,6 +201,8 @@ fn schema_list_sql_quotes_and_escapes_the_counter_schema() {
     assert!(
         seed.contains(
             "ACTION_STATEMENT LIKE 'UPDATE `my\\\\_ctr\\\\%`.`counters` SET n = n + 1 WHERE tbl = %'"
+        ) && seed.contains(
+            "ACTION_STATEMENT LIKE 'INSERT INTO `my\\\\_ctr\\\\%`.`counters` (tbl, slot, n) VALUES (%'"
         ),
         "{seed}"
     );
