@@ -12,6 +12,7 @@ mod params;
 mod refusals;
 mod rules;
 mod select;
+mod union;
 mod write;
 
 /// `test.post_reply.tid.4`, the seed's rule.

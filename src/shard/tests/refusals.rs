@@ -74,8 +74,9 @@ fn joins_and_subqueries() {
             format!("sluice: WITH (a common table expression) involving {T} is not supported"),
         ),
         (
-            "SELECT id FROM post_reply UNION ALL SELECT id FROM users",
-            format!("sluice: UNION, INTERSECT or EXCEPT involving {T} is not supported"),
+            "SELECT id FROM post_reply INTERSECT SELECT id FROM users",
+            "sluice: INTERSECT of queries on a sharded table is not supported (UNION and UNION ALL are)"
+                .to_string(),
         ),
         (
             "(SELECT id FROM post_reply) ORDER BY id",
