@@ -111,6 +111,23 @@ fn as_branch(q: Query) -> SetExpr {
     }
 }
 
+/// In a prepared statement, a LIMIT kept as written must still be SQL once its parameters
+/// are written in (`LIMIT 2e0`, `LIMIT '3'` are not, though MariaDB takes such parameters):
+/// it is written as the numbers it stands for.
+fn bound_limit(q: &mut Query, table: &str, ctx: &Ctx<'_>) -> Result<(), Refusal> {
+    if ctx.values.is_none() || q.limit_clause.is_none() {
+        return Ok(());
+    }
+    if let Some((o, n)) = parse_limit(&q.limit_clause, table, ctx.values)? {
+        let num = |v: u64| Expr::value(Value::Number(v.to_string(), false));
+        q.limit_clause = Some(LimitClause::OffsetCommaLimit {
+            offset: num(o),
+            limit: num(n),
+        });
+    }
+    Ok(())
+}
+
 /// The same branch returning no rows (its columns still count in the union's types).
 fn no_rows(mut q: Query) -> SetExpr {
     q.limit_clause = Some(LimitClause::LimitOffset {
@@ -194,7 +211,8 @@ pub(super) fn plan_union(q: Query, ctx: &Ctx<'_>) -> Result<Option<ShardPlan>, R
     let mut first_items: Option<Vec<SelectItem>> = None;
     let mut group = None;
     for body in bodies {
-        let bq = branch_query(body, &q)?;
+        let mut bq = branch_query(body, &q)?;
+        bound_limit(&mut bq, &named, ctx)?;
         if first_items.is_none() {
             if let SetExpr::Select(s) = bq.body.as_ref() {
                 first_items = Some(s.projection.clone());
@@ -258,6 +276,7 @@ pub(super) fn plan_union(q: Query, ctx: &Ctx<'_>) -> Result<Option<ShardPlan>, R
     let mut outer = q.clone();
     let merge;
     if slots == 1 {
+        bound_limit(&mut outer, &named, ctx)?;
         let visible = if wildcard { 0 } else { first_items.len() };
         merge = MergeSpec::concat(visible);
     } else {

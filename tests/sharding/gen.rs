@@ -962,6 +962,21 @@ pub fn generate(data: &[Reply]) -> Vec<Q> {
         "SELECT DISTINCT create_time FROM post_reply ORDER BY create_time LIMIT 1000, 10",
     ));
 
+    // --- SUM/AVG(DISTINCT x): the (keys, x) stream, each x taken once per group ---------
+    for sql in [
+        "SELECT SUM(DISTINCT score), AVG(DISTINCT score), COUNT(*) FROM post_reply",
+        "SELECT user_id, COUNT(DISTINCT score), SUM(DISTINCT score), AVG(DISTINCT score), SUM(amount), COUNT(*) FROM post_reply WHERE user_id < 30 GROUP BY user_id ORDER BY user_id",
+        "SELECT SUM(DISTINCT amount), AVG(DISTINCT amount), MAX(score) FROM post_reply WHERE tid IN (4, 8, 228596, 228689, 228601)",
+        "SELECT SUM(DISTINCT tid), AVG(DISTINCT tid), COUNT(DISTINCT tid), COUNT(*) FROM post_reply WHERE user_id < 50",
+        "SELECT DATE(create_time) d, SUM(DISTINCT score) s, AVG(DISTINCT score) FROM post_reply GROUP BY d HAVING s > 100 ORDER BY s DESC, d LIMIT 10",
+        "SELECT SUM(DISTINCT score), AVG(DISTINCT score), COUNT(DISTINCT score) FROM post_reply WHERE user_id = 999999",
+        "SELECT COUNT(DISTINCT user_id), user_id, COUNT(*) FROM post_reply WHERE amount > 99999999",
+        "SELECT SUM(DISTINCT score) s FROM post_reply WHERE user_id = 999999 HAVING s IS NULL",
+        "SELECT tid, AVG(DISTINCT user_id), SUM(DISTINCT user_id) FROM post_reply WHERE tid IN (228596, 228689, 228638, 4, 1001) GROUP BY tid ORDER BY tid",
+    ] {
+        qs.push(Q::new("SUM/AVG(DISTINCT)", sql));
+    }
+
     // --- UNION ALL / UNION of sharded selects (each part runs the whole union) ------------
     for _ in 0..6 {
         qs.push(Q::new(
@@ -1011,17 +1026,24 @@ pub fn generate(data: &[Reply]) -> Vec<Q> {
         )
         .multiset(),
     );
+    // A branch with aggregates or a LIMIT of its own is answered when its key routes to one
+    // sub-table; in the binary differential a key parameter may be bound as a DOUBLE,
+    // which routes nowhere exactly (all sub-tables), and the union is then refused.
     qs.push(
         Q::new(
             "UNION ALL, one sub-table per branch",
             "SELECT COUNT(*), SUM(amount) FROM post_reply WHERE tid = 4 UNION ALL SELECT COUNT(*), SUM(amount) FROM post_reply WHERE tid = 228689 UNION ALL SELECT MAX(score), MIN(amount) FROM post_reply WHERE tid = 228601",
         )
-        .multiset(),
+        .multiset()
+        .extra(),
     );
-    qs.push(Q::new(
-        "UNION ALL, one sub-table per branch",
-        "(SELECT id FROM post_reply WHERE tid = 4 ORDER BY id DESC LIMIT 3) UNION ALL (SELECT id FROM post_reply WHERE tid = 8 ORDER BY id LIMIT 2) ORDER BY id",
-    ));
+    qs.push(
+        Q::new(
+            "UNION ALL, one sub-table per branch",
+            "(SELECT id FROM post_reply WHERE tid = 4 ORDER BY id DESC LIMIT 3) UNION ALL (SELECT id FROM post_reply WHERE tid = 8 ORDER BY id LIMIT 2) ORDER BY id",
+        )
+        .extra(),
+    );
     qs.push(Q::new(
         "UNION ALL with an unsharded table",
         "SELECT id, tid FROM post_reply WHERE user_id = 7 UNION ALL SELECT id, tid FROM ref WHERE user_id = 8 ORDER BY id DESC, tid",

@@ -183,3 +183,31 @@ fn prepared_unions_keep_their_placeholders_and_route_per_branch() {
         assert!(part.sql.ends_with("ORDER BY 1 ASC LIMIT 0, 3"), "{}", part.sql);
     }
 }
+
+#[test]
+fn bound_limits_of_branches_are_written_as_numbers() {
+    // Values written in: `LIMIT 2e0` is not SQL, though MariaDB takes 2e0 for `LIMIT ?`.
+    let p = plan_with_params(
+        "(SELECT id FROM post_reply WHERE tid = ? ORDER BY id LIMIT ?) UNION ALL (SELECT id FROM post_reply WHERE tid = ? LIMIT ?) ORDER BY id LIMIT ?",
+        &[
+            ParamValue::Int(4),
+            ParamValue::Float(2.0),
+            ParamValue::Int(5),
+            ParamValue::Bytes(b"3".to_vec()),
+            ParamValue::Float(4.0),
+        ],
+        Some("test"),
+        &rules(),
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(
+        sqls(&p),
+        vec![(
+            0,
+            "(SELECT id FROM post_reply_0 AS post_reply WHERE tid = 4 ORDER BY id LIMIT 0, 2) UNION ALL \
+             (SELECT id FROM post_reply_1 AS post_reply WHERE tid = 5 LIMIT 0, 3) ORDER BY id LIMIT 0, 4"
+                .to_string()
+        )]
+    );
+}
