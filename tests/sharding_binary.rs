@@ -516,7 +516,7 @@ struct Tally {
     both_failed: usize,
     /// Statements whose columns differ only in [`PLAN_FLAGS`].
     plan_flag_diffs: usize,
-    /// The first few of them, for the report.
+    /// The first 40 of them, for the report.
     plan_flag_examples: Vec<String>,
     /// DOUBLE cells equal to 12 significant digits but not to the last bit.
     double_rounding: usize,
@@ -575,7 +575,7 @@ impl Tally {
                 self.rows += rb.len();
                 if fa != fb {
                     self.plan_flag_diffs += 1;
-                    if self.plan_flag_examples.len() < 5 {
+                    if self.plan_flag_examples.len() < 40 {
                         self.plan_flag_examples
                             .push(format!("{what}\n      sluice {fa:x?}\n      direct {fb:x?}"));
                     }

@@ -328,6 +328,37 @@ async fn insert_without_column_list_matches_the_server() {
         .await;
     assert!(is_ok(&got), "{got:?}");
 
+    // AUTO_INCREMENT ids given explicitly: the server's OK packet reports the id of the
+    // statement's last row (5 for ids 2..5), whichever sub-table it went to.
+    d.ddl("DROP TABLE sh_ins").await;
+    d.ddl("CREATE TABLE sh_ins (id INT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, tid INT NOT NULL, v VARCHAR(10))")
+        .await;
+    for sql in [
+        "INSERT INTO sh_ins (id, tid, v) VALUES (2, 2, 'a'), (3, 3, 'b'), (4, 4, 'c'), (5, 5, 'd')",
+        "INSERT INTO sh_ins (id, tid, v) VALUES (9, 1, 'e'), (7, 6, 'f'), (8, 3, 'g')",
+        "INSERT INTO sh_ins VALUES (12, 8, 'h'), (11, 5, 'i'), (10, 8, 'j')",
+        "INSERT INTO sh_ins (id, tid, v) VALUES (20, 4, 'k')",
+        "INSERT INTO sh_ins SET id = 21, tid = 7, v = 'set'",
+        "REPLACE INTO sh_ins (id, tid, v) VALUES (3, 3, 'b2'), (31, 2, 'l')",
+    ] {
+        let got = d.check(sql, None).await;
+        assert!(is_ok(&got), "{sql}: {got:?}");
+    }
+    let got = d
+        .check(
+            "INSERT INTO sh_ins (id, tid, v) VALUES (?, ?, ?), (?, ?, ?)",
+            Some(vec![
+                Value::UInt(41),
+                Value::Int(3),
+                Value::Bytes(b"p1".to_vec()),
+                Value::UInt(40),
+                Value::Int(6),
+                Value::Bytes(b"p2".to_vec()),
+            ]),
+        )
+        .await;
+    assert!(is_ok(&got), "{got:?}");
+
     assert!(
         d.mismatches.is_empty(),
         "{} of {} statements differ:\n{}",

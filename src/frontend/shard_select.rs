@@ -375,7 +375,9 @@ fn merged_column_def(
 ) -> Option<Vec<u8>> {
     match kind {
         Some(merge::AggKind::CountDistinct) => merge::computed_column_def(def, out, COUNT_LENGTH, true),
-        Some(merge::AggKind::Avg { .. }) if out.column_type == merge::types::NEWDECIMAL => {
+        Some(merge::AggKind::Avg { .. } | merge::AggKind::AvgDistinct { .. })
+            if out.column_type == merge::types::NEWDECIMAL =>
+        {
             // The shard column is SUM(x): precision p(x) + 22 (at most 65), so AVG's is
             // p(x) + 4. Length = precision + point + sign, as the server writes it.
             let shard = shard?;
@@ -418,14 +420,10 @@ fn compared_columns(spec: &merge::MergeSpec) -> Vec<usize> {
         cols.extend(
             g.aggs
                 .iter()
-                .filter(|a| {
-                    matches!(
-                        a.kind,
-                        merge::AggKind::Min | merge::AggKind::Max | merge::AggKind::CountDistinct
-                    )
-                })
+                .filter(|a| matches!(a.kind, merge::AggKind::Min | merge::AggKind::Max))
                 .map(|a| a.col),
         );
+        cols.extend(g.aggs.iter().filter_map(|a| a.kind.distinct_arg(a.col)));
     }
     if spec.distinct {
         cols.extend(0..spec.visible);

@@ -28,6 +28,9 @@ pub(super) struct WriteDone {
 struct Totals {
     affected: u64,
     insert_id: u64,
+    /// The part whose insert id is the statement's (see `ShardPlan::Write`); None: the
+    /// last non-zero one.
+    insert_id_from: Option<u32>,
     warnings: u16,
     /// Status flags of group 0's last answer (the session's own).
     status: u16,
@@ -41,6 +44,7 @@ impl Session {
         &mut self,
         parts: Vec<Part>,
         ddl: bool,
+        insert_id_from: Option<u32>,
     ) -> Result<Option<WriteDone>, Closed> {
         let groups = groups_of(&parts);
         if groups.len() > 1 && !ddl {
@@ -73,6 +77,7 @@ impl Session {
         let mut totals = Totals {
             affected: 0,
             insert_id: 0,
+            insert_id_from,
             warnings: 0,
             status: self.state.status,
             done: 0,
@@ -146,8 +151,11 @@ impl Session {
                 Ok(ok) => {
                     super::shard_io::log_done(log, true);
                     totals.affected += ok.affected_rows;
-                    if ok.last_insert_id != 0 {
-                        totals.insert_id = ok.last_insert_id;
+                    match totals.insert_id_from {
+                        Some(s) if s == part.shard => totals.insert_id = ok.last_insert_id,
+                        Some(_) => {}
+                        None if ok.last_insert_id != 0 => totals.insert_id = ok.last_insert_id,
+                        None => {}
                     }
                     totals.warnings = totals.warnings.saturating_add(ok.warnings);
                     totals.done += 1;

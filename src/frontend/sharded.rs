@@ -333,7 +333,11 @@ impl Session {
         let hide = self.rt.config.log.sql_log && crate::metrics::slow::may_hold_password(sql);
         let run = async {
             match plan {
-                ShardPlan::Write { parts, ddl } => match self.run_write(parts, ddl).await? {
+                ShardPlan::Write {
+                    parts,
+                    ddl,
+                    insert_id_from,
+                } => match self.run_write(parts, ddl, insert_id_from).await? {
                     None => {
                         self.state.prev.row_count = -1;
                         Ok(())

@@ -17,6 +17,9 @@ pub(super) struct AggPlan {
     kind: Kind,
     /// Scale of DECIMAL / decimals of DOUBLE of the shard column.
     decimals: u8,
+    /// SUM/AVG(DISTINCT x): the column of x (and its kind); rows are taken once per run of
+    /// equal x in the group (the stream is sorted by the keys, then x).
+    once_per: Option<(usize, Kind)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,8 +40,19 @@ pub(super) enum Acc {
     SumDec(Option<Dec>),
     SumDouble(Option<f64>),
     Best(Option<Bytes>),
-    Avg { sum: Acc2, count: i128 },
-    Distinct { last: Option<Bytes>, n: i128 },
+    Avg {
+        sum: Acc2,
+        count: i128,
+    },
+    Distinct {
+        last: Option<Bytes>,
+        n: i128,
+    },
+    /// An aggregate fed once per run of equal x (`last`: the x of the last run taken).
+    Once {
+        last: Option<Option<Bytes>>,
+        inner: Box<Acc>,
+    },
 }
 
 /// The SUM part of an AVG.
@@ -69,6 +83,22 @@ impl AggPlan {
             AggKind::Max => Op::Max,
             AggKind::Avg { count_col } => Op::Avg { count_col },
             AggKind::CountDistinct => Op::CountDistinct,
+            AggKind::SumDistinct { .. } => Op::Sum,
+            AggKind::AvgDistinct { count_col, .. } => Op::Avg { count_col },
+        };
+        let once_per = match spec.kind {
+            AggKind::SumDistinct { x_col } | AggKind::AvgDistinct { x_col, .. } => {
+                let m = metas.get(x_col).ok_or_else(|| {
+                    MergeError::InvalidSpec(format!("DISTINCT argument column {x_col} out of range"))
+                })?;
+                if !super::value::orderable(m) {
+                    return Err(MergeError::Unsupported(
+                        "SUM/AVG(DISTINCT) over ENUM, SET, JSON or GEOMETRY across shards".to_string(),
+                    ));
+                }
+                Some((x_col, kind(m)))
+            }
+            _ => None,
         };
         let numeric = matches!(k, Kind::Int | Kind::Decimal | Kind::Float);
         match op {
@@ -106,6 +136,7 @@ impl AggPlan {
             op,
             kind: k,
             decimals: meta.decimals,
+            once_per,
         })
     }
 
@@ -116,6 +147,7 @@ impl AggPlan {
             op: Op::Count,
             kind: Kind::Int,
             decimals: 0,
+            once_per: None,
         }
     }
 
@@ -154,6 +186,17 @@ impl AggPlan {
     }
 
     pub fn new_acc(&self) -> Acc {
+        let inner = self.new_inner();
+        match self.once_per {
+            Some(_) => Acc::Once {
+                last: None,
+                inner: Box::new(inner),
+            },
+            None => inner,
+        }
+    }
+
+    fn new_inner(&self) -> Acc {
         match self.op {
             Op::Count => Acc::Count(0),
             Op::Sum => match self.kind {
@@ -175,6 +218,21 @@ impl AggPlan {
 
     /// Adds one shard row's partial values.
     pub fn accumulate(&self, acc: &mut Acc, row: &TextRow) -> Result<(), MergeError> {
+        if let (Acc::Once { last, inner }, Some((x, xk))) = (&mut *acc, self.once_per) {
+            let v = row.field(x);
+            let same = last
+                .as_ref()
+                .is_some_and(|l| compare_opt(l.as_deref(), v, xk) == Ordering::Equal);
+            if same {
+                return Ok(());
+            }
+            *last = Some(row.field_bytes(x));
+            return self.add(inner, row);
+        }
+        self.add(acc, row)
+    }
+
+    fn add(&self, acc: &mut Acc, row: &TextRow) -> Result<(), MergeError> {
         let col = self.col;
         let v = row.field(col);
         match acc {
@@ -245,6 +303,7 @@ impl AggPlan {
                     }
                 }
             }
+            Acc::Once { inner, .. } => return self.add(inner, row),
             Acc::Distinct { last, n } => {
                 if v.is_some() {
                     let new = match last {
@@ -281,6 +340,7 @@ impl AggPlan {
                 }
             }
             Acc::Distinct { n, .. } => n.to_string(),
+            Acc::Once { inner, .. } => return self.finish(*inner),
         };
         Some(text.into_bytes())
     }

@@ -35,6 +35,10 @@ struct Grouping {
     order_after: Vec<OrderKey>,
     pending: Option<TextRow>,
     exhausted: bool,
+    /// A group was formed (or, without GROUP BY, the one row of no rows was given).
+    started: bool,
+    /// Columns of a shard row.
+    columns: usize,
     sorted: Option<std::vec::IntoIter<TextRow>>,
 }
 
@@ -165,13 +169,13 @@ impl<S: RowSource> Merger<S> {
             if agg_at.get(a.col).is_some_and(Option::is_some) {
                 return Err(invalid(format!("two aggregates in column {}", a.col)));
             }
-            if a.kind == AggKind::CountDistinct {
-                if distinct_col.is_some_and(|c| c != a.col) {
+            if let Some(x) = a.kind.distinct_arg(a.col) {
+                if distinct_col.is_some_and(|c| c != x) {
                     return Err(MergeError::Unsupported(
-                        "COUNT(DISTINCT) of two different expressions across shards".to_string(),
+                        "COUNT/SUM/AVG(DISTINCT) of two different expressions across shards".to_string(),
                     ));
                 }
-                distinct_col = Some(a.col);
+                distinct_col = Some(x);
             }
             let plan = AggPlan::new(a, metas)?;
             out_metas[a.col] = plan.output_meta(&metas[a.col]);
@@ -181,8 +185,18 @@ impl<S: RowSource> Merger<S> {
         if let Some(x) = distinct_col {
             if spec.order_by.get(g.keys.len()).map(|k| k.col) != Some(x) {
                 return Err(invalid(
-                    "COUNT(DISTINCT x) needs the shards sorted by the group keys, then x",
+                    "COUNT/SUM/AVG(DISTINCT x) needs the shards sorted by the group keys, then x",
                 ));
+            }
+        }
+        // Without GROUP BY the server's aggregate row may be the row of no rows (its other
+        // columns NULL), so it marks MIN/MAX and the other selected columns nullable; the
+        // shards, grouping by a DISTINCT argument, marked them as their columns are.
+        if g.keys.is_empty() && distinct_col.is_some() {
+            for a in &g.aggs {
+                if matches!(a.kind, AggKind::Min | AggKind::Max) {
+                    out_metas[a.col].flags &= !super::value::flags::NOT_NULL;
+                }
             }
         }
         // An AVG's count column is merged as a COUNT too (it may be visible or in HAVING).
@@ -216,6 +230,8 @@ impl<S: RowSource> Merger<S> {
             order_after,
             pending: None,
             exhausted: false,
+            started: false,
+            columns: n,
             sorted: None,
         })
     }
@@ -341,6 +357,23 @@ async fn next_passing_group<S: RowSource>(
     }
 }
 
+/// Aggregates without GROUP BY answer one row even over no rows (COUNT 0, SUM NULL, …).
+/// Shards give their own such row unless they grouped by a COUNT/SUM/AVG(DISTINCT x)
+/// argument, and then none: the merge gives it. Other columns are NULL, as the server
+/// gives a column of no row (the planner refuses other expressions there).
+fn empty_aggregate(g: &mut Grouping) -> Option<TextRow> {
+    if !g.keys.is_empty() || g.started {
+        return None;
+    }
+    g.started = true;
+    let outs: Vec<Option<Vec<u8>>> = g.aggs.iter().map(|a| a.finish(a.new_acc())).collect();
+    let fields = (0..g.columns).map(|i| match g.agg_at.get(i).copied().flatten() {
+        Some(j) => outs[j].as_deref(),
+        None => None,
+    });
+    Some(TextRow::from_fields(fields))
+}
+
 /// Combines the consecutive rows of the next group (equal keys under each key's
 /// collation) into one row.
 async fn next_group<S: RowSource>(
@@ -354,10 +387,11 @@ async fn next_group<S: RowSource>(
             Some(r) => r,
             None => {
                 g.exhausted = true;
-                return Ok(None);
+                return Ok(empty_aggregate(g));
             }
         },
     };
+    g.started = true;
     let mut accs: Vec<Acc> = g.aggs.iter().map(AggPlan::new_acc).collect();
     for (a, acc) in g.aggs.iter().zip(accs.iter_mut()) {
         a.accumulate(acc, &first)?;

@@ -102,6 +102,31 @@ pub enum AggKind {
     /// column `col` holds x. Counts distinct non-NULL x per group across shards; the
     /// output (a BIGINT) replaces `col`.
     CountDistinct,
+    /// SUM(DISTINCT x): shards return rows grouped by (keys…, x) sorted by (keys…, x), as for
+    /// COUNT(DISTINCT x) with x in column `x_col`; column `col` holds the sub-group's
+    /// `SUM(DISTINCT x)` (x itself, typed as the server types the SUM). Each run of equal x
+    /// in a group is summed once.
+    SumDistinct {
+        x_col: usize,
+    },
+    /// AVG(DISTINCT x): like [`AggKind::SumDistinct`], `col` holding `SUM(DISTINCT x)` and
+    /// `count_col` the sub-group's `COUNT(DISTINCT x)`; both taken once per run of equal x.
+    AvgDistinct {
+        count_col: usize,
+        x_col: usize,
+    },
+}
+
+impl AggKind {
+    /// The column of x for aggregates merged once per distinct x (COUNT/SUM/AVG DISTINCT
+    /// over the (keys, x) stream), given the aggregate's own column.
+    pub fn distinct_arg(self, col: usize) -> Option<usize> {
+        match self {
+            AggKind::CountDistinct => Some(col),
+            AggKind::SumDistinct { x_col } | AggKind::AvgDistinct { x_col, .. } => Some(x_col),
+            _ => None,
+        }
+    }
 }
 
 /// A HAVING expression over the merged row, evaluated with SQL three-valued logic.

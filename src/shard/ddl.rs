@@ -211,5 +211,9 @@ fn broadcast(ctx: &Ctx<'_>, rule: &ShardRule, name: &ObjectName) -> Result<Optio
             params: Vec::new(),
         })
         .collect();
-    Ok(Some(ShardPlan::Write { parts, ddl: true }))
+    Ok(Some(ShardPlan::Write {
+        parts,
+        ddl: true,
+        insert_id_from: None,
+    }))
 }

@@ -219,6 +219,11 @@ pub(super) fn plan_insert(mut ins: Insert, ctx: &Ctx<'_>) -> Result<Option<Shard
         ));
     }
 
+    // The sub-table of the statement's last row.
+    let per_last = per_shard
+        .iter()
+        .filter_map(|(s, rows)| rows.last().map(|&i| (*s, i)))
+        .max_by_key(|&(_, i)| i);
     let mut parts = Vec::with_capacity(per_shard.len());
     for (shard, rows) in per_shard {
         let mut one = ins.clone();
@@ -261,7 +266,12 @@ pub(super) fn plan_insert(mut ins: Insert, ctx: &Ctx<'_>) -> Result<Option<Shard
             params: Vec::new(),
         });
     }
-    Ok(Some(ShardPlan::Write { parts, ddl: false }))
+    let insert_id_from = per_last.map(|(s, _)| s);
+    Ok(Some(ShardPlan::Write {
+        parts,
+        ddl: false,
+        insert_id_from,
+    }))
 }
 
 /// The single target table of an UPDATE/DELETE, if it is a plain table.
@@ -415,7 +425,11 @@ pub(super) fn plan_update(mut u: Update, ctx: &Ctx<'_>) -> Result<Option<ShardPl
             params: Vec::new(),
         });
     }
-    Ok(Some(ShardPlan::Write { parts, ddl: false }))
+    Ok(Some(ShardPlan::Write {
+        parts,
+        ddl: false,
+        insert_id_from: None,
+    }))
 }
 
 pub(super) fn plan_delete(mut d: Delete, ctx: &Ctx<'_>) -> Result<Option<ShardPlan>, Refusal> {
@@ -505,5 +519,9 @@ pub(super) fn plan_delete(mut d: Delete, ctx: &Ctx<'_>) -> Result<Option<ShardPl
             params: Vec::new(),
         });
     }
-    Ok(Some(ShardPlan::Write { parts, ddl: false }))
+    Ok(Some(ShardPlan::Write {
+        parts,
+        ddl: false,
+        insert_id_from: None,
+    }))
 }

@@ -23,7 +23,7 @@ use super::plan::{Ctx, Refusal};
 use super::route::KeyCtx;
 use super::shape::{direction, find_visible, helper_expr, is_null, order_by_positions, Item};
 use super::spec::{self, AggKind, AggSpec, CmpOp, GroupSpec, Limit, MergeSpec, SortKey};
-use super::visitors::{expr_key, AggScan, MisreadOperators, MERGEABLE_AGGREGATES};
+use super::visitors::{column_ref, expr_key, AggScan, MisreadOperators, MERGEABLE_AGGREGATES};
 use super::walk::function_name;
 
 fn refuse<T>(msg: String) -> Result<T, Refusal> {
@@ -51,6 +51,18 @@ pub(super) enum AggCall {
     Simple(AggKind),
     Avg(Function),
     CountDistinct(Expr),
+    SumDistinct(Expr),
+    AvgDistinct(Box<Function>, Expr),
+}
+
+impl AggCall {
+    /// The argument of a DISTINCT aggregate.
+    fn distinct_arg(&self) -> Option<&Expr> {
+        match self {
+            AggCall::CountDistinct(x) | AggCall::SumDistinct(x) | AggCall::AvgDistinct(_, x) => Some(x),
+            _ => None,
+        }
+    }
 }
 
 /// Recognizes `COUNT(*)`, `COUNT(x)`, `COUNT(DISTINCT x)`, `SUM(x)`, `MIN(x)`, `MAX(x)`,
@@ -94,11 +106,8 @@ pub(super) fn agg_call(e: &Expr, table: &str) -> Result<Option<AggCall>, Refusal
         ("MIN", _, Some(_)) => AggCall::Simple(AggKind::Min),
         ("MAX", _, Some(_)) => AggCall::Simple(AggKind::Max),
         ("AVG", false, Some(_)) => AggCall::Avg(f.clone()),
-        ("SUM" | "AVG", true, _) => {
-            return refuse(format!(
-                "sluice: {name}(DISTINCT …) on sharded table {table} is not supported across shards"
-            ))
-        }
+        ("SUM", true, Some(x)) => AggCall::SumDistinct(x.clone()),
+        ("AVG", true, Some(x)) => AggCall::AvgDistinct(Box::new(f.clone()), x.clone()),
         _ => return odd(),
     }))
 }
@@ -138,6 +147,8 @@ pub(super) struct Grouped<'c, 'a> {
     keys: Vec<usize>,
     aggs: Vec<AggSpec>,
     count_distinct: Option<usize>,
+    /// `expr_key` of the x in `count_distinct`.
+    distinct_key: Option<Vec<String>>,
     /// Recognizes the shard key column.
     key: &'c KeyCtx<'a>,
     /// No selected `COUNT(DISTINCT x)` of anything but the shard key: then each
@@ -151,7 +162,7 @@ pub(super) struct Grouped<'c, 'a> {
 impl<'c, 'a> Grouped<'c, 'a> {
     pub(super) fn new(items: Vec<Item>, table: &'c str, key: &'c KeyCtx<'a>, ctx: &'c Ctx<'a>) -> Self {
         let additive_distinct = items.iter().all(|(e, _)| match agg_call(e, table) {
-            Ok(Some(AggCall::CountDistinct(x))) => key.is_key(&x),
+            Ok(Some(call)) => call.distinct_arg().is_none_or(|x| key.is_key(x)),
             _ => true,
         });
         let shard_items = items
@@ -174,6 +185,7 @@ impl<'c, 'a> Grouped<'c, 'a> {
             keys: Vec::new(),
             aggs: Vec::new(),
             count_distinct: None,
+            distinct_key: None,
             key,
             additive_distinct,
         }
@@ -230,9 +242,54 @@ impl<'c, 'a> Grouped<'c, 'a> {
         (head.eq_ignore_ascii_case(&first.value) && text.ends_with(')')).then(|| text.to_string())
     }
 
+    /// The column of x, the argument of the (non-additive) DISTINCT aggregates: the shards
+    /// group by the keys and x and the merge takes each x once per group. Only one such x
+    /// per statement: a second one would need its own sorted stream.
+    fn distinct_col(&mut self, x: &Expr) -> Result<usize, Refusal> {
+        let k = expr_key(x);
+        match (&self.distinct_key, self.count_distinct) {
+            (Some(have), Some(c)) if *have == k => Ok(c),
+            (Some(_), _) => refuse(format!(
+                "sluice: DISTINCT aggregates of two different expressions on sharded table {} are not \
+                 supported across shards (supported: COUNT/SUM/AVG(DISTINCT x) of one x, or any number \
+                 of them of the shard key {} alone)",
+                self.table, self.key.rule.key
+            )),
+            (None, _) => {
+                let c = self.push_helper(x.clone(), x.clone(), Kind::CountDistinct);
+                self.count_distinct = Some(c);
+                self.distinct_key = Some(k);
+                Ok(c)
+            }
+        }
+    }
+
     /// Adds the hidden columns of an aggregate call, returning its column.
     fn add_aggregate(&mut self, call: AggCall, e: &Expr, purpose: &str) -> Result<usize, Refusal> {
         Ok(match call {
+            AggCall::SumDistinct(x) if self.additive(&x) => {
+                let c = self.push_helper(e.clone(), e.clone(), Kind::Agg);
+                self.aggs.push(AggSpec {
+                    col: c,
+                    kind: AggKind::Sum,
+                });
+                c
+            }
+            AggCall::AvgDistinct(f, x) if self.additive(&x) => {
+                let s = self.push_helper(renamed(&f, "SUM"), e.clone(), Kind::Agg);
+                let n = self.push_helper(renamed(&f, "COUNT"), renamed(&f, "COUNT"), Kind::AvgCount);
+                self.aggs.push(AggSpec {
+                    col: s,
+                    kind: AggKind::Avg { count_col: n },
+                });
+                s
+            }
+            AggCall::SumDistinct(_) | AggCall::AvgDistinct(..) => {
+                return refuse(format!(
+                    "sluice: SUM/AVG(DISTINCT …) in {purpose} must be a selected one (sharded table {})",
+                    self.table
+                ))
+            }
             AggCall::Simple(kind) => {
                 let c = self.push_helper(e.clone(), e.clone(), Kind::Agg);
                 self.aggs.push(AggSpec { col: c, kind });
@@ -440,13 +497,85 @@ impl<'c, 'a> Grouped<'c, 'a> {
             }
         }
 
-        // Selected columns.
+        // Selected columns; a COUNT(DISTINCT x) that is not additive first, so that its
+        // column (x itself) is the x of SUM/AVG(DISTINCT x) beside it.
+        let general_count = |g: &Self, e: &Expr| -> Result<bool, Refusal> {
+            Ok(matches!(agg_call(e, table)?, Some(AggCall::CountDistinct(x)) if !g.additive(&x)))
+        };
+        let mut visit: Vec<usize> = Vec::with_capacity(visible);
         for i in 0..visible {
+            if general_count(&self, &self.items[i].0)? {
+                visit.push(i);
+            }
+        }
+        for i in 0..visible {
+            if !visit.contains(&i) {
+                visit.push(i);
+            }
+        }
+        for i in visit {
             if self.kinds[i] == Kind::Key {
                 continue;
             }
             let (e, alias) = self.items[i].clone();
             match agg_call(&e, table)? {
+                Some(AggCall::SumDistinct(x)) if self.additive(&x) => {
+                    if let (None, Expr::Function(f)) = (&alias, &e) {
+                        self.shard_items[i] = SelectItem::ExprWithAlias {
+                            expr: e.clone(),
+                            alias: self.column_name(f),
+                        };
+                    }
+                    self.aggs.push(AggSpec {
+                        col: i,
+                        kind: AggKind::Sum,
+                    });
+                    self.kinds[i] = Kind::Agg;
+                }
+                Some(AggCall::AvgDistinct(f, x)) if self.additive(&x) => {
+                    let alias = alias.unwrap_or_else(|| self.column_name(&f));
+                    self.shard_items[i] = SelectItem::ExprWithAlias {
+                        expr: renamed(&f, "SUM"),
+                        alias,
+                    };
+                    let n = self.push_helper(renamed(&f, "COUNT"), renamed(&f, "COUNT"), Kind::AvgCount);
+                    self.aggs.push(AggSpec {
+                        col: i,
+                        kind: AggKind::Avg { count_col: n },
+                    });
+                    self.kinds[i] = Kind::Agg;
+                }
+                Some(AggCall::SumDistinct(x)) => {
+                    // The sub-group's SUM(DISTINCT x) is x, typed by the server as the SUM.
+                    if let (None, Expr::Function(f)) = (&alias, &e) {
+                        self.shard_items[i] = SelectItem::ExprWithAlias {
+                            expr: e.clone(),
+                            alias: self.column_name(f),
+                        };
+                    }
+                    let x_col = self.distinct_col(&x)?;
+                    self.aggs.push(AggSpec {
+                        col: i,
+                        kind: AggKind::SumDistinct { x_col },
+                    });
+                    self.kinds[i] = Kind::Agg;
+                }
+                Some(AggCall::AvgDistinct(f, x)) => {
+                    let alias = alias.unwrap_or_else(|| self.column_name(&f));
+                    self.shard_items[i] = SelectItem::ExprWithAlias {
+                        expr: renamed(&f, "SUM"),
+                        alias,
+                    };
+                    let x_col = self.distinct_col(&x)?;
+                    // Never matched by a HAVING or ORDER BY term (NULL literals are read
+                    // as literals there): its merged value counts x once per shard.
+                    let n = self.push_helper(renamed(&f, "COUNT"), Expr::value(Value::Null), Kind::AvgCount);
+                    self.aggs.push(AggSpec {
+                        col: i,
+                        kind: AggKind::AvgDistinct { count_col: n, x_col },
+                    });
+                    self.kinds[i] = Kind::Agg;
+                }
                 Some(AggCall::CountDistinct(x)) if self.additive(&x) => {
                     if let (None, Expr::Function(f)) = (&alias, &e) {
                         self.shard_items[i] = SelectItem::ExprWithAlias {
@@ -488,12 +617,14 @@ impl<'c, 'a> Grouped<'c, 'a> {
                 Some(AggCall::CountDistinct(x)) => {
                     if self.count_distinct.is_some() {
                         return refuse(format!(
-                            "sluice: more than one COUNT(DISTINCT …) on sharded table {table} is not \
-                             supported across shards (supported: one COUNT(DISTINCT x), or any number \
-                             of COUNT(DISTINCT {}) of the shard key alone)",
+                            "sluice: more than one COUNT(DISTINCT …) of other than the shard key on \
+                             sharded table {table} is not supported across shards (supported: one \
+                             COUNT(DISTINCT x) beside SUM/AVG(DISTINCT x) of the same x, or any number \
+                             of COUNT/SUM/AVG(DISTINCT {}) of the shard key alone)",
                             self.key.rule.key
                         ));
                     }
+                    self.distinct_key = Some(expr_key(&x));
                     let alias = match alias {
                         Some(a) => a,
                         None => match &e {
@@ -522,6 +653,21 @@ impl<'c, 'a> Grouped<'c, 'a> {
                     });
                     self.kinds[i] = Kind::Any;
                 }
+            }
+        }
+
+        // Without GROUP BY but grouped by a DISTINCT argument, the shards answer no row over
+        // no rows, and the merge gives the aggregates of nothing with the other columns
+        // NULL: exact for column references only (a constant would have its value).
+        if self.keys.is_empty() && self.count_distinct.is_some() {
+            let odd =
+                (0..visible).find(|&i| self.kinds[i] == Kind::Any && column_ref(&self.items[i].0).is_none());
+            if let Some(i) = odd {
+                return refuse(format!(
+                    "sluice: the expression {} beside COUNT/SUM/AVG(DISTINCT …) without GROUP BY on \
+                     sharded table {table} is not supported across shards (select columns or aggregates)",
+                    self.items[i].0
+                ));
             }
         }
 

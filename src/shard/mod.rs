@@ -50,6 +50,7 @@ mod route;
 mod select;
 mod shape;
 mod text;
+mod union;
 mod visitors;
 mod walk;
 

@@ -68,7 +68,14 @@ pub enum ShardPlan {
     },
     /// INSERT/UPDATE/DELETE/REPLACE: affected rows summed; DDL on the logical table: the
     /// same statement per sub-table.
-    Write { parts: Vec<Part>, ddl: bool },
+    Write {
+        parts: Vec<Part>,
+        ddl: bool,
+        /// An INSERT's sub-table holding the statement's last row: the server's OK packet
+        /// reports the AUTO_INCREMENT value of the last row written (when no value was
+        /// generated), so the merged OK takes that part's insert id.
+        insert_id_from: Option<u32>,
+    },
 }
 
 impl ShardPlan {

@@ -51,18 +51,54 @@ fn factor_mut(s: &mut Select, from: usize, join: Option<usize>) -> Option<&mut T
     }
 }
 
-pub(super) fn plan_query(mut q: Query, ctx: &Ctx<'_>) -> Result<Option<ShardPlan>, Refusal> {
+pub(super) fn plan_query(q: Query, ctx: &Ctx<'_>) -> Result<Option<ShardPlan>, Refusal> {
     if q.with.is_some() {
         return refuse_if_mentioned(ctx, &q, "WITH (a common table expression)");
     }
     match q.body.as_ref() {
         SetExpr::Select(_) => {}
-        SetExpr::SetOperation { .. } => {
-            return refuse_if_mentioned(ctx, &q, "UNION, INTERSECT or EXCEPT");
-        }
+        SetExpr::SetOperation { .. } => return super::union::plan_union(q, ctx),
         _ => return refuse_if_mentioned(ctx, &q, "this form of query"),
     }
+    let Some(planned) = plan_select(q, ctx)? else {
+        return Ok(None);
+    };
+    let parts = planned
+        .parts
+        .into_iter()
+        .map(|p| Part {
+            shard: p.shard,
+            group: p.group,
+            sql: Statement::Query(Box::new(p.query)).to_string(),
+            params: Vec::new(),
+        })
+        .collect();
+    Ok(Some(ShardPlan::Select {
+        parts,
+        merge: planned.merge,
+        wildcard_helpers: planned.wildcard_helpers,
+    }))
+}
 
+/// One sub-table's statement of a planned SELECT, as a tree (a UNION puts several together).
+pub(super) struct QueryPart {
+    pub shard: u32,
+    pub group: usize,
+    pub query: Query,
+}
+
+/// A SELECT planned for its sub-tables, before rendering (see [`ShardPlan::Select`]).
+pub(super) struct Planned {
+    pub parts: Vec<QueryPart>,
+    pub merge: MergeSpec,
+    pub wildcard_helpers: Option<usize>,
+    /// The sharded table it reads.
+    pub table: String,
+}
+
+/// Plans a query whose body is one SELECT (no WITH): `Ok(None)` when no sharded table is in
+/// its FROM (sharded tables in its subqueries are refused).
+pub(super) fn plan_select(mut q: Query, ctx: &Ctx<'_>) -> Result<Option<Planned>, Refusal> {
     let found = {
         let sel = select_mut(&mut q)?;
         scan_from(&sel.from, ctx)?
@@ -163,17 +199,17 @@ pub(super) fn plan_query(mut q: Query, ctx: &Ctx<'_>) -> Result<Option<ShardPlan
         if let Some(w) = &mut sel.selection {
             key.prune(w, s);
         }
-        parts.push(Part {
+        parts.push(QueryPart {
             shard: s,
             group: rule.group_of(s),
-            sql: Statement::Query(Box::new(q)).to_string(),
-            params: Vec::new(),
+            query: q,
         });
     }
-    Ok(Some(ShardPlan::Select {
+    Ok(Some(Planned {
         parts,
         merge,
         wildcard_helpers,
+        table,
     }))
 }
 
@@ -222,7 +258,7 @@ fn scan_from<'a>(from: &[TableWithJoins], ctx: &Ctx<'a>) -> Result<Option<Found<
     Ok(found.pop())
 }
 
-fn check_query_clauses(q: &Query, table: &str) -> Result<(), Refusal> {
+pub(super) fn check_query_clauses(q: &Query, table: &str) -> Result<(), Refusal> {
     if q.fetch.is_some()
         || q.for_clause.is_some()
         || q.settings.is_some()
@@ -353,7 +389,7 @@ fn check_joins(s: &Select, found: &Found<'_>, table: &str) -> Result<(), Refusal
 }
 
 /// `LIMIT n`, `LIMIT o, n`, `LIMIT n OFFSET o` → (o, n).
-fn parse_limit(
+pub(super) fn parse_limit(
     l: &Option<LimitClause>,
     table: &str,
     values: Option<&[ParamValue]>,

@@ -32,7 +32,7 @@ pub(super) fn has_wildcard(s: &Select) -> bool {
         .any(|i| matches!(i, SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)))
 }
 
-fn limit_clause(o: u64, n: u64) -> LimitClause {
+pub(super) fn limit_clause(o: u64, n: u64) -> LimitClause {
     LimitClause::OffsetCommaLimit {
         offset: Expr::value(Value::Number("0".into(), false)),
         limit: Expr::value(Value::Number(o.saturating_add(n).to_string(), false)),

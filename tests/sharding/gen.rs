@@ -962,6 +962,123 @@ pub fn generate(data: &[Reply]) -> Vec<Q> {
         "SELECT DISTINCT create_time FROM post_reply ORDER BY create_time LIMIT 1000, 10",
     ));
 
+    // --- SUM/AVG(DISTINCT x): the (keys, x) stream, each x taken once per group ---------
+    for sql in [
+        "SELECT SUM(DISTINCT score), AVG(DISTINCT score), COUNT(*) FROM post_reply",
+        "SELECT user_id, COUNT(DISTINCT score), SUM(DISTINCT score), AVG(DISTINCT score), SUM(amount), COUNT(*) FROM post_reply WHERE user_id < 30 GROUP BY user_id ORDER BY user_id",
+        "SELECT SUM(DISTINCT amount), AVG(DISTINCT amount), MAX(score) FROM post_reply WHERE tid IN (4, 8, 228596, 228689, 228601)",
+        "SELECT SUM(DISTINCT tid), AVG(DISTINCT tid), COUNT(DISTINCT tid), COUNT(*) FROM post_reply WHERE user_id < 50",
+        "SELECT DATE(create_time) d, SUM(DISTINCT score) s, AVG(DISTINCT score) FROM post_reply GROUP BY d HAVING s > 100 ORDER BY s DESC, d LIMIT 10",
+        "SELECT SUM(DISTINCT score), AVG(DISTINCT score), COUNT(DISTINCT score) FROM post_reply WHERE user_id = 999999",
+        "SELECT COUNT(DISTINCT user_id), user_id, COUNT(*) FROM post_reply WHERE amount > 99999999",
+        "SELECT SUM(DISTINCT score) s FROM post_reply WHERE user_id = 999999 HAVING s IS NULL",
+        "SELECT tid, AVG(DISTINCT user_id), SUM(DISTINCT user_id) FROM post_reply WHERE tid IN (228596, 228689, 228638, 4, 1001) GROUP BY tid ORDER BY tid",
+    ] {
+        qs.push(Q::new("SUM/AVG(DISTINCT)", sql));
+    }
+
+    // --- UNION ALL / UNION of sharded selects (each part runs the whole union) ------------
+    for _ in 0..6 {
+        qs.push(Q::new(
+            "UNION ALL + ORDER BY + LIMIT",
+            format!(
+                "SELECT id, tid, subject, score FROM post_reply WHERE {} UNION ALL SELECT id, tid, subject, score FROM post_reply WHERE {} ORDER BY score{}, id{} {}",
+                selective_filter(r, data),
+                selective_filter(r, data),
+                dir(r),
+                dir(r),
+                limit(r, 300)
+            ),
+        ));
+    }
+    for _ in 0..4 {
+        qs.push(
+            Q::new(
+                "UNION ALL",
+                format!(
+                    "SELECT id, user_id, tag FROM post_reply WHERE {} UNION ALL SELECT id, user_id, tag FROM post_reply WHERE tid IN ({})",
+                    selective_filter(r, data),
+                    tid_list(r, data, 3)
+                ),
+            )
+            .multiset(),
+        );
+    }
+    qs.push(
+        Q::new(
+            "UNION ALL deep page",
+            "SELECT id, create_time FROM post_reply WHERE score > 50 UNION ALL SELECT id, create_time FROM post_reply WHERE score < -50 ORDER BY create_time DESC, id LIMIT 5000, 20",
+        )
+        .at_least(20),
+    );
+    qs.push(Q::new(
+        "UNION ALL, types of both branches",
+        "SELECT id, amount FROM post_reply WHERE tid = 4 UNION ALL SELECT user_id, score FROM post_reply WHERE user_id = 2 ORDER BY 2, 1",
+    ));
+    qs.push(Q::new(
+        "UNION ALL, types of both branches",
+        "SELECT id, 'a' AS src, create_time FROM post_reply WHERE tid = 8 UNION ALL SELECT id, 'bbb', DATE(create_time) FROM post_reply WHERE tid = 228596 ORDER BY src, id LIMIT 40",
+    ));
+    qs.push(
+        Q::new(
+            "UNION ALL, SELECT *",
+            "SELECT * FROM post_reply WHERE tid = 1001 UNION ALL SELECT * FROM post_reply WHERE user_id = 3",
+        )
+        .multiset(),
+    );
+    // A branch with aggregates or a LIMIT of its own is answered when its key routes to one
+    // sub-table; in the binary differential a key parameter may be bound as a DOUBLE,
+    // which routes nowhere exactly (all sub-tables), and the union is then refused.
+    qs.push(
+        Q::new(
+            "UNION ALL, one sub-table per branch",
+            "SELECT COUNT(*), SUM(amount) FROM post_reply WHERE tid = 4 UNION ALL SELECT COUNT(*), SUM(amount) FROM post_reply WHERE tid = 228689 UNION ALL SELECT MAX(score), MIN(amount) FROM post_reply WHERE tid = 228601",
+        )
+        .multiset()
+        .extra(),
+    );
+    qs.push(
+        Q::new(
+            "UNION ALL, one sub-table per branch",
+            "(SELECT id FROM post_reply WHERE tid = 4 ORDER BY id DESC LIMIT 3) UNION ALL (SELECT id FROM post_reply WHERE tid = 8 ORDER BY id LIMIT 2) ORDER BY id",
+        )
+        .extra(),
+    );
+    qs.push(Q::new(
+        "UNION ALL with an unsharded table",
+        "SELECT id, tid FROM post_reply WHERE user_id = 7 UNION ALL SELECT id, tid FROM ref WHERE user_id = 8 ORDER BY id DESC, tid",
+    ));
+    for _ in 0..3 {
+        qs.push(Q::new(
+            "UNION",
+            format!(
+                "SELECT tid, user_id FROM post_reply WHERE {} UNION SELECT tid, user_id FROM post_reply WHERE {} ORDER BY user_id{}, tid {}",
+                selective_filter(r, data),
+                scatter_filter(r, data),
+                dir(r),
+                limit(r, 100)
+            ),
+        ));
+    }
+    qs.push(Q::new(
+        "UNION",
+        "SELECT tid FROM post_reply WHERE user_id = 123 UNION SELECT tid FROM post_reply WHERE score = 17 UNION DISTINCT SELECT tid FROM post_reply WHERE amount > 9999 ORDER BY tid",
+    ));
+    qs.push(
+        Q::new(
+            "UNION",
+            "SELECT user_id, score FROM post_reply WHERE tid IN (4, 8) UNION SELECT user_id, score FROM post_reply WHERE amount > 9000",
+        )
+        .multiset(),
+    );
+    qs.push(
+        Q::new(
+            "UNION",
+            "SELECT tag FROM post_reply WHERE user_id < 10 UNION SELECT tag FROM post_reply WHERE tid = 4 ORDER BY tag",
+        )
+        .ci(&[0]),
+    );
+
     // --- Shapes beyond the list: answered exactly, or refused --------------------
     for sql in [
         "SELECT GROUP_CONCAT(id ORDER BY id) FROM post_reply WHERE tid = 4",

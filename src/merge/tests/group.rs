@@ -405,3 +405,118 @@ async fn distinct_across_shards() {
         Err(MergeError::InvalidSpec(_))
     ));
 }
+
+#[tokio::test]
+async fn sum_and_avg_distinct_take_each_x_once() {
+    // SELECT k, SUM(DISTINCT x), AVG(DISTINCT x), COUNT(*) FROM t GROUP BY k
+    // per shard: SELECT k, SUM(DISTINCT x), SUM(DISTINCT x), COUNT(*), x, COUNT(DISTINCT x)
+    //            … GROUP BY k, x ORDER BY k, x
+    let dec = ColumnMeta::new(types::NEWDECIMAL, flags::BINARY, 63, 0);
+    let metas = vec![
+        meta(types::LONG),
+        dec,
+        dec,
+        meta(types::LONGLONG),
+        meta(types::LONG),
+        meta(types::LONGLONG),
+    ];
+    let r = |k: &str, x: Option<&str>, n: &str| {
+        row(&[
+            Some(k),
+            x,
+            x,
+            Some(n),
+            x,
+            Some(if x.is_some() { "1" } else { "0" }),
+        ])
+    };
+    let sources = vec![
+        VecSource::new(vec![
+            r("1", None, "2"),
+            r("1", Some("5"), "1"),
+            r("1", Some("7"), "3"),
+        ]),
+        VecSource::new(vec![
+            r("1", Some("5"), "2"),
+            r("1", Some("8"), "1"),
+            r("2", None, "1"),
+        ]),
+        VecSource::new(vec![r("1", Some("7"), "1"), r("2", None, "4")]),
+    ];
+    let spec = MergeSpec {
+        visible: 4,
+        order_by: vec![SortKey::asc(0), SortKey::asc(4)],
+        limit: None,
+        group: Some(GroupSpec {
+            keys: vec![0],
+            aggs: vec![
+                AggSpec {
+                    col: 1,
+                    kind: AggKind::SumDistinct { x_col: 4 },
+                },
+                AggSpec {
+                    col: 2,
+                    kind: AggKind::AvgDistinct {
+                        count_col: 5,
+                        x_col: 4,
+                    },
+                },
+                AggSpec {
+                    col: 3,
+                    kind: AggKind::Count,
+                },
+            ],
+            having: None,
+            order_after: vec![],
+        }),
+        distinct: false,
+    };
+    let mut m = Merger::new(sources, spec, metas).expect("merger");
+    // k=1: x in {5, 7, 8} (5 and 7 on two shards each): 20, 6.6667; k=2: only NULLs.
+    assert_eq!(
+        collect(&mut m).await,
+        strs(&[
+            &[Some("1"), Some("20"), Some("6.6667"), Some("10")],
+            &[Some("2"), None, None, Some("5")],
+        ])
+    );
+}
+
+#[tokio::test]
+async fn aggregates_without_group_by_over_no_rows_answer_one_row() {
+    // SELECT COUNT(DISTINCT x), SUM(DISTINCT x), COUNT(*) FROM t WHERE false: the shards
+    // grouped by x return nothing; the server answers 0, NULL, 0.
+    let metas = vec![
+        meta(types::LONG),
+        ColumnMeta::new(types::NEWDECIMAL, flags::BINARY, 63, 0),
+        meta(types::LONGLONG),
+    ];
+    let sources = vec![VecSource::new(vec![]), VecSource::new(vec![])];
+    let spec = MergeSpec {
+        visible: 3,
+        order_by: vec![SortKey::asc(0)],
+        limit: None,
+        group: Some(GroupSpec {
+            keys: vec![],
+            aggs: vec![
+                AggSpec {
+                    col: 0,
+                    kind: AggKind::CountDistinct,
+                },
+                AggSpec {
+                    col: 1,
+                    kind: AggKind::SumDistinct { x_col: 0 },
+                },
+                AggSpec {
+                    col: 2,
+                    kind: AggKind::Count,
+                },
+            ],
+            having: None,
+            order_after: vec![],
+        }),
+        distinct: false,
+    };
+    let mut m = Merger::new(sources, spec, metas).expect("merger");
+    assert_eq!(collect(&mut m).await, strs(&[&[Some("0"), None, Some("0")]]));
+}

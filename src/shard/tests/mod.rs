@@ -12,6 +12,7 @@ mod params;
 mod refusals;
 mod rules;
 mod select;
+mod union;
 mod write;
 
 /// `test.post_reply.tid.4`, the seed's rule.
@@ -58,7 +59,7 @@ pub(super) fn select(sql: &str) -> (Vec<(u32, String)>, MergeSpec, Option<usize>
 /// A write plan's parts and ddl flag.
 pub(super) fn write(sql: &str) -> (Vec<(u32, String)>, bool) {
     match planned(sql) {
-        ShardPlan::Write { parts, ddl } => (parts.into_iter().map(|x| (x.shard, x.sql)).collect(), ddl),
+        ShardPlan::Write { parts, ddl, .. } => (parts.into_iter().map(|x| (x.shard, x.sql)).collect(), ddl),
         p => panic!("{sql}: expected a write plan, got {p:?}"),
     }
 }

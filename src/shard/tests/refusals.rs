@@ -74,8 +74,9 @@ fn joins_and_subqueries() {
             format!("sluice: WITH (a common table expression) involving {T} is not supported"),
         ),
         (
-            "SELECT id FROM post_reply UNION ALL SELECT id FROM users",
-            format!("sluice: UNION, INTERSECT or EXCEPT involving {T} is not supported"),
+            "SELECT id FROM post_reply INTERSECT SELECT id FROM users",
+            "sluice: INTERSECT of queries on a sharded table is not supported (UNION and UNION ALL are)"
+                .to_string(),
         ),
         (
             "(SELECT id FROM post_reply) ORDER BY id",
@@ -124,14 +125,22 @@ fn select_shapes_that_cannot_merge() {
         ("SELECT COUNT(*) * 2 FROM post_reply", inside.clone()),
         ("SELECT user_id FROM post_reply GROUP BY user_id ORDER BY COUNT(*) + 1", inside.clone()),
         ("SELECT user_id, COUNT(*) FROM post_reply GROUP BY user_id HAVING COUNT(*) + 1 > 2", inside),
-        ("SELECT SUM(DISTINCT x) FROM post_reply", format!("sluice: SUM(DISTINCT …) on {T} is not supported across shards")),
-        ("SELECT AVG(DISTINCT x) FROM post_reply", format!("sluice: AVG(DISTINCT …) on {T} is not supported across shards")),
+        (
+            "SELECT SUM(DISTINCT x), COUNT(DISTINCT y) FROM post_reply",
+            format!(
+                "sluice: DISTINCT aggregates of two different expressions on {T} are not supported across \
+                 shards (supported: COUNT/SUM/AVG(DISTINCT x) of one x, or any number of them of the shard \
+                 key tid alone)"
+            ),
+        ),
+        ("SELECT user_id FROM post_reply GROUP BY user_id ORDER BY SUM(DISTINCT x)", format!("sluice: SUM/AVG(DISTINCT …) in ORDER BY must be a selected one ({T})")),
         ("SELECT COUNT(DISTINCT a, b) FROM post_reply", format!("sluice: this use of COUNT() on {T} is not supported across shards")),
         (
             "SELECT COUNT(DISTINCT a), COUNT(DISTINCT b) FROM post_reply",
             format!(
-                "sluice: more than one COUNT(DISTINCT …) on {T} is not supported across shards \
-                 (supported: one COUNT(DISTINCT x), or any number of COUNT(DISTINCT tid) of the shard key alone)"
+                "sluice: more than one COUNT(DISTINCT …) of other than the shard key on {T} is not supported \
+                 across shards (supported: one COUNT(DISTINCT x) beside SUM/AVG(DISTINCT x) of the same x, \
+                 or any number of COUNT/SUM/AVG(DISTINCT tid) of the shard key alone)"
             ),
         ),
         (

@@ -759,9 +759,56 @@ fn count_distinct_of_the_key_adds() {
     // tid's count: refused.
     assert_eq!(
         refused("SELECT COUNT(DISTINCT user_id), COUNT(DISTINCT tid) FROM post_reply"),
-        "sluice: more than one COUNT(DISTINCT …) on sharded table post_reply is not supported across shards \
-         (supported: one COUNT(DISTINCT x), or any number of COUNT(DISTINCT tid) of the shard key alone)"
+        "sluice: more than one COUNT(DISTINCT …) of other than the shard key on sharded table post_reply is \
+         not supported across shards (supported: one COUNT(DISTINCT x) beside SUM/AVG(DISTINCT x) of the \
+         same x, or any number of COUNT/SUM/AVG(DISTINCT tid) of the shard key alone)"
     );
+}
+
+#[test]
+fn sum_and_avg_distinct_merge_once_per_x() {
+    use crate::merge::AggKind;
+    let (parts, merge, _) = select(
+        "SELECT user_id, SUM(DISTINCT score), COUNT(*), AVG(DISTINCT score) a FROM post_reply GROUP BY user_id",
+    );
+    assert_eq!(
+        parts[0].1,
+        "SELECT user_id, SUM(DISTINCT score) AS `SUM(DISTINCT score)`, COUNT(*) AS `COUNT(*)`, \
+         SUM(DISTINCT score) AS a, score, COUNT(DISTINCT score) FROM post_reply_0 AS post_reply \
+         GROUP BY 1, 5 ORDER BY 1 ASC, 5 ASC"
+    );
+    let g = merge.group.unwrap();
+    assert_eq!(g.keys, vec![0]);
+    let kinds: Vec<(usize, AggKind)> = g.aggs.iter().map(|a| (a.col, a.kind)).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (1, AggKind::SumDistinct { x_col: 4 }),
+            (2, AggKind::Count),
+            (
+                3,
+                AggKind::AvgDistinct {
+                    count_col: 5,
+                    x_col: 4
+                }
+            ),
+        ]
+    );
+    // Beside COUNT(DISTINCT x) of the same x, x is that column.
+    let (_, merge, _) = select("SELECT COUNT(DISTINCT score), SUM(DISTINCT score) FROM post_reply");
+    let g = merge.group.unwrap();
+    assert_eq!(g.aggs[0].kind, AggKind::CountDistinct);
+    assert_eq!(g.aggs[1].kind, AggKind::SumDistinct { x_col: 0 });
+    // Of the shard key, the shards' sums add.
+    let (parts, merge, _) = select("SELECT SUM(DISTINCT tid), AVG(DISTINCT tid) FROM post_reply");
+    assert_eq!(
+        parts[0].1,
+        "SELECT SUM(DISTINCT tid) AS `SUM(DISTINCT tid)`, SUM(DISTINCT tid) AS `AVG(DISTINCT tid)`, \
+         COUNT(DISTINCT tid) FROM post_reply_0 AS post_reply"
+    );
+    let g = merge.group.unwrap();
+    assert_eq!(g.aggs[0].kind, AggKind::Sum);
+    assert_eq!(g.aggs[1].kind, AggKind::Avg { count_col: 2 });
 }
 
 #[test]
