@@ -116,11 +116,18 @@ case "$TOOL" in
     sleep 0.5
     ;;
 esac
+# Statements each server ran during the run (probes included): the master's
+# share per query is strict mode's probe rate.
+questions() { "$1" "SHOW GLOBAL STATUS LIKE 'Questions'" | awk '{ print $2 }'; }
+mq0=$(questions msql)
+rq0=$(questions rsql)
 t0=$(cpu_ticks "$SLUICE_PID")
 s0=$(date +%s.%N)
 sb "$EVENTS" >"$work/run.txt" 2>&1 || { tail "$work/run.txt" >&2; die "sysbench failed"; }
 s1=$(date +%s.%N)
 t1=$(cpu_ticks "$SLUICE_PID")
+mq1=$(questions msql)
+rq1=$(questions rsql)
 after=$(routed)
 queries=$(sed -n 's/^ *queries: *\([0-9]*\).*/\1/p' "$work/run.txt")
 [ -n "$queries" ] || die "no query count in $work/run.txt"
@@ -130,6 +137,7 @@ echo "==========================================================================
 echo "sluice profile $(date -u '+%F %H:%M UTC'), commit $(git -C "$repo" rev-parse --short HEAD), load $(loadavg)"
 echo "TOOL=$TOOL READS=$READS FRESH=$FRESH PS=$PS TEST=$TEST THREADS=$THREADS EVENTS=$EVENTS TASKSET=${TASKSET:--}"
 echo "queries: $queries in $(awk -v a="$s0" -v b="$s1" 'BEGIN { printf "%.1f", b - a }') s; routed before: $before; after: $after"
+echo "server statements per query: master $(awk -v a="$mq0" -v b="$mq1" -v q="$queries" 'BEGIN { printf "%.3f", (b - a - 1) / q }'), replica $(awk -v a="$rq0" -v b="$rq1" -v q="$queries" 'BEGIN { printf "%.3f", (b - a - 1) / q }') (probes included)"
 echo "sluice CPU: $(awk -v t=$((t1 - t0)) -v hz="$hz" -v q="$queries" 'BEGIN { printf "%.1f us per query", t / hz * 1e6 / q }')"
 case "$TOOL" in
   callgrind)

@@ -24,7 +24,7 @@ pub struct Topology {
 }
 
 /// How to reach `b`; fails when its TLS files cannot be used.
-fn params(b: &config::Backend, cfg: &Config) -> Result<ConnectParams, String> {
+pub(crate) fn params(b: &config::Backend, cfg: &Config) -> Result<ConnectParams, String> {
     let tls =
         super::tls::settings(cfg.backend_tls(b), &b.addr).map_err(|e| format!("backend {}: {e}", b.addr))?;
     Ok(ConnectParams {

@@ -2,46 +2,105 @@
 //! that *started after I asked*" share one probe instead of each sending
 //! their own. This keeps strict mode's per-read master probe and causal
 //! mode's per-write snapshot cheap under concurrency without weakening them.
+//!
+//! A ticket is a reading of the monotonic clock (nanoseconds since the
+//! flight was made, never 0): taking one writes nothing shared, where a
+//! counter would be one cache line written by every core per read. A probe
+//! satisfies a ticket if its own start ticket is strictly later.
+//!
+//! Up to `parallel` probes may be in flight at once. With one, a caller
+//! that arrives while a probe runs waits for the rest of it and then for a
+//! whole new one (on average 1.5 probe round trips); with two, it starts
+//! the second probe at once and waits one round trip, the time its replica
+//! read takes anyway (strict mode's overlap), at the price of at most twice
+//! the probes.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
-use tokio::sync::{watch, Mutex};
+use arc_swap::ArcSwapOption;
+use tokio::sync::watch;
 
 type Shared<T> = Arc<Result<T, String>>;
 
 pub struct Flight<T> {
-    tickets: AtomicU64,
-    running: Mutex<()>,
-    /// (ticket at which the published probe started, its result)
-    last: watch::Sender<Option<(u64, Shared<T>)>>,
+    born: Instant,
+    parallel: usize,
+    /// (start ticket of the newest published probe, its result): read
+    /// without a lock by callers a published result already satisfies
+    /// (most of them under load); written under `running`'s lock.
+    last: ArcSwapOption<(u64, Shared<T>)>,
+    /// Start tickets of the probes under way. Held only for a few
+    /// instructions, never across an await; taken by callers that must
+    /// probe or wait.
+    running: Mutex<Vec<u64>>,
+    /// Bumped whenever a probe ends (published or abandoned): waiters
+    /// re-examine `state`. A waiter subscribes before it looks, so no end
+    /// after its look goes unseen.
+    ended: watch::Sender<()>,
+}
+
+/// What a caller does after looking at the state.
+enum Next<T> {
+    Done(Shared<T>),
+    Probe(u64),
+    Wait,
+}
+
+/// A probe under way; its drop takes it off the list and wakes the
+/// waiters, also when the prober's future is dropped mid-probe (a session
+/// that ended), so nobody waits for a result that will never come.
+struct Running<'a, T> {
+    flight: &'a Flight<T>,
+    started: u64,
+}
+
+impl<T> Drop for Running<'_, T> {
+    fn drop(&mut self) {
+        let mut running = self.flight.lock_running();
+        if let Some(i) = running.iter().position(|t| *t == self.started) {
+            running.swap_remove(i);
+        }
+        drop(running);
+        self.flight.ended.send_replace(());
+    }
+}
+
+impl<T> Flight<T> {
+    /// (Nothing panics while holding it; a poisoned lock's list is as good.)
+    fn lock_running(&self) -> MutexGuard<'_, Vec<u64>> {
+        self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 impl<T: Send + Sync + 'static> Flight<T> {
+    /// One probe at a time.
     pub fn new() -> Self {
+        Flight::with_parallel(1)
+    }
+
+    /// Up to `parallel` (at least 1) probes at a time.
+    pub fn with_parallel(parallel: usize) -> Self {
         Flight {
-            tickets: AtomicU64::new(1),
-            running: Mutex::new(()),
-            last: watch::channel(None).0,
+            born: Instant::now(),
+            parallel: parallel.max(1),
+            last: ArcSwapOption::empty(),
+            running: Mutex::new(Vec::with_capacity(parallel.max(1))),
+            ended: watch::channel(()).0,
         }
     }
 
     /// A ticket marks "now": a probe satisfies it if it started later.
     pub fn ticket(&self) -> u64 {
-        self.tickets.fetch_add(1, Ordering::SeqCst)
+        // Nanoseconds since `born`, +1 so that no ticket is 0 (callers use
+        // 0 for "none"). u64 nanoseconds last 584 years.
+        self.born.elapsed().as_nanos() as u64 + 1
     }
 
     /// Get the result of a probe started after `ticket` was taken, running
-    /// `probe` if no such probe is under way.
-    ///
-    /// Callers queue on `running` (tokio's mutex is fair): whoever holds it
-    /// probes, publishes, and releases it; the next caller in line then
-    /// finds that result, or probes itself if the result is older than its
-    /// ticket. Waiting on the mutex rather than on the published value
-    /// leaves no wake-up to lose: a caller that found the lock taken is
-    /// woken by its release, also when the prober's future was dropped
-    /// mid-probe (a session that ended).
+    /// `probe` if no such probe is under way (and fewer than `parallel`
+    /// are), else waiting for one.
     pub async fn after<F, Fut>(&self, ticket: u64, probe: F) -> Shared<T>
     where
         F: Fn() -> Fut,
@@ -50,23 +109,60 @@ impl<T: Send + Sync + 'static> Flight<T> {
         if let Some(r) = self.published_after(ticket) {
             return r;
         }
-        let _guard = self.running.lock().await;
-        // The probe we waited for may have started after our ticket.
-        if let Some(r) = self.published_after(ticket) {
+        loop {
+            // Subscribed before `next` looks: a probe that ends after the
+            // look bumps `ended`, and `changed` then returns at once.
+            let mut ended = self.ended.subscribe();
+            let started = match self.next(ticket) {
+                Next::Done(r) => return r,
+                Next::Wait => {
+                    // Err: the sender is gone, which cannot be while `self`
+                    // lives; look again either way.
+                    let _ = ended.changed().await;
+                    continue;
+                }
+                Next::Probe(started) => started,
+            };
+            let running = Running {
+                flight: self,
+                started,
+            };
+            let r = Arc::new(probe().await);
+            {
+                let _lock = self.lock_running();
+                // Probes may end out of order: keep the newest start.
+                if self.last.load().as_ref().is_none_or(|l| l.0 < started) {
+                    self.last.store(Some(Arc::new((started, r.clone()))));
+                }
+            }
+            drop(running);
             return r;
         }
-        let started = self.ticket();
-        let r = Arc::new(probe().await);
-        self.last.send_replace(Some((started, r.clone())));
-        r
     }
 
     /// The published result, if its probe started after `ticket`.
     fn published_after(&self, ticket: u64) -> Option<Shared<T>> {
-        match self.last.borrow().as_ref() {
-            Some((started, r)) if *started > ticket => Some(r.clone()),
+        match self.last.load().as_ref() {
+            Some(l) if l.0 > ticket => Some(l.1.clone()),
             _ => None,
         }
+    }
+
+    fn next(&self, ticket: u64) -> Next<T> {
+        let mut running = self.lock_running();
+        // Published while the caller was not looking (under the lock, so
+        // consistent with `running`).
+        if let Some(r) = self.published_after(ticket) {
+            return Next::Done(r);
+        }
+        // A probe under way that started after the ticket will do; else
+        // start one if there is room.
+        if running.iter().any(|t| *t > ticket) || running.len() >= self.parallel {
+            return Next::Wait;
+        }
+        let started = self.ticket();
+        running.push(started);
+        Next::Probe(started)
     }
 }
 
@@ -79,7 +175,7 @@ impl<T: Send + Sync + 'static> Default for Flight<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicUsize;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[tokio::test]
     async fn concurrent_callers_share_a_probe_started_after_them() {
@@ -122,6 +218,60 @@ mod tests {
             })
             .await;
         assert_eq!(probes.load(Ordering::SeqCst), before + 1);
+    }
+
+    /// With two probes allowed, a caller that arrives while a probe runs
+    /// starts its own at once (it does not wait for the first to end) and
+    /// gets the second's result; with one, it waits for the first (which
+    /// started before it, so it cannot use its result). A first probe that
+    /// ends after the second does not replace the newer published result.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_second_probe_starts_while_the_first_runs() {
+        use tokio::sync::Notify;
+        for parallel in [1usize, 2] {
+            let flight = Arc::new(Flight::<u64>::with_parallel(parallel));
+            let release_first = Arc::new(Notify::new());
+            let started = Arc::new(AtomicUsize::new(0));
+            let f = flight.clone();
+            let (rel, st) = (release_first.clone(), started.clone());
+            let t1 = f.ticket();
+            let first = tokio::spawn(async move {
+                f.after(t1, || {
+                    let (rel, st) = (rel.clone(), st.clone());
+                    async move {
+                        st.fetch_add(1, Ordering::SeqCst);
+                        rel.notified().await;
+                        Ok(1)
+                    }
+                })
+                .await
+            });
+            while started.load(Ordering::SeqCst) == 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+            let t2 = flight.ticket();
+            let st = started.clone();
+            let second = flight.after(t2, || {
+                let st = st.clone();
+                async move {
+                    st.fetch_add(1, Ordering::SeqCst);
+                    Ok(2)
+                }
+            });
+            let got = tokio::time::timeout(std::time::Duration::from_millis(200), second).await;
+            match parallel {
+                // The second caller probed while the first probe ran.
+                2 => assert_eq!(*got.expect("the second caller waited for the first probe"), Ok(2)),
+                // It waits for the running probe (started before it).
+                _ => assert!(got.is_err(), "the second caller did not wait for the first probe"),
+            }
+            release_first.notify_one();
+            assert_eq!(*first.await.expect("task"), Ok(1));
+            // The newest start is what is published, whatever ended last.
+            let t3 = flight.ticket();
+            assert!(flight.published_after(t2).is_some() == (parallel == 2));
+            assert!(flight.published_after(t3).is_none());
+        }
     }
 
     /// A caller waiting behind a prober whose future is dropped mid-probe

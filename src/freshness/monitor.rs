@@ -173,6 +173,10 @@ pub struct GroupMonitor {
     /// Strict mode's overlapped reads: one master GTID probe shared by
     /// every read that began before it (see `strict`).
     gtid_flight: Flight<std::collections::HashMap<u32, u64>>,
+    /// sluice's own connections to the master for that probe (raw
+    /// COM_QUERY, see `strict`); `None` when its TLS settings cannot be
+    /// used (the probe then goes through `master`).
+    gtid_pool: Option<Arc<crate::backend::BackendPool>>,
     /// Strict reads take the plain gate until then (ms after `born`; see
     /// `strict`). Written only when an overlapped read was behind.
     overlap_off_until_ms: AtomicU64,
@@ -339,7 +343,10 @@ impl GroupMonitor {
             untracked_tables: AtomicU64::new(0),
             untracked_reads: AtomicU64::new(0),
             auto_installed: AtomicU64::new(0),
-            gtid_flight: Flight::new(),
+            // Two strict probes in flight: a read waits one probe round
+            // trip, not the rest of the running one plus one (see flight).
+            gtid_flight: Flight::with_parallel(strict::PROBES_IN_FLIGHT),
+            gtid_pool: strict::probe_pool(group, config),
             overlap_off_until_ms: AtomicU64::new(0),
             born: Instant::now(),
             overlap_rerun: AtomicU64::new(0),

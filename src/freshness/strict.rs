@@ -43,6 +43,7 @@ use std::time::Duration;
 use mysql_async::prelude::Queryable;
 
 use super::{Fallback, GroupMonitor};
+use crate::backend::{BackendPool, PoolKey};
 use crate::config::FreshnessMode;
 use crate::freshness::state::{gtid_at_least, parse_gtid_pos, Counters, Scope};
 
@@ -54,6 +55,49 @@ const OVERLAP_BACKOFF: Duration = Duration::from_secs(1);
 /// (no table read, nothing for the counter-table layout to change).
 pub fn strict_probe_sql() -> &'static str {
     "SELECT @@global.gtid_binlog_pos"
+}
+
+/// Connections for the strict probe: sluice's own backend connections to
+/// the master (the group's account), at most one per probe in flight. A raw
+/// COM_QUERY and one text row cost a fraction of a `mysql_async` query
+/// (its pool, its row decoding); the connections are apart from the
+/// sessions' pools, so a probe never waits behind a full pool.
+pub(super) fn probe_pool(
+    group: &crate::config::Group,
+    config: &crate::config::Config,
+) -> Option<Arc<BackendPool>> {
+    match crate::backend::topology::params(&group.master, config) {
+        Ok(params) => Some(BackendPool::new(
+            format!("{} master {} (strict probe)", group.name, group.master.addr),
+            params,
+            PROBES_IN_FLIGHT,
+        )),
+        Err(e) => {
+            tracing::warn!(backend = %group.master.addr, error = %e, "strict probes go through mysql_async");
+            None
+        }
+    }
+}
+
+/// Strict probes in flight at once (see `Flight::with_parallel`).
+pub(super) const PROBES_IN_FLIGHT: usize = 2;
+
+/// One strict probe on a connection of `pool`.
+async fn probe_raw(pool: &BackendPool) -> Result<HashMap<u32, u64>, String> {
+    let mut conn = pool.get(PoolKey::sluice_own()).await.map_err(|e| e.to_string())?;
+    // A probe cut short by its timeout leaves its answer unread on the
+    // connection: it must not go back to the pool then (the next probe
+    // would read this one's answer). Cleared once the answer is read.
+    conn.broken = true;
+    let pos = conn
+        .query_text(strict_probe_sql())
+        .await
+        .map_err(|e| e.to_string())?;
+    conn.broken = false;
+    let pos = pos.map_err(|e| e.message)?;
+    pos.as_deref()
+        .and_then(parse_gtid_pos)
+        .ok_or_else(|| "the master reported no GTID position".to_owned())
 }
 
 /// A read sent to a replica before its freshness is known.
@@ -164,6 +208,17 @@ impl GroupMonitor {
     }
 
     async fn probe_master_gtid(&self) -> Result<HashMap<u32, u64>, String> {
+        if let Some(pool) = &self.gtid_pool {
+            // (Boxed: a checkout's future stays out of every read's.)
+            let fut = Box::pin(probe_raw(pool));
+            return match tokio::time::timeout(self.cfg.probe_timeout, fut).await {
+                Ok(r) => r,
+                Err(_) => Err(format!(
+                    "strict probe timed out after {:?}",
+                    self.cfg.probe_timeout
+                )),
+            };
+        }
         let fut = async {
             let mut conn = self.master.get_conn().await.map_err(|e| e.to_string())?;
             let pos: Option<String> = conn
