@@ -539,8 +539,9 @@ impl Session {
         let ok = !tracker.error;
         let on_master = conn == Conn::Master;
         let e = &plan.effects;
-        // DDL, procedures, dynamic SQL: definitions may have changed.
-        if plan.write_set == WriteSet::Everything {
+        // DDL: column defaults or triggers may have changed (a procedure or
+        // dynamic SQL running DDL is seen within sequence_users::TTL).
+        if plan.write_set == WriteSet::Everything && sequence_users::is_ddl(sql) {
             self.shared.sequence_users.forget_all();
         }
         if on_master {

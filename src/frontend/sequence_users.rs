@@ -152,6 +152,15 @@ pub fn parse(value: &str) -> Option<HashSet<String>> {
     (set.len() == count).then_some(set)
 }
 
+/// CREATE / ALTER / DROP / RENAME: may change column defaults or triggers.
+pub fn is_ddl(sql: &[u8]) -> bool {
+    use super::kill::{is_word, Lexer};
+    let first = Lexer::new(sql).next().map(|t| t.0);
+    ["CREATE", "ALTER", "DROP", "RENAME"]
+        .iter()
+        .any(|w| is_word(first, w))
+}
+
 /// The table a write statement writes, as far as the text shows it.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Written<'a> {
@@ -290,6 +299,8 @@ mod tests {
         assert_eq!(written_table(b"/*!INSERT INTO t VALUES (1)*/"), Unknown);
         assert_eq!(written_table(b"GET DIAGNOSTICS @n = NUMBER"), NotDml);
         assert_eq!(written_table(b"INSERT"), Unknown);
+        assert!(is_ddl(b"  alter table t add c int default nextval(s)"));
+        assert!(!is_ddl(b"CALL p()"));
     }
 
     #[test]

@@ -34,8 +34,7 @@ pub type Holders = Vec<(u32, u32)>;
 /// over the bytes, no allocation). `holders` is called at most once, and
 /// only when the text calls `IS_USED_LOCK`.
 pub fn rewrite(sql: &[u8], session: u32, holders: impl FnOnce() -> Holders) -> Option<Vec<u8>> {
-    let ids = mentions(sql, b"connection_id");
-    let locks = mentions(sql, b"is_used_lock");
+    let (ids, locks) = scan(sql);
     if !ids && !locks {
         return None;
     }
@@ -51,6 +50,30 @@ pub fn rewrite(sql: &[u8], session: u32, holders: impl FnOnce() -> Holders) -> O
 /// `sql` with `CONNECTION_ID()` rewritten only (no lock holders known).
 pub fn rewrite_connection_id(sql: &[u8], session: u32) -> Option<Vec<u8>> {
     rewrite(sql, session, Vec::new)
+}
+
+/// Quick test before the token scan, one pass over the bytes: whether the
+/// text names `connection_id` and `is_used_lock` at all, in any case.
+fn scan(sql: &[u8]) -> (bool, bool) {
+    const ID: &[u8] = b"connection_id";
+    const LOCK: &[u8] = b"is_used_lock";
+    let (mut ids, mut locks) = (false, false);
+    for (i, c) in sql.iter().enumerate() {
+        match c | 0x20 {
+            b'c' if !ids => {
+                ids = sql
+                    .get(i..i + ID.len())
+                    .is_some_and(|w| w.eq_ignore_ascii_case(ID))
+            }
+            b'i' if !locks => {
+                locks = sql
+                    .get(i..i + LOCK.len())
+                    .is_some_and(|w| w.eq_ignore_ascii_case(LOCK))
+            }
+            _ => {}
+        }
+    }
+    (ids, locks)
 }
 
 /// Quick test before the token scan: the text names `name` (lowercase) at
