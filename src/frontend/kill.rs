@@ -8,8 +8,10 @@
 //! The ids the server puts into statement results (`CONNECTION_ID()`,
 //! `IS_USED_LOCK()`) are rewritten in `thread_ids`.
 //!
-//! Limit (documented in the README): a KILL inside a multi-statement text
-//! is refused, never forwarded.
+//! A text that starts with `KILL <id>;` and goes on is `KillThen`: the
+//! KILL is sluice's, the rest the server's. A KILL or SHOW PROCESSLIST
+//! after a text's first statement is refused by the session, never
+//! forwarded (session.rs `later_intercept`).
 
 /// What sluice does instead of forwarding a statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
