@@ -154,11 +154,8 @@ pub fn parse(value: &str) -> Option<HashSet<String>> {
 
 /// CREATE / ALTER / DROP / RENAME: may change column defaults or triggers.
 pub fn is_ddl(sql: &[u8]) -> bool {
-    use super::kill::{is_word, Lexer};
-    let first = Lexer::new(sql).next().map(|t| t.0);
-    ["CREATE", "ALTER", "DROP", "RENAME"]
-        .iter()
-        .any(|w| is_word(first, w))
+    let (word, _) = crate::router::lexer::first_word(sql);
+    matches!(word.as_str(), "CREATE" | "ALTER" | "DROP" | "RENAME")
 }
 
 /// The table a write statement writes, as far as the text shows it.

@@ -76,20 +76,6 @@ fn scan(sql: &[u8]) -> (bool, bool) {
     (ids, locks)
 }
 
-/// Quick test before the token scan: the text names `name` (lowercase) at
-/// all, in any case.
-fn mentions(sql: &[u8], name: &[u8]) -> bool {
-    sql.len() >= name.len()
-        && sql
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| (**c | 0x20) == name[0])
-            .any(|(i, _)| {
-                sql.get(i..i + name.len())
-                    .is_some_and(|w| w.eq_ignore_ascii_case(name))
-            })
-}
-
 /// Words that end a select list at the depth where it started.
 fn ends_select_list(w: &[u8]) -> bool {
     const ENDS: [&str; 13] = [
@@ -276,23 +262,25 @@ impl<'a> Rewriter<'a> {
         let start = toks[i].1;
         let (span, end, text) = if w.eq_ignore_ascii_case(b"CONNECTION_ID") {
             let (_, _, end) = *toks.get(i + 2).filter(|t| t.0 == Tok::Punct(b')'))?;
-            (3, end, self.literal.clone().into_bytes())
+            (3, end, None)
         } else if w.eq_ignore_ascii_case(b"IS_USED_LOCK") && !self.holders.is_empty() {
             let close = matching_paren(toks, i + 1)?;
             let arg = &self.sql[toks[i + 1].2..toks[close].1];
             // The session's id inside the lock's name is the session's too.
-            let arg = if mentions(arg, b"connection_id") {
+            let arg = if crate::router::route::mentions(arg, b"connection_id") {
                 let toks: Vec<_> = Lexer::new(arg).collect();
                 Rewriter::new(arg, self.session, &[]).run(&toks)
             } else {
                 arg.to_vec()
             };
-            (close + 1 - i, toks[close].2, self.lock_case(&arg))
+            (close + 1 - i, toks[close].2, Some(self.lock_case(&arg)))
         } else {
             return None;
         };
         self.out.extend_from_slice(&self.sql[self.copied..start]);
-        self.out.extend_from_slice(&text);
+        // CONNECTION_ID(): the session's literal.
+        let text = text.as_deref().unwrap_or(self.literal.as_bytes());
+        self.out.extend_from_slice(text);
         self.copied = end;
         for f in self.frames.iter_mut().filter(|f| f.in_select) {
             if let Some(item) = f.item.as_mut() {

@@ -197,6 +197,32 @@ impl<'c, 'a> Grouped<'c, 'a> {
         self.additive_distinct && self.key.is_key(x)
     }
 
+    /// Keep the client's spelling of the aggregate call `e` as its column name (the server
+    /// names `count( * )` as written, not re-rendered), unless it has an alias.
+    fn keep_call_name(&mut self, i: usize, e: &Expr, alias: &Option<Ident>) {
+        if let (None, Expr::Function(f)) = (alias, e) {
+            self.shard_items[i] = SelectItem::ExprWithAlias {
+                expr: e.clone(),
+                alias: self.column_name(f),
+            };
+        }
+    }
+
+    /// The shards compute the SUM of an AVG, under the AVG's column name.
+    fn sum_for_avg(&mut self, i: usize, f: &Function, alias: Option<Ident>) {
+        let alias = alias.unwrap_or_else(|| self.column_name(f));
+        self.shard_items[i] = SelectItem::ExprWithAlias {
+            expr: renamed(f, "SUM"),
+            alias,
+        };
+    }
+
+    /// Column `i` is the aggregate `kind`, merged across shards.
+    fn merged(&mut self, i: usize, kind: AggKind) {
+        self.aggs.push(AggSpec { col: i, kind });
+        self.kinds[i] = Kind::Agg;
+    }
+
     fn push_helper(&mut self, shard_expr: Expr, orig: Expr, kind: Kind) -> usize {
         self.shard_items.push(SelectItem::UnnamedExpr(shard_expr));
         self.orig.push(orig);
@@ -520,99 +546,40 @@ impl<'c, 'a> Grouped<'c, 'a> {
             let (e, alias) = self.items[i].clone();
             match agg_call(&e, table)? {
                 Some(AggCall::SumDistinct(x)) if self.additive(&x) => {
-                    if let (None, Expr::Function(f)) = (&alias, &e) {
-                        self.shard_items[i] = SelectItem::ExprWithAlias {
-                            expr: e.clone(),
-                            alias: self.column_name(f),
-                        };
-                    }
-                    self.aggs.push(AggSpec {
-                        col: i,
-                        kind: AggKind::Sum,
-                    });
-                    self.kinds[i] = Kind::Agg;
+                    self.keep_call_name(i, &e, &alias);
+                    self.merged(i, AggKind::Sum);
                 }
                 Some(AggCall::AvgDistinct(f, x)) if self.additive(&x) => {
-                    let alias = alias.unwrap_or_else(|| self.column_name(&f));
-                    self.shard_items[i] = SelectItem::ExprWithAlias {
-                        expr: renamed(&f, "SUM"),
-                        alias,
-                    };
+                    self.sum_for_avg(i, &f, alias);
                     let n = self.push_helper(renamed(&f, "COUNT"), renamed(&f, "COUNT"), Kind::AvgCount);
-                    self.aggs.push(AggSpec {
-                        col: i,
-                        kind: AggKind::Avg { count_col: n },
-                    });
-                    self.kinds[i] = Kind::Agg;
+                    self.merged(i, AggKind::Avg { count_col: n });
                 }
                 Some(AggCall::SumDistinct(x)) => {
                     // The sub-group's SUM(DISTINCT x) is x, typed by the server as the SUM.
-                    if let (None, Expr::Function(f)) = (&alias, &e) {
-                        self.shard_items[i] = SelectItem::ExprWithAlias {
-                            expr: e.clone(),
-                            alias: self.column_name(f),
-                        };
-                    }
+                    self.keep_call_name(i, &e, &alias);
                     let x_col = self.distinct_col(&x)?;
-                    self.aggs.push(AggSpec {
-                        col: i,
-                        kind: AggKind::SumDistinct { x_col },
-                    });
-                    self.kinds[i] = Kind::Agg;
+                    self.merged(i, AggKind::SumDistinct { x_col });
                 }
                 Some(AggCall::AvgDistinct(f, x)) => {
-                    let alias = alias.unwrap_or_else(|| self.column_name(&f));
-                    self.shard_items[i] = SelectItem::ExprWithAlias {
-                        expr: renamed(&f, "SUM"),
-                        alias,
-                    };
+                    self.sum_for_avg(i, &f, alias);
                     let x_col = self.distinct_col(&x)?;
                     // Never matched by a HAVING or ORDER BY term (NULL literals are read
                     // as literals there): its merged value counts x once per shard.
                     let n = self.push_helper(renamed(&f, "COUNT"), Expr::value(Value::Null), Kind::AvgCount);
-                    self.aggs.push(AggSpec {
-                        col: i,
-                        kind: AggKind::AvgDistinct { count_col: n, x_col },
-                    });
-                    self.kinds[i] = Kind::Agg;
+                    self.merged(i, AggKind::AvgDistinct { count_col: n, x_col });
                 }
                 Some(AggCall::CountDistinct(x)) if self.additive(&x) => {
-                    if let (None, Expr::Function(f)) = (&alias, &e) {
-                        self.shard_items[i] = SelectItem::ExprWithAlias {
-                            expr: e.clone(),
-                            alias: self.column_name(f),
-                        };
-                    }
-                    self.aggs.push(AggSpec {
-                        col: i,
-                        kind: AggKind::Count,
-                    });
-                    self.kinds[i] = Kind::Agg;
+                    self.keep_call_name(i, &e, &alias);
+                    self.merged(i, AggKind::Count);
                 }
                 Some(AggCall::Simple(kind)) => {
-                    // Keep the client's spelling as the column name (the
-                    // server names `count( * )` as written, not re-rendered).
-                    if let (None, Expr::Function(f)) = (&alias, &e) {
-                        self.shard_items[i] = SelectItem::ExprWithAlias {
-                            expr: e.clone(),
-                            alias: self.column_name(f),
-                        };
-                    }
-                    self.aggs.push(AggSpec { col: i, kind });
-                    self.kinds[i] = Kind::Agg;
+                    self.keep_call_name(i, &e, &alias);
+                    self.merged(i, kind);
                 }
                 Some(AggCall::Avg(f)) => {
-                    let alias = alias.unwrap_or_else(|| self.column_name(&f));
-                    self.shard_items[i] = SelectItem::ExprWithAlias {
-                        expr: renamed(&f, "SUM"),
-                        alias,
-                    };
+                    self.sum_for_avg(i, &f, alias);
                     let n = self.push_helper(renamed(&f, "COUNT"), renamed(&f, "COUNT"), Kind::AvgCount);
-                    self.aggs.push(AggSpec {
-                        col: i,
-                        kind: AggKind::Avg { count_col: n },
-                    });
-                    self.kinds[i] = Kind::Agg;
+                    self.merged(i, AggKind::Avg { count_col: n });
                 }
                 Some(AggCall::CountDistinct(x)) => {
                     if self.count_distinct.is_some() {
