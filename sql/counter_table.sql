@@ -1,8 +1,16 @@
 -- sluice's counter table: the freshness signal.
 --
 -- What it is: every base table that sluice tracks has three triggers (AFTER INSERT,
--- AFTER UPDATE, AFTER DELETE; see triggers_example.sql) that add 1 to a row of this
+-- AFTER UPDATE, AFTER DELETE; see triggers_example.sql) that add 1 to a row of a counter
 -- table, inside the writing transaction. Replication carries the rows to each replica.
+--
+-- Why three tables (`counters` for INSERT, `counters_update`, `counters_delete`): with
+-- the three triggers of a table bumping one table, `LOCK TABLES t WRITE` followed by any
+-- write to t fails on MariaDB 10.11 with error 1442 ("Can't update table 'counters' in
+-- stored function/trigger because it is already used by statement which invoked this
+-- stored function/trigger"), and mysqldump's restores write under exactly such locks.
+-- With one table per event, each is prelocked once and the writes work. The rows of a
+-- table are compared one by one in each of the three tables, never summed.
 -- A replica holds every write the master had committed when sluice read a counter row
 -- on the master if the replica's copy of that row is at least that value; sluice
 -- compares row by row (slot by slot), never sums.
@@ -18,10 +26,10 @@
 -- (`X, REC_NOT_GAP`, as an UPDATE of it would) and never an insert-intention or gap lock,
 -- which inserting a new row could, deadlocking concurrent writers.
 --
--- tbl = '*' are the rows sluice bumps itself after statements that fire no trigger
+-- tbl = '*' (in `counters` only) are the rows sluice bumps itself after statements that fire no trigger
 -- (TRUNCATE, DDL) when they pass through sluice.
 --
--- tbl = '#epoch', slot 0 is the generation: a random value that `sluice triggers install`
+-- tbl = '#epoch', slot 0 (in `counters`) is the generation: a random value that `sluice triggers install`
 -- and `uninstall` (when they change something) and DDL through sluice write anew. sluice
 -- compares counters only within one generation, so resetting the counters (a truncated
 -- table, another slot count) never makes a stale replica look fresh, nor keeps reads on the
@@ -46,13 +54,27 @@ CREATE TABLE IF NOT EXISTS `sluice`.`counters` (
   slot SMALLINT UNSIGNED NOT NULL COMMENT 'CONNECTION_ID() % slots: spreads row locks over several rows',
   n    BIGINT UNSIGNED NOT NULL DEFAULT 0,
   PRIMARY KEY (tbl, slot)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin COMMENT 'INSERT events (sluice)';
+
+CREATE TABLE IF NOT EXISTS `sluice`.`counters_update` (
+  tbl  VARCHAR(192) NOT NULL COMMENT 'db.table the writes went to, or * for writes sluice bumps itself',
+  slot SMALLINT UNSIGNED NOT NULL COMMENT 'CONNECTION_ID() % slots: spreads row locks over several rows',
+  n    BIGINT UNSIGNED NOT NULL DEFAULT 0,
+  PRIMARY KEY (tbl, slot)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin COMMENT 'UPDATE events (sluice)';
+
+CREATE TABLE IF NOT EXISTS `sluice`.`counters_delete` (
+  tbl  VARCHAR(192) NOT NULL COMMENT 'db.table the writes went to, or * for writes sluice bumps itself',
+  slot SMALLINT UNSIGNED NOT NULL COMMENT 'CONNECTION_ID() % slots: spreads row locks over several rows',
+  n    BIGINT UNSIGNED NOT NULL DEFAULT 0,
+  PRIMARY KEY (tbl, slot)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin COMMENT 'DELETE events (sluice)';
 
 -- The schemas named for tracking: `sluice triggers install --schema DB` adds DB (also
 -- when DB has no table yet, e.g. an application's database before its first migration),
 -- `uninstall` removes it. With freshness.auto_install on, a table created in a named
 -- schema gets its triggers (through sluice before the client's OK; elsewhere within one
--- probe). A separate table, so the probes' reads of `counters` never include it.
+-- probe). A separate table, so the probes' reads of the counters never include it.
 CREATE TABLE IF NOT EXISTS `sluice`.`schemas` (
   db VARCHAR(64) NOT NULL PRIMARY KEY COMMENT 'a schema `sluice triggers install` was run on'
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

@@ -32,9 +32,12 @@
 --   about a third more expensive per written row (benches/trigger_cost.sh). A row that is
 --   missing after all (a counter table emptied by hand) is created with n = 1 rather than
 --   the write going uncounted.
--- * Triggers of that earlier form (sluice before issue 11) still count correctly and
---   keep their tables tracked; `sluice triggers install` replaces them in place
---   (CREATE OR REPLACE TRIGGER, one statement each) and starts a new counter generation.
+-- * Each event's trigger bumps its own counter table (`counters`, `counters_update`,
+--   `counters_delete`; see counter_table.sql for why: LOCK TABLES).
+-- * Triggers of the earlier forms (sluice before issue 11, and the upsert of all three
+--   events into `counters`) still count correctly and keep their tables tracked;
+--   `sluice triggers install` replaces them in place (CREATE OR REPLACE TRIGGER, one
+--   statement each) and starts a new counter generation.
 
 SET NAMES utf8mb4;
 
@@ -49,9 +52,19 @@ INSERT IGNORE INTO `sluice`.`counters` (tbl, slot) VALUES
   ('shop.orders', 4), ('shop.orders', 5), ('shop.orders', 6), ('shop.orders', 7),
   ('shop.orders', 8), ('shop.orders', 9), ('shop.orders', 10), ('shop.orders', 11),
   ('shop.orders', 12), ('shop.orders', 13), ('shop.orders', 14), ('shop.orders', 15);
+INSERT IGNORE INTO `sluice`.`counters_update` (tbl, slot) VALUES
+  ('shop.orders', 0), ('shop.orders', 1), ('shop.orders', 2), ('shop.orders', 3),
+  ('shop.orders', 4), ('shop.orders', 5), ('shop.orders', 6), ('shop.orders', 7),
+  ('shop.orders', 8), ('shop.orders', 9), ('shop.orders', 10), ('shop.orders', 11),
+  ('shop.orders', 12), ('shop.orders', 13), ('shop.orders', 14), ('shop.orders', 15);
+INSERT IGNORE INTO `sluice`.`counters_delete` (tbl, slot) VALUES
+  ('shop.orders', 0), ('shop.orders', 1), ('shop.orders', 2), ('shop.orders', 3),
+  ('shop.orders', 4), ('shop.orders', 5), ('shop.orders', 6), ('shop.orders', 7),
+  ('shop.orders', 8), ('shop.orders', 9), ('shop.orders', 10), ('shop.orders', 11),
+  ('shop.orders', 12), ('shop.orders', 13), ('shop.orders', 14), ('shop.orders', 15);
 
 -- AFTER, FOR EACH ROW, inside the writing transaction: the counter moves if and only if
 -- the write commits, and the bump reaches a replica in the same transaction as the write.
 CREATE TRIGGER `shop`.`sluice_ai_orders` AFTER INSERT ON `shop`.`orders` FOR EACH ROW INSERT INTO `sluice`.`counters` (tbl, slot, n) VALUES ('shop.orders', CONNECTION_ID() % 16, 1) ON DUPLICATE KEY UPDATE n = n + 1;
-CREATE TRIGGER `shop`.`sluice_au_orders` AFTER UPDATE ON `shop`.`orders` FOR EACH ROW INSERT INTO `sluice`.`counters` (tbl, slot, n) VALUES ('shop.orders', CONNECTION_ID() % 16, 1) ON DUPLICATE KEY UPDATE n = n + 1;
-CREATE TRIGGER `shop`.`sluice_ad_orders` AFTER DELETE ON `shop`.`orders` FOR EACH ROW INSERT INTO `sluice`.`counters` (tbl, slot, n) VALUES ('shop.orders', CONNECTION_ID() % 16, 1) ON DUPLICATE KEY UPDATE n = n + 1;
+CREATE TRIGGER `shop`.`sluice_au_orders` AFTER UPDATE ON `shop`.`orders` FOR EACH ROW INSERT INTO `sluice`.`counters_update` (tbl, slot, n) VALUES ('shop.orders', CONNECTION_ID() % 16, 1) ON DUPLICATE KEY UPDATE n = n + 1;
+CREATE TRIGGER `shop`.`sluice_ad_orders` AFTER DELETE ON `shop`.`orders` FOR EACH ROW INSERT INTO `sluice`.`counters_delete` (tbl, slot, n) VALUES ('shop.orders', CONNECTION_ID() % 16, 1) ON DUPLICATE KEY UPDATE n = n + 1;

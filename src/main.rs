@@ -27,7 +27,8 @@ Manage the triggers that let sluice tell whether a replica is fresh.
 
 Every base table of the schema gets three triggers, sluice_ai_<table>, \
 sluice_au_<table> and sluice_ad_<table> (AFTER INSERT, UPDATE, DELETE). Each bumps \
-a row of the counter table `<freshness.schema>`.`counters` on the master; replication \
+a row of its event's counter table (`<freshness.schema>`.`counters`, `counters_update`, \
+`counters_delete`) on the master; replication \
 carries the rows to the replicas, and sluice compares them. Triggers that are not \
 sluice's are never touched. Reads of a table without sluice's triggers go to the \
 master.

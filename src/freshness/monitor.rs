@@ -18,6 +18,7 @@ use crate::config::{self, Freshness, FreshnessMode};
 use super::flight::Flight;
 use super::health::Health;
 use super::state::{gtid_at_least, Counters, LagHistory, Scope, EPOCH_ROW};
+use super::triggers::{CounterTables, Event};
 
 #[path = "strict.rs"]
 mod strict;
@@ -165,6 +166,9 @@ pub struct GroupMonitor {
     /// Base tables of tracked schemas that are not tracked, at the last
     /// re-read of the tracked set (metric).
     pub untracked_tables: AtomicU64,
+    /// Which counter tables the probes read ([`CounterTables::bits`]),
+    /// learned with the tracked set (whose tables' triggers bump only these).
+    counter_tables: AtomicU8,
     /// Reads sent to the master because a table they read is not tracked
     /// (metric; not counted while the tracked set is being re-read).
     pub untracked_reads: AtomicU64,
@@ -248,10 +252,11 @@ async fn read_counters(
     gtid_var: &str,
     timeout: Duration,
     ddl: bool,
+    tables: CounterTables,
 ) -> Result<Counters, String> {
     let mut sql = format!(
-        "SELECT tbl, slot, n FROM `{}`.`counters` UNION ALL SELECT @@global.{gtid_var}, {GTID_SLOT}, 0",
-        schema.replace('`', "``")
+        "{} UNION ALL SELECT @@global.{gtid_var}, {GTID_SLOT}, 0",
+        super::triggers::counters_select_sql(schema, tables)
     );
     if ddl {
         sql.push_str(&format!(
@@ -341,6 +346,7 @@ impl GroupMonitor {
             installing: tokio::sync::Mutex::new(()),
             last_tracked: Mutex::new(None),
             untracked_tables: AtomicU64::new(0),
+            counter_tables: AtomicU8::new(CounterTables::INSERT_ONLY.bits()),
             untracked_reads: AtomicU64::new(0),
             auto_installed: AtomicU64::new(0),
             // Two strict probes in flight: a read waits one probe round
@@ -402,6 +408,8 @@ impl GroupMonitor {
         self.probe_seq
             .store(old.probe_seq.load(Ordering::Acquire), Ordering::Release);
         self.tracked.store(old.tracked.load_full());
+        self.counter_tables
+            .store(old.counter_tables.load(Ordering::Acquire), Ordering::Release);
         if let (Ok(mut mine), Ok(theirs)) = (self.cascades.lock(), old.cascades.lock()) {
             *mine = theirs.clone();
         }
@@ -419,6 +427,10 @@ impl GroupMonitor {
         }
     }
 
+    fn counter_tables(&self) -> CounterTables {
+        CounterTables::from_bits(self.counter_tables.load(Ordering::Acquire))
+    }
+
     async fn probe_master(&self) -> Result<Counters, String> {
         let seq = self.probe_seq.fetch_add(1, Ordering::AcqRel) + 1;
         let mut c = read_counters(
@@ -427,6 +439,7 @@ impl GroupMonitor {
             "gtid_binlog_pos",
             self.cfg.probe_timeout,
             true,
+            self.counter_tables(),
         )
         .await?;
         c.seq = seq;
@@ -573,11 +586,22 @@ impl GroupMonitor {
             let scan = self.scan_and_install(&mut conn).await;
             super::triggers::tracked_tables_reusing(&mut conn, &self.cfg.schema, cached)
                 .await
-                .map(|(set, cascades)| (set, cascades, scan))
+                .map(|(set, cascades, tables)| (set, cascades, tables, scan))
                 .map_err(|e| e.to_string())
         };
         match tokio::time::timeout(self.cfg.probe_timeout * 4, fut).await {
-            Ok(Ok((set, cascades, scan))) => {
+            Ok(Ok((set, cascades, tables, scan))) => {
+                // Before the set: its tables' counts may be in these tables.
+                // (A table gone since makes the probes fail, reads go to the
+                // master; none created since is in the set.)
+                // (No counter table at all: keep probing the one every
+                // version has; the probes fail and say so.)
+                let tables = if tables.has(Event::Insert) {
+                    tables
+                } else {
+                    CounterTables::INSERT_ONLY
+                };
+                self.counter_tables.store(tables.bits(), Ordering::Release);
                 if let Ok(mut c) = self.cascades.lock() {
                     *c = cascades;
                 }
@@ -763,6 +787,7 @@ impl GroupMonitor {
                 "gtid_slave_pos",
                 self.cfg.probe_timeout,
                 false,
+                self.counter_tables(),
             )
             .await
         };

@@ -22,7 +22,8 @@ pub const EPOCH_ROW: &str = "#epoch";
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Counters {
-    /// tbl → value per slot (index = slot).
+    /// tbl → value per counter row: index `slot * 3 + event` (a table's
+    /// rows of its three counter tables, see `triggers::counters_select_sql`).
     pub rows: HashMap<String, Vec<u64>>,
     /// The server's GTID position (domain → sequence number) when the
     /// counters were read; `None` when the server has none (not MariaDB).

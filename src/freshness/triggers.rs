@@ -6,7 +6,10 @@
 //!
 //! Every base table of a tracked schema gets three triggers,
 //! `sluice_ai_<table>`, `sluice_au_<table>`, `sluice_ad_<table>` (AFTER
-//! INSERT / UPDATE / DELETE), each a single statement:
+//! INSERT / UPDATE / DELETE), each a single statement into its event's
+//! counter table (`counters`, `counters_update`, `counters_delete`: one table
+//! per event, or `LOCK TABLES t WRITE` and a write to `t` fail, see
+//! `Event::counter_table`):
 //!
 //! ```sql
 //! INSERT INTO `sluice`.`counters` (tbl, slot, n) VALUES ('shop.orders', CONNECTION_ID() % 16, 1)
@@ -53,8 +56,8 @@ pub use sql::{
 };
 
 use catalog::{
-    cascade_parents, check_schema, counter_table_exists, finish, non_transactional, per_table,
-    prepare_session, read_triggers, row_coverage, schema_exists, Existing,
+    cascade_parents, check_schema, counter_table_exists, counter_tables, finish, non_transactional,
+    per_table, prepare_session, read_triggers, row_coverage, schema_exists, Existing,
 };
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
@@ -62,8 +65,68 @@ use report::{server_code, sql_error};
 use sql::{bump_global_sql, create_trigger, new_epoch_sql, random_epoch, BodyKind};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-/// The counter table's name inside the counter schema.
+/// The counter table's name inside the counter schema: the INSERT triggers'
+/// rows, the `*` rows and the generation row.
 pub const COUNTER_TABLE: &str = "counters";
+/// The UPDATE triggers' counter table (see [`Event::counter_table`]).
+pub const UPDATE_COUNTER_TABLE: &str = "counters_update";
+/// The DELETE triggers' counter table.
+pub const DELETE_COUNTER_TABLE: &str = "counters_delete";
+/// Which of the three counter tables exist (see [`Event::counter_table`]).
+/// The probes read exactly these; a table whose trigger bumps another
+/// counts as untracked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CounterTables(u8);
+
+impl CounterTables {
+    pub const NONE: CounterTables = CounterTables(0);
+    /// What the probes read before the tables have been looked for: the
+    /// table every sluice version has.
+    pub const INSERT_ONLY: CounterTables = CounterTables(1);
+
+    fn bit(event: Event) -> u8 {
+        1 << (event as u8)
+    }
+
+    pub fn with(self, event: Event) -> CounterTables {
+        CounterTables(self.0 | Self::bit(event))
+    }
+
+    pub fn has(self, event: Event) -> bool {
+        self.0 & Self::bit(event) != 0
+    }
+
+    /// For an atomic cell.
+    pub fn bits(self) -> u8 {
+        self.0
+    }
+
+    pub fn from_bits(bits: u8) -> CounterTables {
+        CounterTables(bits & 0b111)
+    }
+}
+
+/// The counter rows of the existing counter tables as `tbl, index, n`
+/// (a `UNION ALL` of one `SELECT` per table), for the probes. Each table's
+/// rows keep their own index, `slot * 3 + event` (0 for the generation
+/// row's slot 0), so that rows are still compared one by one, never summed
+/// across tables.
+pub fn counters_select_sql(counter_schema: &str, tables: CounterTables) -> String {
+    let schema = quote_ident(counter_schema);
+    let parts: Vec<String> = Event::ALL
+        .into_iter()
+        .filter(|e| tables.has(*e))
+        .map(|e| {
+            format!(
+                "SELECT tbl, slot * 3 + {}, n FROM {schema}.{}",
+                e as u8,
+                quote_ident(e.counter_table())
+            )
+        })
+        .collect();
+    parts.join(" UNION ALL ")
+}
+
 /// The schemas named for tracking (`sluice triggers install DB` adds DB,
 /// `uninstall` removes it): with `freshness.auto_install` on, tables created
 /// in them get triggers even when the schema had no table (or no tracked
@@ -217,11 +280,18 @@ async fn install_locked(
         .await
         .map_err(sql_error("SELECT VERSION()"))?;
     let mariadb = version.is_some_and(|v| v.contains("MariaDB"));
-    // (Auto-install, `only`: the schema is tracked, so the table exists; no
-    // CREATE privilege needed.)
+    let counter_tables = if only.is_some() {
+        counter_tables(conn, counter_schema).await?
+    } else {
+        CounterTables::NONE
+    };
+    // (Auto-install, `only`: the schema is tracked, so the tables exist and
+    // no CREATE privilege is needed, unless they were made by a sluice
+    // before the table per event.)
+    let all_there = Event::ALL.into_iter().all(|e| counter_tables.has(e));
     for sql in counter_table_sql(counter_schema)
         .iter()
-        .filter(|_| only.is_none())
+        .filter(|_| only.is_none() || !all_there)
     {
         conn.query_drop(sql)
             .await
@@ -441,18 +511,24 @@ async fn delete_rows(
     from_slot: Option<u16>,
 ) -> Result<u64, TriggerError> {
     let mut deleted = 0;
-    for chunk in keys.chunks(ROWS_PER_INSERT) {
-        let list: Vec<String> = chunk.iter().map(|k| quote_literal(k)).collect();
-        let mut sql = format!(
-            "DELETE FROM {}.{} WHERE tbl IN ({})",
-            quote_ident(counter_schema),
-            quote_ident(COUNTER_TABLE),
-            list.join(", ")
-        );
-        if let Some(slot) = from_slot {
-            sql.push_str(&format!(" AND slot >= {slot}"));
+    if keys.is_empty() {
+        return Ok(0);
+    }
+    let tables = counter_tables(conn, counter_schema).await?;
+    for event in Event::ALL.into_iter().filter(|e| tables.has(*e)) {
+        for chunk in keys.chunks(ROWS_PER_INSERT) {
+            let list: Vec<String> = chunk.iter().map(|k| quote_literal(k)).collect();
+            let mut sql = format!(
+                "DELETE FROM {}.{} WHERE tbl IN ({})",
+                quote_ident(counter_schema),
+                quote_ident(event.counter_table()),
+                list.join(", ")
+            );
+            if let Some(slot) = from_slot {
+                sql.push_str(&format!(" AND slot >= {slot}"));
+            }
+            deleted += affected_rows(conn, &sql, "cannot delete counter rows").await?;
         }
-        deleted += affected_rows(conn, &sql, "cannot delete counter rows").await?;
     }
     Ok(deleted)
 }
@@ -555,7 +631,8 @@ pub async fn status(conn: &mut Conn, counter_schema: &str, db: &str) -> Result<S
     if !schema_exists(conn, db).await? {
         return Err(TriggerError::NoSuchSchema(db.to_owned()));
     }
-    let counter_table_exists = counter_table_exists(conn, counter_schema).await?;
+    let counter_tables = counter_tables(conn, counter_schema).await?;
+    let counter_table_exists = counter_tables.has(Event::Insert);
     let tables = base_tables(conn, db).await?;
     let triggers = read_triggers(conn, Some(db)).await?;
     let coverage = if counter_table_exists {
@@ -569,6 +646,7 @@ pub async fn status(conn: &mut Conn, counter_schema: &str, db: &str) -> Result<S
         db: db.to_owned(),
         counter_schema: counter_schema.to_owned(),
         counter_table_exists,
+        counter_tables,
         tables: Vec::new(),
         untracked: Vec::new(),
         named: auto::named_schemas(conn, counter_schema)
@@ -641,7 +719,7 @@ pub async fn status(conn: &mut Conn, counter_schema: &str, db: &str) -> Result<S
 pub async fn tracked_tables(conn: &mut Conn, counter_schema: &str) -> Result<HashSet<String>, TriggerError> {
     tracked_tables_reusing(conn, counter_schema, None)
         .await
-        .map(|(set, _)| set)
+        .map(|(set, _, _)| set)
 }
 
 /// The cascading foreign keys read for a set of tables with triggers.
@@ -657,21 +735,32 @@ pub struct CascadeCache {
 /// again only when the set of tables with triggers differs from `cached`'s
 /// (foreign keys change by DDL, after which the caller passes `None`).
 /// MariaDB 10.11 was seen crashing in that query under load, so the
-/// monitor's periodic refresh avoids it.
+/// monitor's periodic refresh avoids it. Also which counter tables exist:
+/// what the probes must read for this set.
 pub async fn tracked_tables_reusing(
     conn: &mut Conn,
     counter_schema: &str,
     cached: Option<CascadeCache>,
-) -> Result<(HashSet<String>, Option<CascadeCache>), TriggerError> {
-    if !counter_table_exists(conn, counter_schema).await? {
-        return Ok((HashSet::new(), None));
+) -> Result<(HashSet<String>, Option<CascadeCache>, CounterTables), TriggerError> {
+    // The counter tables before the triggers: a trigger created in between
+    // may bump a table not seen here, and its table is then left out.
+    let tables = counter_tables(conn, counter_schema).await?;
+    if !tables.has(Event::Insert) {
+        return Ok((HashSet::new(), None, tables));
     }
     let mut slots_by_table: HashMap<String, (u8, u16)> = HashMap::new();
     for t in read_triggers(conn, None).await? {
         if t.schema == counter_schema {
             continue;
         }
-        if let (Some(slots), Some(event)) = (t.sluice_slots(counter_schema), t.event) {
+        let (Some((slots, kind)), Some(event)) = (t.sluice_body(counter_schema), t.event) else {
+            continue;
+        };
+        // Its counts land in a table the probes read.
+        if Event::ALL
+            .into_iter()
+            .any(|e| e.counter_table() == kind.counter_table(event) && tables.has(e))
+        {
             let entry = slots_by_table
                 .entry(counter_key(&t.schema, &t.table))
                 .or_default();
@@ -709,5 +798,5 @@ pub async fn tracked_tables_reusing(
         })
         .map(|(key, _)| key)
         .collect();
-    Ok((set, Some(cache)))
+    Ok((set, Some(cache), tables))
 }

@@ -6,7 +6,7 @@ use super::sql::{
     counter_key, looks_like_sluice_body, parse_body, quote_ident, quote_literal, trigger_name, BodyKind,
     Event, SQL_MODE_WITHOUT_NO_BACKSLASH_ESCAPES,
 };
-use super::{COUNTER_TABLE, LOCK_WAIT_TIMEOUT_SECS, SYSTEM_SCHEMAS};
+use super::{CounterTables, COUNTER_TABLE, LOCK_WAIT_TIMEOUT_SECS, SYSTEM_SCHEMAS};
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -50,7 +50,7 @@ impl Existing {
         let quote_only = format!("'{}'", key.replace('\'', "''"));
         [quote_only, quote_literal(&key)]
             .iter()
-            .find_map(|literal| parse_body(&self.body, counter_schema, literal))
+            .find_map(|literal| parse_body(&self.body, counter_schema, event, literal))
     }
 }
 
@@ -144,19 +144,40 @@ pub(super) async fn counter_table_exists(
     conn: &mut Conn,
     counter_schema: &str,
 ) -> Result<bool, TriggerError> {
+    Ok(counter_tables(conn, counter_schema).await?.has(Event::Insert))
+}
+
+/// Which of the counter tables exist (an install by a sluice before the
+/// table per event has only [`COUNTER_TABLE`]).
+pub(super) async fn counter_tables(
+    conn: &mut Conn,
+    counter_schema: &str,
+) -> Result<CounterTables, TriggerError> {
+    let names: Vec<String> = Event::ALL
+        .iter()
+        .map(|e| quote_literal(e.counter_table()))
+        .collect();
     let sql = format!(
         "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = {} \
-         AND TABLE_NAME = {}",
+         AND TABLE_NAME IN ({})",
         quote_literal(counter_schema),
-        quote_literal(COUNTER_TABLE)
+        names.join(", ")
     );
     let rows: Vec<(String, String)> = conn
         .query(sql)
         .await
-        .map_err(sql_error("cannot look for the counter table"))?;
-    Ok(rows
-        .iter()
-        .any(|(s, t)| s == counter_schema && t == COUNTER_TABLE))
+        .map_err(sql_error("cannot look for the counter tables"))?;
+    // information_schema compares case-insensitively: match exactly here.
+    let mut tables = CounterTables::NONE;
+    for event in Event::ALL {
+        if rows
+            .iter()
+            .any(|(s, t)| s == counter_schema && t == event.counter_table())
+        {
+            tables = tables.with(event);
+        }
+    }
+    Ok(tables)
 }
 
 /// Per `tbl`: the slot count its rows cover (rows `0..n` all present), or

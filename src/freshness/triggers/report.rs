@@ -1,7 +1,7 @@
 //! Errors, and what `install`, `uninstall` and `status` report.
 
 use super::sql::{comment_safe, quote_ident};
-use super::{Event, COUNTER_TABLE, MAX_SLOTS};
+use super::{CounterTables, Event, MAX_SLOTS};
 use std::fmt;
 
 /// Errors of `install`, `uninstall`, `status` and `tracked_tables`.
@@ -216,6 +216,8 @@ pub struct Status {
     pub db: String,
     pub counter_schema: String,
     pub counter_table_exists: bool,
+    /// Which of the three counter tables (one per event) exist.
+    pub counter_tables: CounterTables,
     /// Every base table, by name.
     pub tables: Vec<TableStatus>,
     /// Base tables with no sluice trigger at all (e.g. created after install).
@@ -234,17 +236,26 @@ impl Status {
 
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let counter = format!(
-            "{}.{}",
-            quote_ident(&self.counter_schema),
-            quote_ident(COUNTER_TABLE)
-        );
-        let present = if self.counter_table_exists {
-            "present"
-        } else {
-            "MISSING"
-        };
-        writeln!(f, "counter table {counter}: {present}")?;
+        for event in Event::ALL {
+            let present = if self.counter_tables.has(event) {
+                "present"
+            } else {
+                "MISSING"
+            };
+            writeln!(
+                f,
+                "counter table {}.{} ({} events): {present}",
+                quote_ident(&self.counter_schema),
+                quote_ident(event.counter_table()),
+                event.keyword()
+            )?;
+        }
+        if self.counter_table_exists && !Event::ALL.iter().all(|e| self.counter_tables.has(*e)) {
+            writeln!(
+                f,
+                "  (made by an earlier sluice: `sluice triggers install` adds the missing tables)"
+            )?;
+        }
         let tracked = self.tracked().count();
         writeln!(
             f,

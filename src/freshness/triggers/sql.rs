@@ -1,8 +1,8 @@
 //! SQL generation: pure functions, no I/O.
 
 use super::{
-    COUNTER_TABLE, EPOCH_ROW, GLOBAL_ROW, MAX_NAME_CHARS, MAX_SLOTS, ROWS_PER_INSERT, SCHEMA_TABLE,
-    SHORT_PREFIX_CHARS,
+    COUNTER_TABLE, DELETE_COUNTER_TABLE, EPOCH_ROW, GLOBAL_ROW, MAX_NAME_CHARS, MAX_SLOTS, ROWS_PER_INSERT,
+    SCHEMA_TABLE, SHORT_PREFIX_CHARS, UPDATE_COUNTER_TABLE,
 };
 use sha1::{Digest, Sha1};
 
@@ -14,9 +14,11 @@ pub(super) const SQL_MODE_WITHOUT_NO_BACKSLASH_ESCAPES: &str = "SET SESSION sql_
 /// A write event with a sluice trigger.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Event {
-    Insert,
-    Update,
-    Delete,
+    // The values index the event's counter rows in a probe (see
+    // `counters_select_sql`) and its bit in `CounterTables`.
+    Insert = 0,
+    Update = 1,
+    Delete = 2,
 }
 
 impl Event {
@@ -37,6 +39,23 @@ impl Event {
             Event::Insert => "sluice_ai_",
             Event::Update => "sluice_au_",
             Event::Delete => "sluice_ad_",
+        }
+    }
+
+    /// The counter table this event's trigger bumps: one table per event.
+    /// Three triggers of one table that wrote the same table made
+    /// `LOCK TABLES t WRITE` followed by a write to `t` fail with 1442 ("Can't
+    /// update table 'counters' in stored function/trigger because it is
+    /// already used by statement which invoked this stored function/trigger",
+    /// MariaDB 10.11): the lock prelocks the counter table once per trigger,
+    /// and mysqldump's restores, among others, write under such locks. With
+    /// a table per event each trigger's table is prelocked once. The `*` and
+    /// generation rows live in the INSERT table ([`COUNTER_TABLE`]).
+    pub fn counter_table(self) -> &'static str {
+        match self {
+            Event::Insert => COUNTER_TABLE,
+            Event::Update => UPDATE_COUNTER_TABLE,
+            Event::Delete => DELETE_COUNTER_TABLE,
         }
     }
 
@@ -77,7 +96,8 @@ pub fn trigger_name(event: Event, table: &str) -> String {
     format!("{}{prefix}_{hash}", event.name_prefix())
 }
 
-/// The single statement a sluice trigger runs (what follows `FOR EACH ROW`):
+/// The single statement a sluice trigger runs (what follows `FOR EACH ROW`),
+/// into its event's counter table ([`Event::counter_table`]):
 ///
 /// ```sql
 /// INSERT INTO `sluice`.`counters` (tbl, slot, n) VALUES ('shop.orders', CONNECTION_ID() % 16, 1)
@@ -94,34 +114,54 @@ pub fn trigger_name(event: Event, table: &str) -> String {
 /// `current` and `odku`; README, "The triggers' cost"). A missing
 /// row (a counter table truncated by hand) is created with n = 1 instead of
 /// the mark being lost.
-pub fn trigger_body(counter_schema: &str, db: &str, table: &str, slots: u16) -> String {
-    body_with_literal(counter_schema, &quote_literal(&counter_key(db, table)), slots)
+pub fn trigger_body(counter_schema: &str, event: Event, db: &str, table: &str, slots: u16) -> String {
+    format!(
+        "{}{}{UPSERT_SUFFIX}",
+        upsert_prefix(
+            counter_schema,
+            event.counter_table(),
+            &quote_literal(&counter_key(db, table))
+        ),
+        slots.max(1)
+    )
 }
 
-/// The two body forms sluice recognises as its own.
+/// The body forms sluice recognises as its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum BodyKind {
     /// [`trigger_body`]: what `install` creates.
     Current,
-    /// `UPDATE ... SET n = n + 1 WHERE tbl = ... AND slot = CONNECTION_ID() % N`,
-    /// created by sluice before issue 11. It counts the same writes into the
-    /// same rows (tables with it stay tracked); `install` replaces it.
+    /// A form of an earlier sluice, which counts the same writes into rows
+    /// of [`COUNTER_TABLE`] (tables with it stay tracked; `install` replaces
+    /// it): `UPDATE ... SET n = n + 1 WHERE tbl = ... AND slot =
+    /// CONNECTION_ID() % N` (before issue 11), or the upsert of every event
+    /// into [`COUNTER_TABLE`] (before the table per event).
     Previous,
 }
 
-/// What follows the slot count in a [`BodyKind::Current`] body.
-const CURRENT_SUFFIX: &str = ", 1) ON DUPLICATE KEY UPDATE n = n + 1";
+impl BodyKind {
+    /// The counter table a body of this form bumps for `event`.
+    pub(super) fn counter_table(self, event: Event) -> &'static str {
+        match self {
+            BodyKind::Current => event.counter_table(),
+            BodyKind::Previous => COUNTER_TABLE,
+        }
+    }
+}
 
-/// The [`BodyKind::Current`] body up to the slot count.
-fn current_prefix(counter_schema: &str, literal: &str) -> String {
+/// What follows the slot count in an upsert body.
+const UPSERT_SUFFIX: &str = ", 1) ON DUPLICATE KEY UPDATE n = n + 1";
+
+/// An upsert body into `counter_table` up to the slot count.
+fn upsert_prefix(counter_schema: &str, counter_table: &str, literal: &str) -> String {
     format!(
         "INSERT INTO {}.{} (tbl, slot, n) VALUES ({literal}, CONNECTION_ID() % ",
         quote_ident(counter_schema),
-        quote_ident(COUNTER_TABLE)
+        quote_ident(counter_table)
     )
 }
 
-/// The [`BodyKind::Previous`] body up to the slot count (it ends there).
+/// The oldest [`BodyKind::Previous`] body up to the slot count (it ends there).
 pub(super) fn previous_prefix(counter_schema: &str, literal: &str) -> String {
     format!(
         "UPDATE {}.{} SET n = n + 1 WHERE tbl = {literal} AND slot = CONNECTION_ID() % ",
@@ -130,24 +170,28 @@ pub(super) fn previous_prefix(counter_schema: &str, literal: &str) -> String {
     )
 }
 
-fn body_with_literal(counter_schema: &str, literal: &str, slots: u16) -> String {
-    format!(
-        "{}{}{CURRENT_SUFFIX}",
-        current_prefix(counter_schema, literal),
-        slots.max(1)
-    )
-}
-
-/// The slot count and form of `body` if it is a sluice body for the key
-/// written as `literal` and `counter_schema`: exactly one of the two forms,
-/// with a canonical slot count in 1..=1024.
-pub(super) fn parse_body(body: &str, counter_schema: &str, literal: &str) -> Option<(u16, BodyKind)> {
-    let (digits, kind) = match body.strip_prefix(&current_prefix(counter_schema, literal)) {
-        Some(rest) => (rest.strip_suffix(CURRENT_SUFFIX)?, BodyKind::Current),
-        None => (
+/// The slot count and form of `body` if it is a sluice body of `event` for
+/// the key written as `literal` and `counter_schema`: exactly one of the
+/// forms, with a canonical slot count in 1..=1024.
+pub(super) fn parse_body(
+    body: &str,
+    counter_schema: &str,
+    event: Event,
+    literal: &str,
+) -> Option<(u16, BodyKind)> {
+    let upsert = |table: &str| {
+        body.strip_prefix(&upsert_prefix(counter_schema, table, literal))
+            .and_then(|rest| rest.strip_suffix(UPSERT_SUFFIX))
+    };
+    let (digits, kind) = if let Some(digits) = upsert(event.counter_table()) {
+        (digits, BodyKind::Current)
+    } else if let Some(digits) = upsert(COUNTER_TABLE) {
+        (digits, BodyKind::Previous)
+    } else {
+        (
             body.strip_prefix(&previous_prefix(counter_schema, literal))?,
             BodyKind::Previous,
-        ),
+        )
     };
     let slots: u16 = digits.parse().ok()?;
     let canonical = slots.to_string() == digits;
@@ -161,27 +205,30 @@ pub(super) fn looks_like_sluice_body(body: &str) -> bool {
     let previous = body.starts_with("UPDATE `") && body.contains("` SET n = n + 1 WHERE tbl = '");
     let current = body.starts_with("INSERT INTO `")
         && body.contains("` (tbl, slot, n) VALUES ('")
-        && body.ends_with(CURRENT_SUFFIX);
+        && body.ends_with(UPSERT_SUFFIX);
     previous || current
 }
 
 /// `CREATE DATABASE IF NOT EXISTS` and `CREATE TABLE IF NOT EXISTS` for the
-/// counter table. The table is utf8mb4 with a binary collation whatever the
-/// server's defaults: table names are case-sensitive and may be non-ASCII.
+/// counter tables (one per event, see [`Event::counter_table`]). The tables
+/// are utf8mb4 with a binary collation whatever the server's defaults: table
+/// names are case-sensitive and may be non-ASCII.
 pub fn counter_table_sql(counter_schema: &str) -> Vec<String> {
     let schema = quote_ident(counter_schema);
-    vec![
-        format!("CREATE DATABASE IF NOT EXISTS {schema}"),
-        format!(
+    let mut out = vec![format!("CREATE DATABASE IF NOT EXISTS {schema}")];
+    for event in Event::ALL {
+        out.push(format!(
             "CREATE TABLE IF NOT EXISTS {schema}.{} (\n  \
              tbl  VARCHAR(192) NOT NULL COMMENT 'db.table the writes went to, or * for writes sluice bumps itself',\n  \
              slot SMALLINT UNSIGNED NOT NULL COMMENT 'CONNECTION_ID() % slots: spreads row locks over several rows',\n  \
              n    BIGINT UNSIGNED NOT NULL DEFAULT 0,\n  \
              PRIMARY KEY (tbl, slot)\n\
-             ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
-            quote_ident(COUNTER_TABLE)
-        ),
-    ]
+             ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin COMMENT '{} events (sluice)'",
+            quote_ident(event.counter_table()),
+            event.keyword()
+        ));
+    }
+    out
 }
 
 /// `CREATE TABLE IF NOT EXISTS` for the list of schemas named for tracking
@@ -234,25 +281,29 @@ pub fn seed_schemas_sql(counter_schema: &str) -> String {
 }
 
 /// `INSERT IGNORE` statements creating rows `0..slots` for each key (a
-/// `db.table` or [`GLOBAL_ROW`]), at most 1000 rows per statement.
+/// `db.table` or [`GLOBAL_ROW`]), at most 1000 rows per statement: a table's
+/// rows in every event's counter table, the `*` rows in [`COUNTER_TABLE`].
 pub fn counter_rows_sql(counter_schema: &str, keys: &[String], slots: u16) -> Vec<String> {
-    let rows: Vec<String> = keys
-        .iter()
-        .flat_map(|key| {
-            let literal = quote_literal(key);
-            (0..slots.max(1)).map(move |slot| format!("({literal}, {slot})"))
-        })
-        .collect();
-    rows.chunks(ROWS_PER_INSERT)
-        .map(|chunk| {
+    let mut out = Vec::new();
+    for event in Event::ALL {
+        let rows: Vec<String> = keys
+            .iter()
+            .filter(|key| event == Event::Insert || key.as_str() != GLOBAL_ROW)
+            .flat_map(|key| {
+                let literal = quote_literal(key);
+                (0..slots.max(1)).map(move |slot| format!("({literal}, {slot})"))
+            })
+            .collect();
+        out.extend(rows.chunks(ROWS_PER_INSERT).map(|chunk| {
             format!(
                 "INSERT IGNORE INTO {}.{} (tbl, slot) VALUES {}",
                 quote_ident(counter_schema),
-                quote_ident(COUNTER_TABLE),
+                quote_ident(event.counter_table()),
                 chunk.join(", ")
             )
-        })
-        .collect()
+        }));
+    }
+    out
 }
 
 /// The three `CREATE TRIGGER` statements of one table (INSERT, UPDATE,
@@ -280,7 +331,7 @@ pub(super) fn create_trigger(
         event.keyword(),
         quote_ident(db),
         quote_ident(table),
-        trigger_body(counter_schema, db, table, slots)
+        trigger_body(counter_schema, event, db, table, slots)
     )
 }
 
@@ -334,11 +385,13 @@ pub fn script(counter_schema: &str, db: &str, tables: &[String], slots: u16) -> 
         out.push('\n');
     };
     line(&format!(
-        "-- sluice freshness triggers for schema {} ({} table{}, {slots} slots, counter table {}).",
+        "-- sluice freshness triggers for schema {} ({} table{}, {slots} slots, counter tables {}, {}, {}).",
         comment_safe(&quote_ident(db)),
         tables.len(),
         if tables.len() == 1 { "" } else { "s" },
-        comment_safe(&counter)
+        comment_safe(&counter),
+        comment_safe(&quote_ident(UPDATE_COUNTER_TABLE)),
+        comment_safe(&quote_ident(DELETE_COUNTER_TABLE))
     ));
     line(&format!(
         "-- Generated by `sluice triggers sql --schema {}`; run it on the master:",
@@ -352,7 +405,7 @@ pub fn script(counter_schema: &str, db: &str, tables: &[String], slots: u16) -> 
     line("SET NAMES utf8mb4;");
     line(&format!("{SQL_MODE_WITHOUT_NO_BACKSLASH_ESCAPES};"));
     line("");
-    line("-- The counter table (see sql/counter_table.sql), and the schema named for tracking");
+    line("-- The counter tables (see sql/counter_table.sql), and the schema named for tracking");
     line("-- (with freshness.auto_install, its tables get triggers when they are created).");
     for statement in counter_table_sql(counter_schema) {
         line(&format!("{statement};"));

@@ -15,10 +15,10 @@ fn trigger_sql_for_a_plain_table() {
              INSERT INTO `sluice`.`counters` (tbl, slot, n) VALUES ('shop.orders', CONNECTION_ID() % 16, 1) \
              ON DUPLICATE KEY UPDATE n = n + 1",
             "CREATE TRIGGER `shop`.`sluice_au_orders` AFTER UPDATE ON `shop`.`orders` FOR EACH ROW \
-             INSERT INTO `sluice`.`counters` (tbl, slot, n) VALUES ('shop.orders', CONNECTION_ID() % 16, 1) \
+             INSERT INTO `sluice`.`counters_update` (tbl, slot, n) VALUES ('shop.orders', CONNECTION_ID() % 16, 1) \
              ON DUPLICATE KEY UPDATE n = n + 1",
             "CREATE TRIGGER `shop`.`sluice_ad_orders` AFTER DELETE ON `shop`.`orders` FOR EACH ROW \
-             INSERT INTO `sluice`.`counters` (tbl, slot, n) VALUES ('shop.orders', CONNECTION_ID() % 16, 1) \
+             INSERT INTO `sluice`.`counters_delete` (tbl, slot, n) VALUES ('shop.orders', CONNECTION_ID() % 16, 1) \
              ON DUPLICATE KEY UPDATE n = n + 1",
         ]
     );
@@ -38,7 +38,17 @@ fn names_are_quoted_as_identifiers_and_literals() {
     let rows = counter_rows_sql("s", &["d.t'\\".to_owned()], 2);
     assert_eq!(
         rows,
-        ["INSERT IGNORE INTO `s`.`counters` (tbl, slot) VALUES ('d.t''\\\\', 0), ('d.t''\\\\', 1)"]
+        [
+            "INSERT IGNORE INTO `s`.`counters` (tbl, slot) VALUES ('d.t''\\\\', 0), ('d.t''\\\\', 1)",
+            "INSERT IGNORE INTO `s`.`counters_update` (tbl, slot) VALUES ('d.t''\\\\', 0), ('d.t''\\\\', 1)",
+            "INSERT IGNORE INTO `s`.`counters_delete` (tbl, slot) VALUES ('d.t''\\\\', 0), ('d.t''\\\\', 1)"
+        ]
+    );
+    // The `*` rows only in the INSERT table, which the probes always read.
+    let global = counter_rows_sql("s", &[GLOBAL_ROW.to_owned()], 1);
+    assert_eq!(
+        global,
+        ["INSERT IGNORE INTO `s`.`counters` (tbl, slot) VALUES ('*', 0)"]
     );
 }
 
@@ -83,7 +93,7 @@ fn existing_triggers_are_recognised() {
     let ok = existing(
         "sluice_ai_orders",
         "orders",
-        trigger_body("sluice", "shop", "orders", 16),
+        trigger_body("sluice", Event::Insert, "shop", "orders", 16),
     );
     assert!(ok.is_sluice());
     assert_eq!(ok.sluice_slots("sluice"), Some(16));
@@ -97,11 +107,39 @@ fn existing_triggers_are_recognised() {
     assert!(previous.is_sluice());
     assert_eq!(previous.sluice_body("sluice"), Some((16, BodyKind::Previous)));
     assert_eq!(previous.sluice_slots("other"), None);
+    // One table per event: an UPDATE trigger into `counters_update` is
+    // current; into `counters` (the upsert before the table per event) it is
+    // the previous form, still counting; an INSERT trigger into another
+    // event's table is not sluice's.
+    let update = |body: String| Existing {
+        event: Some(Event::Update),
+        name: "sluice_au_orders".into(),
+        ..existing("", "orders", body)
+    };
+    let current_update = update(trigger_body("sluice", Event::Update, "shop", "orders", 16));
+    assert!(current_update.body.contains("`sluice`.`counters_update`"));
+    assert_eq!(
+        current_update.sluice_body("sluice"),
+        Some((16, BodyKind::Current))
+    );
+    let shared = update(trigger_body("sluice", Event::Insert, "shop", "orders", 16));
+    assert_eq!(shared.sluice_body("sluice"), Some((16, BodyKind::Previous)));
+    assert_eq!(BodyKind::Previous.counter_table(Event::Update), COUNTER_TABLE);
+    let misplaced = existing(
+        "sluice_ai_orders",
+        "orders",
+        trigger_body("sluice", Event::Delete, "shop", "orders", 16),
+    );
+    assert!(misplaced.is_sluice());
+    assert_eq!(misplaced.sluice_body("sluice"), None);
     // Anything after the current body's end is not sluice's.
     let extended = existing(
         "sluice_ai_orders",
         "orders",
-        format!("{}, tok = 1", trigger_body("sluice", "shop", "orders", 16)),
+        format!(
+            "{}, tok = 1",
+            trigger_body("sluice", Event::Insert, "shop", "orders", 16)
+        ),
     );
     assert!(!extended.is_sluice());
     assert_eq!(extended.sluice_slots("sluice"), None);
@@ -110,7 +148,7 @@ fn existing_triggers_are_recognised() {
     let moved = existing(
         "sluice_ai_orders",
         "orders2",
-        trigger_body("sluice", "shop", "orders", 16),
+        trigger_body("sluice", Event::Insert, "shop", "orders", 16),
     );
     assert!(moved.is_sluice());
     assert_eq!(moved.sluice_slots("sluice"), None);
@@ -129,10 +167,10 @@ fn existing_triggers_are_recognised() {
     let verbatim = existing(
         "sluice_ai_o'r\\d",
         "o'r\\d",
-        trigger_body("sluice", "shop", "o'r\\d", 8),
+        trigger_body("sluice", Event::Insert, "shop", "o'r\\d", 8),
     );
     assert_eq!(verbatim.sluice_slots("sluice"), Some(8));
-    let good = trigger_body("sluice", "shop", "orders", 16);
+    let good = trigger_body("sluice", Event::Insert, "shop", "orders", 16);
     for bad in ["0", "016", "1025", "16 ", "x"] {
         for body in [
             format!("{}{bad}", previous_prefix("sluice", "'shop.orders'")),
@@ -157,6 +195,10 @@ fn script_is_complete_and_comment_safe() {
     assert_eq!(text.matches("DROP TRIGGER IF EXISTS").count(), 6);
     assert!(text.contains("INSERT IGNORE INTO `sluice`.`counters` (tbl, slot) VALUES ('*', 0)"));
     assert!(text.contains("('shop.orders', 15);"));
+    assert!(
+        text.contains("INSERT IGNORE INTO `sluice`.`counters_delete` (tbl, slot) VALUES ('shop.orders', 0)")
+    );
+    assert!(!text.contains("INSERT IGNORE INTO `sluice`.`counters_update` (tbl, slot) VALUES ('*'"));
     // The newline of the table name cannot end a comment line (inside
     // quotes it is harmless; tests/triggers.rs runs a script through the
     // mariadb client).
@@ -169,11 +211,29 @@ fn script_is_complete_and_comment_safe() {
 fn counter_table_sql_matches_the_design() {
     let sql = counter_table_sql("sluice");
     assert_eq!(sql[0], "CREATE DATABASE IF NOT EXISTS `sluice`");
-    assert!(sql[1].starts_with("CREATE TABLE IF NOT EXISTS `sluice`.`counters` ("));
-    assert!(sql[1].contains("PRIMARY KEY (tbl, slot)"));
-    assert!(sql[1].ends_with("ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"));
+    assert_eq!(sql.len(), 4);
+    for (i, table) in ["counters", "counters_update", "counters_delete"]
+        .iter()
+        .enumerate()
+    {
+        let create = &sql[i + 1];
+        assert!(create.starts_with(&format!("CREATE TABLE IF NOT EXISTS `sluice`.`{table}` (")));
+        assert!(create.contains("PRIMARY KEY (tbl, slot)"));
+        assert!(create.contains(") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin COMMENT"));
+    }
     let many = counter_rows_sql("sluice", &["a.b".to_owned(), "a.c".to_owned()], 1024);
-    assert_eq!(many.len(), 3, "2048 rows in statements of at most 1000");
+    assert_eq!(many.len(), 9, "2048 rows per table in statements of at most 1000");
+
+    let probe = counters_select_sql("s`x", CounterTables::INSERT_ONLY);
+    assert_eq!(probe, "SELECT tbl, slot * 3 + 0, n FROM `s``x`.`counters`");
+    let all = CounterTables::INSERT_ONLY.with(Event::Update).with(Event::Delete);
+    assert_eq!(
+        counters_select_sql("s", all),
+        "SELECT tbl, slot * 3 + 0, n FROM `s`.`counters` UNION ALL \
+         SELECT tbl, slot * 3 + 1, n FROM `s`.`counters_update` UNION ALL \
+         SELECT tbl, slot * 3 + 2, n FROM `s`.`counters_delete`"
+    );
+    assert_eq!(CounterTables::from_bits(all.bits()), all);
 }
 
 #[test]
@@ -210,4 +270,17 @@ fn schema_list_sql_quotes_and_escapes_the_counter_schema() {
     let script = script("sluice", "shop", &[], 16);
     assert!(script.contains(&format!("{};", schema_table_sql("sluice"))));
     assert!(script.contains(&format!("{};", mark_schema_sql("sluice", "shop"))));
+}
+
+#[test]
+fn the_sql_directory_shows_what_install_runs() {
+    // sql/ is what users read and may run by hand: the same statements.
+    let counter_table = include_str!("../../../sql/counter_table.sql");
+    for statement in counter_table_sql("sluice") {
+        assert!(counter_table.contains(&format!("{statement};")), "{statement}");
+    }
+    let example = include_str!("../../../sql/triggers_example.sql");
+    for statement in trigger_sql("sluice", "shop", "orders", 16) {
+        assert!(example.contains(&format!("{statement};")), "{statement}");
+    }
 }
