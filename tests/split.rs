@@ -439,3 +439,119 @@ async fn own_cluster_replica_down_or_paused_reads_still_succeed() {
         );
     }
 }
+
+/// User variables a statement sets on a replica connection (`GET DIAGNOSTICS @n`
+/// about a replica read, `SET @x` and `SELECT ... INTO @y` inside a read-only
+/// transaction there) belong to the session: it reads them afterwards, and no
+/// other client ever does. Before, the replica connection went back to the pool
+/// with them (the next borrower read `@n`) and the session lost them once it moved
+/// to the master. One replica connection, so that every later read borrows it.
+#[tokio::test]
+async fn user_variables_set_on_a_replica_stay_with_their_session() {
+    let cluster = shared_cluster();
+    let db = tracked_db(cluster, "split_uvar").await;
+    cluster
+        .master
+        .sql(&format!("INSERT INTO {db}.t VALUES (1, 1), (2, 2)"));
+    cluster.wait_replicas_caught_up();
+    let replica = &cluster.replicas[0];
+    let config = format!(
+        "{}groups:\n  - name: main\n    master: {{ addr: {}, user: {SLUICE_USER}, password: {SLUICE_PASSWORD} }}\n    \
+         replicas:\n      - {{ addr: {}, user: {SLUICE_USER}, password: {SLUICE_PASSWORD} }}\n\
+         backend:\n  pool_max: 1\n{}",
+        Sluice::users_yaml(),
+        cluster.master.addr(),
+        replica.addr(),
+        freshness_yaml("causal")
+    );
+    let s = Sluice::start(&config);
+    let master_id = server_id(&cluster.master);
+    wait_replica_reads(&s, &db, master_id).await;
+    // Nobody else sees them, whichever server answers.
+    let others_see = |vars: &'static str| {
+        let s = &s;
+        let db = &db;
+        async move {
+            let mut b = sluice_conn(s, db).await;
+            let row: Option<(Option<String>, u32)> = b
+                .query_first(format!(
+                    "SELECT CONCAT_WS(',', {vars}), @@server_id + 0 * COUNT(*) FROM t"
+                ))
+                .await
+                .expect("read of another client");
+            let _ = b.disconnect().await;
+            row.expect("a row")
+        }
+    };
+
+    let mut a = sluice_conn(&s, &db).await;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let (sid, _): (u32, Option<u8>) = a
+            .query_first("SELECT @@server_id + 0 * COUNT(*), 1/0 FROM t GROUP BY id ORDER BY id LIMIT 1")
+            .await
+            .expect("read with a warning")
+            .expect("a row");
+        if sid != master_id {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the read with a warning never went to the replica"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    a.query_drop("GET DIAGNOSTICS @n = NUMBER")
+        .await
+        .expect("get diagnostics");
+    let n: Option<u64> = a.query_first("SELECT @n").await.expect("select @n").flatten();
+    assert_eq!(n, Some(1), "the session's own @n");
+    drop(a);
+    let (seen, sid) = others_see("@n").await;
+    assert_eq!(
+        seen.as_deref(),
+        Some(""),
+        "another client read @n from server {sid}"
+    );
+
+    let mut a = sluice_conn(&s, &db).await;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        a.query_drop("START TRANSACTION READ ONLY").await.expect("begin");
+        let sid: Option<u32> = a
+            .query_first("SELECT @@server_id + 0 * COUNT(*) FROM t")
+            .await
+            .expect("read in the transaction");
+        if sid != Some(master_id) {
+            break;
+        }
+        a.query_drop("COMMIT").await.expect("commit");
+        assert!(
+            Instant::now() < deadline,
+            "the read-only transaction never ran on the replica"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    a.query_drop("SET @x = 'ß'").await.expect("set @x");
+    a.query_drop("SELECT COUNT(*) INTO @y FROM t")
+        .await
+        .expect("select into");
+    a.query_drop("COMMIT").await.expect("commit");
+    let row: Option<(String, i64, String, u32)> = a
+        .query_first("SELECT @x, @y, COLLATION(@x), @@server_id")
+        .await
+        .expect("the session's variables");
+    let (x, y, collation, _) = row.expect("a row");
+    assert_eq!((x.as_str(), y), ("ß", 2));
+    let direct = cluster
+        .master
+        .sql("SET NAMES utf8mb4; SET @x = 'ß'; SELECT COLLATION(@x)");
+    assert_eq!(collation, direct.trim(), "the value keeps its collation");
+    drop(a);
+    let (seen, sid) = others_see("@x, @y").await;
+    assert_eq!(
+        seen.as_deref(),
+        Some(""),
+        "another client read @x/@y from server {sid}"
+    );
+}

@@ -297,6 +297,48 @@ impl Session {
         }
     }
 
+    /// After a statement that set session state ran on replica connection
+    /// `conn` (the previous statement's connection, for `GET DIAGNOSTICS
+    /// @n = NUMBER` or `SET @w = @@warning_count`; or the read-only
+    /// transaction's, for `SET @x = 1` or `SELECT ... INTO @x` in it): the
+    /// session's state lives on its master connection, and a replica
+    /// connection must never go back to the pool with it (the next borrower
+    /// would read this session's variables). The connection's user
+    /// variables, which are all this session's (connections are lent
+    /// without any), are copied to the master with their types and
+    /// collations, and the session is pinned there like any session with
+    /// user variables; the replica connection is closed when the session
+    /// lets it go, never pooled.
+    pub(super) async fn take_state_from_replica(&mut self, conn: Conn) -> Result<(), ErrPacket> {
+        let label = self.label(conn);
+        let h = self.slot(conn).ok_or_else(|| lost(&label))?;
+        h.conn.no_reuse = true;
+        let listed = match h.conn.query_text(USER_VARIABLE_LIST).await {
+            Ok(Ok(listed)) => listed.unwrap_or_default(),
+            Ok(Err(e)) => return Err(e),
+            Err(e) => return Err(error::backend_error_packet(&label, "", &e)),
+        };
+        let Some(read) = user_variable_copy_sql(&listed) else {
+            return Ok(());
+        };
+        let set = match h.conn.query_text(&read).await {
+            Ok(Ok(Some(set))) => set,
+            Ok(Ok(None)) => return Ok(()),
+            Ok(Err(e)) => return Err(e),
+            Err(e) => return Err(error::backend_error_packet(&label, "", &e)),
+        };
+        self.held(Conn::Master).await?;
+        let label = self.label(Conn::Master);
+        let m = self.slot(Conn::Master).ok_or_else(|| lost(&label))?;
+        match m.conn.query_drop(&set).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(e),
+            Err(e) => return Err(error::backend_error_packet(&label, "", &e)),
+        }
+        self.pin(Pins::USER_VARIABLE);
+        Ok(())
+    }
+
     /// Borrow the connection for `conn` and run a statement that leaves no
     /// warnings, so SHOW WARNINGS & co. describe this session's (empty)
     /// previous statement.
@@ -361,6 +403,67 @@ impl Session {
             }
         }
     }
+}
+
+/// The user variables of a connection, as `HEX(name):TYPE` items separated
+/// by commas (NULL when it has none). Names in hex: no quoting to undo.
+const USER_VARIABLE_LIST: &str = "SELECT GROUP_CONCAT(CONCAT(HEX(VARIABLE_NAME), ':', VARIABLE_TYPE) \
+     SEPARATOR ',') FROM information_schema.USER_VARIABLES";
+
+/// From [`USER_VARIABLE_LIST`]'s answer: a query whose one value is the
+/// `SET @a = ..., @b = ...` that recreates those variables elsewhere with the
+/// same values, types and collations: numbers as numbers (DOUBLE with an
+/// exponent), strings as `CONVERT(X'..' USING cs) COLLATE coll` (`_binary
+/// X'..'` for binary ones), NULL as NULL. None when there is nothing to copy
+/// or a name is not plain ASCII (the statement's text would then depend on
+/// the connections' character sets).
+pub(super) fn user_variable_copy_sql(listed: &str) -> Option<String> {
+    let mut parts = Vec::new();
+    for item in listed.split(',').filter(|i| !i.is_empty()) {
+        let (hex, kind) = item.split_once(':')?;
+        let name = decode_hex(hex)?;
+        if !name.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
+            return None;
+        }
+        let name = String::from_utf8(name).ok()?;
+        let var = format!("@`{}`", name.replace('`', "``"));
+        let text = format!("CAST({var} AS CHAR)");
+        let literal = match kind {
+            "INT" | "DECIMAL" => text,
+            // (A small unsigned value would read back signed.)
+            "INT UNSIGNED" => format!("CONCAT('CAST(', {text}, ' AS UNSIGNED)')"),
+            "DOUBLE" => format!("IF(LOCATE('e', {text}) > 0, {text}, CONCAT({text}, 'e0'))"),
+            "VARCHAR" => format!(
+                "IF(CHARSET({var}) = 'binary', CONCAT('_binary X''', HEX({var}), ''''), \
+                 CONCAT('CONVERT(X''', HEX({var}), ''' USING ', CHARSET({var}), ') COLLATE `', \
+                 COLLATION({var}), '`'))"
+            ),
+            _ => return None,
+        };
+        // The name inside a string literal of CONCAT: quotes and
+        // backslashes doubled.
+        let shown = var.replace('\\', "\\\\").replace('\'', "''");
+        parts.push(format!(
+            "CONCAT('{shown} = ', IF({var} IS NULL, 'NULL', {literal}))"
+        ));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "SELECT CONCAT('SET ', CONCAT_WS(', ', {}))",
+        parts.join(", ")
+    ))
+}
+
+fn decode_hex(hex: &str) -> Option<Vec<u8>> {
+    if hex.len() % 2 != 0 {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 /// Close the connection's cached statements that no client has open any
@@ -490,4 +593,28 @@ pub(super) fn lost(label: &str) -> ErrPacket {
         "08S01",
         format!("Lost connection to MySQL server during query (sluice: backend {label})"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::user_variable_copy_sql;
+
+    #[test]
+    fn user_variables_are_copied_by_type() {
+        // `n` (INT UNSIGNED), `B` (DECIMAL), `c` (DOUBLE), `d` (VARCHAR) and a
+        // name with a backtick and a quote.
+        let listed = "6E:INT UNSIGNED,42:DECIMAL,63:DOUBLE,64:VARCHAR,612762:INT";
+        let sql = user_variable_copy_sql(listed).expect("a query");
+        assert!(sql.starts_with("SELECT CONCAT('SET ', CONCAT_WS(', ', CONCAT('@`n` = ', IF(@`n` IS NULL"));
+        assert!(sql.contains("CONCAT('CAST(', CAST(@`n` AS CHAR), ' AS UNSIGNED)')"));
+        assert!(sql.contains("CONCAT('@`B` = ', IF(@`B` IS NULL, 'NULL', CAST(@`B` AS CHAR)))"));
+        assert!(sql.contains("CONCAT(CAST(@`c` AS CHAR), 'e0')"));
+        assert!(sql.contains("COLLATION(@`d`)"));
+        assert!(sql.contains("CONCAT('@`a''b` = ', IF(@`a'b` IS NULL"), "{sql}");
+        assert_eq!(user_variable_copy_sql(""), None);
+        // Not ASCII, odd hex, an unknown type: nothing is guessed.
+        assert_eq!(user_variable_copy_sql("C39F:INT"), None);
+        assert_eq!(user_variable_copy_sql("6:INT"), None);
+        assert_eq!(user_variable_copy_sql("6E:GEOMETRY"), None);
+    }
 }

@@ -199,6 +199,14 @@ impl Session {
             self.state.prev.row_count = -1;
             return Ok(());
         };
+        // Session state set on a replica connection (GET DIAGNOSTICS @n on
+        // the previous statement's, SET @x in a read-only transaction there)
+        // moves to the master; that connection is never pooled again.
+        if matches!(conn, Conn::Replica(_)) && (plan.effects.pin != 0 || c.sets_user_variable) {
+            if let Err(e) = self.take_state_from_replica(conn).await {
+                tracing::warn!(error = %e.message, "cannot move user variables from a replica connection to the master");
+            }
+        }
         self.note_previous(&tracker);
         // A result set from that connection makes its FOUND_ROWS() the
         // session's again (and ROW_COUNT() is -1 after it either way).

@@ -1019,6 +1019,18 @@ fn analyze_head(mut lx: Tokens<'_>) -> Head {
             }
             if kw_of(&n) == Kw::Diagnostics {
                 h.refers_to_previous = true;
+                // `GET DIAGNOSTICS @n = NUMBER`, `... CONDITION 1 @e =
+                // MYSQL_ERRNO`: the targets are user variables (in a stored
+                // program they may be local ones, but this is a client's).
+                loop {
+                    let t = lex(lx);
+                    if is_end(&t) {
+                        break;
+                    }
+                    if matches!(tok_of(&t), Some(Token::UserVar(_))) {
+                        h.sets_user_variable = true;
+                    }
+                }
             }
         }
         _ => {}
@@ -2718,6 +2730,9 @@ mod tests {
         }
         assert!(!c("SELECT 1").refers_to_previous);
         assert!(!c("SELECT LAST_INSERT_ID()").refers_to_previous);
+        // Its targets are user variables: session state, as with SET @n.
+        assert!(c("GET DIAGNOSTICS @n = NUMBER").sets_user_variable);
+        assert!(c("GET DIAGNOSTICS CONDITION 1 @e = MYSQL_ERRNO, @m = MESSAGE_TEXT").sets_user_variable);
     }
 
     #[test]

@@ -65,6 +65,13 @@ fn target(c: &Classified, v: &View) -> (Target, &'static str) {
     match &c.kind {
         Kind::Read => match c.force_master {
             Some(r) if v.ro_tx.is_none() => (Target::Master, r.as_str()),
+            // GET_LOCK() & co. in a read-only transaction on a replica: a
+            // named lock is the master's (where the other clients take it),
+            // and it is no part of the transaction. (With a table read too,
+            // the read needs the transaction's snapshot: it stays there.)
+            Some(MasterReason::LockFunction) if c.tables.as_ref().is_some_and(|t| t.is_empty()) => {
+                (Target::Master, MasterReason::LockFunction.as_str())
+            }
             _ => read_target(v),
         },
         Kind::Begin { read_only: true } if !v.in_transaction && v.pinned.is_none() => read_target(v),
@@ -416,6 +423,12 @@ mod tests {
         };
         assert_eq!(p("SELECT * FROM t", Source::Text, ro).0, Target::Replica(1));
         assert_eq!(p("COMMIT", Source::Text, ro).0, Target::Replica(1));
+        assert_eq!(p("SET @x = 1", Source::Text, ro).0, Target::Replica(1));
+        assert_eq!(p("SELECT GET_LOCK('a', 0)", Source::Text, ro).0, Target::Master);
+        assert_eq!(
+            p("SELECT GET_LOCK('a', 0), COUNT(*) FROM t", Source::Text, ro).0,
+            Target::Replica(1)
+        );
     }
 
     #[test]
