@@ -60,39 +60,9 @@ impl Session {
         params: &[RawParam],
         original: Original<'_>,
     ) -> CmdResult {
-        // One part in group 0 with nothing to merge, as text: the shard's
-        // answer is the answer.
-        let plain =
-            merge.order_by.is_empty() && merge.limit.is_none() && merge.group.is_none() && !merge.distinct;
-        if parts.len() == 1
-            && plain
-            && wildcard_helpers.is_none()
-            && parts[0].group == 0
-            && format == RowFormat::Text
-            && parts[0].params.is_empty()
-        {
-            let route = self.route_read(None).await;
-            let mut payload = Vec::with_capacity(1 + parts[0].sql.len());
-            payload.push(COM_QUERY);
-            payload.extend_from_slice(parts[0].sql.as_bytes());
-            let log = PartLog::start(
-                self.rt.config.log.sql_log,
-                &parts[0].sql,
-                &self.label(route.conn),
-                parts[0].shard,
-            );
-            let r = self
-                .run_on(
-                    route,
-                    &payload,
-                    crate::protocol::response::ResponseKind::Query,
-                    false,
-                    None,
-                )
-                .await?;
-            super::shard_io::log_done(log, r.is_some_and(|t| !t.error));
-            return Ok(());
-        }
+        // Even one part with nothing to merge is read here rather than relayed as
+        // it is: its column definitions name the sub-table (org_table
+        // `post_reply_2`), which the client must see as the logical table.
         let described = self.described(&merge, format, params, original).await;
         if self.in_transaction() || self.state.pins.reason().is_some() || self.state.ro_tx.is_some() {
             return self
