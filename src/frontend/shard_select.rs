@@ -8,6 +8,11 @@
 //! shard whatever the OFFSET. Inside a transaction (or a pinned session) the
 //! parts run one after the other on the session's master connection of each
 //! group, so they see the transaction's own writes.
+//!
+//! The result's column definitions are the server's own for the client's
+//! statement (`Session::described`): learned from the original statement run
+//! on sub-table 0 where the merge would describe it otherwise, else the
+//! shard's with the sub-table's name replaced by the logical table's.
 
 use std::sync::Arc;
 
@@ -154,12 +159,15 @@ impl Session {
             return None;
         }
         let ctx = self.description_context(format, params);
-        let db = self.state.db.clone();
-        let rules = self.rt.shard_rules.clone();
-        if let Some(d) = rules.described_columns(db.as_deref(), original.sql, ctx) {
+        // A repeated statement: one hash and one atomic load, nothing allocated.
+        if let Some(d) = (self.rt.shard_rules).described_columns(self.state.db.as_deref(), original.sql, ctx)
+        {
             return Some(d);
         }
-        let d = crate::shard::describe(original.sql, db.as_deref(), &rules)?;
+        let db = self.state.db.clone();
+        let rt = self.rt.clone();
+        let rules = &rt.shard_rules;
+        let d = crate::shard::describe(original.sql, db.as_deref(), rules)?;
         let binary = (format == RowFormat::Binary).then_some(params);
         let columns =
             if self.in_transaction() || self.state.pins.reason().is_some() || self.state.ro_tx.is_some() {
@@ -176,7 +184,7 @@ impl Session {
             }?;
         let columns: Arc<[Bytes]> = columns
             .into_iter()
-            .map(|c| crate::shard::logical_names(&c, &rules).map_or(c, Bytes::from))
+            .map(|c| crate::shard::logical_names(&c, rules).map_or(c, Bytes::from))
             .collect();
         rules.learn_description(db.as_deref(), original.sql, ctx, columns.clone());
         Some(columns)

@@ -19,12 +19,12 @@ use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use sqlparser::tokenizer::Token;
 
 use super::rule::ShardRules;
 use super::text::{tokenize, Source};
-use crate::protocol::packets::{put_lenenc_str, read_lenenc};
+use crate::protocol::packets::read_lenenc;
 
 /// The statement to prepare on a backend in place of the client's.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,26 +104,51 @@ pub fn logical_names(def: &[u8], rules: &ShardRules) -> Option<Vec<u8>> {
         *f = def.get(start..end)?;
         at = end;
     }
-    let logical = logical_table(fields[1], fields[3], rules)?;
-    let mut out = BytesMut::with_capacity(def.len());
+    let logical = logical_table(fields[1], fields[3], rules)?.as_bytes();
+    let mut out = Vec::with_capacity(def.len());
     for (i, f) in fields.iter().enumerate() {
-        let renamed = (i == 3 || (i == 2 && fields[2] == fields[3])).then_some(logical.as_bytes());
-        put_lenenc_str(&mut out, renamed.unwrap_or(f));
+        let renamed = (i == 3 || (i == 2 && fields[2] == fields[3])).then_some(logical);
+        put_lenenc_bytes(&mut out, renamed.unwrap_or(f));
     }
     out.extend_from_slice(def.get(at..)?);
-    Some(out.to_vec())
+    Some(out)
 }
 
-/// The logical table whose sub-table `schema.org_table` is, if it is one.
-fn logical_table<'r>(schema: &[u8], org_table: &[u8], rules: &'r ShardRules) -> Option<&'r str> {
+/// A length-encoded string, appended to `out`.
+fn put_lenenc_bytes(out: &mut Vec<u8>, s: &[u8]) {
+    let n = s.len() as u64;
+    match n {
+        0..=0xfa => out.push(n as u8),
+        0xfb..=0xffff => {
+            out.push(0xfc);
+            out.extend_from_slice(&(n as u16).to_le_bytes());
+        }
+        0x1_0000..=0xff_ffff => {
+            out.push(0xfd);
+            out.extend_from_slice(&(n as u32).to_le_bytes()[..3]);
+        }
+        _ => {
+            out.push(0xfe);
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+    }
+    out.extend_from_slice(s);
+}
+
+/// The logical table whose sub-table `schema.org_table` is, if it is one, spelled as the
+/// server spells the sub-table (its name without `_N`: under `lower_case_table_names` the
+/// server's own case).
+fn logical_table<'a>(schema: &[u8], org_table: &'a [u8], rules: &ShardRules) -> Option<&'a str> {
     let (schema, org_table) = (
         std::str::from_utf8(schema).ok()?,
         std::str::from_utf8(org_table).ok()?,
     );
-    let (table, n) = org_table.rsplit_once('_')?;
-    let n: u32 = n.parse().ok()?;
+    let (table, digits) = org_table.rsplit_once('_')?;
+    // `ShardRule::sub_table`'s spelling of a shard number: no sign, no leading zero.
+    let canonical = digits.bytes().all(|c| c.is_ascii_digit()) && (digits == "0" || !digits.starts_with('0'));
+    let n: u32 = digits.parse().ok().filter(|_| canonical)?;
     let rule = rules.get(schema, table)?;
-    (n < rule.shards && rule.sub_table(n) == org_table).then_some(rule.table.as_str())
+    (n < rule.shards).then_some(table)
 }
 
 /// Whether the word UNION appears in `sql` (outside identifiers; a string or comment
@@ -266,12 +291,12 @@ mod tests {
 
     /// A column definition: catalog, schema, table, org_table, name, org_name, fixed part.
     fn def(schema: &str, table: &str, org_table: &str, name: &str) -> Vec<u8> {
-        let mut out = BytesMut::new();
+        let mut out = Vec::new();
         for f in ["def", schema, table, org_table, name, name] {
-            put_lenenc_str(&mut out, f.as_bytes());
+            put_lenenc_bytes(&mut out, f.as_bytes());
         }
         out.extend_from_slice(&[0x0c, 63, 0, 11, 0, 0, 0, 3, 0x21, 0, 0, 0, 0]);
-        out.to_vec()
+        out
     }
 
     #[test]
@@ -291,9 +316,12 @@ mod tests {
             logical_names(&def("test", "p", "post_reply_1", "tid"), &r),
             Some(def("test", "p", "post_reply", "tid"))
         );
-        // Not a sub-table: no shard 4 of 4, another database, another table, an expression.
+        // Not a sub-table: no shard 4 of 4, not the spelling of a shard number, another
+        // database, another table, an expression.
         for d in [
             def("test", "post_reply_4", "post_reply_4", "tid"),
+            def("test", "post_reply_01", "post_reply_01", "tid"),
+            def("test", "post_reply_+1", "post_reply_+1", "tid"),
             def("other", "post_reply_0", "post_reply_0", "tid"),
             def("test", "post_reply", "post_reply", "tid"),
             def("", "", "", "COUNT(*)"),
