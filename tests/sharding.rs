@@ -30,12 +30,96 @@ use gen::*;
 
 type Cell = Option<Vec<u8>>;
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 struct Answer {
     columns: Vec<String>,
     /// Column type and decimals of each column, as the column definitions announce them.
     types: Vec<String>,
+    /// Every field of each column definition.
+    defs: Vec<Def>,
     rows: Vec<Vec<Cell>>,
+}
+
+/// Names, types and rows; not `defs`, whose table names differ by construction between
+/// the tables compared (the differential compares them apart, `Tally::compare_defs`).
+impl PartialEq for Answer {
+    fn eq(&self, other: &Answer) -> bool {
+        self.columns == other.columns && self.types == other.types && self.rows == other.rows
+    }
+}
+
+/// A column definition, every field.
+#[derive(Clone, Debug, PartialEq)]
+struct Def {
+    schema: String,
+    table: String,
+    org_table: String,
+    name: String,
+    org_name: String,
+    charset: u16,
+    length: u32,
+    ty: u8,
+    flags: u16,
+    decimals: u8,
+}
+
+impl Def {
+    fn of(c: &mysql_async::Column) -> Def {
+        Def {
+            schema: c.schema_str().into_owned(),
+            table: c.table_str().into_owned(),
+            org_table: c.org_table_str().into_owned(),
+            name: c.name_str().into_owned(),
+            org_name: c.org_name_str().into_owned(),
+            charset: c.character_set(),
+            length: c.column_length(),
+            ty: c.column_type() as u8,
+            flags: c.flags().bits(),
+            decimals: c.decimals(),
+        }
+    }
+
+    /// In one line, with the table `physical` (the reference table, or sub-table 0 when
+    /// run directly) named by the logical table `post_reply`, as sluice must name it.
+    fn logical(&self, physical: &str) -> String {
+        let name = |t: &str| {
+            if t == physical {
+                "post_reply".to_string()
+            } else {
+                t.to_string()
+            }
+        };
+        format!(
+            "{}|{}|{}|{}|{}|cs={}|len={}|type={}|flags={:#x}|dec={}",
+            self.name,
+            self.org_name,
+            name(&self.table),
+            name(&self.org_table),
+            self.schema,
+            self.charset,
+            self.length,
+            self.ty,
+            self.flags,
+            self.decimals
+        )
+    }
+}
+
+fn logical(defs: &[Def], physical: &str) -> Vec<String> {
+    defs.iter().map(|d| d.logical(physical)).collect()
+}
+
+/// The column definitions that differ between two lists, as `#i a / b` lines.
+fn def_diff(a: &[String], b: &[String]) -> String {
+    if a.len() != b.len() {
+        return format!("{} columns vs {}: {a:?} / {b:?}", a.len(), b.len());
+    }
+    a.iter()
+        .zip(b)
+        .enumerate()
+        .filter(|(_, (x, y))| x != y)
+        .map(|(i, (x, y))| format!("\n      #{i} {x}\n         {y}"))
+        .collect()
 }
 
 #[derive(Debug)]
@@ -95,13 +179,22 @@ async fn run(conn: &mut Conn, sql: &str) -> Result<Answer, Failure> {
                 .collect()
         })
         .unwrap_or_default();
+    let defs: Vec<Def> = result
+        .columns()
+        .map(|c| c.iter().map(Def::of).collect())
+        .unwrap_or_default();
     let rows: Vec<Row> = result.collect().await.map_err(failure)?;
     result.drop_result().await.map_err(failure)?;
     let rows = rows
         .into_iter()
         .map(|r| r.unwrap().into_iter().map(cell).collect())
         .collect();
-    Ok(Answer { columns, types, rows })
+    Ok(Answer {
+        columns,
+        types,
+        defs,
+        rows,
+    })
 }
 
 /// Runs a write; its affected-row count.
@@ -237,6 +330,18 @@ struct Tally {
     /// Answers equal in names and values whose column types differ.
     type_diffs: Vec<String>,
     slowest: Vec<(Duration, String)>,
+    /// Result sets whose column definitions were compared (every field).
+    defs_compared: usize,
+    /// ... equal to the reference table's.
+    defs_equal_reference: usize,
+    /// ... equal to the server's own for the statement run directly on sub-table 0.
+    defs_equal_sub0: usize,
+    /// Statements the server itself describes differently on the reference table and on
+    /// sub-table 0 (two tables, two plans).
+    server_differs: Vec<String>,
+    /// Statements whose text result on sub-table 0 is described otherwise than the
+    /// server's COM_STMT_PREPARE answer for the same text (measured, not failed on).
+    prepare_vs_text: Vec<String>,
 }
 
 impl Tally {
@@ -265,6 +370,7 @@ impl Tally {
             (Ok(w), Ok(g)) => match compare(q, &w, &g, direct).await {
                 Ok(n) => {
                     self.rows += n;
+                    self.compare_defs(q, &label, &w, &g, direct).await;
                     if w.types != g.types {
                         self.type_diffs.push(format!(
                             "{label}\n    reference {:?}\n    sluice    {:?}",
@@ -303,6 +409,55 @@ impl Tally {
                 if g.code().is_none() {
                     *sluice = connect(sluice_url).await;
                 }
+            }
+        }
+    }
+}
+
+impl Tally {
+    /// Compares sluice's column definitions with the server's own for the statement run
+    /// directly on sub-table 0 (they must be equal) and with the reference's (counted;
+    /// where they differ the server itself describes the statement differently on the two
+    /// tables). Also measures the server's COM_STMT_PREPARE answer against its text result.
+    async fn compare_defs(&mut self, q: &Q, label: &str, want: &Answer, got: &Answer, direct: &mut Conn) {
+        let sub0_sql = q.sql.replace("post_reply", "post_reply_0");
+        let sub0 = match run(direct, &sub0_sql).await {
+            Ok(a) => a,
+            Err(e) => {
+                self.mismatches
+                    .push(format!("{label}\n    run directly on sub-table 0: {e}"));
+                return;
+            }
+        };
+        let (g, w, s0) = (
+            logical(&got.defs, "post_reply"),
+            logical(&want.defs, "ref"),
+            logical(&sub0.defs, "post_reply_0"),
+        );
+        self.defs_compared += 1;
+        self.defs_equal_reference += usize::from(g == w);
+        self.defs_equal_sub0 += usize::from(g == s0);
+        if g != s0 {
+            self.mismatches.push(format!(
+                "{label}\n    column definitions differ from the server's own on sub-table 0 (sluice / server):{}",
+                def_diff(&g, &s0)
+            ));
+        }
+        if s0 != w {
+            self.server_differs.push(format!(
+                "{label}\n    sub-table 0 / reference:{}",
+                def_diff(&s0, &w)
+            ));
+        }
+        if let Ok(stmt) = direct.prep(&sub0_sql).await {
+            let p: Vec<Def> = stmt.columns().iter().map(Def::of).collect();
+            let _ = direct.close(stmt).await;
+            let p = logical(&p, "post_reply_0");
+            if p != s0 {
+                self.prepare_vs_text.push(format!(
+                    "{label}\n    PREPARE / text result:{}",
+                    def_diff(&p, &s0)
+                ));
             }
         }
     }
@@ -595,6 +750,22 @@ async fn differential_reads_and_writes() {
         eprintln!(
             "write refused with 1235 (allowed for this shape, not applied to the reference either): {m}"
         );
+    }
+    eprintln!(
+        "text column definitions: {} result sets compared, {} equal to the reference's, {} equal to the server's own on sub-table 0, \
+         {} described differently by the server itself on the reference and on sub-table 0, \
+         {} whose COM_STMT_PREPARE answer differs from the text result on sub-table 0",
+        tally.defs_compared,
+        tally.defs_equal_reference,
+        tally.defs_equal_sub0,
+        tally.server_differs.len(),
+        tally.prepare_vs_text.len(),
+    );
+    for m in &tally.server_differs {
+        eprintln!("  the server describes it differently on two tables: {m}");
+    }
+    for m in tally.prepare_vs_text.iter().take(30) {
+        eprintln!("  PREPARE and the text result describe it differently on sub-table 0: {m}");
     }
     println!(
         "sharding differential: {} queries, {} rows compared, {} mismatches, {} refused ({} of them supported shapes); {} writes, {} write mismatches, {} refused; {} answers with other column types",

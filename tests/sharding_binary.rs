@@ -391,45 +391,18 @@ fn parameterize(sql: &str) -> (String, Vec<(Lit, bool)>) {
 // Comparing
 // ---------------------------------------------------------------------------------------
 
-/// Flags that describe the index a column belongs to (PRI, UNIQUE, MULTIPLE, PART_KEY,
-/// NO_DEFAULT_VALUE) and NUM_FLAG: the server sets them from the access path (a query
-/// that groups through a temporary table does not report them), so a shard's plan and
-/// the reference table's can differ there. Compared apart and reported, not failed on.
-const PLAN_FLAGS: u16 = 0x0002 | 0x0004 | 0x0008 | 0x1000 | 0x4000 | 0x8000;
-/// BINARY_FLAG on a column that is not a string: the server sets it on a numeric
-/// aggregate computed directly and not on one read back from a temporary table (a
-/// GROUP BY the shard runs through one where the reference table does not, or the
-/// reverse). Also plan-dependent; reported apart.
-const BINARY_FLAG: u16 = 0x0080;
-
-fn is_string_type(ty: u8) -> bool {
-    matches!(ty, 0x0f | 0xf7..=0xfe)
-}
-
-fn plan_mask(c: &Column) -> u16 {
-    if is_string_type(c.ty) {
-        PLAN_FLAGS
-    } else {
-        PLAN_FLAGS | BINARY_FLAG
+/// A column definition in one line, every field (name, org_name, table, org_table, schema,
+/// character set, length, type, flags, decimals), with the table `physical` (the
+/// reference table, or sub-table 0 when run directly) named by the logical table
+/// `post_reply`, as sluice must name it.
+fn logical_def(c: &Column, physical: &str) -> String {
+    let mut c = c.clone();
+    for t in [&mut c.table, &mut c.org_table] {
+        if t == physical {
+            *t = "post_reply".to_string();
+        }
     }
-}
-
-/// The fields of a column definition compared (table names differ by construction).
-fn col_key(c: &Column) -> String {
-    format!(
-        "{}|{}|type={}|flags={:#x}|dec={}|len={}|cs={}",
-        c.name,
-        c.org_name,
-        c.ty,
-        c.flags & !plan_mask(c),
-        c.decimals,
-        c.length,
-        c.charset
-    )
-}
-
-fn plan_flags(c: &Column) -> u16 {
-    c.flags & plan_mask(c)
+    c.render()
 }
 
 /// What one side answered to a prepared statement.
@@ -440,8 +413,10 @@ enum Seen {
     Err(u16, String),
     Rows {
         prepared: (usize, usize),
+        /// The result set's column definitions ([`logical_def`]).
         columns: Vec<String>,
-        plan_flags: Vec<u16>,
+        /// The column definitions the PREPARE answer announced ([`logical_def`]).
+        prepare_columns: Vec<String>,
         rows: Vec<Vec<u8>>,
         rendered: Vec<Vec<String>>,
     },
@@ -449,7 +424,9 @@ enum Seen {
     Broken(String),
 }
 
-async fn run_prepared(w: &mut Wire, sql: &str, params: &[Param]) -> Seen {
+/// `physical`: the table the statement names (its definitions are rendered with the
+/// logical name in its place).
+async fn run_prepared(w: &mut Wire, sql: &str, params: &[Param], physical: &str) -> Seen {
     let p = match w.prepare(sql).await {
         WReply::Prepared(p) => p,
         WReply::PrepareErr(e) => return Seen::PrepareErr(e.code, e.message),
@@ -462,8 +439,8 @@ async fn run_prepared(w: &mut Wire, sql: &str, params: &[Param]) -> Seen {
         WReply::Parts(parts) => match parts.into_iter().next() {
             Some(Part::Rows(rs)) => Seen::Rows {
                 prepared: (p.params.len(), p.columns.len()),
-                columns: rs.columns.iter().map(col_key).collect(),
-                plan_flags: rs.columns.iter().map(plan_flags).collect(),
+                columns: rs.columns.iter().map(|c| logical_def(c, physical)).collect(),
+                prepare_columns: p.columns.iter().map(|c| logical_def(c, physical)).collect(),
                 rows: raw,
                 rendered: rs.rows,
             },
@@ -514,15 +491,41 @@ struct Tally {
     refused: BTreeMap<String, (usize, String)>,
     refused_supported: Vec<String>,
     both_failed: usize,
-    /// Statements whose columns differ only in [`PLAN_FLAGS`].
-    plan_flag_diffs: usize,
-    /// The first 40 of them, for the report.
-    plan_flag_examples: Vec<String>,
+    /// Result sets whose column definitions were compared (both sides answered rows).
+    defs_compared: usize,
+    /// ... equal (every field) to the reference table's.
+    defs_equal_reference: usize,
+    /// ... equal to the server's own for the statement run on sub-table 0 directly.
+    defs_equal_sub0: usize,
+    /// Statements the server itself describes differently on the reference table and
+    /// on sub-table 0 (two tables, two plans), with the first 40 for the report.
+    server_differs: usize,
+    server_differs_examples: Vec<String>,
+    /// Statements whose PREPARE answer's column definitions differ from their
+    /// EXECUTE result's on sub-table 0 (the server itself), with examples.
+    prepare_vs_execute: usize,
+    prepare_vs_execute_examples: Vec<String>,
     /// DOUBLE cells equal to 12 significant digits but not to the last bit.
     double_rounding: usize,
 }
 
+/// The column definitions that differ between two lists, as `#i a / b` lines.
+fn def_diff(a: &[String], b: &[String]) -> String {
+    if a.len() != b.len() {
+        return format!("{} columns vs {}: {a:?} / {b:?}", a.len(), b.len());
+    }
+    a.iter()
+        .zip(b)
+        .enumerate()
+        .filter(|(_, (x, y))| x != y)
+        .map(|(i, (x, y))| format!("\n      #{i} {x}\n         {y}"))
+        .collect()
+}
+
 impl Tally {
+    /// `sub0`: the statement run directly on sub-table 0 (SELECTs only), whose column
+    /// definitions sluice's must equal; those of the reference (`want`) may differ only
+    /// where the server's own for sub-table 0 do too.
     #[allow(clippy::too_many_arguments)]
     async fn compare(
         &mut self,
@@ -534,6 +537,7 @@ impl Tally {
         what: &str,
         got: Seen,
         want: Seen,
+        sub0: Option<Seen>,
     ) {
         self.queries += 1;
         match (&got, &want) {
@@ -560,34 +564,73 @@ impl Tally {
                 Seen::Rows {
                     prepared: pa,
                     columns: ca,
-                    plan_flags: fa,
+                    prepare_columns: qa,
                     rows: ra,
                     rendered: da,
                 },
                 Seen::Rows {
                     prepared: pb,
                     columns: cb,
-                    plan_flags: fb,
                     rows: rb,
                     rendered: db,
+                    ..
                 },
             ) => {
                 self.rows += rb.len();
-                if fa != fb {
-                    self.plan_flag_diffs += 1;
-                    if self.plan_flag_examples.len() < 40 {
-                        self.plan_flag_examples
-                            .push(format!("{what}\n      sluice {fa:x?}\n      direct {fb:x?}"));
-                    }
-                }
                 if pa != pb {
                     self.mismatches
                         .push(format!("{what}\n    prepare counts {pa:?} vs {pb:?}"));
                 }
-                if ca != cb {
-                    self.mismatches.push(format!(
-                        "{what}\n    columns\n      sluice: {ca:?}\n      direct: {cb:?}"
-                    ));
+                match &sub0 {
+                    Some(Seen::Rows {
+                        columns: c0,
+                        prepare_columns: q0,
+                        ..
+                    }) => {
+                        self.defs_compared += 1;
+                        self.defs_equal_reference += usize::from(ca == cb);
+                        self.defs_equal_sub0 += usize::from(ca == c0);
+                        if ca != c0 {
+                            self.mismatches.push(format!(
+                                "{what}\n    result columns differ from the server's own on sub-table 0 (sluice / server):{}",
+                                def_diff(ca, c0)
+                            ));
+                        }
+                        if qa != q0 {
+                            self.mismatches.push(format!(
+                                "{what}\n    PREPARE columns differ from the server's own on sub-table 0 (sluice / server):{}",
+                                def_diff(qa, q0)
+                            ));
+                        }
+                        if c0 != cb {
+                            self.server_differs += 1;
+                            if self.server_differs_examples.len() < 40 {
+                                self.server_differs_examples.push(format!(
+                                    "{what}\n    sub-table 0 / reference:{}",
+                                    def_diff(c0, cb)
+                                ));
+                            }
+                        }
+                        if q0 != c0 {
+                            self.prepare_vs_execute += 1;
+                            if self.prepare_vs_execute_examples.len() < 40 {
+                                self.prepare_vs_execute_examples
+                                    .push(format!("{what}\n    PREPARE / EXECUTE:{}", def_diff(q0, c0)));
+                            }
+                        }
+                    }
+                    Some(other) => self.mismatches.push(format!(
+                        "{what}\n    run directly on sub-table 0 the statement gave no rows: {other:?}"
+                    )),
+                    None => {
+                        // A statement not run on sub-table 0: the reference decides.
+                        if ca != cb {
+                            self.mismatches.push(format!(
+                                "{what}\n    result columns differ from the reference's (sluice / reference):{}",
+                                def_diff(ca, cb)
+                            ));
+                        }
+                    }
                 }
                 let doubles: Vec<bool> = ca.iter().map(|c| c.contains("|type=5|")).collect();
                 let equal = if ci.is_empty() {
@@ -659,6 +702,20 @@ impl Tally {
                 .push(format!("{what}\n    sluice: {got:?}\n    direct: {want:?}")),
         }
     }
+}
+
+/// A SELECT run directly on sub-table 0 (its definitions renamed to the logical table),
+/// the description sluice's must equal.
+async fn on_sub0(direct: &mut Wire, sql: &str, params: &[Param]) -> Option<Seen> {
+    Some(
+        run_prepared(
+            direct,
+            &sql.replace("post_reply", "post_reply_0"),
+            params,
+            "post_reply_0",
+        )
+        .await,
+    )
 }
 
 fn param_text(p: &[Param]) -> String {
@@ -827,8 +884,9 @@ async fn binary_protocol_differential() {
         }
         parameterized += 1;
         let params: Vec<Param> = lits.iter().map(|(l, lim)| typed(l, &mut prng, *lim)).collect();
-        let got = run_prepared(&mut sl, &sql, &params).await;
-        let want = run_prepared(&mut direct, &sql.replace("post_reply", "ref"), &params).await;
+        let got = run_prepared(&mut sl, &sql, &params, "post_reply").await;
+        let want = run_prepared(&mut direct, &sql.replace("post_reply", "ref"), &params, "ref").await;
+        let sub0 = on_sub0(&mut direct, &sql, &params).await;
         let what = format!("[{}] {sql}\n    params: {}", q.kind, param_text(&params));
         tally
             .compare(
@@ -840,6 +898,7 @@ async fn binary_protocol_differential() {
                 &what,
                 got,
                 want,
+                sub0,
             )
             .await;
     }
@@ -887,8 +946,8 @@ async fn binary_protocol_differential() {
             },
             p_str(NEWDECIMAL, format!("-{k}.5").as_bytes()),
         ];
-        let got = run_prepared(&mut sl, &ins, &params).await;
-        let want = run_prepared(&mut direct, &ins.replace("post_reply", "ref"), &params).await;
+        let got = run_prepared(&mut sl, &ins, &params, "post_reply").await;
+        let want = run_prepared(&mut direct, &ins.replace("post_reply", "ref"), &params, "ref").await;
         inserted += usize::from(matches!(got, Seen::Ok(1)));
         let what = format!(
             "[INSERT, typed parameters] {ins}\n    params: {}",
@@ -904,6 +963,7 @@ async fn binary_protocol_differential() {
                 &what,
                 got,
                 want,
+                None,
             )
             .await;
     }
@@ -918,8 +978,8 @@ async fn binary_protocol_differential() {
         Param::Null,
         p_str(NEWDECIMAL, b"0"),
     ]);
-    let got = run_prepared(&mut sl, &ins, &params).await;
-    let want = run_prepared(&mut direct, &ins.replace("post_reply", "ref"), &params).await;
+    let got = run_prepared(&mut sl, &ins, &params, "post_reply").await;
+    let want = run_prepared(&mut direct, &ins.replace("post_reply", "ref"), &params, "ref").await;
     tally
         .compare(
             &mut direct,
@@ -930,6 +990,7 @@ async fn binary_protocol_differential() {
             &ins,
             got,
             want,
+            None,
         )
         .await;
     // Without a column list: the table's column order (read by sluice from the definition).
@@ -939,8 +1000,8 @@ async fn binary_protocol_differential() {
         p_int(LONG, false, 4),
         p_str(NEWDECIMAL, b"1.25"),
     ];
-    let got = run_prepared(&mut sl, bare, &params).await;
-    let want = run_prepared(&mut direct, &bare.replace("post_reply", "ref"), &params).await;
+    let got = run_prepared(&mut sl, bare, &params, "post_reply").await;
+    let want = run_prepared(&mut direct, &bare.replace("post_reply", "ref"), &params, "ref").await;
     tally
         .compare(
             &mut direct,
@@ -951,6 +1012,7 @@ async fn binary_protocol_differential() {
             bare,
             got,
             want,
+            None,
         )
         .await;
     // What sluice refused was written to the reference only: take it back out.
@@ -958,8 +1020,9 @@ async fn binary_protocol_differential() {
     must(&mut sl, "DELETE FROM post_reply WHERE id IN (900100, 900200)").await;
     cluster.wait_replicas_caught_up_within(Duration::from_secs(60));
     let back = format!("SELECT {COLUMNS} FROM post_reply WHERE id > 900000 ORDER BY id");
-    let got = run_prepared(&mut sl, &back, &[]).await;
-    let want = run_prepared(&mut direct, &back.replace("post_reply", "ref"), &[]).await;
+    let got = run_prepared(&mut sl, &back, &[], "post_reply").await;
+    let want = run_prepared(&mut direct, &back.replace("post_reply", "ref"), &[], "ref").await;
+    let sub0 = on_sub0(&mut direct, &back, &[]).await;
     tally
         .compare(
             &mut direct,
@@ -970,6 +1033,7 @@ async fn binary_protocol_differential() {
             &back,
             got,
             want,
+            sub0,
         )
         .await;
     let a = format!(
@@ -1000,18 +1064,19 @@ async fn binary_protocol_differential() {
 
     // --- Typed probes. -------------------------------------------------------------------
     for (kind, sql, params) in probes() {
-        let got = run_prepared(&mut sl, &sql, &params).await;
-        let want = run_prepared(&mut direct, &sql.replace("post_reply", "ref"), &params).await;
+        let got = run_prepared(&mut sl, &sql, &params, "post_reply").await;
+        let want = run_prepared(&mut direct, &sql.replace("post_reply", "ref"), &params, "ref").await;
+        let sub0 = on_sub0(&mut direct, &sql, &params).await;
         let what = format!("[{kind}] {sql}\n    params: {}", param_text(&params));
         let order = sql.contains("ORDER BY") && !sql.contains("GROUP BY d ORDER BY d DESC LIMIT");
         tally
-            .compare(&mut direct, kind, true, order, &[], &what, got, want)
+            .compare(&mut direct, kind, true, order, &[], &what, got, want, sub0)
             .await;
     }
 
     eprintln!(
         "binary differential: {} statements ({} generated, {} of {} generated queries had literals to bind; {} typed probes), \
-         {} rows compared, {} mismatches, {} refused ({} of supported shapes), {} failed alike on both, {} differ in plan-dependent flags only, {} DOUBLE cells equal to 12 digits only",
+         {} rows compared, {} mismatches, {} refused ({} of supported shapes), {} failed alike on both, {} DOUBLE cells equal to 12 digits only",
         tally.queries,
         generated,
         parameterized,
@@ -1022,14 +1087,26 @@ async fn binary_protocol_differential() {
         tally.refused.values().map(|v| v.0).sum::<usize>(),
         tally.refused_supported.len(),
         tally.both_failed,
-        tally.plan_flag_diffs,
         tally.double_rounding,
+    );
+    eprintln!(
+        "binary column definitions: {} result sets compared, {} equal to the reference's, {} equal to the server's own on sub-table 0, \
+         {} described differently by the server itself on the reference and on sub-table 0, \
+         {} whose PREPARE answer differs from their EXECUTE result on sub-table 0",
+        tally.defs_compared,
+        tally.defs_equal_reference,
+        tally.defs_equal_sub0,
+        tally.server_differs,
+        tally.prepare_vs_execute,
     );
     for (shape, (n, _)) in &tally.refused {
         eprintln!("  refused {n}× [{shape}]");
     }
-    for m in &tally.plan_flag_examples {
-        eprintln!("  plan-dependent flags: {m}");
+    for m in &tally.server_differs_examples {
+        eprintln!("  the server describes it differently on two tables: {m}");
+    }
+    for m in &tally.prepare_vs_execute_examples {
+        eprintln!("  PREPARE and EXECUTE describe it differently on sub-table 0: {m}");
     }
     for m in tally.mismatches.iter().take(40) {
         eprintln!("MISMATCH {m}");

@@ -249,6 +249,17 @@ pub(super) async fn execute_part(
     if part.params.is_empty() {
         return Ok(());
     }
+    let bound: Option<Vec<&RawParam>> = part.params.iter().map(|&i| params.get(usize::from(i))).collect();
+    execute_prepared(conn, bound.as_deref()).await
+}
+
+/// Read the answer to a COM_STMT_PREPARE already sent, then execute the statement with
+/// `bound` (in its order) and close it; `None`: a parameter is missing (the statement is
+/// closed, an error returned).
+pub(super) async fn execute_prepared(
+    conn: &mut BackendConn,
+    bound: Option<&[&RawParam]>,
+) -> Result<(), ErrPacket> {
     let first = read_payload(conn).await?;
     match first.first() {
         Some(0x00) if first.len() >= 12 => {}
@@ -263,16 +274,10 @@ pub(super) async fn execute_part(
     let count = u16::from_le_bytes([first[7], first[8]]);
     read_defs(conn, u64::from(count)).await?;
     read_defs(conn, u64::from(columns)).await?;
-    let mut bound = Vec::with_capacity(part.params.len());
-    for &i in &part.params {
-        match params.get(usize::from(i)) {
-            Some(p) => bound.push(p),
-            None => {
-                let _ = conn.close_stmt(id).await;
-                return Err(not_supported("sluice: internal error: a parameter is missing"));
-            }
-        }
-    }
+    let Some(bound) = bound else {
+        let _ = conn.close_stmt(id).await;
+        return Err(not_supported("sluice: internal error: a parameter is missing"));
+    };
     if usize::from(count) != bound.len() {
         let _ = conn.close_stmt(id).await;
         return Err(not_supported(format!(
@@ -284,7 +289,7 @@ pub(super) async fn execute_part(
     body.extend_from_slice(&id.to_le_bytes());
     body.push(0); // no cursor
     body.extend_from_slice(&1u32.to_le_bytes());
-    RawParam::encode_block(&bound, &mut body);
+    RawParam::encode_block(bound, &mut body);
     conn.send_command(COM_STMT_EXECUTE, &body)
         .await
         .map_err(|e| lost(&e.to_string()))?;
@@ -307,6 +312,19 @@ pub(super) fn binary_metas(part: &Part, defs: &[Bytes]) -> Result<Option<Vec<Col
 /// results that are small or must be read whole).
 pub(super) async fn read_rows(conn: &mut BackendConn) -> Result<VecDeque<TextRow>, ErrPacket> {
     read_rows_as(conn, None).await
+}
+
+/// Read the rows of a result up to its terminator and drop them (a result
+/// only its column definitions were wanted of). `Err` for the server's error.
+pub(super) async fn drain_rows(conn: &mut BackendConn) -> Result<(), ErrPacket> {
+    loop {
+        let p = read_payload(conn).await?;
+        match p.first() {
+            Some(0xfe) if p.len() < MAX_FRAME => return Ok(()),
+            Some(0xff) => return Err(ErrPacket::parse(&p).unwrap_or_else(malformed_err)),
+            _ => {}
+        }
+    }
 }
 
 /// [`read_rows`], of binary rows when `binary` gives their column types.

@@ -114,6 +114,7 @@ impl Session {
 
     /// Prepare `sql` on `group`'s master, keep the server's answer, close it there.
     async fn describe_on(&mut self, group: usize, sql: &str) -> Result<Described, ErrPacket> {
+        let rt = self.rt.clone();
         let conn = self.group_master(group).await?;
         conn.send_command(COM_STMT_PREPARE, sql.as_bytes())
             .await
@@ -134,7 +135,12 @@ impl Session {
         let backend_id = u32::from_le_bytes([first[1], first[2], first[3], first[4]]);
         let (columns, params, warnings) = (u16_at(5), u16_at(7), u16_at(10));
         let params = read_defs(conn, u64::from(params)).await?;
-        let columns = read_defs(conn, u64::from(columns)).await?;
+        // Named by the logical table, as the server names it for the unsharded statement.
+        let columns = read_defs(conn, u64::from(columns))
+            .await?
+            .into_iter()
+            .map(|c| crate::shard::logical_names(&c, &rt.shard_rules).map_or(c, bytes::Bytes::from))
+            .collect();
         // No answer to read; a failed write leaves the connection broken.
         let _ = conn.close_stmt(backend_id).await;
         Ok(Described {

@@ -8,19 +8,26 @@
 //! shard whatever the OFFSET. Inside a transaction (or a pinned session) the
 //! parts run one after the other on the session's master connection of each
 //! group, so they see the transaction's own writes.
+//!
+//! The result's column definitions are the server's own for the client's
+//! statement (`Session::described`): learned from the original statement run
+//! on sub-table 0 where the merge would describe it otherwise, else the
+//! shard's with the sub-table's name replaced by the logical table's.
+
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
 use crate::backend::Pooled;
 use crate::freshness::state::Scope;
 use crate::merge::{self, MergeError, Merger, RowSource};
-use crate::protocol::consts::{CapabilityFlags, COM_QUERY};
+use crate::protocol::consts::{CapabilityFlags, COM_QUERY, COM_STMT_PREPARE};
 use crate::protocol::packets::{eof_packet, put_lenenc, ErrPacket};
 use crate::shard::Part;
 
 use super::shard_io::{
-    binary_metas, execute_part, lost, not_supported, read_head, read_rows_as, send_part, BufferedSource,
-    Head, PartLog, ShardSource,
+    binary_metas, drain_rows, execute_part, execute_prepared, lost, not_supported, read_head, read_rows_as,
+    send_part, BufferedSource, Head, PartLog, ShardSource,
 };
 use super::{Closed, CmdResult, Conn, Session};
 use crate::frontend::params::RawParam;
@@ -37,6 +44,17 @@ pub(in crate::frontend::session) enum RowFormat {
     Binary,
 }
 
+/// The client's statement, whose result column definitions the merged result must carry.
+#[derive(Debug, Clone, Copy)]
+pub(in crate::frontend::session) struct Original<'a> {
+    pub sql: &'a str,
+    /// Running the statement once more on sub-table 0 (to learn how the server describes
+    /// it) changes nothing: a read the router would send to a replica, reading no user
+    /// variable (no locking read, `INTO`, lock or sequence function, stored function,
+    /// variable assignment: see `Classified::force_master`).
+    pub rerunnable: bool,
+}
+
 impl Session {
     pub(super) async fn run_select(
         &mut self,
@@ -45,50 +63,22 @@ impl Session {
         wildcard_helpers: Option<usize>,
         format: RowFormat,
         params: &[RawParam],
+        original: Original<'_>,
     ) -> CmdResult {
-        // One part in group 0 with nothing to merge, as text: the shard's
-        // answer is the answer.
-        let plain =
-            merge.order_by.is_empty() && merge.limit.is_none() && merge.group.is_none() && !merge.distinct;
-        if parts.len() == 1
-            && plain
-            && wildcard_helpers.is_none()
-            && parts[0].group == 0
-            && format == RowFormat::Text
-            && parts[0].params.is_empty()
-        {
-            let route = self.route_read(None).await;
-            let mut payload = Vec::with_capacity(1 + parts[0].sql.len());
-            payload.push(COM_QUERY);
-            payload.extend_from_slice(parts[0].sql.as_bytes());
-            let log = PartLog::start(
-                self.rt.config.log.sql_log,
-                &parts[0].sql,
-                &self.label(route.conn),
-                parts[0].shard,
-            );
-            let r = self
-                .run_on(
-                    route,
-                    &payload,
-                    crate::protocol::response::ResponseKind::Query,
-                    false,
-                    None,
-                )
-                .await?;
-            super::shard_io::log_done(log, r.is_some_and(|t| !t.error));
-            return Ok(());
-        }
+        // Even one part with nothing to merge is read here rather than relayed as
+        // it is: its column definitions name the sub-table (org_table
+        // `post_reply_2`), which the client must see as the logical table.
+        let described = self.described(&merge, format, params, original).await;
         if self.in_transaction() || self.state.pins.reason().is_some() || self.state.ro_tx.is_some() {
             return self
-                .select_buffered(parts, merge, wildcard_helpers, format, params)
+                .select_buffered(parts, merge, wildcard_helpers, format, params, described)
                 .await;
         }
         // Scatter: one connection per part, all queries sent before any is read.
         let log_on = self.rt.config.log.sql_log;
         let mut conns = Vec::with_capacity(parts.len());
         for part in &parts {
-            let (mut conn, label) = match self.scatter_conn(part.group).await {
+            let (mut conn, label) = match self.scatter_conn(part.group, true).await {
                 Ok(c) => c,
                 Err(e) => return self.send_err(&e).await,
             };
@@ -139,14 +129,89 @@ impl Session {
             })
             .collect();
         let origin = parts[0].group;
-        self.stream_merge(sources, defs, origin, merge, wildcard_helpers, format)
+        self.stream_merge(sources, defs, origin, merge, wildcard_helpers, format, described)
             .await
+    }
+
+    /// The server's own result column definitions for the client's statement, when the
+    /// merge's would not be sure to equal them: a merge of groups, aggregates, DISTINCT
+    /// or UNION, whose parts the server runs (and describes) otherwise than the original
+    /// statement (the shards group by a DISTINCT argument, read AVG as SUM and COUNT,
+    /// group through a temporary table where the original does not, or the reverse).
+    /// Learned by running the original statement (the client's text, the sharded table
+    /// named by sub-table 0, as text or as a prepared statement with the client's
+    /// parameters) on sub-table 0 and reading its column definitions (its rows are read
+    /// and dropped): a PREPARE answer would not do, since the server decides there
+    /// before planning (a GROUP BY key announced with its index flags at PREPARE comes
+    /// back without them at EXECUTE when the server groups through a temporary table).
+    /// Cached per (database, text, context): a repeated statement pays nothing.
+    /// `None` (the merge's own definitions then, with the logical table's name) when not
+    /// needed, not safe to run again (`Original::rerunnable`), or when it failed.
+    async fn described(
+        &mut self,
+        merge: &merge::MergeSpec,
+        format: RowFormat,
+        params: &[RawParam],
+        original: Original<'_>,
+    ) -> Option<Arc<[Bytes]>> {
+        let needed = merge.group.is_some() || merge.distinct || crate::shard::has_union(original.sql);
+        if !needed || !original.rerunnable {
+            return None;
+        }
+        let ctx = self.description_context(format, params);
+        // A repeated statement: one hash and one atomic load, nothing allocated.
+        if let Some(d) = (self.rt.shard_rules).described_columns(self.state.db.as_deref(), original.sql, ctx)
+        {
+            return Some(d);
+        }
+        let db = self.state.db.clone();
+        let rt = self.rt.clone();
+        let rules = &rt.shard_rules;
+        let d = crate::shard::describe(original.sql, db.as_deref(), rules)?;
+        let binary = (format == RowFormat::Binary).then_some(params);
+        let columns =
+            if self.in_transaction() || self.state.pins.reason().is_some() || self.state.ro_tx.is_some() {
+                // The session's own connection of that group (what the parts use).
+                let r = match self.group_master(d.group).await {
+                    Ok(conn) => run_for_columns(conn, &d.sql, binary).await,
+                    Err(_) => None,
+                };
+                self.drop_broken(d.group);
+                r
+            } else {
+                let (mut conn, _) = self.scatter_conn(d.group, false).await.ok()?;
+                run_for_columns(&mut conn, &d.sql, binary).await
+            }?;
+        let columns: Arc<[Bytes]> = columns
+            .into_iter()
+            .map(|c| crate::shard::logical_names(&c, rules).map_or(c, Bytes::from))
+            .collect();
+        rules.learn_description(db.as_deref(), original.sql, ctx, columns.clone());
+        Some(columns)
+    }
+
+    /// What, besides the text and the database, the server's column definitions of a
+    /// statement follow: the session's replayed SETs (character sets, sql_mode), the
+    /// collation and capabilities it connected with (character set numbers, extended
+    /// metadata), and a prepared statement's parameter types.
+    fn description_context(&self, format: RowFormat, params: &[RawParam]) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.state.sets.hash(&mut h);
+        (self.key.caps, self.key.collation, self.key.mariadb_ext).hash(&mut h);
+        if format == RowFormat::Binary {
+            for p in params {
+                (p.ty, p.null).hash(&mut h);
+            }
+        }
+        h.finish()
     }
 
     /// A connection for one part of a scatter read on `group`: a fresh
     /// replica's of that group when its freshness rules allow, else its
     /// master's; in sync with the session. Also returns the backend's label.
-    async fn scatter_conn(&mut self, group: usize) -> Result<(Pooled, String), ErrPacket> {
+    /// `count`: the read is counted in the routing metrics (not a description's).
+    async fn scatter_conn(&mut self, group: usize, count: bool) -> Result<(Pooled, String), ErrPacket> {
         let (conn, reason) = if group == 0 {
             let route = self.route_read(None).await;
             (route.conn, route.reason)
@@ -158,7 +223,9 @@ impl Session {
                 Err(f) => (Conn::Master, f.as_str()),
             }
         };
-        self.shared.metrics.route(conn == Conn::Master, reason);
+        if count {
+            self.shared.metrics.route(conn == Conn::Master, reason);
+        }
         let g = &self.rt.topology.groups[group];
         let pool = match conn {
             Conn::Replica(i) => g.replicas.get(i).map(|r| r.pool.clone()),
@@ -183,6 +250,7 @@ impl Session {
         wildcard_helpers: Option<usize>,
         format: RowFormat,
         params: &[RawParam],
+        described: Option<Arc<[Bytes]>>,
     ) -> CmdResult {
         let log_on = self.rt.config.log.sql_log;
         let mut defs = None;
@@ -227,13 +295,17 @@ impl Session {
             merge,
             wildcard_helpers,
             format,
+            described,
         )
         .await
     }
 
     /// Merge `sources` and send the result set to the client. `defs` came
     /// from a sub-table in group `origin` (where its columns' collations are
-    /// looked up).
+    /// looked up). `described`: the server's own column definitions of the
+    /// original statement, sent in place of the merge's when they agree with
+    /// it on the number and types of the columns (the rows are encoded by type).
+    #[allow(clippy::too_many_arguments)]
     async fn stream_merge<S: RowSource>(
         &mut self,
         sources: Vec<S>,
@@ -242,6 +314,7 @@ impl Session {
         merge: merge::MergeSpec,
         wildcard_helpers: Option<usize>,
         format: RowFormat,
+        described: Option<Arc<[Bytes]>>,
     ) -> CmdResult {
         let spec = match crate::shard::bind_merge(&merge, wildcard_helpers, defs.len()) {
             Ok(s) => s,
@@ -299,15 +372,30 @@ impl Session {
         let mut count = BytesMut::new();
         put_lenenc(&mut count, visible as u64);
         self.client.queue(&mut seq, &count);
-        for (i, d) in defs.iter().take(visible).enumerate() {
-            let out = out_metas
-                .get(i)
-                .and_then(|m| {
-                    let (kind, shard) = kinds.get(i).map_or((None, None), |(k, s)| (*k, Some(s)));
-                    merged_column_def(d, shard, m, kind)
-                })
-                .unwrap_or_else(|| d.to_vec());
-            self.client.queue(&mut seq, &out);
+        let described = described.filter(|d| {
+            d.len() == visible
+                && d.iter()
+                    .zip(&out_metas)
+                    .all(|(d, m)| merge::parse_column_def(d).is_some_and(|x| x.column_type == m.column_type))
+        });
+        if let Some(described) = &described {
+            for d in described.iter() {
+                self.client.queue(&mut seq, d);
+            }
+        } else {
+            for (i, d) in defs.iter().take(visible).enumerate() {
+                let out = out_metas
+                    .get(i)
+                    .and_then(|m| {
+                        let (kind, shard) = kinds.get(i).map_or((None, None), |(k, s)| (*k, Some(s)));
+                        merged_column_def(d, shard, m, kind)
+                    })
+                    .unwrap_or_else(|| d.to_vec());
+                // The sub-table's name (`FROM post_reply_2 AS post_reply`: org_table) is
+                // the logical table's for the client.
+                let out = crate::shard::logical_names(&out, &self.rt.shard_rules).unwrap_or(out);
+                self.client.queue(&mut seq, &out);
+            }
         }
         let deprecate_eof = self.caps.contains(CapabilityFlags::CLIENT_DEPRECATE_EOF);
         if !deprecate_eof {
@@ -435,4 +523,30 @@ fn compared_columns(spec: &merge::MergeSpec) -> Vec<usize> {
 fn is_text(m: &merge::ColumnMeta) -> bool {
     const BINARY_COLLATION: u16 = 63;
     matches!(m.column_type, 15 | 249..=254) && m.collation != BINARY_COLLATION
+}
+
+/// Run `sql` (the original statement on sub-table 0) on `conn`, as text, or with
+/// `binary` parameters as a prepared statement (prepare, execute, close): its result's
+/// column definitions, its rows read and dropped. `None` when the server refused it or
+/// the connection failed (a failure leaves the connection marked broken).
+async fn run_for_columns(
+    conn: &mut crate::backend::BackendConn,
+    sql: &str,
+    binary: Option<&[RawParam]>,
+) -> Option<Vec<Bytes>> {
+    let cmd = if binary.is_some() {
+        COM_STMT_PREPARE
+    } else {
+        COM_QUERY
+    };
+    conn.send_command(cmd, sql.as_bytes()).await.ok()?;
+    if let Some(params) = binary {
+        let bound: Vec<&RawParam> = params.iter().collect();
+        execute_prepared(conn, Some(&bound)).await.ok()?;
+    }
+    let Ok(Head::Columns(defs)) = read_head(conn).await else {
+        return None;
+    };
+    drain_rows(conn).await.ok()?;
+    Some(defs)
 }

@@ -360,7 +360,17 @@ impl Session {
                     // A read has no effect the pipeline applies; what it leaves
                     // for ROW_COUNT() is -1.
                     let r = self
-                        .run_select(parts, merge, wildcard_helpers, format, params)
+                        .run_select(
+                            parts,
+                            merge,
+                            wildcard_helpers,
+                            format,
+                            params,
+                            shard_select::Original {
+                                sql: &String::from_utf8_lossy(sql),
+                                rerunnable: c.replica_eligible() && !c.reads_user_variable,
+                            },
+                        )
                         .await;
                     self.state.prev.row_count = -1;
                     r

@@ -8,10 +8,23 @@
 //! keeps qualified column references consistent; a column or alias spelled like the
 //! sharded table would be renamed too (the server then reports an unknown column).
 
+//!
+//! Also: the cache of result column definitions learned that way ([`DescriptionCache`]),
+//! and the renaming of a sub-table to its logical table in a column definition
+//! ([`logical_names`]), so no sub-table's name reaches a client.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use bytes::Bytes;
 use sqlparser::tokenizer::Token;
 
 use super::rule::ShardRules;
 use super::text::{tokenize, Source};
+use crate::protocol::packets::read_lenenc;
 
 /// The statement to prepare on a backend in place of the client's.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,6 +88,163 @@ pub fn describe(sql: &str, current_db: Option<&str>, rules: &ShardRules) -> Opti
     })
 }
 
+/// A column definition (result set or PREPARE answer) with `table` and `org_table` naming
+/// a sub-table of a sharded table (`post_reply_2`) renamed to the logical table
+/// (`post_reply`): what the server names for the unsharded statement. A table alias the
+/// client chose (`table` = `p`) is kept. `None` when nothing is renamed (or the payload is
+/// malformed), so the definition can be sent as it is.
+pub fn logical_names(def: &[u8], rules: &ShardRules) -> Option<Vec<u8>> {
+    // catalog, schema, table, org_table, name, org_name, then the fixed fields.
+    let mut fields: [&[u8]; 6] = [&[]; 6];
+    let mut at = 0usize;
+    for f in fields.iter_mut() {
+        let (len, n) = read_lenenc(def.get(at..)?)?;
+        let start = at.checked_add(n)?;
+        let end = start.checked_add(usize::try_from(len).ok()?)?;
+        *f = def.get(start..end)?;
+        at = end;
+    }
+    let logical = logical_table(fields[1], fields[3], rules)?.as_bytes();
+    let mut out = Vec::with_capacity(def.len());
+    for (i, f) in fields.iter().enumerate() {
+        let renamed = (i == 3 || (i == 2 && fields[2] == fields[3])).then_some(logical);
+        put_lenenc_bytes(&mut out, renamed.unwrap_or(f));
+    }
+    out.extend_from_slice(def.get(at..)?);
+    Some(out)
+}
+
+/// A length-encoded string, appended to `out`.
+fn put_lenenc_bytes(out: &mut Vec<u8>, s: &[u8]) {
+    let n = s.len() as u64;
+    match n {
+        0..=0xfa => out.push(n as u8),
+        0xfb..=0xffff => {
+            out.push(0xfc);
+            out.extend_from_slice(&(n as u16).to_le_bytes());
+        }
+        0x1_0000..=0xff_ffff => {
+            out.push(0xfd);
+            out.extend_from_slice(&(n as u32).to_le_bytes()[..3]);
+        }
+        _ => {
+            out.push(0xfe);
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+    }
+    out.extend_from_slice(s);
+}
+
+/// The logical table whose sub-table `schema.org_table` is, if it is one, spelled as the
+/// server spells the sub-table (its name without `_N`: under `lower_case_table_names` the
+/// server's own case).
+fn logical_table<'a>(schema: &[u8], org_table: &'a [u8], rules: &ShardRules) -> Option<&'a str> {
+    let (schema, org_table) = (
+        std::str::from_utf8(schema).ok()?,
+        std::str::from_utf8(org_table).ok()?,
+    );
+    let (table, digits) = org_table.rsplit_once('_')?;
+    // `ShardRule::sub_table`'s spelling of a shard number: no sign, no leading zero.
+    let canonical = digits.bytes().all(|c| c.is_ascii_digit()) && (digits == "0" || !digits.starts_with('0'));
+    let n: u32 = digits.parse().ok().filter(|_| canonical)?;
+    let rule = rules.get(schema, table)?;
+    (n < rule.shards).then_some(table)
+}
+
+/// Whether the word UNION appears in `sql` (outside identifiers; a string or comment
+/// holding it also counts): a union's result columns are the server's merge of its
+/// branches' types, so the merged result takes them from the server's description. A
+/// false positive only costs a description.
+pub fn has_union(sql: &str) -> bool {
+    let b = sql.as_bytes();
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80;
+    b.windows(5).enumerate().any(|(i, w)| {
+        w.eq_ignore_ascii_case(b"union")
+            && (i == 0 || !ident(b[i - 1]))
+            && b.get(i + 5).is_none_or(|&c| !ident(c))
+    })
+}
+
+/// Most statements a cache holds; past it the cache starts again empty (a workload with
+/// more distinct statements than that pays a description per statement, never unbounded
+/// memory).
+const CACHE_CAPACITY: usize = 1024;
+
+/// Result column definitions the server gave for original statements (the client's
+/// text with the sharded table named by sub-table 0), keyed by the current database,
+/// the text and a context hash chosen by the session (what else the definitions
+/// follow: its replayed SETs and handshake collation, a prepared statement's parameter
+/// types).
+/// Shared by every session of one rule set; read without a lock (one atomic load), and
+/// written only when a statement is described. Emptied after DDL through sluice
+/// (`ShardRules::forget_columns`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct DescriptionCache(Arc<ArcSwap<HashMap<u64, Arc<Entry>>>>);
+
+#[derive(Debug)]
+struct Entry {
+    db: Option<String>,
+    sql: String,
+    ctx: u64,
+    columns: Arc<[Bytes]>,
+}
+
+/// The cache is not configuration (as for the column cache).
+impl PartialEq for DescriptionCache {
+    fn eq(&self, _: &DescriptionCache) -> bool {
+        true
+    }
+}
+
+fn key(db: Option<&str>, sql: &str, ctx: u64) -> u64 {
+    let mut h = DefaultHasher::new();
+    (db, sql, ctx).hash(&mut h);
+    h.finish()
+}
+
+impl DescriptionCache {
+    pub(crate) fn get(&self, db: Option<&str>, sql: &str, ctx: u64) -> Option<Arc<[Bytes]>> {
+        let map = self.0.load();
+        let e = map.get(&key(db, sql, ctx))?;
+        (e.db.as_deref() == db && e.sql == sql && e.ctx == ctx).then(|| e.columns.clone())
+    }
+
+    pub(crate) fn learn(&self, db: Option<&str>, sql: &str, ctx: u64, columns: Arc<[Bytes]>) {
+        let k = key(db, sql, ctx);
+        let entry = Arc::new(Entry {
+            db: db.map(str::to_owned),
+            sql: sql.to_owned(),
+            ctx,
+            columns,
+        });
+        self.0.rcu(|map| {
+            let mut map = if map.len() >= CACHE_CAPACITY {
+                HashMap::new()
+            } else {
+                HashMap::clone(map)
+            };
+            map.insert(k, entry.clone());
+            map
+        });
+    }
+
+    pub(crate) fn forget_all(&self) {
+        self.0.store(Arc::new(HashMap::new()));
+    }
+}
+
+impl ShardRules {
+    /// The result columns learned for `sql` (see [`DescriptionCache`]).
+    pub fn described_columns(&self, db: Option<&str>, sql: &str, ctx: u64) -> Option<Arc<[Bytes]>> {
+        self.descriptions.get(db, sql, ctx)
+    }
+
+    /// Remember the result columns the server gave for `sql`.
+    pub fn learn_description(&self, db: Option<&str>, sql: &str, ctx: u64, columns: Arc<[Bytes]>) {
+        self.descriptions.learn(db, sql, ctx, columns);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,6 +279,71 @@ mod tests {
             d.sql,
             "INSERT INTO post_reply_0 (id, tid, subject) VALUES (?, ?, '中文')"
         );
+    }
+
+    #[test]
+    fn unions_are_found_as_words() {
+        assert!(has_union("SELECT a FROM t UNION SELECT b FROM u"));
+        assert!(has_union("(SELECT 1)union(SELECT 2)"));
+        assert!(!has_union("SELECT union_id, reunion FROM t"));
+        assert!(!has_union("SELECT 1"));
+    }
+
+    /// A column definition: catalog, schema, table, org_table, name, org_name, fixed part.
+    fn def(schema: &str, table: &str, org_table: &str, name: &str) -> Vec<u8> {
+        let mut out = Vec::new();
+        for f in ["def", schema, table, org_table, name, name] {
+            put_lenenc_bytes(&mut out, f.as_bytes());
+        }
+        out.extend_from_slice(&[0x0c, 63, 0, 11, 0, 0, 0, 3, 0x21, 0, 0, 0, 0]);
+        out
+    }
+
+    #[test]
+    fn sub_tables_are_named_by_their_logical_table() {
+        let r = rules();
+        // No alias: table and org_table are the sub-table's.
+        assert_eq!(
+            logical_names(&def("test", "post_reply_3", "post_reply_3", "tid"), &r),
+            Some(def("test", "post_reply", "post_reply", "tid"))
+        );
+        // The parts' alias, or the client's own, is kept.
+        assert_eq!(
+            logical_names(&def("test", "post_reply", "post_reply_0", "tid"), &r),
+            Some(def("test", "post_reply", "post_reply", "tid"))
+        );
+        assert_eq!(
+            logical_names(&def("test", "p", "post_reply_1", "tid"), &r),
+            Some(def("test", "p", "post_reply", "tid"))
+        );
+        // Not a sub-table: no shard 4 of 4, not the spelling of a shard number, another
+        // database, another table, an expression.
+        for d in [
+            def("test", "post_reply_4", "post_reply_4", "tid"),
+            def("test", "post_reply_01", "post_reply_01", "tid"),
+            def("test", "post_reply_+1", "post_reply_+1", "tid"),
+            def("other", "post_reply_0", "post_reply_0", "tid"),
+            def("test", "post_reply", "post_reply", "tid"),
+            def("", "", "", "COUNT(*)"),
+        ] {
+            assert_eq!(logical_names(&d, &r), None);
+        }
+        assert_eq!(logical_names(b"\x05abc", &r), None);
+    }
+
+    #[test]
+    fn descriptions_are_cached_per_database_text_and_context() {
+        let r = rules();
+        let cols: Arc<[Bytes]> = vec![Bytes::from_static(b"x")].into();
+        r.learn_description(Some("test"), "SELECT 1", 7, cols.clone());
+        assert_eq!(r.described_columns(Some("test"), "SELECT 1", 7), Some(cols));
+        assert_eq!(r.described_columns(Some("test"), "SELECT 1", 8), None);
+        assert_eq!(r.described_columns(None, "SELECT 1", 7), None);
+        assert_eq!(r.described_columns(Some("test"), "SELECT 2", 7), None);
+        // A clone of the rules shares the cache; DDL empties it.
+        let clone = r.clone();
+        clone.forget_columns();
+        assert_eq!(r.described_columns(Some("test"), "SELECT 1", 7), None);
     }
 
     #[test]

@@ -346,6 +346,9 @@ pub struct ShardRules {
     /// Column order of the tables, for INSERTs without a column list (learned at run
     /// time, shared by the clones of these rules).
     pub(super) columns: super::columns::ColumnCache,
+    /// Result column definitions the server gave for original statements (learned at run
+    /// time, shared by the clones of these rules).
+    pub(super) descriptions: super::describe::DescriptionCache,
 }
 
 /// Default of `sharding.max_statement_size`. Planning holds the statement's tokens and
@@ -363,6 +366,7 @@ impl ShardRules {
             fold_names: false,
             max_statement_size: 0,
             columns: Default::default(),
+            descriptions: Default::default(),
         };
         for mut rule in rules {
             rule.validate()?;
