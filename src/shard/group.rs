@@ -8,6 +8,12 @@
 //! groups and sorts by exactly the columns the merge reads; no HAVING (applied after the
 //! merge) and no LIMIT (the merge applies it).
 //!
+//! DISTINCT aggregates of two or more different expressions x_0, x_1, … (other than the
+//! shard key alone) make tagged sub-streams in the same parts: the sub-table is joined
+//! with a derived table of tags 0..n, `COUNT(DISTINCT x_j)` becomes `CASE WHEN tag = j
+//! THEN x_j END`, and the shards group and sort by (keys, tag, each CASE) — see
+//! [`spec::Tagged`].
+//!
 //! A selected column that is neither a group key nor an aggregate (MySQL without
 //! `ONLY_FULL_GROUP_BY` returns any value of the group) merges as MIN: one of the group's
 //! values, and the exact value when it is determined by the keys.
