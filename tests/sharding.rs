@@ -1503,6 +1503,17 @@ async fn string_collations_merge_like_the_server() {
                 "COUNT(DISTINCT)",
                 format!("SELECT COUNT(DISTINCT {c}) FROM post_reply"),
             ),
+            // Several DISTINCT arguments: `c` behind a CASE, compared under its own collation.
+            Q::new(
+                "several COUNT(DISTINCT)",
+                format!("SELECT COUNT(DISTINCT {c}), COUNT(DISTINCT tid), COUNT(*) FROM post_reply"),
+            ),
+            Q::new(
+                "several COUNT(DISTINCT) + GROUP BY",
+                format!(
+                    "SELECT tid % 3 AS k, COUNT(DISTINCT {c}), COUNT(DISTINCT id % 50) FROM post_reply GROUP BY k ORDER BY k"
+                ),
+            ),
             ci(
                 Q::new("MIN/MAX", format!("SELECT MIN({c}), MAX({c}) FROM post_reply")),
                 &[0, 1],

@@ -339,11 +339,39 @@ impl Session {
             }
             metas.push(m);
         }
+        // Computed columns the planner knows to hold a table column (see
+        // `merge::CollationOf`); refused when that collation cannot be read.
+        let tagged = spec.group.as_ref().and_then(|g| g.tagged.as_deref());
+        for h in tagged.iter().flat_map(|t| &t.collation_of) {
+            if let Some(m) = metas.get_mut(h.col).filter(|m| is_text(m)) {
+                match monitor.column_collation(&h.schema, &h.table, &h.column).await {
+                    Some(id) => m.collation = id,
+                    None => {
+                        return self
+                            .send_err(&not_supported(format!(
+                                "sluice: the collation of column `{}` could not be read",
+                                h.column
+                            )))
+                            .await
+                    }
+                }
+            }
+        }
         if let Some(col) = compared_columns(&spec)
             .into_iter()
             .find(|&c| metas.get(c).is_some_and(|m| !merge::exact_order(m)))
         {
-            let name = merge::column_origin(&defs[col]).map(|o| o.2).unwrap_or_default();
+            let name = merge::column_origin(&defs[col])
+                .map(|o| o.2)
+                .filter(|n| !n.is_empty())
+                .or_else(|| {
+                    tagged?
+                        .collation_of
+                        .iter()
+                        .find(|h| h.col == col)
+                        .map(|h| h.column.clone())
+                })
+                .unwrap_or_default();
             return self
                 .send_err(&not_supported(format!(
                     "sluice: ordering, grouping or comparing column `{name}` across shards is not supported \

@@ -20,6 +20,9 @@ pub(super) struct AggPlan {
     /// SUM/AVG(DISTINCT x): the column of x (and its kind); rows are taken once per run of
     /// equal x in the group (the stream is sorted by the keys, then x).
     once_per: Option<(usize, Kind)>,
+    /// Tagged sub-streams ([`super::spec::Tagged`]): only rows whose column holds this tag
+    /// (as text) are read.
+    only: Option<(usize, usize, Box<[u8]>)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,6 +140,7 @@ impl AggPlan {
             kind: k,
             decimals: meta.decimals,
             once_per,
+            only: None,
         })
     }
 
@@ -148,7 +152,19 @@ impl AggPlan {
             kind: Kind::Int,
             decimals: 0,
             once_per: None,
+            only: None,
         }
+    }
+
+    /// Reads only the rows whose column `tag_col` holds `tag`.
+    pub fn only_tag(mut self, tag_col: usize, tag: usize) -> AggPlan {
+        self.only = Some((tag_col, tag, tag.to_string().into_bytes().into_boxed_slice()));
+        self
+    }
+
+    /// The tag column and tag this aggregate reads, if tagged.
+    pub fn tag(&self) -> Option<(usize, usize)> {
+        self.only.as_ref().map(|(c, t, _)| (*c, *t))
     }
 
     pub fn avg_count_col(&self) -> Option<usize> {
@@ -218,6 +234,11 @@ impl AggPlan {
 
     /// Adds one shard row's partial values.
     pub fn accumulate(&self, acc: &mut Acc, row: &TextRow) -> Result<(), MergeError> {
+        if let Some((c, _, tag)) = &self.only {
+            if row.field(*c) != Some(&tag[..]) {
+                return Ok(());
+            }
+        }
         if let (Acc::Once { last, inner }, Some((x, xk))) = (&mut *acc, self.once_per) {
             let v = row.field(x);
             let same = last

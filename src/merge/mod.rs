@@ -63,7 +63,9 @@ pub use kmerge::{KMerge, RowSource};
 pub use num::format_double;
 pub use pipeline::Merger;
 pub use row::{encode_text_row, TextRow};
-pub use spec::{AggKind, AggSpec, CmpOp, Expr, GroupSpec, Limit, MergeSpec, SortKey, Value};
+pub use spec::{
+    AggKind, AggSpec, CmpOp, CollationOf, Expr, GroupSpec, Limit, MergeSpec, SortKey, Tagged, Value,
+};
 pub use value::{
     column_length, column_origin, compare, computed_column_def, exact_order, flags, orderable,
     parse_column_def, rewrite_column_def, types, ColumnMeta,

@@ -169,15 +169,28 @@ impl<S: RowSource> Merger<S> {
             if agg_at.get(a.col).is_some_and(Option::is_some) {
                 return Err(invalid(format!("two aggregates in column {}", a.col)));
             }
-            if let Some(x) = a.kind.distinct_arg(a.col) {
-                if distinct_col.is_some_and(|c| c != x) {
-                    return Err(MergeError::Unsupported(
-                        "COUNT/SUM/AVG(DISTINCT) of two different expressions across shards".to_string(),
-                    ));
+            let mut plan = AggPlan::new(a, metas)?;
+            match (&g.tagged, a.kind.distinct_arg(a.col)) {
+                (None, Some(x)) => {
+                    if distinct_col.is_some_and(|c| c != x) {
+                        return Err(MergeError::Unsupported(
+                            "COUNT/SUM/AVG(DISTINCT) of two different expressions across shards".to_string(),
+                        ));
+                    }
+                    distinct_col = Some(x);
                 }
-                distinct_col = Some(x);
+                (None, None) => {}
+                (Some(t), x) => {
+                    // The rows of x's own tag, or (other aggregates) those of tag 0.
+                    let tag = match x {
+                        Some(x) => t.x_cols.iter().position(|&c| c == x).ok_or_else(|| {
+                            invalid(format!("DISTINCT argument column {x} is not a tagged stream's"))
+                        })?,
+                        None => 0,
+                    };
+                    plan = plan.only_tag(t.tag_col, tag);
+                }
             }
-            let plan = AggPlan::new(a, metas)?;
             out_metas[a.col] = plan.output_meta(&metas[a.col]);
             agg_at[a.col] = Some(aggs.len());
             aggs.push(plan);
@@ -189,6 +202,23 @@ impl<S: RowSource> Merger<S> {
                 ));
             }
         }
+        if let Some(t) = &g.tagged {
+            // Sorted by the keys, the tag, then each stream's x (NULL outside its tag), so
+            // the rows of one tag in a group come together, sorted by their x.
+            let rest: Vec<usize> = spec.order_by[g.keys.len()..].iter().map(|k| k.col).collect();
+            let want: Vec<usize> = std::iter::once(t.tag_col)
+                .chain(t.x_cols.iter().copied())
+                .collect();
+            if t.x_cols.len() < 2 || rest.len() < want.len() || rest[..want.len()] != want[..] {
+                return Err(invalid(
+                    "tagged DISTINCT streams need the shards sorted by the group keys, the tag, then each x",
+                ));
+            }
+            if metas.get(t.tag_col).map(kind) != Some(Kind::Int) {
+                return Err(invalid("the tag column is not an integer column"));
+            }
+            distinct_col = Some(t.tag_col);
+        }
         // Without GROUP BY the server's aggregate row may be the row of no rows (its other
         // columns NULL), so it marks MIN/MAX and the other selected columns nullable; the
         // shards, grouping by a DISTINCT argument, marked them as their columns are.
@@ -199,15 +229,23 @@ impl<S: RowSource> Merger<S> {
                 }
             }
         }
-        // An AVG's count column is merged as a COUNT too (it may be visible or in HAVING).
-        let counts: Vec<usize> = aggs.iter().filter_map(AggPlan::avg_count_col).collect();
-        for c in counts {
+        // An AVG's count column is merged as a COUNT too (it may be visible or in HAVING),
+        // over the AVG's own rows.
+        let counts: Vec<(usize, Option<(usize, usize)>)> = aggs
+            .iter()
+            .filter_map(|a| a.avg_count_col().map(|c| (c, a.tag())))
+            .collect();
+        for (c, tag) in counts {
             if g.keys.contains(&c) {
                 return Err(invalid(format!("AVG count column {c} is a group key")));
             }
             if agg_at[c].is_none() {
                 agg_at[c] = Some(aggs.len());
-                aggs.push(AggPlan::count_of(c));
+                let plan = AggPlan::count_of(c);
+                aggs.push(match tag {
+                    Some((col, t)) => plan.only_tag(col, t),
+                    None => plan,
+                });
             }
         }
         if let Some(h) = &g.having {

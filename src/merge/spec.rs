@@ -75,6 +75,33 @@ pub struct GroupSpec {
     /// Final order when it differs from the group-key order (then groups are buffered:
     /// memory O(groups), or O(offset+count) with a LIMIT).
     pub order_after: Vec<SortKey>,
+    /// DISTINCT aggregates of several different expressions: tagged sub-streams.
+    pub tagged: Option<Box<Tagged>>,
+}
+
+/// DISTINCT aggregates of several different expressions x_0, x_1, …: every shard row
+/// carries a tag j (column `tag_col`, the text `j`) and belongs to the sub-stream of x_j:
+/// the shards group by (keys, tag, x_0 when the tag is 0 else NULL, x_1 when the tag is 1
+/// else NULL, …) and sort by the same, so within a group the rows of tag j come together,
+/// sorted by x_j. COUNT/SUM/AVG(DISTINCT x_j) (x in `x_cols[j]`) read the rows of tag j
+/// only; every other aggregate reads the rows of tag 0 (each tag's rows are partials of
+/// the same rows of the group, so one tag's suffice).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tagged {
+    pub tag_col: usize,
+    pub x_cols: Vec<usize>,
+    /// x columns that are a column of the sharded table behind a CASE, which the server
+    /// describes with the connection's collation: the executor looks the column's up.
+    pub collation_of: Vec<CollationOf>,
+}
+
+/// Column `col` compares under the collation of column `column` of `schema.table`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollationOf {
+    pub col: usize,
+    pub schema: String,
+    pub table: String,
+    pub column: String,
 }
 
 /// One aggregate column.

@@ -8,21 +8,31 @@
 //! groups and sorts by exactly the columns the merge reads; no HAVING (applied after the
 //! merge) and no LIMIT (the merge applies it).
 //!
+//! DISTINCT aggregates of two or more different expressions x_0, x_1, … (other than the
+//! shard key alone) make tagged sub-streams in the same parts: the sub-table is joined
+//! with a derived table of tags 0..n, `COUNT(DISTINCT x_j)` becomes `CASE WHEN tag = j
+//! THEN x_j END`, and the shards group and sort by (keys, tag, each CASE) — see
+//! [`spec::Tagged`].
+//!
 //! A selected column that is neither a group key nor an aggregate (MySQL without
 //! `ONLY_FULL_GROUP_BY` returns any value of the group) merges as MIN: one of the group's
 //! values, and the exact value when it is determined by the keys.
 
+use sqlparser::ast::helpers::attached_token::AttachedToken;
 use sqlparser::ast::{
-    DuplicateTreatment, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, Ident,
-    ObjectName, ObjectNamePart, OrderBy, OrderByExpr, OrderByOptions, OrderBySort, Select, SelectItem, Value,
+    BinaryOperator, CaseWhen, DuplicateTreatment, Expr, Function, FunctionArg, FunctionArgExpr,
+    FunctionArguments, GroupByExpr, Ident, ObjectName, ObjectNamePart, OrderBy, OrderByExpr, OrderByOptions,
+    OrderBySort, Select, SelectItem, SetExpr, Statement, TableWithJoins, Value,
 };
+use sqlparser::dialect::MySqlDialect;
+use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
 use super::literal::literal;
 use super::plan::{Ctx, Refusal};
 use super::route::KeyCtx;
 use super::shape::{direction, find_visible, helper_expr, is_null, order_by_positions, Item};
-use super::spec::{self, AggKind, AggSpec, CmpOp, GroupSpec, Limit, MergeSpec, SortKey};
+use super::spec::{self, AggKind, AggSpec, CmpOp, CollationOf, GroupSpec, Limit, MergeSpec, SortKey, Tagged};
 use super::visitors::{column_ref, expr_key, AggScan, MisreadOperators, MERGEABLE_AGGREGATES};
 use super::walk::function_name;
 
@@ -127,6 +137,60 @@ enum Kind {
     /// The hidden COUNT(x) of an AVG(x).
     AvgCount,
     CountDistinct,
+    /// The tag of a row's sub-stream (several DISTINCT arguments).
+    Tag,
+}
+
+/// Several DISTINCT arguments: the sub-stream of one of them (see [`Tagged`]).
+struct Stream {
+    key: Vec<String>,
+    /// Its column in the shard's select list (`CASE WHEN tag = j THEN x END`), once made.
+    col: Option<usize>,
+}
+
+/// The derived table and column that tag the sub-streams: each row of the sharded table
+/// joined with the tags 0..n.
+const TAG_TABLE: &str = "__sluice_d";
+const TAG_COLUMN: &str = "__sluice_w";
+
+fn tag_ref() -> Expr {
+    Expr::CompoundIdentifier(vec![Ident::new(TAG_TABLE), Ident::new(TAG_COLUMN)])
+}
+
+/// `CASE WHEN __sluice_d.__sluice_w = j THEN x END`: x in the rows of tag j, else NULL.
+fn tagged_x(j: usize, x: &Expr) -> Expr {
+    Expr::Case {
+        case_token: AttachedToken::empty(),
+        end_token: AttachedToken::empty(),
+        operand: None,
+        conditions: vec![CaseWhen {
+            condition: Expr::BinaryOp {
+                left: Box::new(tag_ref()),
+                op: BinaryOperator::Eq,
+                right: Box::new(Expr::value(Value::Number(j.to_string(), false))),
+            },
+            result: x.clone(),
+        }],
+        else_result: None,
+    }
+}
+
+/// `(SELECT 0 AS __sluice_w UNION ALL SELECT 1 …) AS __sluice_d`, joined to the FROM list.
+fn tag_table(n: usize) -> Result<TableWithJoins, Refusal> {
+    let internal = || Refusal("sluice: internal error: the tag table".into());
+    let mut sql = format!("SELECT 1 FROM (SELECT 0 AS {TAG_COLUMN}");
+    for j in 1..n {
+        sql.push_str(&format!(" UNION ALL SELECT {j}"));
+    }
+    sql.push_str(&format!(") AS {TAG_TABLE}"));
+    let mut stmts = Parser::parse_sql(&MySqlDialect {}, &sql).map_err(|_| internal())?;
+    let Some(Statement::Query(q)) = stmts.pop() else {
+        return Err(internal());
+    };
+    let SetExpr::Select(sel) = *q.body else {
+        return Err(internal());
+    };
+    sel.from.into_iter().next().ok_or_else(internal)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -149,6 +213,11 @@ pub(super) struct Grouped<'c, 'a> {
     count_distinct: Option<usize>,
     /// `expr_key` of the x in `count_distinct`.
     distinct_key: Option<Vec<String>>,
+    /// DISTINCT aggregates of two or more different expressions: one tagged sub-stream
+    /// each, in the order the select list first names them.
+    streams: Option<Vec<Stream>>,
+    /// Columns that are a column of the sharded table behind a CASE (its collation).
+    collation_of: Vec<CollationOf>,
     /// Recognizes the shard key column.
     key: &'c KeyCtx<'a>,
     /// No selected `COUNT(DISTINCT x)` of anything but the shard key: then each
@@ -164,6 +233,25 @@ impl<'c, 'a> Grouped<'c, 'a> {
         let additive_distinct = items.iter().all(|(e, _)| match agg_call(e, table) {
             Ok(Some(call)) => call.distinct_arg().is_none_or(|x| key.is_key(x)),
             _ => true,
+        });
+        // The different arguments of the (non-additive) DISTINCT aggregates selected.
+        let mut xs: Vec<Vec<String>> = Vec::new();
+        if !additive_distinct {
+            for (e, _) in &items {
+                if let Ok(Some(call)) = agg_call(e, table) {
+                    if let Some(x) = call.distinct_arg() {
+                        let k = expr_key(x);
+                        if !xs.contains(&k) {
+                            xs.push(k);
+                        }
+                    }
+                }
+            }
+        }
+        let streams = (xs.len() >= 2).then(|| {
+            xs.into_iter()
+                .map(|key| Stream { key, col: None })
+                .collect::<Vec<_>>()
         });
         let shard_items = items
             .iter()
@@ -186,6 +274,8 @@ impl<'c, 'a> Grouped<'c, 'a> {
             aggs: Vec::new(),
             count_distinct: None,
             distinct_key: None,
+            streams,
+            collation_of: Vec::new(),
             key,
             additive_distinct,
         }
@@ -273,6 +363,16 @@ impl<'c, 'a> Grouped<'c, 'a> {
     /// per statement: a second one would need its own sorted stream.
     fn distinct_col(&mut self, x: &Expr) -> Result<usize, Refusal> {
         let k = expr_key(x);
+        if self.streams.is_some() {
+            let j = self.stream_of(&k)?;
+            if let Some(c) = self.streams.as_ref().and_then(|s| s[j].col) {
+                return Ok(c);
+            }
+            // Never matched by a HAVING or ORDER BY term: its merged value is no x.
+            let c = self.push_helper(tagged_x(j, x), Expr::value(Value::Null), Kind::CountDistinct);
+            self.stream_at(j, c, x);
+            return Ok(c);
+        }
         match (&self.distinct_key, self.count_distinct) {
             (Some(have), Some(c)) if *have == k => Ok(c),
             (Some(_), _) => refuse(format!(
@@ -286,6 +386,38 @@ impl<'c, 'a> Grouped<'c, 'a> {
                 self.count_distinct = Some(c);
                 self.distinct_key = Some(k);
                 Ok(c)
+            }
+        }
+    }
+
+    /// The tagged sub-stream of the DISTINCT argument with `expr_key` `k`.
+    fn stream_of(&self, k: &[String]) -> Result<usize, Refusal> {
+        self.streams
+            .as_ref()
+            .and_then(|s| s.iter().position(|st| st.key == k))
+            .ok_or_else(|| Refusal("sluice: internal error: a DISTINCT argument without its stream".into()))
+    }
+
+    /// Column `c` holds sub-stream `j`'s x (behind a CASE: when x is a column, the
+    /// merge compares it under that column's collation, which the executor looks up).
+    fn stream_at(&mut self, j: usize, c: usize, x: &Expr) {
+        if let Some(s) = self.streams.as_mut() {
+            s[j].col = Some(c);
+        }
+        if let Some((quals, name)) = column_ref(x) {
+            let ours = quals.is_empty()
+                || self
+                    .key
+                    .qualifiers
+                    .iter()
+                    .any(|q| q.len() == quals.len() && q.iter().zip(&quals).all(|(a, b)| a == b));
+            if ours {
+                self.collation_of.push(CollationOf {
+                    col: c,
+                    schema: String::new(),
+                    table: String::new(),
+                    column: name.to_string(),
+                });
             }
         }
     }
@@ -581,14 +713,37 @@ impl<'c, 'a> Grouped<'c, 'a> {
                     let n = self.push_helper(renamed(&f, "COUNT"), renamed(&f, "COUNT"), Kind::AvgCount);
                     self.merged(i, AggKind::Avg { count_col: n });
                 }
+                Some(AggCall::CountDistinct(x)) if self.streams.is_some() => {
+                    let j = self.stream_of(&expr_key(&x))?;
+                    if self.streams.as_ref().is_some_and(|s| s[j].col.is_some()) {
+                        return refuse(format!(
+                            "sluice: the same COUNT(DISTINCT {x}) twice on sharded table {table} is not \
+                             supported across shards (select it once)"
+                        ));
+                    }
+                    let alias = match alias {
+                        Some(a) => a,
+                        None => match &e {
+                            Expr::Function(f) => self.column_name(f),
+                            _ => Ident::with_quote('`', e.to_string().replace('`', "``")),
+                        },
+                    };
+                    self.shard_items[i] = SelectItem::ExprWithAlias {
+                        expr: tagged_x(j, &x),
+                        alias,
+                    };
+                    self.stream_at(j, i, &x);
+                    self.aggs.push(AggSpec {
+                        col: i,
+                        kind: AggKind::CountDistinct,
+                    });
+                    self.kinds[i] = Kind::CountDistinct;
+                }
                 Some(AggCall::CountDistinct(x)) => {
                     if self.count_distinct.is_some() {
                         return refuse(format!(
-                            "sluice: more than one COUNT(DISTINCT …) of other than the shard key on \
-                             sharded table {table} is not supported across shards (supported: one \
-                             COUNT(DISTINCT x) beside SUM/AVG(DISTINCT x) of the same x, or any number \
-                             of COUNT/SUM/AVG(DISTINCT {}) of the shard key alone)",
-                            self.key.rule.key
+                            "sluice: the same COUNT(DISTINCT {x}) twice on sharded table {table} is not \
+                             supported across shards (select it once)"
                         ));
                     }
                     self.distinct_key = Some(expr_key(&x));
@@ -626,7 +781,7 @@ impl<'c, 'a> Grouped<'c, 'a> {
         // Without GROUP BY but grouped by a DISTINCT argument, the shards answer no row over
         // no rows, and the merge gives the aggregates of nothing with the other columns
         // NULL: exact for column references only (a constant would have its value).
-        if self.keys.is_empty() && self.count_distinct.is_some() {
+        if self.keys.is_empty() && (self.count_distinct.is_some() || self.streams.is_some()) {
             let odd =
                 (0..visible).find(|&i| self.kinds[i] == Kind::Any && column_ref(&self.items[i].0).is_none());
             if let Some(i) = odd {
@@ -689,6 +844,31 @@ impl<'c, 'a> Grouped<'c, 'a> {
             shard_sort.push(SortKey::asc(c));
             group_cols.push(c);
         }
+        // Several DISTINCT arguments: each row of the table joined with each tag, grouped
+        // and sorted by (keys, tag, each stream's x), so that in a group the rows of tag j
+        // come together sorted by x_j (the other streams' x being NULL there).
+        let tagged = match self.streams.take() {
+            None => None,
+            Some(streams) => {
+                let mut x_cols = Vec::with_capacity(streams.len());
+                for s in &streams {
+                    x_cols.push(s.col.ok_or_else(|| {
+                        Refusal("sluice: internal error: a DISTINCT stream without its column".into())
+                    })?);
+                }
+                let tag_col = self.push_helper(tag_ref(), Expr::value(Value::Null), Kind::Tag);
+                for &c in std::iter::once(&tag_col).chain(&x_cols) {
+                    shard_sort.push(SortKey::asc(c));
+                    group_cols.push(c);
+                }
+                sel.from.push(tag_table(x_cols.len())?);
+                Some(Box::new(Tagged {
+                    tag_col,
+                    x_cols,
+                    collation_of: std::mem::take(&mut self.collation_of),
+                }))
+            }
+        };
 
         sel.projection = self.shard_items;
         sel.group_by = GroupByExpr::Expressions(group_cols.iter().map(|&c| position(c)).collect(), vec![]);
@@ -701,6 +881,7 @@ impl<'c, 'a> Grouped<'c, 'a> {
                 aggs: self.aggs,
                 having,
                 order_after,
+                tagged,
             }),
             distinct: false,
         };

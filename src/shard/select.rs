@@ -169,7 +169,7 @@ pub(super) fn plan_select(mut q: Query, ctx: &Ctx<'_>) -> Result<Option<Planned>
     };
 
     // One shard holds every row the statement can see: it runs as the client wrote it.
-    let (template, merge, wildcard_helpers) = if shards.len() == 1 {
+    let (template, mut merge, wildcard_helpers) = if shards.len() == 1 {
         let sel = select_mut(&mut q)?;
         let wildcard = has_wildcard(sel);
         let visible = if wildcard { 0 } else { sel.projection.len() };
@@ -179,6 +179,15 @@ pub(super) fn plan_select(mut q: Query, ctx: &Ctx<'_>) -> Result<Option<Planned>
         shape(q, limit, &table, &key, ctx)?
     };
 
+    // Collations are looked up on the first part's sub-table (its group gives the column
+    // definitions the merge reads).
+    let tagged = merge.group.as_mut().and_then(|g| g.tagged.as_mut());
+    if let (Some(t), Some(&first)) = (tagged, shards.first()) {
+        for c in &mut t.collation_of {
+            c.schema.clone_from(&found.res.db);
+            c.table = rule.sub_table(first);
+        }
+    }
     let mut parts = Vec::with_capacity(shards.len());
     for &s in &shards {
         let mut q = template.clone();

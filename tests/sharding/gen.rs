@@ -977,6 +977,36 @@ pub fn generate(data: &[Reply]) -> Vec<Q> {
         qs.push(Q::new("SUM/AVG(DISTINCT)", sql));
     }
 
+    // --- Several DISTINCT arguments: one tagged sub-stream each, merged in one stream ----
+    for sql in [
+        "SELECT COUNT(DISTINCT user_id), COUNT(DISTINCT score) FROM post_reply",
+        "SELECT COUNT(DISTINCT user_id), COUNT(DISTINCT tid) FROM post_reply WHERE score > 0",
+        "SELECT COUNT(DISTINCT user_id), COUNT(DISTINCT tag), COUNT(*), SUM(amount), MIN(create_time), AVG(score) FROM post_reply WHERE amount > 0",
+        "SELECT COUNT(DISTINCT subject), COUNT(DISTINCT tag), COUNT(DISTINCT DATE(create_time)) FROM post_reply WHERE tid IN (228596, 228689, 228601, 4, 8, 1001)",
+        "SELECT COUNT(DISTINCT score), COUNT(DISTINCT tag), COUNT(*), SUM(amount), MIN(id) FROM post_reply WHERE user_id = 999999",
+        "SELECT DATE(create_time) d, COUNT(*), COUNT(DISTINCT user_id), COUNT(DISTINCT tid), SUM(amount) FROM post_reply GROUP BY d ORDER BY d DESC LIMIT 10",
+        "SELECT user_id, COUNT(DISTINCT tid) c, COUNT(DISTINCT score) s, COUNT(*) n, AVG(amount) FROM post_reply WHERE user_id < 40 GROUP BY user_id HAVING c > 1 AND s > 1 ORDER BY n DESC, user_id LIMIT 10",
+        "SELECT user_id, COUNT(DISTINCT score), SUM(DISTINCT score), AVG(DISTINCT tid), COUNT(DISTINCT DATE(create_time)), MAX(amount) FROM post_reply WHERE user_id < 20 GROUP BY user_id ORDER BY user_id",
+        "SELECT score, COUNT(DISTINCT user_id) u, COUNT(DISTINCT tag) t FROM post_reply WHERE score IS NOT NULL GROUP BY score ORDER BY u DESC, t DESC, score LIMIT 15",
+    ] {
+        qs.push(Q::new("several COUNT(DISTINCT)", sql));
+    }
+    qs.push(
+        Q::new(
+            "several COUNT(DISTINCT)",
+            // No MIN/MAX of a string: the server describes one beside a COUNT(DISTINCT) with
+            // 39 decimals, the shards (grouping by the DISTINCT argument) with 0.
+            "SELECT user_id, COUNT(DISTINCT tag), COUNT(DISTINCT amount), MIN(score), MAX(amount) FROM post_reply WHERE user_id BETWEEN 100 AND 130 GROUP BY user_id ORDER BY user_id DESC LIMIT 5, 10",
+        ),
+    );
+    qs.push(
+        Q::new(
+            "several COUNT(DISTINCT)",
+            "SELECT tag, COUNT(DISTINCT score), COUNT(DISTINCT user_id), MIN(amount) FROM post_reply GROUP BY tag ORDER BY tag",
+        )
+        .ci(&[0]),
+    );
+
     // --- UNION ALL / UNION of sharded selects (each part runs the whole union) ------------
     for _ in 0..6 {
         qs.push(Q::new(

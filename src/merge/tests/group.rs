@@ -113,6 +113,7 @@ pub(super) fn grouped_spec(
             ],
             having,
             order_after,
+            tagged: None,
         }),
         distinct: false,
     }
@@ -262,6 +263,7 @@ async fn aggregates_without_group_by() {
             ],
             having: None,
             order_after: vec![],
+            tagged: None,
         }),
         distinct: false,
     };
@@ -313,6 +315,7 @@ async fn count_distinct_across_shards() {
             ],
             having: None,
             order_after: vec![],
+            tagged: None,
         }),
         distinct: false,
     };
@@ -468,6 +471,7 @@ async fn sum_and_avg_distinct_take_each_x_once() {
             ],
             having: None,
             order_after: vec![],
+            tagged: None,
         }),
         distinct: false,
     };
@@ -514,9 +518,113 @@ async fn aggregates_without_group_by_over_no_rows_answer_one_row() {
             ],
             having: None,
             order_after: vec![],
+            tagged: None,
         }),
         distinct: false,
     };
     let mut m = Merger::new(sources, spec, metas).expect("merger");
     assert_eq!(collect(&mut m).await, strs(&[&[Some("0"), None, Some("0")]]));
+}
+
+/// `SELECT k, COUNT(DISTINCT a), COUNT(DISTINCT b), COUNT(*), SUM(DISTINCT b) … GROUP BY k`:
+/// per shard `SELECT k, CASE WHEN w = 0 THEN a END, CASE WHEN w = 1 THEN b END, COUNT(*),
+/// SUM(DISTINCT b), w FROM t, (SELECT 0 AS w UNION ALL SELECT 1) d GROUP BY k, w, 2, 3
+/// ORDER BY k, w, 2, 3`.
+#[tokio::test]
+async fn tagged_streams_count_each_argument_in_its_own_rows() {
+    let metas = vec![
+        meta(types::LONG),
+        meta(types::VAR_STRING),
+        meta(types::LONG),
+        meta(types::LONGLONG),
+        dec(0),
+        meta(types::LONGLONG),
+    ];
+    // Rows (k, a, b): shard A (1,'x',1), (1,'X',2), (1,NULL,2), (2,'y',NULL); shard B
+    // (1,'z',1), (1,'x',3), (2,'y',5).
+    let sources = || {
+        vec![
+            VecSource::new(vec![
+                row(&[Some("1"), None, None, Some("1"), Some("2"), Some("0")]),
+                row(&[Some("1"), Some("x"), None, Some("2"), Some("3"), Some("0")]),
+                row(&[Some("1"), None, Some("1"), Some("1"), Some("1"), Some("1")]),
+                row(&[Some("1"), None, Some("2"), Some("2"), Some("2"), Some("1")]),
+                row(&[Some("2"), Some("y"), None, Some("1"), None, Some("0")]),
+                row(&[Some("2"), None, None, Some("1"), None, Some("1")]),
+            ]),
+            VecSource::new(vec![
+                row(&[Some("1"), Some("x"), None, Some("1"), Some("3"), Some("0")]),
+                row(&[Some("1"), Some("z"), None, Some("1"), Some("1"), Some("0")]),
+                row(&[Some("1"), None, Some("1"), Some("1"), Some("1"), Some("1")]),
+                row(&[Some("1"), None, Some("3"), Some("1"), Some("3"), Some("1")]),
+                row(&[Some("2"), Some("y"), None, Some("1"), Some("5"), Some("0")]),
+                row(&[Some("2"), None, Some("5"), Some("1"), Some("5"), Some("1")]),
+            ]),
+        ]
+    };
+    let spec = |having: Option<Expr>| MergeSpec {
+        visible: 5,
+        order_by: vec![SortKey::asc(0), SortKey::asc(5), SortKey::asc(1), SortKey::asc(2)],
+        limit: None,
+        group: Some(GroupSpec {
+            keys: vec![0],
+            aggs: vec![
+                AggSpec {
+                    col: 1,
+                    kind: AggKind::CountDistinct,
+                },
+                AggSpec {
+                    col: 2,
+                    kind: AggKind::CountDistinct,
+                },
+                AggSpec {
+                    col: 3,
+                    kind: AggKind::Count,
+                },
+                AggSpec {
+                    col: 4,
+                    kind: AggKind::SumDistinct { x_col: 2 },
+                },
+            ],
+            having,
+            order_after: vec![],
+            tagged: Some(Box::new(Tagged {
+                tag_col: 5,
+                x_cols: vec![1, 2],
+                collation_of: vec![],
+            })),
+        }),
+        distinct: false,
+    };
+    let mut m = Merger::new(sources(), spec(None), metas.clone()).expect("merger");
+    // k=1: a in {x, z} ('x' = 'X'), b in {1, 2, 3}, 5 rows, 1+2+3; k=2: y, 5, 2 rows, 5.
+    assert_eq!(
+        collect(&mut m).await,
+        strs(&[
+            &[Some("1"), Some("2"), Some("3"), Some("5"), Some("6")],
+            &[Some("2"), Some("1"), Some("1"), Some("2"), Some("5")],
+        ])
+    );
+    let having = Expr::cmp(Expr::Col(2), CmpOp::Gt, Expr::Lit(Value::Int(1)));
+    let mut m = Merger::new(sources(), spec(Some(having)), metas.clone()).expect("merger");
+    assert_eq!(
+        collect(&mut m).await,
+        strs(&[&[Some("1"), Some("2"), Some("3"), Some("5"), Some("6")]])
+    );
+    // The shards must sort by the keys, the tag, then each x.
+    let mut bad = spec(None);
+    bad.order_by = vec![SortKey::asc(0), SortKey::asc(1), SortKey::asc(5), SortKey::asc(2)];
+    assert!(matches!(
+        Merger::new(sources(), bad, metas.clone()),
+        Err(MergeError::InvalidSpec(_))
+    ));
+    // A DISTINCT aggregate whose x is no stream's column.
+    let mut bad = spec(None);
+    if let Some(g) = bad.group.as_mut() {
+        g.aggs[3].kind = AggKind::SumDistinct { x_col: 4 };
+    }
+    assert!(matches!(
+        Merger::new(sources(), bad, metas),
+        Err(MergeError::InvalidSpec(_))
+    ));
 }

@@ -529,6 +529,7 @@ fn plain_aggregates() {
                 ],
                 having: None,
                 order_after: vec![],
+                tagged: None,
             }),
             distinct: false,
         }
@@ -755,14 +756,62 @@ fn count_distinct_of_the_key_adds() {
         "SELECT COUNT(DISTINCT tid) AS `COUNT(DISTINCT tid)` FROM post_reply_0 AS post_reply"
     );
     assert_eq!(merge.group.unwrap().aggs, vec![count(0)]);
-    // Beside COUNT(DISTINCT user_id) the shards group by user_id, which would split each
-    // tid's count: refused.
+    // Beside COUNT(DISTINCT user_id) the key's count is a stream of its own (a per-shard
+    // count grouped by user_id would split it).
+    let (_, merge, _) = select("SELECT COUNT(DISTINCT user_id), COUNT(DISTINCT tid) FROM post_reply");
+    let t = merge.group.and_then(|g| g.tagged).expect("tagged streams");
+    assert_eq!((t.tag_col, t.x_cols.clone()), (2, vec![0, 1]));
     assert_eq!(
-        refused("SELECT COUNT(DISTINCT user_id), COUNT(DISTINCT tid) FROM post_reply"),
-        "sluice: more than one COUNT(DISTINCT …) of other than the shard key on sharded table post_reply is \
-         not supported across shards (supported: one COUNT(DISTINCT x) beside SUM/AVG(DISTINCT x) of the \
-         same x, or any number of COUNT/SUM/AVG(DISTINCT tid) of the shard key alone)"
+        refused(
+            "SELECT COUNT(DISTINCT user_id), COUNT(DISTINCT tid), COUNT(DISTINCT user_id) FROM post_reply"
+        ),
+        "sluice: the same COUNT(DISTINCT user_id) twice on sharded table post_reply is not supported across \
+         shards (select it once)"
     );
+}
+
+/// DISTINCT aggregates of several expressions: each row joined with one tag per
+/// expression, grouped and sorted by (keys, tag, x_j under tag j), every other aggregate
+/// read from the rows of tag 0.
+#[test]
+fn several_distinct_arguments_make_tagged_streams() {
+    use crate::merge::{AggKind, CollationOf};
+    let (parts, merge, _) = select(
+        "SELECT user_id, COUNT(DISTINCT tag), COUNT(*), COUNT(DISTINCT DATE(create_time)) d, \
+         SUM(DISTINCT score), AVG(amount) FROM post_reply GROUP BY user_id HAVING d > 1 ORDER BY d DESC LIMIT 3",
+    );
+    assert_eq!(
+        parts[1].1,
+        "SELECT user_id, CASE WHEN __sluice_d.__sluice_w = 0 THEN tag END AS `COUNT(DISTINCT tag)`, \
+         COUNT(*) AS `COUNT(*)`, CASE WHEN __sluice_d.__sluice_w = 1 THEN DATE(create_time) END AS d, \
+         SUM(DISTINCT score) AS `SUM(DISTINCT score)`, SUM(amount) AS `AVG(amount)`, \
+         CASE WHEN __sluice_d.__sluice_w = 2 THEN score END, COUNT(amount), __sluice_d.__sluice_w \
+         FROM post_reply_1 AS post_reply, (SELECT 0 AS __sluice_w UNION ALL SELECT 1 UNION ALL SELECT 2) AS __sluice_d \
+         GROUP BY 1, 9, 2, 4, 7 ORDER BY 1 ASC, 9 ASC, 2 ASC, 4 ASC, 7 ASC"
+    );
+    assert_eq!(merge.order_by, vec![asc(0), asc(8), asc(1), asc(3), asc(6)]);
+    let g = merge.group.expect("grouped");
+    assert_eq!(g.order_after, vec![desc(3)]);
+    let t = g.tagged.expect("tagged");
+    assert_eq!((t.tag_col, t.x_cols.clone()), (8, vec![1, 3, 6]));
+    // `tag` and `score` are columns (their collation is looked up); DATE(…) is not.
+    let cols: Vec<(usize, &str, &str)> = t
+        .collation_of
+        .iter()
+        .map(|c: &CollationOf| (c.col, c.table.as_str(), c.column.as_str()))
+        .collect();
+    assert_eq!(
+        cols,
+        vec![(1, "post_reply_0", "tag"), (6, "post_reply_0", "score")]
+    );
+    assert!(g
+        .aggs
+        .iter()
+        .any(|a| a.col == 4 && a.kind == AggKind::SumDistinct { x_col: 6 }));
+    assert!(g
+        .aggs
+        .iter()
+        .any(|a| a.col == 3 && a.kind == AggKind::CountDistinct));
 }
 
 #[test]
