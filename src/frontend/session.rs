@@ -186,6 +186,8 @@ struct Session {
     proc: super::registry::Handle,
     /// Whom statements run as on the backends (`None`: the group's account).
     login: Option<Arc<crate::backend::Login>>,
+    /// hook(perf): handles on the pools `held` checks out from.
+    pools: conns::PoolHandles,
 }
 
 impl Session {
@@ -215,6 +217,7 @@ impl Session {
             user_slot: a.user_slot,
             proc,
             login: a.login,
+            pools: Default::default(),
         }
     }
 
