@@ -32,9 +32,9 @@ printf '%-40s %12s %12s  %s\n' bench "median ns" "budget ns" verdict
 for entry in "${BUDGETS[@]}"; do
   name=${entry%|*}
   budget=${entry#*|}
-  # criterion names the directory after the bench, with characters other
-  # than [A-Za-z0-9_-] (spaces, '+') replaced by '_'.
-  dir=$crit/$(printf '%s' "$name" | sed 's/[^A-Za-z0-9_-]/_/g')/new
+  # criterion 0.5 names the directory after the bench, with ?"/\*<>:|^
+  # replaced by '_' (report::make_filename_safe; spaces are kept).
+  dir=$crit/$(printf '%s' "$name" | sed 's/[?"/\\*<>:|^]/_/g')/new
   if [ ! -f "$dir/estimates.json" ]; then
     printf '%-40s %12s %12s  %s\n' "$name" - "$budget" "MISSING ($dir/estimates.json)"
     status=2
