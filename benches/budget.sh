@@ -16,10 +16,10 @@ SLACK=${SLACK:-1.0}
 
 # bench name (as in statement.rs) | budget in ns per iteration (median)
 BUDGETS=(
-  "classify point select|600"
-  "classify range order|1000"
-  "classify+plan+gate point select|1000"
-  "relay framing point select response|150"
+  "classify point select|1500"
+  "classify range order|2000"
+  "classify+plan+gate point select|2000"
+  "relay framing point select response|200"
 )
 
 if [ -z "${SKIP_RUN:-}" ]; then
