@@ -124,13 +124,14 @@ mib() { awk -v k="$1" 'BEGIN { printf "%.1f MiB", k / 1024 }'; }
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
 wait_port() { # port pid log what: until 127.0.0.1:port accepts, or die if pid exits
+  # WAIT_PORT_S (default 10): valgrind on a loaded machine needs longer.
   local i
-  for ((i = 0; i < 100; i++)); do
+  for ((i = 0; i < ${WAIT_PORT_S:-10} * 10; i++)); do
     (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
     kill -0 "$2" 2>/dev/null || { cat "$3" >&2; die "$4 exited during startup"; }
     sleep 0.1
   done
-  die "$4 does not listen on 127.0.0.1:$1 after 10 s"
+  die "$4 does not listen on 127.0.0.1:$1 after ${WAIT_PORT_S:-10} s"
 }
 
 # --- sluice -------------------------------------------------------------------------------

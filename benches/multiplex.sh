@@ -92,6 +92,12 @@ log:
 backend:
   multiplex: true
   pool_max: $POOL_MAX
+# All clients come from 127.0.0.1 and THREADS of them log in at once: the
+# per-address pre-auth cap (default 128) would refuse most with ERR 1040.
+limits:
+  max_unauthenticated: $((THREADS + IDLE + 100))
+  max_unauthenticated_per_address: $((THREADS + IDLE + 100))
+  handshake_timeout: 30s
 users:
   - { name: sbtest, password: sbtest }
 groups:

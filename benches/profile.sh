@@ -92,6 +92,7 @@ fi
 "${pre[@]}" "$SLUICE_BIN" serve --config "$work/sluice.yaml" </dev/null >"$work/sluice.log" 2>&1 &
 SLUICE_PID=$!
 track_pid "$SLUICE_PID" 30
+[ "$TOOL" = callgrind ] && : "${WAIT_PORT_S:=60}"
 wait_port "$SPORT" "$SLUICE_PID" "$work/sluice.log" sluice
 sleep 1
 

@@ -155,6 +155,8 @@ async fn shut_down(shared: &Shared, serving: tokio::task::JoinHandle<()>) {
         "shutting down: no new connections; waiting for running statements"
     );
     shared.shutdown.cancel();
+    // Idle sessions wait on their registry entry, not on the token.
+    shared.sessions.wake_all();
     let _ = serving.await;
     tokio::select! {
         all_done = shared.clients.wait_all_free(timeout) => {

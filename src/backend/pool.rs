@@ -277,11 +277,7 @@ impl BackendPool {
     }
 
     fn pool_for(&self, login: &Arc<Login>, key: PoolKey) -> Result<managed::Pool<Manager>, BackendError> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(BackendError::Pool(
-                "the backend was removed from the configuration".into(),
-            ));
-        }
+        self.removed()?;
         let mut pools = self
             .registry
             .pools
@@ -344,6 +340,22 @@ impl BackendPool {
     /// Check out a connection logged in as `login` for `key`.
     pub async fn get_as(&self, login: &Arc<Login>, key: PoolKey) -> Result<Pooled, BackendError> {
         let pool = self.pool_for(login, key)?;
+        self.checkout(&pool).await
+    }
+
+    /// A session's handle on its (login, key) pool here: checkouts through
+    /// it skip the registry (its mutex, shared by every session of the
+    /// backend, the key's hash and an `Arc` clone of the pool per checkout).
+    pub fn handle(self: &Arc<Self>, login: &Arc<Login>, key: PoolKey) -> Result<PoolHandle, BackendError> {
+        Ok(PoolHandle {
+            pool: self.pool_for(login, key)?,
+            backend: self.clone(),
+            login: login.id,
+            key,
+        })
+    }
+
+    async fn checkout(&self, pool: &managed::Pool<Manager>) -> Result<Pooled, BackendError> {
         // metrics: pool waits and wait time. A checkout that does not
         // complete at its first poll waits (for a connection to be given
         // back or created); timed from then. (Not `pool.status()`, which
@@ -370,6 +382,15 @@ impl BackendPool {
         })
     }
 
+    fn removed(&self) -> Result<(), BackendError> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(BackendError::Pool(
+                "the backend was removed from the configuration".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// A reload removed this backend (or changed how it is reached): close
     /// the idle connections now and refuse new checkouts. Connections that
     /// sessions hold finish their statement or transaction and are closed
@@ -392,5 +413,33 @@ impl BackendPool {
             let s = p.status();
             (size + s.size, avail + s.available)
         })
+    }
+}
+
+/// One (backend, login, key) pool as a session holds it between statements
+/// (see [`BackendPool::handle`]). It holds the backend's `Arc`, so a reload
+/// that replaces the backend is seen by [`PoolHandle::is_for`] failing, and
+/// one that removes it by the checkout's error (the pool is closed).
+pub struct PoolHandle {
+    backend: Arc<BackendPool>,
+    login: u64,
+    key: PoolKey,
+    pool: managed::Pool<Manager>,
+}
+
+impl PoolHandle {
+    /// The handle serves `backend` for `login` and `key`.
+    pub fn is_for(&self, backend: &Arc<BackendPool>, login: &Login, key: PoolKey) -> bool {
+        Arc::ptr_eq(&self.backend, backend) && self.login == login.id && self.key == key
+    }
+
+    pub fn backend(&self) -> &Arc<BackendPool> {
+        &self.backend
+    }
+
+    /// Check out a connection, as [`BackendPool::get_as`] would.
+    pub async fn get(&self) -> Result<Pooled, BackendError> {
+        self.backend.removed()?;
+        self.backend.checkout(&self.pool).await
     }
 }

@@ -29,6 +29,7 @@
 //! `backend::state`); a connection whose SETs are not a prefix of the
 //! session's is reset first.
 
+use crate::backend::pool::PoolHandle;
 use crate::backend::state::SetChain;
 use crate::backend::{BackendConn, BackendError, BackendPool, Pooled};
 use crate::error;
@@ -37,6 +38,24 @@ use crate::protocol::packets::ErrPacket;
 use super::prepared::Conn;
 use super::Session;
 pub(super) use crate::router::plan::Pins;
+
+/// hook(perf): the session's pool handles, one for the master and one for
+/// the replica it last read from: a checkout through a handle takes no lock
+/// that every session of the backend shares besides the pool's own.
+#[derive(Default)]
+pub(super) struct PoolHandles {
+    master: Option<PoolHandle>,
+    replica: Option<PoolHandle>,
+}
+
+impl PoolHandles {
+    fn slot(&mut self, conn: Conn) -> &mut Option<PoolHandle> {
+        match conn {
+            Conn::Master => &mut self.master,
+            Conn::Replica(_) => &mut self.replica,
+        }
+    }
+}
 
 /// A backend connection held by the session.
 pub(super) struct Held {
@@ -124,23 +143,38 @@ impl Session {
         }
     }
 
-    fn pool_of(&self, conn: Conn) -> Result<std::sync::Arc<BackendPool>, ErrPacket> {
-        let group = &self.rt.topology.groups[0];
-        match conn {
-            Conn::Master => Ok(group.master.clone()),
-            Conn::Replica(i) => group
-                .replicas
-                .get(i)
-                .map(|r| r.pool.clone())
-                .ok_or_else(|| lost("replica")),
-        }
-    }
-
     /// Make sure the connection for `conn` is checked out and in sync with
     /// the session (default database, replayed SETs). Errors are ready to
     /// send to the client.
     pub(super) async fn held(&mut self, conn: Conn) -> Result<(), ErrPacket> {
-        let pool = self.pool_of(conn)?;
+        // The session's handle on the pool (see `PoolHandles`), taken out of
+        // the session while in use: `pool` borrows no field of `self`.
+        let handle = self.pool_handle(conn)?;
+        let r = self.held_with(conn, &handle).await;
+        *self.pools.slot(conn) = Some(handle);
+        r
+    }
+
+    /// The handle for `conn`'s pool: the one kept from an earlier statement
+    /// unless a reload replaced the backend or the login changed.
+    fn pool_handle(&mut self, conn: Conn) -> Result<PoolHandle, ErrPacket> {
+        let group = &self.rt.topology.groups[0];
+        let backend = match conn {
+            Conn::Master => &group.master,
+            Conn::Replica(i) => &group.replicas.get(i).ok_or_else(|| lost("replica"))?.pool,
+        };
+        let login = self.login.as_ref().unwrap_or_else(|| backend.own_login());
+        let slot = self.pools.slot(conn);
+        match slot.take() {
+            Some(h) if h.is_for(backend, login, self.key) => Ok(h),
+            _ => backend
+                .handle(login, self.key)
+                .map_err(|e| error::backend_error_packet(&backend.label, backend.addr(), &e)),
+        }
+    }
+
+    async fn held_with(&mut self, conn: Conn, handle: &PoolHandle) -> Result<(), ErrPacket> {
+        let pool = handle.backend();
         self.drop_if_closed(conn, &pool.label)?;
         let present = match conn {
             Conn::Master => self.backends.master.as_ref().is_some_and(|h| !h.conn.broken),
@@ -151,7 +185,7 @@ impl Session {
                 .is_some_and(|(j, h)| *j == i && !h.conn.broken),
         };
         if !present {
-            let c = self.checkout(&pool).await.map_err(|e| {
+            let c = handle.get().await.map_err(|e| {
                 if matches!(e, BackendError::PoolFull { .. }) {
                     // The client gets 1040; operators need to see it too.
                     tracing::warn!(backend = %pool.label, error = %e, "no backend connection free");
@@ -178,7 +212,7 @@ impl Session {
         // Borrow the fields separately: nothing is cloned on this per-command path.
         let h = slot_of(&mut self.backends.master, &mut self.backends.replica, conn)
             .ok_or_else(|| lost(&pool.label))?;
-        sync_to_state(&mut h.conn, &pool, &self.state).await
+        sync_to_state(&mut h.conn, pool, &self.state).await
     }
 
     /// Before reusing a held connection, make sure the server has not

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use tokio::sync::Notify;
+use std::task::{Context, Poll, Waker};
 
 const SHARDS: usize = 16;
 
@@ -38,6 +38,15 @@ pub enum KillRequest {
 const KILL_NONE: u8 = 0;
 const KILL_QUERY: u8 = 1;
 const KILL_CONNECTION: u8 = 2;
+
+/// What ends a session's wait for its next command besides the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Interrupt {
+    /// `KILL CONNECTION` from another session.
+    Killed,
+    /// sluice is shutting down.
+    Shutdown,
+}
 
 /// The part of an entry that changes rarely or is text.
 #[derive(Debug, Default)]
@@ -62,7 +71,13 @@ pub struct Entry {
     /// Identity of the session's database string last seen by `end`.
     db_ident: AtomicU64,
     kill: AtomicU8,
-    killed: Notify,
+    /// The task waiting for a kill (the session's own: it waits either for
+    /// its next command or in the relay, never both at once). A slot for
+    /// one waker instead of a `Notify`: a `Notified` future links itself
+    /// into the `Notify`'s list and out again under its lock on every
+    /// command, twice per statement; this costs one uncontended lock per
+    /// poll and no clone once the waker is stored.
+    killed: Mutex<Option<Waker>>,
     epoch: Instant,
     /// The backend thread id of the master connection the session keeps
     /// across statements while it may hold named locks there (0: none):
@@ -137,9 +152,25 @@ impl Entry {
         };
         // A connection kill is never downgraded to a query kill.
         let _ = self.kill.fetch_max(v, Ordering::AcqRel);
-        self.killed.notify_waiters();
-        // A session between two polls of `killed()` finds the flag there.
-        self.killed.notify_one();
+        // After the flag: a waiter that registers after this lock sees the
+        // flag in its check after registering (see `poll_kill`).
+        self.wake();
+    }
+
+    /// Ready with `check`'s answer; otherwise registers the task to be
+    /// woken by `request_kill`, then checks again (a kill between the first
+    /// check and the registration is seen by the second).
+    fn poll_kill<T>(&self, cx: &mut Context<'_>, check: impl Fn(&Self) -> Option<T>) -> Poll<T> {
+        if let Some(k) = check(self) {
+            return Poll::Ready(k);
+        }
+        if let Ok(mut w) = self.killed.lock() {
+            match w.as_ref() {
+                Some(old) if old.will_wake(cx.waker()) => {}
+                _ => *w = Some(cx.waker().clone()),
+            }
+        }
+        check(self).map_or(Poll::Pending, Poll::Ready)
     }
 
     /// The pending request, if any (a query kill is consumed).
@@ -162,27 +193,43 @@ impl Entry {
     }
 
     /// Resolves with the next kill request (cancel-safe: the request stays
-    /// in the flag until taken).
+    /// in the flag until taken). One waiter at a time (see `killed`).
     pub async fn killed(&self) -> KillRequest {
-        loop {
-            let notified = self.killed.notified();
-            if let Some(k) = self.take_kill() {
-                return k;
+        std::future::poll_fn(|cx| self.poll_kill(cx, Entry::take_kill)).await
+    }
+
+    /// Resolves when the session was killed with `KILL CONNECTION` or
+    /// sluice is shutting down (`shutdown` cancelled; see
+    /// [`Registry::wake_all`]); a `KILL QUERY` between commands does
+    /// nothing, as on the server. One waiter at a time (see `killed`).
+    pub async fn interrupted(&self, shutdown: &tokio_util::sync::CancellationToken) -> Interrupt {
+        std::future::poll_fn(|cx| {
+            self.poll_kill(cx, |e| {
+                if shutdown.is_cancelled() {
+                    Some(Interrupt::Shutdown)
+                } else {
+                    e.connection_killed().then_some(Interrupt::Killed)
+                }
+            })
+        })
+        .await
+    }
+
+    /// Wake the session's task if it waits in [`Entry::interrupted`] or
+    /// [`Entry::killed`] (it checks again what it waits for).
+    fn wake(&self) {
+        if let Ok(w) = self.killed.lock() {
+            if let Some(w) = w.as_ref() {
+                w.wake_by_ref();
             }
-            notified.await;
         }
     }
 
-    /// Resolves when the session was killed with `KILL CONNECTION`; a
-    /// `KILL QUERY` between commands does nothing, as on the server.
-    pub async fn connection_killed_wait(&self) {
-        loop {
-            let notified = self.killed.notified();
-            if self.connection_killed() {
-                return;
-            }
-            notified.await;
-        }
+    /// When the session's current idle stretch began (the end of its last
+    /// command, or its registration), rounded up to the millisecond: the
+    /// idle timeout's start, without reading the clock again.
+    pub fn idle_since(&self) -> Instant {
+        self.epoch + std::time::Duration::from_millis(self.since_ms.load(Ordering::Relaxed) + 1)
     }
 
     /// A row of the processlist as of now.
@@ -253,7 +300,7 @@ impl Registry {
             since_ms: AtomicU64::new(0),
             db_ident: AtomicU64::new(0),
             kill: AtomicU8::new(KILL_NONE),
-            killed: Notify::new(),
+            killed: Mutex::new(None),
             epoch: self.epoch,
             lock_thread: AtomicU32::new(0),
         });
@@ -264,6 +311,18 @@ impl Registry {
         Handle {
             registry: self.clone(),
             entry,
+        }
+    }
+
+    /// After the shutdown token was cancelled: wake every session waiting
+    /// for its next command, so that idle sessions close. (Sessions wait on
+    /// their own entry rather than on the token: a `Notified` of the shared
+    /// token per command links itself into one list every session shares.)
+    pub fn wake_all(&self) {
+        for shard in &self.shards {
+            if let Ok(m) = shard.lock() {
+                m.values().for_each(|e| e.wake());
+            }
         }
     }
 
@@ -373,8 +432,27 @@ mod tests {
         h.begin(COM_QUERY, b"\x03SELECT 1");
         assert_eq!(h.killed().await, KillRequest::Connection);
         assert!(h.connection_killed());
-        tokio::time::timeout(std::time::Duration::from_millis(100), h.connection_killed_wait())
-            .await
-            .expect("a killed session is told at once");
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let told = tokio::time::timeout(std::time::Duration::from_millis(100), h.interrupted(&shutdown));
+        assert_eq!(
+            told.await.ok(),
+            Some(Interrupt::Killed),
+            "a killed session is told at once"
+        );
+    }
+
+    #[tokio::test]
+    async fn shutdown_wakes_a_waiting_session() {
+        let r = Arc::new(Registry::default());
+        let h = r.register(1, "app", "h:1".into(), None);
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let entry = h.entry.clone();
+        let token = shutdown.clone();
+        let waiter = tokio::spawn(async move { entry.interrupted(&token).await });
+        tokio::task::yield_now().await;
+        shutdown.cancel();
+        r.wake_all();
+        let told = tokio::time::timeout(std::time::Duration::from_secs(5), waiter).await;
+        assert!(matches!(told, Ok(Ok(Interrupt::Shutdown))), "{told:?}");
     }
 }

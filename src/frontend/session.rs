@@ -186,6 +186,10 @@ struct Session {
     proc: super::registry::Handle,
     /// Whom statements run as on the backends (`None`: the group's account).
     login: Option<Arc<crate::backend::Login>>,
+    /// hook(perf): the idle timeout's timer, kept across commands.
+    idle_timer: super::wait::IdleTimer,
+    /// hook(perf): handles on the pools `held` checks out from.
+    pools: conns::PoolHandles,
 }
 
 impl Session {
@@ -215,6 +219,8 @@ impl Session {
             user_slot: a.user_slot,
             proc,
             login: a.login,
+            idle_timer: Default::default(),
+            pools: Default::default(),
         }
     }
 
@@ -247,7 +253,14 @@ impl Session {
             // hook(wait_timeout, kill): the session's idle limit; killed while idle.
             let idle =
                 super::wait::idle_limit(self.rt.config.limits.idle_client_timeout, self.state.wait_timeout);
-            let pkt = match super::wait::next_command(&mut self.client, &self.shared, idle, &self.proc).await
+            let pkt = match super::wait::next_command(
+                &mut self.client,
+                &self.shared,
+                idle,
+                &self.proc,
+                &mut self.idle_timer,
+            )
+            .await
             {
                 Ok(p) => p,
                 Err(ProtocolError::TooLarge { .. }) => {

@@ -13,13 +13,14 @@
 
 use std::time::Duration;
 
+use tokio::time::{Instant, Sleep};
 use tracing::{debug, info};
 
 use crate::protocol::codec::Packet;
 use crate::protocol::{PacketStream, ProtocolError};
 
 use super::io::ClientIo;
-use super::registry::Entry;
+use super::registry::{Entry, Interrupt};
 use super::shared::Shared;
 
 /// The idle limit of a session: `config` (`limits.idle_client_timeout`, 0 =
@@ -36,6 +37,33 @@ pub fn idle_limit(config: Duration, session: Option<Duration>) -> Duration {
     }
 }
 
+/// The session's idle-timeout timer, armed once and moved lazily.
+///
+/// Re-arming a timer per command (`tokio::time::timeout`) inserts it into
+/// and removes it from the runtime's timer wheel every time, under the
+/// wheel's lock. Here the `Sleep` stays registered from command to command:
+/// a command only computes its deadline; the timer is moved earlier when the
+/// limit shrank (it would fire late), and when it fires before the deadline
+/// (the session was busy meanwhile) it is pushed to the deadline then, at
+/// most once per idle limit.
+#[derive(Default)]
+pub struct IdleTimer {
+    sleep: Option<std::pin::Pin<Box<Sleep>>>,
+}
+
+impl IdleTimer {
+    /// The timer, due no later than `due`.
+    fn armed(&mut self, due: Instant) -> std::pin::Pin<&mut Sleep> {
+        let sleep = self
+            .sleep
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(due)));
+        if sleep.deadline() > due {
+            sleep.as_mut().reset(due);
+        }
+        sleep.as_mut()
+    }
+}
+
 /// Reads the client's next command. `Err(ProtocolError::Closed)` also when
 /// the session was idle longer than `idle` (0: never), was killed, or sluice
 /// is shutting down (logged here).
@@ -44,6 +72,7 @@ pub async fn next_command(
     shared: &Shared,
     idle: Duration,
     entry: &Entry,
+    timer: &mut IdleTimer,
 ) -> Result<Packet, ProtocolError> {
     let shutdown = &shared.shutdown;
     if shutdown.is_cancelled() {
@@ -54,17 +83,31 @@ pub async fn next_command(
         if idle.is_zero() {
             return Some(client.read_packet().await);
         }
-        tokio::time::timeout(idle, client.read_packet()).await.ok()
+        let due = Instant::from_std(entry.idle_since()) + idle;
+        let mut sleep = timer.armed(due);
+        let mut packet = std::pin::pin!(client.read_packet());
+        loop {
+            tokio::select! {
+                biased;
+                r = &mut packet => return Some(r),
+                () = sleep.as_mut() => {
+                    if Instant::now() >= due {
+                        return None;
+                    }
+                    // Armed for an earlier command's deadline.
+                    sleep.as_mut().reset(due);
+                }
+            }
+        }
     };
     tokio::select! {
         biased;
-        _ = shutdown.cancelled() => {
-            debug!("closing the idle session: sluice is shutting down");
-            Err(ProtocolError::Closed)
-        }
-        // As the server does with a killed idle connection: close, send nothing.
-        () = entry.connection_killed_wait() => {
-            info!(session = entry.id, "closing the session: KILL CONNECTION from another session");
+        why = entry.interrupted(shutdown) => {
+            match why {
+                Interrupt::Shutdown => debug!("closing the idle session: sluice is shutting down"),
+                // As the server does with a killed idle connection: close, send nothing.
+                Interrupt::Killed => info!(session = entry.id, "closing the session: KILL CONNECTION from another session"),
+            }
             Err(ProtocolError::Closed)
         }
         read = read => match read {
