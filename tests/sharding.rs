@@ -14,6 +14,7 @@
 //! replicas), so every read phase first waits until the replicas have applied everything.
 
 mod common;
+use common::wire::def_diff;
 
 use std::time::{Duration, Instant};
 
@@ -107,19 +108,6 @@ impl Def {
 
 fn logical(defs: &[Def], physical: &str) -> Vec<String> {
     defs.iter().map(|d| d.logical(physical)).collect()
-}
-
-/// The column definitions that differ between two lists, as `#i a / b` lines.
-fn def_diff(a: &[String], b: &[String]) -> String {
-    if a.len() != b.len() {
-        return format!("{} columns vs {}: {a:?} / {b:?}", a.len(), b.len());
-    }
-    a.iter()
-        .zip(b)
-        .enumerate()
-        .filter(|(_, (x, y))| x != y)
-        .map(|(i, (x, y))| format!("\n      #{i} {x}\n         {y}"))
-        .collect()
 }
 
 #[derive(Debug)]

@@ -16,6 +16,7 @@
 //! by the contents of both tables afterwards.
 
 mod common;
+use common::wire::def_diff;
 
 #[path = "sharding/gen.rs"]
 mod gen;
@@ -507,19 +508,6 @@ struct Tally {
     prepare_vs_execute_examples: Vec<String>,
     /// DOUBLE cells equal to 12 significant digits but not to the last bit.
     double_rounding: usize,
-}
-
-/// The column definitions that differ between two lists, as `#i a / b` lines.
-fn def_diff(a: &[String], b: &[String]) -> String {
-    if a.len() != b.len() {
-        return format!("{} columns vs {}: {a:?} / {b:?}", a.len(), b.len());
-    }
-    a.iter()
-        .zip(b)
-        .enumerate()
-        .filter(|(_, (x, y))| x != y)
-        .map(|(i, (x, y))| format!("\n      #{i} {x}\n         {y}"))
-        .collect()
 }
 
 impl Tally {

@@ -923,3 +923,17 @@ fn parse_greeting(p: &[u8]) -> Option<Greeting> {
         plugin,
     })
 }
+
+/// The column definitions (rendered one per line, see [`Column::render`]) that differ
+/// between two lists, as `#i a / b` lines.
+pub fn def_diff(a: &[String], b: &[String]) -> String {
+    if a.len() != b.len() {
+        return format!("{} columns vs {}: {a:?} / {b:?}", a.len(), b.len());
+    }
+    a.iter()
+        .zip(b)
+        .enumerate()
+        .filter(|(_, (x, y))| x != y)
+        .map(|(i, (x, y))| format!("\n      #{i} {x}\n         {y}"))
+        .collect()
+}
