@@ -18,6 +18,13 @@ pub enum Error {
     Io(#[from] std::io::Error),
 }
 
+/// The answer to a statement sluice runs on a session's connection `label`:
+/// its value, the server's ERR as it is, or the connection's failure as the
+/// error a client sees.
+pub fn answered<T>(label: &str, r: Result<Result<T, ErrPacket>, BackendError>) -> Result<T, ErrPacket> {
+    r.map_err(|e| backend_error_packet(label, "", &e))?
+}
+
 /// The error a client sees when `backend` (a label such as "main master
 /// 127.0.0.1:3306") failed.
 pub fn backend_error_packet(label: &str, addr: &str, err: &BackendError) -> ErrPacket {

@@ -56,8 +56,8 @@ pub use sql::{
 };
 
 use catalog::{
-    cascade_parents, check_schema, counter_table_exists, counter_tables, finish, non_transactional,
-    per_table, prepare_session, read_triggers, row_coverage, schema_exists, Existing,
+    cascade_parents, check_schema, counter_tables, finish, non_transactional, per_table, prepare_session,
+    read_triggers, row_coverage, schema_exists, Existing,
 };
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
@@ -83,6 +83,7 @@ impl CounterTables {
     /// What the probes read before the tables have been looked for: the
     /// table every sluice version has.
     pub const INSERT_ONLY: CounterTables = CounterTables(1);
+    pub const ALL: CounterTables = CounterTables(0b111);
 
     fn bit(event: Event) -> u8 {
         1 << (event as u8)
@@ -280,22 +281,17 @@ async fn install_locked(
         .await
         .map_err(sql_error("SELECT VERSION()"))?;
     let mariadb = version.is_some_and(|v| v.contains("MariaDB"));
-    let counter_tables = if only.is_some() {
-        counter_tables(conn, counter_schema).await?
-    } else {
-        CounterTables::NONE
-    };
+    let mut counters = counter_tables(conn, counter_schema).await?;
     // (Auto-install, `only`: the schema is tracked, so the tables exist and
     // no CREATE privilege is needed, unless they were made by a sluice
     // before the table per event.)
-    let all_there = Event::ALL.into_iter().all(|e| counter_tables.has(e));
-    for sql in counter_table_sql(counter_schema)
-        .iter()
-        .filter(|_| only.is_none() || !all_there)
-    {
-        conn.query_drop(sql)
-            .await
-            .map_err(sql_error("cannot create the counter table"))?;
+    if only.is_none() || counters != CounterTables::ALL {
+        for sql in counter_table_sql(counter_schema) {
+            conn.query_drop(sql)
+                .await
+                .map_err(sql_error("cannot create the counter table"))?;
+        }
+        counters = CounterTables::ALL;
     }
     if only.is_none() {
         // Named for tracking, so that tables created later get triggers
@@ -452,11 +448,11 @@ async fn install_locked(
         .filter(|t| !unfinished.contains(t.as_str()))
         .map(|t| counter_key(db, t))
         .collect();
-    report.rows_deleted += delete_rows(conn, counter_schema, &resized, Some(slots)).await?;
+    report.rows_deleted += delete_rows(conn, counter_schema, counters, &resized, Some(slots)).await?;
     if only.is_none() {
         let current: Vec<String> = tables.iter().map(|t| counter_key(db, t)).collect();
         let orphans = unused_rows(conn, counter_schema, db, &current).await?;
-        report.rows_deleted += delete_rows(conn, counter_schema, &orphans, None).await?;
+        report.rows_deleted += delete_rows(conn, counter_schema, counters, &orphans, None).await?;
     }
 
     if !(report.created.is_empty() && report.replaced.is_empty() && report.dropped.is_empty()) {
@@ -507,6 +503,7 @@ async fn unused_rows(
 async fn delete_rows(
     conn: &mut Conn,
     counter_schema: &str,
+    tables: CounterTables,
     keys: &[String],
     from_slot: Option<u16>,
 ) -> Result<u64, TriggerError> {
@@ -514,7 +511,6 @@ async fn delete_rows(
     if keys.is_empty() {
         return Ok(0);
     }
-    let tables = counter_tables(conn, counter_schema).await?;
     for event in Event::ALL.into_iter().filter(|e| tables.has(*e)) {
         for chunk in keys.chunks(ROWS_PER_INSERT) {
             let list: Vec<String> = chunk.iter().map(|k| quote_literal(k)).collect();
@@ -598,9 +594,10 @@ async fn uninstall_locked(conn: &mut Conn, counter_schema: &str, db: &str) -> Re
             report.dropped.push(t.name);
         }
     }
-    if counter_table_exists(conn, counter_schema).await? {
+    let tables = counter_tables(conn, counter_schema).await?;
+    if tables.has(Event::Insert) {
         let keys = unused_rows(conn, counter_schema, db, &[]).await?;
-        report.rows_deleted = delete_rows(conn, counter_schema, &keys, None).await?;
+        report.rows_deleted = delete_rows(conn, counter_schema, tables, &keys, None).await?;
         if !report.dropped.is_empty() || report.rows_deleted > 0 {
             conn.query_drop(new_epoch_sql(counter_schema, random_epoch()))
                 .await
@@ -757,10 +754,7 @@ pub async fn tracked_tables_reusing(
             continue;
         };
         // Its counts land in a table the probes read.
-        if Event::ALL
-            .into_iter()
-            .any(|e| e.counter_table() == kind.counter_table(event) && tables.has(e))
-        {
+        if tables.has(kind.counted_in(event)) {
             let entry = slots_by_table
                 .entry(counter_key(&t.schema, &t.table))
                 .or_default();

@@ -276,15 +276,10 @@ impl Session {
             return Ok(());
         }
         let sql = format!("DO LAST_INSERT_ID({})", self.state.lid.value);
-        match h.conn.query_drop(&sql).await {
-            Ok(Ok(())) => {
-                h.conn.state.last_insert_id = self.state.lid.value;
-                self.state.lid.owner = h.conn.state.uid;
-                Ok(())
-            }
-            Ok(Err(e)) => Err(e),
-            Err(e) => Err(error::backend_error_packet(&label, "", &e)),
-        }
+        error::answered(&label, h.conn.query_drop(&sql).await)?;
+        h.conn.state.last_insert_id = self.state.lid.value;
+        self.state.lid.owner = h.conn.state.uid;
+        Ok(())
     }
 
     /// After a master statement: `reported` is the insert id of its OK
@@ -347,28 +342,17 @@ impl Session {
         let label = self.label(conn);
         let h = self.slot(conn).ok_or_else(|| lost(&label))?;
         h.conn.no_reuse = true;
-        let listed = match h.conn.query_text(USER_VARIABLE_LIST).await {
-            Ok(Ok(listed)) => listed.unwrap_or_default(),
-            Ok(Err(e)) => return Err(e),
-            Err(e) => return Err(error::backend_error_packet(&label, "", &e)),
-        };
-        let Some(read) = user_variable_copy_sql(&listed) else {
+        let listed = error::answered(&label, h.conn.query_text(USER_VARIABLE_LIST).await)?;
+        let Some(read) = user_variable_copy_sql(listed.as_deref().unwrap_or_default()) else {
             return Ok(());
         };
-        let set = match h.conn.query_text(&read).await {
-            Ok(Ok(Some(set))) => set,
-            Ok(Ok(None)) => return Ok(()),
-            Ok(Err(e)) => return Err(e),
-            Err(e) => return Err(error::backend_error_packet(&label, "", &e)),
+        let Some(set) = error::answered(&label, h.conn.query_text(&read).await)? else {
+            return Ok(());
         };
         self.held(Conn::Master).await?;
         let label = self.label(Conn::Master);
         let m = self.slot(Conn::Master).ok_or_else(|| lost(&label))?;
-        match m.conn.query_drop(&set).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(e),
-            Err(e) => return Err(error::backend_error_packet(&label, "", &e)),
-        }
+        error::answered(&label, m.conn.query_drop(&set).await)?;
         self.pin(Pins::USER_VARIABLE);
         Ok(())
     }
@@ -381,14 +365,11 @@ impl Session {
         let label = self.label(conn);
         let h = self.slot(conn).ok_or_else(|| lost(&label))?;
         // A statement that uses a table: only those reset the warnings.
-        match h
+        let r = h
             .conn
             .query_drop("SELECT 0 FROM information_schema.ENGINES LIMIT 0")
-            .await
-        {
-            Ok(r) => r,
-            Err(e) => Err(error::backend_error_packet(&label, "", &e)),
-        }
+            .await;
+        error::answered(&label, r)
     }
 
     /// At the end of a command: give back every connection the session no

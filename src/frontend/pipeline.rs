@@ -202,7 +202,8 @@ impl Session {
         // Session state set on a replica connection (GET DIAGNOSTICS @n on
         // the previous statement's, SET @x in a read-only transaction there)
         // moves to the master; that connection is never pooled again.
-        if matches!(conn, Conn::Replica(_)) && (plan.effects.pin != 0 || c.sets_user_variable) {
+        // (A variable assignment is a pin effect: route::effects.)
+        if matches!(conn, Conn::Replica(_)) && plan.effects.pin != 0 {
             if let Err(e) = self.take_state_from_replica(conn).await {
                 tracing::warn!(error = %e.message, "cannot move user variables from a replica connection to the master");
             }
@@ -380,12 +381,8 @@ impl Session {
     async fn learn_isolation(&mut self, conn: Conn) -> Result<bool, ErrPacket> {
         let label = self.label(conn);
         let h = self.slot(conn).ok_or_else(|| lost(&label))?;
-        let level = match h.conn.query_text("SELECT @@session.tx_isolation").await {
-            Ok(Ok(Some(v))) => v,
-            Ok(Ok(None)) => String::new(),
-            Ok(Err(e)) => return Err(e),
-            Err(e) => return Err(crate::error::backend_error_packet(&label, "", &e)),
-        };
+        let level = crate::error::answered(&label, h.conn.query_text("SELECT @@session.tx_isolation").await)?
+            .unwrap_or_default();
         let rc =
             level.eq_ignore_ascii_case("READ-COMMITTED") || level.eq_ignore_ascii_case("READ-UNCOMMITTED");
         self.state.read_committed = Some(rc);
@@ -406,14 +403,9 @@ impl Session {
         let label = self.label(Conn::Master);
         let h = self.slot(Conn::Master).ok_or_else(|| lost(&label))?;
         h.conn.dirty = true;
-        match h.conn.query_drop("START TRANSACTION READ ONLY").await {
-            Ok(Ok(())) => {
-                self.state.status |= SERVER_STATUS_IN_TRANS;
-                Ok(())
-            }
-            Ok(Err(e)) => Err(e),
-            Err(e) => Err(crate::error::backend_error_packet(&label, "", &e)),
-        }
+        crate::error::answered(&label, h.conn.query_drop("START TRANSACTION READ ONLY").await)?;
+        self.state.status |= SERVER_STATUS_IN_TRANS;
+        Ok(())
     }
 
     /// A read its text allows on a replica (sharded parts use this too):

@@ -164,11 +164,7 @@ impl Session {
         if let Some(entry) = held.conn.state.stmts.get(ctx, &sql) {
             return Ok(entry.id);
         }
-        let b = match held.conn.prepare(&sql).await {
-            Ok(Ok(b)) => b,
-            Ok(Err(e)) => return Err(e),
-            Err(e) => return Err(error::backend_error_packet(&label, "", &e)),
-        };
+        let b = error::answered(&label, held.conn.prepare(&sql).await)?;
         for old in held.conn.state.stmts.insert(ctx, &sql, b) {
             let _ = held.conn.close_stmt(old).await;
         }

@@ -140,13 +140,6 @@ pub(super) async fn schema_exists(conn: &mut Conn, db: &str) -> Result<bool, Tri
     Ok(rows.iter().any(|s| s == db))
 }
 
-pub(super) async fn counter_table_exists(
-    conn: &mut Conn,
-    counter_schema: &str,
-) -> Result<bool, TriggerError> {
-    Ok(counter_tables(conn, counter_schema).await?.has(Event::Insert))
-}
-
 /// Which of the counter tables exist (an install by a sluice before the
 /// table per event has only [`COUNTER_TABLE`]).
 pub(super) async fn counter_tables(

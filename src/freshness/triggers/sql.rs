@@ -140,12 +140,18 @@ pub(super) enum BodyKind {
 }
 
 impl BodyKind {
-    /// The counter table a body of this form bumps for `event`.
-    pub(super) fn counter_table(self, event: Event) -> &'static str {
+    /// The event whose counter table a body of this form bumps for `event`.
+    pub(super) fn counted_in(self, event: Event) -> Event {
         match self {
-            BodyKind::Current => event.counter_table(),
-            BodyKind::Previous => COUNTER_TABLE,
+            BodyKind::Current => event,
+            BodyKind::Previous => Event::Insert,
         }
+    }
+
+    /// The counter table a body of this form bumps for `event`.
+    #[cfg(test)]
+    pub(super) fn counter_table(self, event: Event) -> &'static str {
+        self.counted_in(event).counter_table()
     }
 }
 
