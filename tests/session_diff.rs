@@ -1095,7 +1095,27 @@ fn replica_ready_sluice(yaml: &str, config: &Path, db: &str) -> Sluice {
         String::from_utf8_lossy(&out.stderr)
     );
     shared_cluster().wait_replicas_caught_up();
-    Sluice::start(yaml)
+    let s = Sluice::start(yaml);
+    // Reads go to a replica only once its monitor has seen it healthy
+    // (`freshness.rise` probes): without this wait a short sequence runs
+    // entirely on the master and tests nothing of the routing.
+    let deadline = Instant::now() + std::time::Duration::from_secs(5);
+    while !replicas_in_rotation(&s) && Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    s
+}
+
+/// Every replica of the group is in rotation (its /metrics).
+fn replicas_in_rotation(s: &Sluice) -> bool {
+    let Ok((_, body)) = common::http::http_get(s.admin_port, "/metrics") else {
+        return false;
+    };
+    let mut rows = body
+        .lines()
+        .filter(|l| l.starts_with("sluice_replica_in_rotation{"))
+        .peekable();
+    rows.peek().is_some() && rows.all(|l| l.ends_with(" 1"))
 }
 
 /// Statements sluice routed to a replica (its /metrics).

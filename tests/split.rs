@@ -440,6 +440,115 @@ async fn own_cluster_replica_down_or_paused_reads_still_succeed() {
     }
 }
 
+/// sluice over the master and its first replica, causal freshness, and one
+/// backend connection per server: every later statement borrows the
+/// connection an earlier one used.
+fn one_replica_pool_of_one(cluster: &Cluster) -> String {
+    format!(
+        "{}groups:\n  - name: main\n    master: {{ addr: {}, user: {SLUICE_USER}, password: {SLUICE_PASSWORD} }}\n    \
+         replicas:\n      - {{ addr: {}, user: {SLUICE_USER}, password: {SLUICE_PASSWORD} }}\n\
+         backend:\n  pool_max: 1\n{}",
+        Sluice::users_yaml(),
+        cluster.master.addr(),
+        cluster.replicas[0].addr(),
+        freshness_yaml("causal")
+    )
+}
+
+/// START TRANSACTION READ ONLY on `a` until the transaction's first read runs
+/// on a replica (not on the server `master_id`).
+async fn begin_read_only_on_replica(a: &mut mysql_async::Conn, master_id: u32) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        a.query_drop("START TRANSACTION READ ONLY").await.expect("begin");
+        let sid: Option<u32> = a
+            .query_first("SELECT @@server_id + 0 * COUNT(*) FROM t")
+            .await
+            .expect("read in the transaction");
+        if sid != Some(master_id) {
+            return;
+        }
+        a.query_drop("COMMIT").await.expect("commit");
+        assert!(
+            Instant::now() < deadline,
+            "the read-only transaction never ran on the replica"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A named statement (SQL PREPARE) and a HANDLER made inside a read-only
+/// transaction that runs on a replica are the session's after it ends too,
+/// as on one server; DEALLOCATE / DROP PREPARE there remove them; no other
+/// client ever sees them.
+#[tokio::test]
+async fn server_side_objects_made_in_a_replica_transaction_outlive_it() {
+    let cluster = shared_cluster();
+    let db = tracked_db(cluster, "split_ro_objects").await;
+    cluster
+        .master
+        .sql(&format!("INSERT INTO {db}.t VALUES (1, 1), (2, 2)"));
+    cluster.wait_replicas_caught_up();
+    let s = Sluice::start(&one_replica_pool_of_one(cluster));
+    let master_id = server_id(&cluster.master);
+    wait_replica_reads(&s, &db, master_id).await;
+    let unknown = |r: Result<Vec<mysql_async::Row>, mysql_async::Error>, what: &str| match r {
+        Err(mysql_async::Error::Server(e)) => assert_eq!(e.code, 1243, "{what}: {e:?}"),
+        other => panic!("{what}: expected 1243, got {other:?}"),
+    };
+
+    let mut a = sluice_conn(&s, &db).await;
+    begin_read_only_on_replica(&mut a, master_id).await;
+    a.query_drop("PREPARE ro_s FROM 'SELECT COUNT(*) FROM t'")
+        .await
+        .expect("prepare");
+    let n: Option<u64> = a
+        .query_first("EXECUTE ro_s")
+        .await
+        .expect("execute in the transaction");
+    assert_eq!(n, Some(2));
+    a.query_drop("PREPARE ro_kept FROM 'SELECT 1'")
+        .await
+        .expect("prepare");
+    a.query_drop("PREPARE ro_gone FROM 'SELECT 1'")
+        .await
+        .expect("prepare");
+    a.query_drop("DROP PREPARE ro_gone").await.expect("drop prepare");
+    a.query_drop("HANDLER t OPEN").await.expect("handler open");
+    let first: Option<(u32, u32)> = a
+        .query_first("HANDLER t READ `PRIMARY` FIRST")
+        .await
+        .expect("handler read first");
+    assert_eq!(first, Some((1, 1)));
+    a.query_drop("COMMIT").await.expect("commit");
+    let n: Option<u64> = a
+        .query_first("EXECUTE ro_s")
+        .await
+        .expect("execute after the transaction");
+    assert_eq!(n, Some(2), "the statement prepared in the transaction");
+    let next: Option<(u32, u32)> = a
+        .query_first("HANDLER t READ `PRIMARY` NEXT")
+        .await
+        .expect("handler read next after the transaction");
+    assert_eq!(next, Some((2, 2)), "the handler's cursor continues");
+    unknown(
+        a.query("EXECUTE ro_gone").await,
+        "a statement dropped in the transaction",
+    );
+    let one: Option<u8> = a.query_first("EXECUTE ro_kept").await.expect("execute ro_kept");
+    assert_eq!(one, Some(1));
+
+    a.query_drop("HANDLER t CLOSE").await.expect("handler close");
+    a.query_drop("DEALLOCATE PREPARE ro_s").await.expect("deallocate");
+    unknown(a.query("EXECUTE ro_s").await, "after DEALLOCATE");
+    let _ = a.disconnect().await;
+
+    // The one master connection the session kept is the next client's now.
+    let mut b = sluice_conn(&s, &db).await;
+    unknown(b.query("EXECUTE ro_kept").await, "another client's EXECUTE");
+    let _ = b.disconnect().await;
+}
+
 /// User variables a statement sets on a replica connection (`GET DIAGNOSTICS @n`
 /// about a replica read, `SET @x` and `SELECT ... INTO @y` inside a read-only
 /// transaction there) belong to the session: it reads them afterwards, and no
@@ -454,17 +563,7 @@ async fn user_variables_set_on_a_replica_stay_with_their_session() {
         .master
         .sql(&format!("INSERT INTO {db}.t VALUES (1, 1), (2, 2)"));
     cluster.wait_replicas_caught_up();
-    let replica = &cluster.replicas[0];
-    let config = format!(
-        "{}groups:\n  - name: main\n    master: {{ addr: {}, user: {SLUICE_USER}, password: {SLUICE_PASSWORD} }}\n    \
-         replicas:\n      - {{ addr: {}, user: {SLUICE_USER}, password: {SLUICE_PASSWORD} }}\n\
-         backend:\n  pool_max: 1\n{}",
-        Sluice::users_yaml(),
-        cluster.master.addr(),
-        replica.addr(),
-        freshness_yaml("causal")
-    );
-    let s = Sluice::start(&config);
+    let s = Sluice::start(&one_replica_pool_of_one(cluster));
     let master_id = server_id(&cluster.master);
     wait_replica_reads(&s, &db, master_id).await;
     // Nobody else sees them, whichever server answers.
@@ -515,23 +614,7 @@ async fn user_variables_set_on_a_replica_stay_with_their_session() {
     );
 
     let mut a = sluice_conn(&s, &db).await;
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        a.query_drop("START TRANSACTION READ ONLY").await.expect("begin");
-        let sid: Option<u32> = a
-            .query_first("SELECT @@server_id + 0 * COUNT(*) FROM t")
-            .await
-            .expect("read in the transaction");
-        if sid != Some(master_id) {
-            break;
-        }
-        a.query_drop("COMMIT").await.expect("commit");
-        assert!(
-            Instant::now() < deadline,
-            "the read-only transaction never ran on the replica"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    begin_read_only_on_replica(&mut a, master_id).await;
     a.query_drop("SET @x = 'ß'").await.expect("set @x");
     a.query_drop("SELECT COUNT(*) INTO @y FROM t")
         .await

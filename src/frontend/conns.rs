@@ -88,6 +88,15 @@ impl Session {
         self.state.pins.set(bit);
     }
 
+    /// Take every pin of `bits` (see [`Self::pin`]).
+    pub(super) fn pin_all(&mut self, mut bits: u16) {
+        while bits != 0 {
+            let bit = bits & bits.wrapping_neg();
+            self.pin(bit);
+            bits &= !bit;
+        }
+    }
+
     /// hook(kill): tell the registry which backend thread this session's
     /// named locks can be on: the master connection it keeps while pinned
     /// by a lock or by state sluice cannot see into (a procedure, dynamic
@@ -355,6 +364,34 @@ impl Session {
         error::answered(&label, m.conn.query_drop(&set).await)?;
         self.pin(Pins::USER_VARIABLE);
         Ok(())
+    }
+
+    /// Run `sql`, a SQL PREPARE / DEALLOCATE PREPARE that ran on a replica
+    /// inside a read-only transaction, on the master too, and keep the
+    /// session there (`pins`): the statements after the transaction run on
+    /// the master and must find the same named statements. The answer is not
+    /// the client's (it had the replica's); the master gives the same one, as
+    /// the text reads nothing that differs between them.
+    pub(super) async fn mirror_on_master(&mut self, sql: &[u8], pins: u16) {
+        let Ok(text) = std::str::from_utf8(sql) else {
+            // Not valid UTF-8 as one string: the replica's answer stands, and
+            // the session is not pinned (nothing was made on the master).
+            tracing::warn!("cannot repeat a PREPARE on the master: its text is not UTF-8");
+            return;
+        };
+        if self.held(Conn::Master).await.is_err() {
+            tracing::warn!("cannot repeat a PREPARE on the master: no master connection");
+            return;
+        }
+        let Some(m) = self.slot(Conn::Master) else {
+            return;
+        };
+        m.conn.dirty = true;
+        if let Err(e) = m.conn.query_drop(text).await {
+            tracing::warn!(error = %e, "cannot repeat a PREPARE on the master");
+            return;
+        }
+        self.pin_all(pins);
     }
 
     /// Borrow the connection for `conn` and run a statement that leaves no

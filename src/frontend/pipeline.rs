@@ -576,12 +576,7 @@ impl Session {
             // Only master statements leave state the session must keep on
             // its master connection.
             if on_master {
-                let mut bits = e.pin;
-                while bits != 0 {
-                    let bit = bits & bits.wrapping_neg();
-                    self.pin(bit);
-                    bits &= !bit;
-                }
+                self.pin_all(e.pin);
                 self.state.pins.clear(e.unpin);
                 if e.next_transaction {
                     self.pin(Pins::NEXT_TRANSACTION);
@@ -595,6 +590,9 @@ impl Session {
             if matches!(c.kind, Kind::SessionSet(_)) && super::control::mentions_timeouts(sql) {
                 self.note_wait_timeout(conn).await;
             }
+        }
+        if e.mirror_on_master && matches!(conn, Conn::Replica(_)) {
+            self.mirror_on_master(sql, e.pin).await;
         }
         // `SET TRANSACTION ...` applies to the connection's next transaction.
         if was_next_tx && !(ok && e.next_transaction) && !self.in_transaction() {

@@ -84,6 +84,10 @@ pub struct Effects {
     /// Commits the session's transaction, if one is open, even when another
     /// begins at once: COMMIT [AND CHAIN], BEGIN / START TRANSACTION.
     pub commits: bool,
+    /// Run on a replica inside a read-only transaction, the statement makes
+    /// a server-side object the session needs after the transaction too
+    /// (SQL PREPARE / DEALLOCATE PREPARE): run the same text on the master.
+    pub mirror_on_master: bool,
 }
 
 /// The route of one statement.

@@ -29,18 +29,42 @@ pub struct View {
 
 /// The plan for `c` (the classification of `sql`).
 pub fn plan<'a>(c: &'a Classified, sql: &[u8], src: Source, v: &View) -> Plan<'a> {
-    let (target, reason) = target(c, v);
+    let (mut target, mut reason) = target(c, v);
+    // Server-side objects made inside a read-only transaction on a replica
+    // outlive it, but the session's later statements run on the master.
+    let mut mirror_on_master = false;
+    if v.ro_tx.is_some()
+        && matches!(target, Target::Replica(_))
+        && c.kind == Kind::Write
+        && !c.multi_statement
+    {
+        let (word, rest) = first_word(sql);
+        match word.as_str() {
+            // A HANDLER's cursor is read where the session keeps it: opened on
+            // the master (HANDLER reads are not snapshot reads, so the
+            // transaction's snapshot does not apply to them).
+            "HANDLER" => (target, reason) = (Target::Master, "handler"),
+            // A named statement (PREPARE / DEALLOCATE PREPARE) is made on the
+            // replica, where the transaction's EXECUTEs run, and on the
+            // master, where those after it run.
+            "PREPARE" | "DEALLOCATE" => mirror_on_master = true,
+            "DROP" if first_word(rest).0 == "PREPARE" => mirror_on_master = true,
+            _ => {}
+        }
+    }
     let read_set = match &c.tables {
         Some(t) => ReadSet::Tables(t),
         None => ReadSet::All,
     };
     let write_set = write_set(c, sql);
+    let mut effects = effects(c, sql, src, write_set);
+    effects.mirror_on_master = mirror_on_master;
     Plan {
         target,
         reason,
         read_set,
         write_set,
-        effects: effects(c, sql, src, write_set),
+        effects,
         // `SET STATEMENT ... FOR INSERT ...` writes like its statement; a
         // stored function may write too (counted by triggers, and the
         // causal snapshot must follow it).
@@ -369,6 +393,34 @@ mod tests {
 
     fn text(sql: &str) -> (Target, WriteSet, Effects) {
         p(sql, Source::Text, View::default())
+    }
+
+    #[test]
+    fn server_side_objects_in_a_read_only_transaction_on_a_replica() {
+        let ro = View {
+            ro_tx: Some(0),
+            in_transaction: true,
+            ..View::default()
+        };
+        let (t, _, e) = p("HANDLER t OPEN", Source::Text, ro);
+        assert_eq!(t, Target::Master);
+        assert!(!e.mirror_on_master);
+        assert_ne!(e.pin & Pins::CONNECTION_STATE, 0);
+        for sql in [
+            "PREPARE s FROM 'SELECT 1'",
+            "DEALLOCATE PREPARE s",
+            "drop prepare s",
+        ] {
+            let (t, _, e) = p(sql, Source::Text, ro);
+            assert_eq!(t, Target::Replica(0), "{sql}");
+            assert!(e.mirror_on_master, "{sql}");
+        }
+        for sql in ["EXECUTE s", "SELECT 1", "PREPARE s FROM 'SELECT 1'; SELECT 2"] {
+            assert!(!p(sql, Source::Text, ro).2.mirror_on_master, "{sql}");
+        }
+        // Outside such a transaction the master runs them anyway.
+        assert!(!text("PREPARE s FROM 'SELECT 1'").2.mirror_on_master);
+        assert_eq!(text("HANDLER t OPEN").0, Target::Master);
     }
 
     #[test]
