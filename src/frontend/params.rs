@@ -82,6 +82,26 @@ impl RawParam {
 /// Offset of the NULL bitmap: command, id, flags, iteration count.
 const PARAMS_AT: usize = 10;
 
+/// `payload` (a whole COM_STMT_EXECUTE of a statement with `n` parameters)
+/// for a statement that binds those parameters in `order` (indices into
+/// them, repeats allowed): the same header, then the parameters re-encoded
+/// with their types. `saved_types` as for [`decode`]; no long data.
+pub fn rebind(
+    payload: &[u8],
+    n: usize,
+    saved_types: Option<&[u8]>,
+    order: &[u16],
+) -> Result<Vec<u8>, ParamError> {
+    let d = decode(payload, n, saved_types, &[])?;
+    let bound = order
+        .iter()
+        .map(|&i| d.raw.get(usize::from(i)).ok_or(ParamError::Truncated))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut out = payload.get(..PARAMS_AT).ok_or(ParamError::Truncated)?.to_vec();
+    RawParam::encode_block(&bound, &mut out);
+    Ok(out)
+}
+
 /// Decode the `n` parameters of `payload` (a whole COM_STMT_EXECUTE).
 /// `saved_types`: the types bound by an earlier EXECUTE; `long_data[i]`: the
 /// bytes sent for parameter `i` by COM_STMT_SEND_LONG_DATA (that parameter

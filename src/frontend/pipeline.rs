@@ -44,6 +44,9 @@ pub(super) enum Exec<'p> {
         /// The text to prepare and run instead of the statement's own (its
         /// ROW_COUNT()/FOUND_ROWS() replaced by the session's values).
         variant: Option<&'p [u8]>,
+        /// The client's parameters in the order `variant` binds them, when
+        /// that is not their own order (thread_ids::rewrite_prepared).
+        order: Option<&'p [u16]>,
     },
 }
 
@@ -141,6 +144,7 @@ impl Session {
         // statements since this session's last one: the session's own values.
         let rewritten;
         let variant;
+        let param_order;
         let exec = match exec {
             // (Not in a multi-statement: its own statements come before.)
             Exec::Text { payload } if c.refers_to_previous && prev_foreign && !c.multi_statement => {
@@ -164,17 +168,28 @@ impl Session {
                 layout,
                 long_data,
                 variant: None,
+                order: None,
             } if ((c.refers_to_previous && borrowed)
                 || c.force_master == Some(MasterReason::LockFunction))
                 && !c.multi_statement =>
             {
                 let registry = &self.shared.sessions;
-                let mapped = match c.force_master {
-                    Some(MasterReason::LockFunction) => {
-                        crate::frontend::thread_ids::rewrite(sql, self.proc.id, || registry.lock_holders())
-                    }
-                    _ => None,
+                let params = match src {
+                    Source::Prepared { params } => params,
+                    Source::Text => 0,
                 };
+                // (Not with long data: it went to the statement's own
+                // server-side copy, which a variant is not.)
+                let (mapped, order) = match c.force_master {
+                    Some(MasterReason::LockFunction) if !long_data => {
+                        crate::frontend::thread_ids::rewrite_prepared(sql, self.proc.id, params, || {
+                            registry.lock_holders()
+                        })
+                        .map_or((None, None), |(s, o)| (Some(s), o))
+                    }
+                    _ => (None, None),
+                };
+                param_order = order;
                 let base = mapped.as_deref().unwrap_or(sql);
                 let lex = self.state.lex.unwrap_or_default();
                 variant = match c.refers_to_previous && prev_foreign {
@@ -187,6 +202,7 @@ impl Session {
                     layout,
                     long_data,
                     variant: variant.as_deref(),
+                    order: param_order.as_deref(),
                 }
             }
             other => other,
@@ -513,9 +529,10 @@ impl Session {
                 payload,
                 layout,
                 variant,
+                order,
                 ..
             } => {
-                self.execute_prepared(id, payload, layout, variant, route, hold)
+                self.execute_prepared(id, payload, layout, (variant, order), route, hold)
                     .await
             }
         }
@@ -653,7 +670,7 @@ impl Session {
         id: u32,
         payload: &[u8],
         layout: prepared::ExecuteLayout,
-        variant: Option<&[u8]>,
+        (variant, order): (Option<&[u8]>, Option<&[u16]>),
         route: Route,
         hold: bool,
     ) -> Result<Option<(ResponseTracker, Conn)>, Closed> {
@@ -676,6 +693,8 @@ impl Session {
         stmt.last_exec = Some((route.conn, uid));
         let sql: std::sync::Arc<[u8]> = variant.map_or_else(|| stmt.sql.clone(), std::sync::Arc::from);
         let types = stmt.types.clone();
+        let rebound = order
+            .map(|o| crate::frontend::params::rebind(payload, usize::from(stmt.params), types.as_deref(), o));
         // The server runs an EXECUTE without types with the types it last
         // received for this statement, possibly from another session: send
         // this session's whenever they differ.
@@ -687,6 +706,15 @@ impl Session {
         let ctx = h.conn.stmt_context();
         let cached = h.conn.state.stmts.get(ctx, &sql);
         let mut packet = match (layout.bound_at, layout.bound, cached) {
+            // A variant that binds the parameters in another order: every
+            // EXECUTE of it carries its types.
+            _ if rebound.is_some() => match rebound {
+                Some(Ok(p)) => p,
+                _ => {
+                    self.send_err(&crate::error::malformed_packet()).await?;
+                    return Ok(None);
+                }
+            },
             (Some(_), true, Some(entry)) => {
                 entry.types = types;
                 payload.to_vec()

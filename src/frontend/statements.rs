@@ -104,6 +104,7 @@ impl Session {
             layout,
             long_data,
             variant: None,
+            order: None,
         };
         self.statement(&class, &sql, Source::Prepared { params }, exec)
             .await

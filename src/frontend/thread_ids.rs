@@ -8,12 +8,13 @@
 //!   (`CAST(0000000042 AS UNSIGNED)`: INT UNSIGNED NOT NULL, display length
 //!   10).
 //! - `IS_USED_LOCK(name)`: the holder's backend thread id mapped to the
-//!   session holding that connection, `CASE IS_USED_LOCK(name) WHEN <thread>
-//!   THEN <session> … ELSE IS_USED_LOCK(name) END` (same type: LONG,
-//!   length 10, nullable). A lock outlives a statement only on a connection
-//!   its session keeps (GET_LOCK pins it), so the sessions holding a master
-//!   connection are all the holders sluice can name; any other holder is a
-//!   client of the server itself and keeps its own id.
+//!   session holding that connection, `CASE IS_USED_LOCK(name) WHEN
+//!   CONNECTION_ID() THEN <own session> WHEN <thread> THEN <session> … ELSE
+//!   IS_USED_LOCK(name) END` (same type: LONG, length 10, nullable). A lock
+//!   outlives a statement only on a connection its session keeps (GET_LOCK
+//!   pins it), so the connection running the statement and the sessions
+//!   holding a master connection are all the holders sluice can name; any
+//!   other holder is a client of the server itself and keeps its own id.
 //!
 //! A select item that contains a rewritten call and has no alias gets its
 //! own text as the alias, so the column keeps the name the server gives it
@@ -34,7 +35,49 @@ pub type Holders = Vec<(u32, u32)>;
 /// over the bytes, no allocation). `holders` is called at most once, and
 /// only when the text calls `IS_USED_LOCK`.
 pub fn rewrite(sql: &[u8], session: u32, holders: impl FnOnce() -> Holders) -> Option<Vec<u8>> {
+    rewrite_with(sql, session, Some(holders)).map(|r| r.sql)
+}
+
+/// A prepared statement's text for one execution (see [`rewrite`]), and the
+/// order in which it binds the client's parameters when that is not the
+/// client's own: the CASE repeats `IS_USED_LOCK()`'s argument, and with it
+/// any parameter marker in it (`IS_USED_LOCK(?)` binds parameter 0 twice).
+/// `params`: the statement's parameter count, as the server counted them;
+/// when the markers found differ (one inside an executable comment), the
+/// text is left alone.
+pub fn rewrite_prepared(
+    sql: &[u8],
+    session: u32,
+    params: u16,
+    holders: impl FnOnce() -> Holders,
+) -> Option<(Vec<u8>, Option<Vec<u16>>)> {
+    let r = rewrite_with(sql, session, Some(holders))?;
+    if r.params != params {
+        return None;
+    }
+    let order = r.repeated.then_some(r.order);
+    Some((r.sql, order))
+}
+
+/// `sql` with `CONNECTION_ID()` rewritten only: a statement being prepared,
+/// whose `IS_USED_LOCK()` is mapped at each execution (its variant).
+pub fn rewrite_connection_id(sql: &[u8], session: u32) -> Option<Vec<u8>> {
+    rewrite_with(sql, session, None::<fn() -> Holders>).map(|r| r.sql)
+}
+
+struct Rewritten {
+    sql: Vec<u8>,
+    /// Parameter markers of the original text.
+    params: u16,
+    /// The client's parameter bound by each marker of `sql`, in order.
+    order: Vec<u16>,
+    /// Some parameter is bound more than once.
+    repeated: bool,
+}
+
+fn rewrite_with(sql: &[u8], session: u32, holders: Option<impl FnOnce() -> Holders>) -> Option<Rewritten> {
     let (ids, locks) = scan(sql);
+    let locks = locks && holders.is_some();
     if !ids && !locks {
         return None;
     }
@@ -43,13 +86,11 @@ pub fn rewrite(sql: &[u8], session: u32, holders: impl FnOnce() -> Holders) -> O
     if is_word(first, "CREATE") || is_word(first, "ALTER") {
         return None;
     }
-    let holders = if locks { holders() } else { Vec::new() };
-    Some(Rewriter::new(sql, session, &holders).run(&toks))
-}
-
-/// `sql` with `CONNECTION_ID()` rewritten only (no lock holders known).
-pub fn rewrite_connection_id(sql: &[u8], session: u32) -> Option<Vec<u8>> {
-    rewrite(sql, session, Vec::new)
+    let holders = match holders {
+        Some(h) if locks => Some(h()),
+        _ => None,
+    };
+    Some(Rewriter::new(sql, session, holders.as_deref()).run(&toks))
 }
 
 /// Quick test before the token scan, one pass over the bytes: whether the
@@ -134,17 +175,23 @@ struct Frame {
 
 struct Rewriter<'a> {
     sql: &'a [u8],
-    holders: &'a [(u32, u32)],
+    /// `None`: IS_USED_LOCK() is left as it is.
+    holders: Option<&'a [(u32, u32)]>,
     session: u32,
     literal: String,
     out: Vec<u8>,
     /// Bytes of `sql` up to here are in `out` (or replaced).
     copied: usize,
     frames: Vec<Frame>,
+    /// Parameter markers of `sql` seen so far.
+    params: u16,
+    /// The parameter each marker of `out` binds.
+    order: Vec<u16>,
+    repeated: bool,
 }
 
 impl<'a> Rewriter<'a> {
-    fn new(sql: &'a [u8], session: u32, holders: &'a [(u32, u32)]) -> Self {
+    fn new(sql: &'a [u8], session: u32, holders: Option<&'a [(u32, u32)]>) -> Self {
         Rewriter {
             sql,
             holders,
@@ -153,10 +200,13 @@ impl<'a> Rewriter<'a> {
             out: Vec::with_capacity(sql.len() + 64),
             copied: 0,
             frames: vec![Frame::default()],
+            params: 0,
+            order: Vec::new(),
+            repeated: false,
         }
     }
 
-    fn run(mut self, toks: &[(Tok<'_>, usize, usize)]) -> Vec<u8> {
+    fn run(mut self, toks: &[(Tok<'_>, usize, usize)]) -> Rewritten {
         let mut i = 0;
         while i < toks.len() {
             let (tok, start, _) = toks[i];
@@ -197,11 +247,25 @@ impl<'a> Rewriter<'a> {
                 }
                 _ => self.start_item(start),
             }
-            i += self.replace_call(toks, i).unwrap_or(1);
+            match self.replace_call(toks, i) {
+                Some(span) => i += span,
+                None => {
+                    if tok == Tok::Punct(b'?') {
+                        self.order.push(self.params);
+                        self.params = self.params.saturating_add(1);
+                    }
+                    i += 1;
+                }
+            }
         }
         self.end_item(toks.last().copied());
         self.out.extend_from_slice(&self.sql[self.copied..]);
-        self.out
+        Rewritten {
+            sql: self.out,
+            params: self.params,
+            order: self.order,
+            repeated: self.repeated,
+        }
     }
 
     fn top(&mut self) -> &mut Frame {
@@ -229,8 +293,9 @@ impl<'a> Rewriter<'a> {
         let Some((last, _, end)) = last else {
             return;
         };
-        // An item ending in `)` or a number cannot end in an alias.
-        let bare = matches!(last, Tok::Punct(b')') | Tok::Number(_));
+        // An item ending in `)`, a number or a parameter marker cannot end
+        // in an alias.
+        let bare = matches!(last, Tok::Punct(b')' | b'?') | Tok::Number(_));
         if !item.rewritten || item.aliased || !bare || end < self.copied {
             return;
         }
@@ -263,17 +328,28 @@ impl<'a> Rewriter<'a> {
         let (span, end, text) = if w.eq_ignore_ascii_case(b"CONNECTION_ID") {
             let (_, _, end) = *toks.get(i + 2).filter(|t| t.0 == Tok::Punct(b')'))?;
             (3, end, None)
-        } else if w.eq_ignore_ascii_case(b"IS_USED_LOCK") && !self.holders.is_empty() {
+        } else if let (true, Some(holders)) = (w.eq_ignore_ascii_case(b"IS_USED_LOCK"), self.holders) {
             let close = matching_paren(toks, i + 1)?;
+            // The CASE has the argument twice, and its markers with it.
+            let markers = toks[i + 2..close]
+                .iter()
+                .filter(|t| t.0 == Tok::Punct(b'?'))
+                .count();
+            let first = self.params;
+            self.params = self.params.saturating_add(markers as u16);
+            for _ in 0..2 {
+                self.order.extend(first..self.params);
+            }
+            self.repeated |= markers > 0;
             let arg = &self.sql[toks[i + 1].2..toks[close].1];
             // The session's id inside the lock's name is the session's too.
             let arg = if crate::router::route::mentions(arg, b"connection_id") {
                 let toks: Vec<_> = Lexer::new(arg).collect();
-                Rewriter::new(arg, self.session, &[]).run(&toks)
+                Rewriter::new(arg, self.session, None).run(&toks).sql
             } else {
                 arg.to_vec()
             };
-            (close + 1 - i, toks[close].2, Some(self.lock_case(&arg)))
+            (close + 1 - i, toks[close].2, Some(self.lock_case(&arg, holders)))
         } else {
             return None;
         };
@@ -290,12 +366,17 @@ impl<'a> Rewriter<'a> {
         Some(span)
     }
 
-    fn lock_case(&self, arg: &[u8]) -> Vec<u8> {
-        let mut s = Vec::with_capacity(64 + 2 * arg.len() + 24 * self.holders.len());
+    fn lock_case(&self, arg: &[u8], holders: &[(u32, u32)]) -> Vec<u8> {
+        let mut s = Vec::with_capacity(96 + 2 * arg.len() + 24 * holders.len());
         s.extend_from_slice(b"CASE IS_USED_LOCK(");
         s.extend_from_slice(arg);
         s.extend_from_slice(b")");
-        for (thread, session) in self.holders {
+        // The connection running the statement is this session's while it
+        // runs: a lock it holds may have been taken by this very statement
+        // (`SELECT GET_LOCK('a', 0), IS_USED_LOCK('a')`), before the session
+        // could publish the connection's thread among the holders.
+        s.extend_from_slice(format!(" WHEN CONNECTION_ID() THEN {}", self.session).as_bytes());
+        for (thread, session) in holders {
             s.extend_from_slice(format!(" WHEN {thread} THEN {session}").as_bytes());
         }
         s.extend_from_slice(b" ELSE IS_USED_LOCK(");
@@ -421,7 +502,8 @@ mod tests {
 
     #[test]
     fn lock_holders_are_mapped_to_sessions() {
-        let case = "CASE IS_USED_LOCK('a') WHEN 1007 THEN 42 WHEN 1009 THEN 5 ELSE IS_USED_LOCK('a') END";
+        let case = "CASE IS_USED_LOCK('a') WHEN CONNECTION_ID() THEN 42 WHEN 1007 THEN 42 WHEN 1009 THEN 5 \
+                    ELSE IS_USED_LOCK('a') END";
         assert_eq!(
             rwl("SELECT IS_USED_LOCK('a')").as_deref(),
             Some(format!("SELECT {case} AS `IS_USED_LOCK('a')`").as_str())
@@ -442,17 +524,45 @@ mod tests {
             rwl("SELECT IS_USED_LOCK(CONCAT('l', CONNECTION_ID())) AS h").as_deref(),
             Some(
                 format!(
-                    "SELECT CASE IS_USED_LOCK(CONCAT('l', {ID})) WHEN 1007 THEN 42 WHEN 1009 THEN 5 \
-                     ELSE IS_USED_LOCK(CONCAT('l', {ID})) END AS h"
+                    "SELECT CASE IS_USED_LOCK(CONCAT('l', {ID})) WHEN CONNECTION_ID() THEN 42 WHEN 1007 \
+                     THEN 42 WHEN 1009 THEN 5 ELSE IS_USED_LOCK(CONCAT('l', {ID})) END AS h"
                 )
                 .as_str()
             )
         );
-        // No session holds a connection: nothing to map.
+        // No session holds a connection: only the running one is mapped.
         assert_eq!(
-            rewrite(b"SELECT IS_USED_LOCK('a')", 42, Vec::new).as_deref(),
-            Some(&b"SELECT IS_USED_LOCK('a')"[..])
+            rewrite(b"SELECT GET_LOCK('a', 0), IS_USED_LOCK('a')", 42, Vec::new).as_deref(),
+            Some(
+                &b"SELECT GET_LOCK('a', 0), CASE IS_USED_LOCK('a') WHEN CONNECTION_ID() THEN 42 \
+                   ELSE IS_USED_LOCK('a') END AS `IS_USED_LOCK('a')`"[..]
+            )
         );
         assert_eq!(rwl("SELECT 1"), None);
+        // Parameter markers in the argument are bound twice.
+        let (sql, order) = rewrite_prepared(b"SELECT ?, IS_USED_LOCK(CONCAT(?, ?)) = ?", 42, 4, Vec::new)
+            .expect("rewritten");
+        assert_eq!(
+            String::from_utf8(sql).expect("utf8"),
+            format!(
+                "SELECT ?, CASE IS_USED_LOCK(CONCAT(?, ?)) WHEN CONNECTION_ID() THEN 42 ELSE \
+                 IS_USED_LOCK(CONCAT(?, ?)) END = ? AS `IS_USED_LOCK(CONCAT(?, ?)) = ?`"
+            )
+        );
+        assert_eq!(order, Some(vec![0, 1, 2, 1, 2, 3]));
+        assert_eq!(
+            rewrite_prepared(b"SELECT IS_USED_LOCK('a') = ?", 42, 1, Vec::new).map(|r| r.1),
+            Some(None)
+        );
+        // The server counted a marker sluice did not see: left alone.
+        assert_eq!(
+            rewrite_prepared(b"SELECT IS_USED_LOCK(?) /*! + ? */", 42, 2, Vec::new),
+            None
+        );
+        // At PREPARE only CONNECTION_ID() (the mapping is per execution).
+        assert_eq!(
+            rewrite_connection_id(b"SELECT IS_USED_LOCK(?) = CONNECTION_ID()", 42).as_deref(),
+            Some(format!("SELECT IS_USED_LOCK(?) = {ID} AS `IS_USED_LOCK(?) = CONNECTION_ID()`").as_bytes())
+        );
     }
 }
