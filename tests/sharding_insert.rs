@@ -370,3 +370,48 @@ async fn insert_without_column_list_matches_the_server() {
     drop(d);
     cluster.master.sql(&format!("DROP DATABASE {db}"));
 }
+
+/// A write to a sub-table whose column default calls NEXTVAL leaves LASTVAL() on the
+/// connection, as on one server: the session keeps it (it is pinned there, as for an
+/// unsharded table), and no other client reads it.
+#[tokio::test]
+async fn sequence_defaults_of_sub_tables_stay_with_the_session() {
+    let cluster = shared_cluster();
+    let db = unique_name("shard_seq");
+    cluster
+        .master
+        .sql(&format!("CREATE DATABASE {db}; CREATE SEQUENCE {db}.sq"));
+    let s = Sluice::start_for(
+        cluster,
+        &format!(
+            "log:\n  level: warn\nfreshness:\n  mode: \"off\"\nbackend:\n  pool_max: 1\n\
+             sharding:\n  tables: [\"{db}.sh_seq.tid.2\"]\n"
+        ),
+    );
+    // (Its text names NEXTVAL: the session that runs it is pinned.)
+    let mut ddl = connect(&s.app_url(&db)).await;
+    ddl.query_drop(
+        "CREATE TABLE sh_seq (id INT NOT NULL DEFAULT NEXTVAL(sq), tid INT NOT NULL, PRIMARY KEY (id))",
+    )
+    .await
+    .expect("CREATE TABLE sh_seq through sluice");
+    let _ = ddl.disconnect().await;
+    let mut a = connect(&s.app_url(&db)).await;
+    a.query_drop("INSERT INTO sh_seq (tid) VALUES (3)")
+        .await
+        .expect("insert");
+    let mut direct = connect(&cluster.master.url(SLUICE_USER, SLUICE_PASSWORD, &db)).await;
+    let id: Option<i64> = direct
+        .query_first("SELECT id FROM sh_seq_1")
+        .await
+        .expect("read the sub-table");
+    let last: Option<Option<i64>> = a.query_first("SELECT LASTVAL(sq)").await.expect("lastval");
+    assert_eq!(last.flatten(), id, "the session's LASTVAL(sq) after its insert");
+    let _ = a.disconnect().await;
+    // The next client gets the one master connection A used.
+    let mut b = connect(&s.app_url(&db)).await;
+    let other: Option<Option<i64>> = b.query_first("SELECT LASTVAL(sq)").await.expect("lastval");
+    assert_eq!(other.flatten(), None, "another client's LASTVAL(sq)");
+    let _ = b.disconnect().await;
+    cluster.master.sql(&format!("DROP DATABASE {db}"));
+}

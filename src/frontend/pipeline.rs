@@ -251,7 +251,7 @@ impl Session {
     /// session's database. Looked up per schema: the session's copy, the
     /// process's, or the master's information_schema, read on the
     /// session's master connection.
-    async fn writes_sequence_user(&mut self, sql: &[u8]) -> bool {
+    pub(super) async fn writes_sequence_user(&mut self, sql: &[u8]) -> bool {
         let written = sequence_users::written_table(sql);
         let (db, table) = match &written {
             sequence_users::Written::One(Some(db), t) => (db.as_ref(), Some(t.as_ref())),

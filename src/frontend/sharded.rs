@@ -12,6 +12,7 @@
 
 use crate::protocol::response::{ResponseKind, ResponseTracker};
 use crate::router::classify::Classified;
+use crate::router::plan::Pins;
 use crate::router::route::{self, Source};
 use crate::shard::{Charset, ParamValue, Refusal, ShardPlan};
 
@@ -306,6 +307,24 @@ impl Session {
     /// other, so a write's effects (counter bumps, causal snapshot,
     /// ROW_COUNT(), pins) are applied by the pipeline's one `apply`.
     /// `params`: a prepared statement's parameters as the client sent them.
+    /// hook(sequences), as for an unsharded write (pipeline): a part that
+    /// writes a sub-table whose column defaults or triggers call a sequence
+    /// function leaves LASTVAL() on the session's master connection, which
+    /// it then keeps. (Sub-tables of other groups: their connections go back
+    /// to the pool after the statement, and only sharded statements, which
+    /// never call LASTVAL() there, use them.)
+    async fn pin_for_sequence_users(&mut self, parts: &[crate::shard::Part]) {
+        if self.state.pins.has(Pins::SESSION_STATE) || self.state.pins.has(Pins::CONNECTION_STATE) {
+            return;
+        }
+        for p in parts.iter().filter(|p| p.group == 0) {
+            if self.writes_sequence_user(p.sql.as_bytes()).await {
+                self.pin(Pins::SESSION_STATE);
+                return;
+            }
+        }
+    }
+
     pub(super) async fn run_plan(
         &mut self,
         plan: ShardPlan,
@@ -337,21 +356,24 @@ impl Session {
                     parts,
                     ddl,
                     insert_id_from,
-                } => match self.run_write(parts, ddl, insert_id_from).await? {
-                    None => {
-                        self.state.prev.row_count = -1;
-                        Ok(())
+                } => {
+                    self.pin_for_sequence_users(&parts).await;
+                    match self.run_write(parts, ddl, insert_id_from).await? {
+                        None => {
+                            self.state.prev.row_count = -1;
+                            Ok(())
+                        }
+                        Some(done) => {
+                            let mut t = ResponseTracker::new(ResponseKind::Single, false);
+                            t.last_ok = Some((done.affected, done.insert_id));
+                            t.last_status = Some(done.status);
+                            self.note_previous(&t);
+                            self.apply(&routed, c, sql, Conn::Master, &t, was_in_server_tx, &done.groups)
+                                .await;
+                            self.client.flush().await.map_err(|_| Closed)
+                        }
                     }
-                    Some(done) => {
-                        let mut t = ResponseTracker::new(ResponseKind::Single, false);
-                        t.last_ok = Some((done.affected, done.insert_id));
-                        t.last_status = Some(done.status);
-                        self.note_previous(&t);
-                        self.apply(&routed, c, sql, Conn::Master, &t, was_in_server_tx, &done.groups)
-                            .await;
-                        self.client.flush().await.map_err(|_| Closed)
-                    }
-                },
+                }
                 ShardPlan::Select {
                     parts,
                     merge,
