@@ -603,6 +603,13 @@ async fn user_variables_set_on_a_replica_stay_with_their_session() {
     a.query_drop("GET DIAGNOSTICS @n = NUMBER")
         .await
         .expect("get diagnostics");
+    // GET DIAGNOSTICS leaves the diagnostics area as it was, as on the server.
+    let warnings: Vec<(String, u32, String)> = a.query("SHOW WARNINGS").await.expect("show warnings");
+    assert_eq!(
+        warnings,
+        [("Warning".to_owned(), 1365, "Division by 0".to_owned())],
+        "SHOW WARNINGS after GET DIAGNOSTICS"
+    );
     let n: Option<u64> = a.query_first("SELECT @n").await.expect("select @n").flatten();
     assert_eq!(n, Some(1), "the session's own @n");
     drop(a);

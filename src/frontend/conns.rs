@@ -347,11 +347,17 @@ impl Session {
     /// collations, and the session is pinned there like any session with
     /// user variables; the replica connection is closed when the session
     /// lets it go, never pooled.
-    pub(super) async fn take_state_from_replica(&mut self, conn: Conn) -> Result<(), ErrPacket> {
+    pub(super) async fn take_state_from_replica(&mut self, conn: Conn, sql: &[u8]) -> Result<(), ErrPacket> {
         let label = self.label(conn);
         let h = self.slot(conn).ok_or_else(|| lost(&label))?;
         h.conn.no_reuse = true;
-        let listed = error::answered(&label, h.conn.query_text(USER_VARIABLE_LIST).await)?;
+        // GET DIAGNOSTICS names its targets and their types: no listing,
+        // whose table read would empty the diagnostics area that SHOW
+        // WARNINGS reads next.
+        let listed = match diagnostics_targets(sql) {
+            Some(l) => Some(l),
+            None => error::answered(&label, h.conn.query_text(USER_VARIABLE_LIST).await)?,
+        };
         let Some(read) = user_variable_copy_sql(listed.as_deref().unwrap_or_default()) else {
             return Ok(());
         };
@@ -508,6 +514,42 @@ pub(super) fn user_variable_copy_sql(listed: &str) -> Option<String> {
     ))
 }
 
+/// The user variables `GET [CURRENT] DIAGNOSTICS [CONDITION n] @a = ITEM, …`
+/// sets, with the types the server gives them, as [`USER_VARIABLE_LIST`]
+/// lists them (`HEX(name):TYPE,…`); `None` for another statement, a quoted
+/// name or an item not known here.
+pub(super) fn diagnostics_targets(sql: &[u8]) -> Option<String> {
+    use crate::router::lexer::{first_word, Token, Tokens};
+    if first_word(sql).0 != "GET" {
+        return None;
+    }
+    let toks: Vec<Token<'_>> = Tokens::new(sql).collect();
+    let mut listed = Vec::new();
+    for w in toks.windows(3) {
+        let [Token::UserVar(name), Token::Eq, Token::Word(item)] = w else {
+            continue;
+        };
+        if !name
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'$')
+        {
+            return None;
+        }
+        let item = String::from_utf8_lossy(item).to_ascii_uppercase();
+        let kind = match item.as_str() {
+            "NUMBER" | "MYSQL_ERRNO" => "INT UNSIGNED",
+            "ROW_COUNT" => "INT",
+            "CLASS_ORIGIN" | "SUBCLASS_ORIGIN" | "RETURNED_SQLSTATE" | "MESSAGE_TEXT"
+            | "CONSTRAINT_CATALOG" | "CONSTRAINT_SCHEMA" | "CONSTRAINT_NAME" | "CATALOG_NAME"
+            | "SCHEMA_NAME" | "TABLE_NAME" | "COLUMN_NAME" | "CURSOR_NAME" => "VARCHAR",
+            _ => return None,
+        };
+        let hex: String = name.iter().map(|b| format!("{b:02X}")).collect();
+        listed.push(format!("{hex}:{kind}"));
+    }
+    (!listed.is_empty()).then(|| listed.join(","))
+}
+
 fn decode_hex(hex: &str) -> Option<Vec<u8>> {
     if hex.len() % 2 != 0 {
         return None;
@@ -649,7 +691,24 @@ pub(super) fn lost(label: &str) -> ErrPacket {
 
 #[cfg(test)]
 mod tests {
-    use super::user_variable_copy_sql;
+    use super::{diagnostics_targets, user_variable_copy_sql};
+
+    #[test]
+    fn diagnostics_targets_come_with_their_types() {
+        let t = |s: &str| diagnostics_targets(s.as_bytes());
+        assert_eq!(
+            t("GET DIAGNOSTICS @n = NUMBER, @r = row_count").as_deref(),
+            Some("6E:INT UNSIGNED,72:INT")
+        );
+        assert_eq!(
+            t("get current diagnostics condition 1 @e = MYSQL_ERRNO, @m = MESSAGE_TEXT").as_deref(),
+            Some("65:INT UNSIGNED,6D:VARCHAR")
+        );
+        // A quoted name, an item not known here, another statement: listed by the server.
+        assert_eq!(t("GET DIAGNOSTICS @`n` = NUMBER"), None);
+        assert_eq!(t("GET DIAGNOSTICS CONDITION 1 @x = ROW_NUMBER"), None);
+        assert_eq!(t("SET @w = @@warning_count"), None);
+    }
 
     #[test]
     fn user_variables_are_copied_by_type() {

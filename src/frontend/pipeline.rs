@@ -220,7 +220,7 @@ impl Session {
         // moves to the master; that connection is never pooled again.
         // (A variable assignment is a pin effect: route::effects.)
         if matches!(conn, Conn::Replica(_)) && plan.effects.pin != 0 {
-            if let Err(e) = self.take_state_from_replica(conn).await {
+            if let Err(e) = self.take_state_from_replica(conn, sql).await {
                 tracing::warn!(error = %e.message, "cannot move user variables from a replica connection to the master");
             }
         }

@@ -77,13 +77,11 @@ pub fn plan<'a>(c: &'a Classified, sql: &[u8], src: Source, v: &View) -> Plan<'a
 fn target(c: &Classified, v: &View) -> (Target, &'static str) {
     // FOUND_ROWS() stays with the master, as the routing contract says
     // (SQL_CALC_FOUND_ROWS reads are sent there too).
-    if c.refers_to_previous
-        && c.force_master != Some(MasterReason::FoundRows)
-        && v.ro_tx.is_none()
-        && v.pinned.is_none()
-    {
+    if c.refers_to_previous && c.force_master != Some(MasterReason::FoundRows) && v.ro_tx.is_none() {
         // SHOW WARNINGS, @@warning_count, ...: the answer lives on the
-        // connection that ran the previous statement.
+        // connection that ran the previous statement. (A pinned session's
+        // previous statement ran on the master, but for the one that took
+        // the pin on a replica: GET DIAGNOSTICS @n about a replica read.)
         return (Target::Previous, "previous_statement");
     }
     match &c.kind {
