@@ -148,4 +148,7 @@ for s in $suites; do
   done
 done
 echo "total suite time: $(($(date +%s) - start))s" >>"$out/timeline"
+# sluice's own counters after all suites (routing, auto-installed triggers, errors): where
+# to look first when a side differs.
+curl -sf "http://127.0.0.1:$admin_port/metrics" >"$out/metrics.txt" || log "could not read sluice's /metrics"
 python3 "$here/summarize.py" table "$out" $suites | tee "$out/table.md"
