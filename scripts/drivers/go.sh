@@ -2,7 +2,7 @@
 # go-sql-driver/mysql's own tests (go test), pinned to v1.8.1 (the newest release whose
 # go.mod accepts Debian bookworm's Go 1.19). No module proxy: its one dependency,
 # filippo.io/edwards25519, comes from Debian's golang-filippo-edwards25519-dev.
-#   go.sh check | setup-sql | schemas | run SIDE HOST PORT DIR
+#   go.sh check | server-sql | setup-sql | schemas | run SIDE HOST PORT DIR
 set -euo pipefail
 src=${GO_MYSQL_SRC:-${DRIVERS_SRC:-/work/drivers/src}/go-mysql}
 edwards=${GO_EDWARDS25519_SRC:-/usr/share/gocode/src/filippo.io/edwards25519}
@@ -13,6 +13,7 @@ check)
   command -v go >/dev/null || { echo "go: apt-get install golang-go" >&2; exit 1; }
   [ -f "$edwards/go.mod" ] || { echo "go: apt-get install golang-filippo-edwards25519-dev" >&2; exit 1; }
   ;;
+server-sql) ;;
 setup-sql) echo "CREATE DATABASE IF NOT EXISTS gotest;" ;;
 schemas) echo "gotest" ;;
 run)

@@ -2,7 +2,7 @@
 # MariaDB Connector/J (Debian's libmariadb-java) through our own program, jdbc/Checks.java:
 # ~20 behaviours, each with the driver's default (client-side prepared) path and with
 # useServerPrepStmts=true. The direct side's output is the reference for the sluice side.
-#   jdbc.sh check | setup-sql | schemas | run SIDE HOST PORT DIR
+#   jdbc.sh check | server-sql | setup-sql | schemas | run SIDE HOST PORT DIR
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 jar=${MARIADB_JDBC_JAR:-/usr/share/java/mariadb-java-client.jar}
@@ -12,6 +12,7 @@ check)
   [ -f "$jar" ] || { echo "jdbc: apt-get install libmariadb-java (or set MARIADB_JDBC_JAR)" >&2; exit 1; }
   command -v javac >/dev/null || { echo "jdbc: apt-get install default-jdk-headless" >&2; exit 1; }
   ;;
+server-sql) ;;
 setup-sql) echo "CREATE DATABASE IF NOT EXISTS jdbc;" ;;
 schemas) echo "jdbc" ;;
 run)

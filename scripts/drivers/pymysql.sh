@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # PyMySQL's own test suite (pytest), pinned to PyMySQL v1.2.0.
-#   pymysql.sh check | setup-sql | schemas | run SIDE HOST PORT DIR
+#   pymysql.sh check | server-sql | setup-sql | schemas | run SIDE HOST PORT DIR
 # Sources: $PYMYSQL_SRC (default $DRIVERS_SRC/pymysql); needs pytest, cryptography, PyNaCl.
 set -euo pipefail
 src=${PYMYSQL_SRC:-${DRIVERS_SRC:-/work/drivers/src}/pymysql}
@@ -9,6 +9,11 @@ case ${1:-} in
 check)
   [ -f "$src/pymysql/tests/base.py" ] || { echo "pymysql: no sources in $src" >&2; exit 1; }
   python3 -c 'import pytest, cryptography, nacl' || { echo "pymysql: pip install pytest cryptography PyNaCl" >&2; exit 1; }
+  ;;
+server-sql)
+  # ci/docker-entrypoint-initdb.d/mariadb.sql's INSTALL SONAME, which the binlog does not
+  # carry: the replica needs the plugin before testAuthEd25519's CREATE USER ... ed25519.
+  echo 'INSTALL SONAME "auth_ed25519";'
   ;;
 setup-sql)
   # What PyMySQL's CI runs (ci/docker-entrypoint-initdb.d), MariaDB parts only.
