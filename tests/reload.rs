@@ -482,3 +482,59 @@ async fn sessions_in_flight_are_not_broken_by_reloads() {
     assert_eq!(metric(&s, "sluice_config_generation"), 6.0);
     cluster.master.sql(&format!("DROP DATABASE {db}"));
 }
+
+/// A write that commits while a reload starts new freshness monitors (here: other
+/// probe settings). The new monitor read its causal target before the commit, and
+/// only the old one saw the write; the session's next read, on the new monitor, must
+/// still see it. The replica lacks the write (its SQL thread is stopped) and the new
+/// monitor probes again only seconds later: the read must not go there.
+#[tokio::test]
+async fn a_write_committed_across_a_reload_is_read_back() {
+    let cluster = Cluster::start(1);
+    let db = tracked_db(&cluster, "reload_causal").await;
+    cluster.master.sql(&format!("INSERT INTO {db}.t VALUES (1, 0)"));
+    cluster.wait_replicas_caught_up();
+    let users = user("app", "app");
+    let s = Sluice::start(&body(&users, &freshness("causal"), &group(&cluster, &[(0, 1)])));
+    let mut c = mysql_async::Conn::from_url(s.url("app", "app", &db))
+        .await
+        .expect("connect");
+    let master_id: u32 = cluster.master.sql("SELECT @@server_id").parse().expect("id");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let id: Option<u32> = c
+            .query_first("SELECT @@server_id + 0 * COUNT(*) FROM t")
+            .await
+            .expect("read");
+        if id != Some(master_id) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no read reached the replica");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    cluster.replicas[0].stop_sql_thread();
+    // The write runs for a second; the reload lands while it does.
+    let write = tokio::spawn(async move {
+        c.query_drop("UPDATE t SET v = 1 + SLEEP(1) WHERE id = 1")
+            .await
+            .expect("the slow write");
+        c
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    rewrite(
+        &s,
+        &body(
+            &users,
+            "freshness:\n  mode: causal\n  probe_interval: 5s\n  probe_timeout: 500ms\n  rise: 1\n",
+            &group(&cluster, &[(0, 1)]),
+        ),
+    );
+    sighup(&s, "ok");
+    let mut c = write.await.expect("writer");
+    let v: Option<u32> = c
+        .query_first("SELECT v FROM t WHERE id = 1")
+        .await
+        .expect("read back");
+    cluster.replicas[0].start_sql_thread();
+    assert_eq!(v, Some(1), "the session's own write, read after the reload");
+}

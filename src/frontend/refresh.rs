@@ -32,14 +32,35 @@ impl Session {
     /// Adopt the newest snapshot when there is one and the session's state
     /// allows it (see the module comment). One atomic load when nothing was
     /// reloaded.
-    pub(super) fn refresh_runtime(&mut self) {
+    ///
+    /// Returns whether the session moved to a freshness monitor it did not
+    /// use before (a reload that changed a group's servers or freshness
+    /// settings starts new ones): that monitor's causal target may have been
+    /// read before this session's last writes committed, which only the old
+    /// monitor saw. [`Self::resync_causal`] must run before the next read.
+    pub(super) fn refresh_runtime(&mut self) -> bool {
         if self.shared.runtime_generation() == self.rt.generation {
-            return;
+            return false;
         }
         let latest = self.shared.runtime();
-        if self.move_to(&latest).is_some() {
-            self.monitor = latest.monitors[0].clone();
-            self.rt = latest;
+        if self.move_to(&latest).is_none() {
+            return false;
+        }
+        let new_monitor = latest
+            .monitors
+            .iter()
+            .any(|m| !self.rt.monitors.iter().any(|o| Arc::ptr_eq(o, m)));
+        self.monitor = latest.monitors[0].clone();
+        self.rt = latest;
+        new_monitor
+    }
+
+    /// After a move to new monitors: one master snapshot (shared by the
+    /// sessions that moved at once) taken now covers every write the session
+    /// committed before it, as `after_write` does after a write.
+    pub(super) async fn resync_causal(&self) {
+        for m in &self.rt.monitors {
+            m.after_write().await;
         }
     }
 

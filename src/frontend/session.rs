@@ -280,7 +280,10 @@ impl Session {
             };
             self.reply_seq = pkt.seq.wrapping_add(1);
             // A statement boundary: take over a reloaded configuration.
-            self.refresh_runtime();
+            if self.refresh_runtime() {
+                // Boxed: rare (after a reload), keeps the command future small.
+                Box::pin(self.resync_causal()).await;
+            }
             // metrics: bytes in
             self.shared.metrics.client_bytes_in(pkt.payload.len());
             // An empty packet is answered like an unknown command, as MariaDB does.
