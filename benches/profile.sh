@@ -17,6 +17,8 @@
 #   TABLE_SIZE  rows in sbtest1                                          [10000]
 #   TOP         profile entries shown                                    [25]
 #   TASKSET     CPU list for sluice (taskset -c), e.g. 0 or 0,1          [unset]
+#   SLUICE_CONF extra YAML lines appended to sluice's config, e.g.
+#               "runtime: { worker_threads: 1 }"                         []
 #   KEEP, SKIP_BUILD, SLUICE_BIN as in sysbench.sh
 set -euo pipefail
 
@@ -77,6 +79,7 @@ groups:
   - name: main
     master: { addr: 127.0.0.1:$MPORT, user: sluice, password: sluice }
     replicas: $replicas
+${SLUICE_CONF:-}
 EOF
 "$SLUICE_BIN" check-config "$work/sluice.yaml" >/dev/null || die "generated config is invalid"
 "$SLUICE_BIN" triggers install --schema sbtest --config "$work/sluice.yaml" >"$work/triggers.log" 2>&1 ||
