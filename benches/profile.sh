@@ -155,7 +155,8 @@ case "$TOOL" in
     cg_list() {
       "$CG_ANNOTATE" --threshold=100 "$@" "$out" 2>/dev/null | sed -n '/file:function/,$p' | grep -E '^ *[0-9,]+ \(' |
         grep -vE 'clone\.S|pthread_create|thread_start|vtable\.shim|__rust_begin_short_backtrace|blocking::pool::Inner::run|task::raw::poll( |$)|\(100\.0%\)' |
-        sed -E 's#/root/\.cargo/registry/src/[^/]*/##; s#/rustc/[0-9a-f]*/library/##; s#'"$repo"'/##; s# \[[^]]*\]$##' | head -n "$TOP"
+        sed -E 's#/root/\.cargo/registry/src/[^/]*/##; s#/rustc/[0-9a-f]*/library/##; s#'"$repo"'/##; s# \[[^]]*\]$##' | head -n "$TOP" ||
+        true # (head closes the pipe early: SIGPIPE upstream is not a failure)
     }
     echo "top $TOP functions by exclusive Ir:"
     cg_list
