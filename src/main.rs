@@ -181,19 +181,13 @@ impl From<String> for Failure {
     }
 }
 
-/// tokio's multi-thread runtime as `runtime:` shapes it; unset fields keep
-/// tokio's defaults (one worker per CPU the process may use).
+/// tokio's multi-thread runtime as `runtime:` shapes it; unset, tokio's
+/// default: one worker per CPU the process may use.
 fn build_runtime(settings: &config::RuntimeSettings) -> Result<tokio::runtime::Runtime, String> {
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.enable_all();
     if let Some(n) = settings.worker_threads {
         builder.worker_threads(n);
-    }
-    if let Some(n) = settings.event_interval {
-        builder.event_interval(n);
-    }
-    if let Some(n) = settings.global_queue_interval {
-        builder.global_queue_interval(n);
     }
     builder
         .build()

@@ -74,10 +74,7 @@ fn worker_threads_follow_the_configuration() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_worker_serves_sessions_as_the_server_does() {
     let cluster = shared_cluster();
-    let s = Sluice::start_for(
-        cluster,
-        "runtime: { worker_threads: 1, event_interval: 7, global_queue_interval: 5 }\n",
-    );
+    let s = Sluice::start_for(cluster, "runtime: { worker_threads: 1 }\n");
     assert_eq!(worker_threads(s.pid()), 1);
     let table = format!("{TEST_DB}.runtime_shape");
     let mut direct = connect(&cluster.master.sluice_url(TEST_DB)).await;

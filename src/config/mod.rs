@@ -51,21 +51,15 @@ pub struct Config {
 }
 
 /// `runtime:` — the shape of tokio's multi-thread runtime that serves every
-/// session. Read once at startup (a reload cannot change it). Every field
-/// has a default, so the whole section is optional.
+/// session. Read once at startup (a reload cannot change it); optional.
+/// (tokio's scheduler knobs `event_interval` and `global_queue_interval`
+/// were measured and did not pay: benches/README.md, "Runtime shape".)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RuntimeSettings {
     /// Worker threads; `None` (the default): one per CPU the process may
     /// run on (`std::thread::available_parallelism`, which honours
     /// `taskset` and cgroup CPU limits). 1..=1024.
     pub worker_threads: Option<usize>,
-    /// Tasks a worker polls between two looks at its I/O driver and timers
-    /// (tokio's `event_interval`); `None`: tokio's default (61). 1..=1000000.
-    pub event_interval: Option<u32>,
-    /// Tasks a worker polls between two looks at the shared injection queue
-    /// (tokio's `global_queue_interval`); `None`: tokio's default (adaptive,
-    /// 31 at most). 1..=1000000.
-    pub global_queue_interval: Option<u32>,
 }
 
 /// `auth:` — logins with the server's own accounts (read from the master's

@@ -866,10 +866,6 @@ impl From<RawLimits> for Limits {
 struct RawRuntime {
     #[serde(default, deserialize_with = "some_bounded::<usize, 1, 1024, _>")]
     worker_threads: Option<usize>,
-    #[serde(default, deserialize_with = "some_bounded::<u32, 1, 1000000, _>")]
-    event_interval: Option<u32>,
-    #[serde(default, deserialize_with = "some_bounded::<u32, 1, 1000000, _>")]
-    global_queue_interval: Option<u32>,
 }
 
 /// An optional integer in `MIN..=MAX`: absent is `None` (`#[serde(default)]`),
@@ -886,8 +882,6 @@ impl From<RawRuntime> for RuntimeSettings {
     fn from(raw: RawRuntime) -> Self {
         RuntimeSettings {
             worker_threads: raw.worker_threads,
-            event_interval: raw.event_interval,
-            global_queue_interval: raw.global_queue_interval,
         }
     }
 }
