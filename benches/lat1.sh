@@ -15,6 +15,8 @@
 #   TABLE_SIZE  rows in sbtest1                                [10000]
 #   STRACE      1 = one extra strace -c -f run per proxy       [0]
 #   SLUICE_CONF extra YAML lines appended to sluice's config   []
+#   BASE_CONF   extra YAML lines appended to base's config (BASE_BIN; e.g. the same
+#               binary with another `runtime:`)                 [SLUICE_CONF]
 #   KEEP, SKIP_BUILD, SLUICE_BIN, BASE_BIN as in sysbench.sh
 set -euo pipefail
 
@@ -40,7 +42,8 @@ LOAD_START=$(loadavg)
 sluice_binary
 start_mariadb "$work/mariadb" "$MPORT" 500
 start_haproxy "$work" "$HPORT" "$MPORT" 1000
-cat >"$work/sluice.yaml" <<EOF
+sluice_conf() { # extra YAML
+  cat <<EOF
 listen: 127.0.0.1:$SPORT
 admin_listen: 127.0.0.1:$APORT
 log:
@@ -52,14 +55,16 @@ groups:
   - name: main
     master: { addr: 127.0.0.1:$MPORT, user: sluicebe, password: sluicebe }
     replicas: []
-$SLUICE_CONF
+$1
 EOF
+}
+sluice_conf "$SLUICE_CONF" >"$work/sluice.yaml"
 start_sluice "$work/sluice.yaml" "$work/sluice.log" "$SPORT"
 SLUICE_PID=$STARTED_PID
 BASE_PID=""
 if [ -n "${BASE_BIN:-}" ]; then
-  sed -e "s/^listen: .*/listen: 127.0.0.1:$BPORT/" -e "s/^admin_listen: .*/admin_listen: 127.0.0.1:$BAPORT/" \
-    "$work/sluice.yaml" >"$work/base.yaml"
+  sluice_conf "${BASE_CONF-$SLUICE_CONF}" | sed -e "s/^listen: .*/listen: 127.0.0.1:$BPORT/" \
+    -e "s/^admin_listen: .*/admin_listen: 127.0.0.1:$BAPORT/" >"$work/base.yaml"
   main_bin=$SLUICE_BIN
   SLUICE_BIN=$BASE_BIN
   start_sluice "$work/base.yaml" "$work/base.log" "$BPORT"
@@ -149,4 +154,4 @@ if [ "$STRACE" = 1 ]; then
     awk -v q="$EVENTS" '$1 ~ /^[0-9.]+$/ && NF >= 5 { name = $NF; calls = $4; if (calls / q >= 0.01) printf "  %-16s %6.2f\n", name, calls / q }' "$work/strace-$t.txt"
   done
 fi
-echo "Reproduce with: ${SLUICE_BIN:+SLUICE_BIN=$SLUICE_BIN }${BASE_BIN:+BASE_BIN=$BASE_BIN }EVENTS=$EVENTS ROUNDS=$ROUNDS PS=$PS TABLE_SIZE=$TABLE_SIZE STRACE=$STRACE benches/lat1.sh"
+echo "Reproduce with: ${SLUICE_BIN:+SLUICE_BIN=$SLUICE_BIN }${BASE_BIN:+BASE_BIN=$BASE_BIN }${SLUICE_CONF:+SLUICE_CONF=\"$SLUICE_CONF\" }${BASE_CONF:+BASE_CONF=\"$BASE_CONF\" }EVENTS=$EVENTS ROUNDS=$ROUNDS PS=$PS TABLE_SIZE=$TABLE_SIZE STRACE=$STRACE benches/lat1.sh"

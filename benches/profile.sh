@@ -17,6 +17,8 @@
 #   TABLE_SIZE  rows in sbtest1                                          [10000]
 #   TOP         profile entries shown                                    [25]
 #   TASKSET     CPU list for sluice (taskset -c), e.g. 0 or 0,1          [unset]
+#   SLUICE_CONF extra YAML lines appended to sluice's config, e.g.
+#               "runtime: { worker_threads: 1 }"                         []
 #   KEEP, SKIP_BUILD, SLUICE_BIN as in sysbench.sh
 set -euo pipefail
 
@@ -77,6 +79,7 @@ groups:
   - name: main
     master: { addr: 127.0.0.1:$MPORT, user: sluice, password: sluice }
     replicas: $replicas
+${SLUICE_CONF:-}
 EOF
 "$SLUICE_BIN" check-config "$work/sluice.yaml" >/dev/null || die "generated config is invalid"
 "$SLUICE_BIN" triggers install --schema sbtest --config "$work/sluice.yaml" >"$work/triggers.log" 2>&1 ||
@@ -152,7 +155,8 @@ case "$TOOL" in
     cg_list() {
       "$CG_ANNOTATE" --threshold=100 "$@" "$out" 2>/dev/null | sed -n '/file:function/,$p' | grep -E '^ *[0-9,]+ \(' |
         grep -vE 'clone\.S|pthread_create|thread_start|vtable\.shim|__rust_begin_short_backtrace|blocking::pool::Inner::run|task::raw::poll( |$)|\(100\.0%\)' |
-        sed -E 's#/root/\.cargo/registry/src/[^/]*/##; s#/rustc/[0-9a-f]*/library/##; s#'"$repo"'/##; s# \[[^]]*\]$##' | head -n "$TOP"
+        sed -E 's#/root/\.cargo/registry/src/[^/]*/##; s#/rustc/[0-9a-f]*/library/##; s#'"$repo"'/##; s# \[[^]]*\]$##' | head -n "$TOP" ||
+        true # (head closes the pipe early: SIGPIPE upstream is not a failure)
     }
     echo "top $TOP functions by exclusive Ir:"
     cg_list

@@ -21,6 +21,8 @@
 #   SLUICE_POOL_MAX  sluice's backend.pool_max                  [IDLE_CONNS + 64]
 #   BASE_BIN    a second sluice binary (e.g. the build before a change), run as target
 #               "base" in the same rounds, so before/after ratios come from one run
+#   SLUICE_CONF extra YAML lines appended to sluice's config (e.g. "runtime: { worker_threads: 1 }") []
+#   BASE_CONF   extra YAML lines appended to base's config  [SLUICE_CONF]
 # Everything runs on 127.0.0.1 on free ports; everything started here is stopped (by
 # PID) when the script exits, however it exits.
 set -euo pipefail
@@ -75,7 +77,8 @@ start_haproxy "$work" "$HPORT" "$MPORT" $((IDLE_CONNS * 2 + 1000))
 
 # --- sluice -----------------------------------------------------------------------------
 SLUICE_POOL_MAX=${SLUICE_POOL_MAX:-$((IDLE_CONNS + 64))}
-cat >"$work/sluice.yaml" <<EOF
+sluice_conf() { # extra YAML
+  cat <<EOF
 listen: 127.0.0.1:$SPORT
 admin_listen: 127.0.0.1:$APORT
 log:
@@ -92,15 +95,18 @@ groups:
   - name: main
     master: { addr: 127.0.0.1:$MPORT, user: sluicebe, password: sluicebe }
     replicas: []
+$1
 EOF
+}
+sluice_conf "${SLUICE_CONF:-}" >"$work/sluice.yaml"
 start_sluice "$work/sluice.yaml" "$work/sluice.log" "$SPORT"
 SLUICE_PID=$STARTED_PID
 RSS_START=$(rss_kb "$SLUICE_PID")
 log "sluice $(sluice_version) on 127.0.0.1:$SPORT (pid $SLUICE_PID, RSS ${RSS_START} kB)"
 BASE_PID=""
 if [ -n "${BASE_BIN:-}" ]; then
-  sed -e "s/^listen: .*/listen: 127.0.0.1:$BPORT/" -e "s/^admin_listen: .*/admin_listen: 127.0.0.1:$BAPORT/" \
-    "$work/sluice.yaml" >"$work/base.yaml"
+  sluice_conf "${BASE_CONF-${SLUICE_CONF:-}}" | sed -e "s/^listen: .*/listen: 127.0.0.1:$BPORT/" \
+    -e "s/^admin_listen: .*/admin_listen: 127.0.0.1:$BAPORT/" >"$work/base.yaml"
   SLUICE_BIN_MAIN=$SLUICE_BIN
   SLUICE_BIN=$BASE_BIN
   start_sluice "$work/base.yaml" "$work/base.log" "$BPORT"
@@ -339,5 +345,7 @@ echo "Reproduce with:"
 extra=""
 [ "$SLUICE_BIN" != "$repo/target/release/sluice" ] && extra="SLUICE_BIN=$SLUICE_BIN "
 [ -n "${BASE_BIN:-}" ] && extra="${extra}BASE_BIN=$BASE_BIN "
+[ -n "${SLUICE_CONF:-}" ] && extra="${extra}SLUICE_CONF=\"$SLUICE_CONF\" "
+[ -n "${BASE_BIN:-}" ] && [ -n "${BASE_CONF-}" ] && extra="${extra}BASE_CONF=\"$BASE_CONF\" "
 echo "  ${extra}TIME=$TIME ROUNDS=$ROUNDS THREADS=$THREADS TABLE_SIZE=$TABLE_SIZE TESTS=\"$TESTS\" PS_MODES=\"$PS_MODES\" LAT_TIME=$LAT_TIME IDLE_CONNS=$IDLE_CONNS WARMUP=$WARMUP SLUICE_POOL_MAX=$SLUICE_POOL_MAX benches/sysbench.sh"
 echo "(raw sysbench outputs: KEEP=1 keeps $work/runs/)"

@@ -181,16 +181,26 @@ impl From<String> for Failure {
     }
 }
 
+/// tokio's multi-thread runtime as `runtime:` shapes it; unset, tokio's
+/// default: one worker per CPU the process may use.
+fn build_runtime(settings: &config::RuntimeSettings) -> Result<tokio::runtime::Runtime, String> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.enable_all();
+    if let Some(n) = settings.worker_threads {
+        builder.worker_threads(n);
+    }
+    builder
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))
+}
+
 fn serve(path: &Path) -> Result<(), Failure> {
     let config = Config::load(path).map_err(|e| e.to_string())?;
     sluice::logging::init(config.log.format, &config.log.level, config.log.sql_log)?;
     sluice::logging::set_max_sql_length(config.log.max_sql_length);
     // Before the runtime starts its threads: the limit applies to them all.
     sluice::app::check_open_files(&config);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let runtime = build_runtime(&config.runtime)?;
     let result = runtime
         .block_on(sluice::app::run(config, path.to_path_buf()))
         .map_err(|e| Failure::Tool(e.to_string()));

@@ -46,6 +46,20 @@ pub struct Config {
     /// Where client logins are checked: the server's accounts, `users:`, or
     /// both (section `auth:`).
     pub auth: AuthConfig,
+    /// The async runtime's threads and scheduler (section `runtime:`).
+    pub runtime: RuntimeSettings,
+}
+
+/// `runtime:` — the shape of tokio's multi-thread runtime that serves every
+/// session. Read once at startup (a reload cannot change it); optional.
+/// (tokio's scheduler knobs `event_interval` and `global_queue_interval`
+/// were measured and did not pay: benches/README.md, "Runtime shape".)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RuntimeSettings {
+    /// Worker threads; `None` (the default): one per CPU the process may
+    /// run on (`std::thread::available_parallelism`, which honours
+    /// `taskset` and cgroup CPU limits). 1..=1024.
+    pub worker_threads: Option<usize>,
 }
 
 /// `auth:` — logins with the server's own accounts (read from the master's

@@ -6,7 +6,7 @@ use super::de::{self, ListItem};
 use super::{
     AdminConfig, AuthAccount, AuthConfig, AuthMode, Backend, BackendAccount, BackendSettings, BackendTls,
     BackendTlsMode, Config, Credential, Freshness, FreshnessMode, Group, Limits, LogConfig, LogFormat,
-    Sharding, TlsConfig, User,
+    RuntimeSettings, Sharding, TlsConfig, User,
 };
 use serde::Deserialize;
 use std::net::SocketAddr;
@@ -53,6 +53,8 @@ pub(super) struct RawConfig {
     admin: RawAdmin,
     #[serde(default)]
     auth: RawAuth,
+    #[serde(default)]
+    runtime: RawRuntime,
     #[serde(default, deserialize_with = "de::unique_list::<RawUser, _>")]
     users: Vec<User>,
     #[serde(deserialize_with = "de::unique_list::<RawGroup, _>")]
@@ -118,6 +120,7 @@ impl RawConfig {
             sharding,
             limits: self.limits.into(),
             admin: self.admin.into(),
+            runtime: self.runtime.into(),
         })
     }
 }
@@ -853,6 +856,32 @@ impl From<RawLimits> for Limits {
             handshake_timeout: raw.handshake_timeout,
             max_unauthenticated: raw.max_unauthenticated,
             max_unauthenticated_per_address: raw.max_unauthenticated_per_address,
+        }
+    }
+}
+
+/// `runtime:`; see [`RuntimeSettings`] (every field optional).
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, expecting = "a mapping such as { worker_threads: 4 }")]
+struct RawRuntime {
+    #[serde(default, deserialize_with = "some_bounded::<usize, 1, 1024, _>")]
+    worker_threads: Option<usize>,
+}
+
+/// An optional integer in `MIN..=MAX`: absent is `None` (`#[serde(default)]`),
+/// a written value is checked where it is written.
+fn some_bounded<'de, T, const MIN: u64, const MAX: u64, D>(d: D) -> Result<Option<T>, D::Error>
+where
+    T: TryFrom<u64>,
+    D: serde::Deserializer<'de>,
+{
+    de::bounded::<T, MIN, MAX, D>(d).map(Some)
+}
+
+impl From<RawRuntime> for RuntimeSettings {
+    fn from(raw: RawRuntime) -> Self {
+        RuntimeSettings {
+            worker_threads: raw.worker_threads,
         }
     }
 }

@@ -648,3 +648,28 @@ fn auth_section_modes_and_defaults() {
     let (_, e) = error_of(&MINIMAL.replace("groups:", "auth: { bogus: 1 }\ngroups:"));
     assert!(e.contains("bogus"), "{e}");
 }
+
+#[test]
+fn runtime_section_defaults_values_and_problems() {
+    let config = parse(MINIMAL).expect("minimal config");
+    assert_eq!(config.runtime, RuntimeSettings::default());
+    assert_eq!(config.runtime.worker_threads, None);
+    let config = parse(&format!("{MINIMAL}runtime:\n  worker_threads: 3\n")).expect("runtime");
+    assert_eq!(
+        config.runtime,
+        RuntimeSettings {
+            worker_threads: Some(3)
+        }
+    );
+    let bad = [
+        ("worker_threads: 0", "out of range"),
+        ("worker_threads: 1025", "out of range"),
+        ("worker_threads: -2", "from 1 to 1024"),
+        ("event_interval: 7", "unknown field"),
+        ("worker_threads: two", "integer"),
+        ("threads: 2", "unknown field"),
+    ];
+    for (line, needle) in bad {
+        assert_error(&format!("{MINIMAL}runtime:\n  {line}\n"), 7, needle);
+    }
+}

@@ -214,7 +214,8 @@ pub fn intercept(sql: &[u8]) -> Option<Intercept> {
         // recursion would let a client's bytes choose its depth).
         return intercept_plain(&joined);
     }
-    intercept_plain(sql)
+    // (The first token is already read: no second pass over it.)
+    intercept_rest(first.map(|t| t.0), lx)
 }
 
 /// [`intercept`] of a statement whose first token is not an executable
@@ -222,6 +223,11 @@ pub fn intercept(sql: &[u8]) -> Option<Intercept> {
 fn intercept_plain(sql: &[u8]) -> Option<Intercept> {
     let mut lx = Lexer::new(sql);
     let first = lx.next().map(|t| t.0);
+    intercept_rest(first, lx)
+}
+
+/// [`intercept_plain`] once the first token (`first`) has been read from `lx`.
+fn intercept_rest(first: Option<Tok<'_>>, mut lx: Lexer<'_>) -> Option<Intercept> {
     if is_word(first, "KILL") {
         return Some(parse_kill(&mut lx));
     }

@@ -41,6 +41,10 @@ pub fn restart_needed(running: &Config, new: &Config) -> Vec<&'static str> {
     if running.log.max_sql_length != new.log.max_sql_length {
         keys.push("log.max_sql_length");
     }
+    // The runtime's threads are started before the configuration is served.
+    if running.runtime != new.runtime {
+        keys.push("runtime");
+    }
     if new
         .users
         .iter()
@@ -75,6 +79,7 @@ pub fn keep_running(running: &Config, mut new: Config) -> Config {
     new.limits.max_unauthenticated = running.limits.max_unauthenticated;
     new.limits.max_unauthenticated_per_address = running.limits.max_unauthenticated_per_address;
     new.log.max_sql_length = running.log.max_sql_length;
+    new.runtime = running.runtime;
     for u in &mut new.users {
         u.max_connections = running_max_connections(running, &u.name);
     }
@@ -265,10 +270,13 @@ mod tests {
     #[test]
     fn startup_only_settings_are_kept_and_named() {
         let a = config("");
-        let b = config("listen: 127.0.0.1:7000\nlog: { format: json, slow_query: 2s }\n");
-        assert_eq!(restart_needed(&a, &b), vec!["listen", "log.format"]);
+        let b = config(
+            "listen: 127.0.0.1:7000\nlog: { format: json, slow_query: 2s }\nruntime: { worker_threads: 1 }\n",
+        );
+        assert_eq!(restart_needed(&a, &b), vec!["listen", "log.format", "runtime"]);
         let kept = keep_running(&a, b);
         assert_eq!(kept.listen, a.listen);
+        assert_eq!(kept.runtime, a.runtime);
         assert_eq!(kept.log.format, a.log.format);
         assert_eq!(kept.log.slow_query, std::time::Duration::from_secs(2));
         assert_eq!(changes(&a, &kept), vec!["log.slow_query 1s -> 2s"]);

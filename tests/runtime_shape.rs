@@ -1,0 +1,115 @@
+//! `runtime:`: the worker threads of the `sluice serve` process are the ones the
+//! configuration asks for (counted in /proc), and a sluice on one worker answers as
+//! the server does (a differential check over text and prepared statements, with
+//! several sessions at once, so that one worker really serves them all).
+
+mod common;
+
+use common::cluster::{shared_cluster, Sluice, APP_PASSWORD, APP_USER, TEST_DB};
+use mysql_async::prelude::*;
+use mysql_async::{Conn, Opts, OptsBuilder, Row, Value};
+
+/// Threads of process `pid` that are tokio's workers: tokio names them
+/// `tokio-rt-worker` (`tokio-runtime-worker` in older versions, cut to 15 bytes by
+/// the kernel). Its blocking threads share the name, but a sluice that
+/// resolves no host name and plans no large statement has none.
+fn worker_threads(pid: u32) -> usize {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("read /proc/PID/task");
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|name| matches!(name.trim_end(), "tokio-rt-worker" | "tokio-runtime-w"))
+        .count()
+}
+
+async fn connect(url: &str) -> Conn {
+    let opts = OptsBuilder::from_opts(Opts::from_url(url).expect("url")).prefer_socket(false);
+    Conn::new(opts)
+        .await
+        .unwrap_or_else(|e| panic!("connect {url}: {e}"))
+}
+
+fn values(rows: Vec<Row>) -> Vec<Vec<Value>> {
+    rows.into_iter().map(Row::unwrap).collect()
+}
+
+type Rows = Vec<Vec<Value>>;
+
+/// The prepared form of [`read_range`]'s query on `table`.
+fn range_sql(table: &str) -> String {
+    format!("SELECT id, v FROM {table} WHERE id BETWEEN ? AND ? ORDER BY id")
+}
+
+/// Rows `lo..=lo+5` of `table`, as a text query and through `stmt` (prepared
+/// from [`range_sql`]).
+async fn read_range(c: &mut Conn, stmt: &mysql_async::Statement, table: &str, lo: u32) -> (Rows, Rows) {
+    let hi = lo + 5;
+    let sql = format!("SELECT id, v FROM {table} WHERE id BETWEEN {lo} AND {hi} ORDER BY id");
+    let text: Vec<Row> = c
+        .query(sql)
+        .await
+        .unwrap_or_else(|e| panic!("text read of {lo}: {e}"));
+    let bin: Vec<Row> = c
+        .exec(stmt, (lo, hi))
+        .await
+        .unwrap_or_else(|e| panic!("execute of {lo}: {e}"));
+    (values(text), values(bin))
+}
+
+#[test]
+fn worker_threads_follow_the_configuration() {
+    let cluster = shared_cluster();
+    // Tokio starts its workers when the runtime is built, before the port is bound.
+    for n in [1usize, 3] {
+        let s = Sluice::start_for(cluster, &format!("runtime: {{ worker_threads: {n} }}\n"));
+        assert_eq!(worker_threads(s.pid()), n, "worker_threads: {n}\n{}", s.log());
+    }
+    // The default: one per CPU this process may run on (what the test itself may use).
+    let s = Sluice::start_for(cluster, "");
+    let cpus = std::thread::available_parallelism()
+        .expect("available_parallelism")
+        .get();
+    assert_eq!(worker_threads(s.pid()), cpus, "default worker count\n{}", s.log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_worker_serves_sessions_as_the_server_does() {
+    let cluster = shared_cluster();
+    let s = Sluice::start_for(cluster, "runtime: { worker_threads: 1 }\n");
+    assert_eq!(worker_threads(s.pid()), 1);
+    let table = format!("{TEST_DB}.runtime_shape");
+    let mut direct = connect(&cluster.master.sluice_url(TEST_DB)).await;
+    direct
+        .query_drop(format!(
+            "CREATE OR REPLACE TABLE {table} (id INT PRIMARY KEY, v VARCHAR(20)); \
+             INSERT INTO {table} SELECT seq, CONCAT('v', seq) FROM seq_1_to_200"
+        ))
+        .await
+        .expect("create table");
+    let url = s.url(APP_USER, APP_PASSWORD, TEST_DB);
+    let sessions = (0..8u32).map(|i| {
+        let (url, table) = (url.clone(), table.clone());
+        tokio::spawn(async move {
+            let mut c = connect(&url).await;
+            let stmt = c.prep(range_sql(&table)).await.expect("prepare");
+            let mut seen = Vec::new();
+            for k in 0..20 {
+                let lo = (i * 20 + k) % 190 + 1;
+                seen.push((lo, read_range(&mut c, &stmt, &table, lo).await));
+            }
+            seen
+        })
+    });
+    let mut results = Vec::new();
+    for t in sessions.collect::<Vec<_>>() {
+        results.push(t.await.expect("session task"));
+    }
+    let stmt = direct.prep(range_sql(&table)).await.expect("prepare directly");
+    for (lo, through_sluice) in results.into_iter().flatten() {
+        let want = read_range(&mut direct, &stmt, &table, lo).await;
+        assert_eq!(through_sluice, want, "rows {lo}..={} (text, binary)", lo + 5);
+    }
+    direct
+        .query_drop(format!("DROP TABLE {table}"))
+        .await
+        .expect("drop");
+}
