@@ -45,6 +45,7 @@ mod agg;
 mod binary;
 pub mod collation;
 mod collation_tables;
+mod concat;
 mod having;
 mod kmerge;
 mod num;
@@ -61,10 +62,11 @@ pub use binary::{binary_row_to_text, parse_binary_row, text_row_to_binary};
 pub use having::Tri;
 pub use kmerge::{KMerge, RowSource};
 pub use num::format_double;
-pub use pipeline::Merger;
+pub use pipeline::{Merger, MAX_CUT_WARNINGS};
 pub use row::{encode_text_row, TextRow};
 pub use spec::{
-    AggKind, AggSpec, CmpOp, CollationOf, Expr, GroupSpec, Limit, MergeSpec, SortKey, Tagged, Value,
+    AggKind, AggSpec, CmpOp, CollationOf, Concat, ConcatItem, Expr, GroupSpec, Limit, MergeSpec, SortKey,
+    Tagged, Value,
 };
 pub use value::{
     column_length, column_origin, compare, computed_column_def, exact_order, flags, orderable,
