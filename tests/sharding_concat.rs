@@ -288,6 +288,8 @@ fn statements() -> Vec<&'static str> {
         "SELECT g, GROUP_CONCAT(s ORDER BY id) FROM {t} GROUP BY g LIMIT 2, 3",
         "SELECT g, GROUP_CONCAT(s ORDER BY id) AS c, COUNT(*) n FROM {t} GROUP BY g ORDER BY n DESC, g",
         "SELECT g, GROUP_CONCAT(s ORDER BY id) AS c, COUNT(*) n FROM {t} GROUP BY g HAVING n > 20 ORDER BY g",
+        "SELECT g, GROUP_CONCAT(s ORDER BY id) AS c FROM {t} GROUP BY g HAVING c < 'b' OR c > 'n'",
+        "SELECT g, GROUP_CONCAT(s ORDER BY id) AS c, COUNT(*) n FROM {t} GROUP BY g HAVING c >= 'b' ORDER BY n, g LIMIT 1, 3",
         "SELECT g, GROUP_CONCAT(s, '|', amount, '|', d ORDER BY s DESC, id SEPARATOR ' ; '), SUM(amount), AVG(amount), MIN(d), MAX(s), COUNT(s) FROM {t} GROUP BY g ORDER BY g",
         "SELECT tid, GROUP_CONCAT(id ORDER BY id), GROUP_CONCAT(b ORDER BY id SEPARATOR 0x2c00) FROM {t} GROUP BY tid ORDER BY tid",
         "SELECT GROUP_CONCAT(DISTINCT g ORDER BY g DESC) FROM {t}",

@@ -5,7 +5,8 @@
 //! a [`Merger`] yields the client's rows:
 //!
 //! ```text
-//! k-way merge (order_by) → group merge → HAVING → DISTINCT → order_after → offset/limit
+//! k-way merge (order_by) → group merge (aggregates, GROUP_CONCAT) → HAVING → DISTINCT →
+//! order_after → offset/limit
 //! ```
 //!
 //! Executor's side, in short: parse each shard's column definitions with
@@ -35,7 +36,10 @@
 //!   is already rounded to D decimals);
 //! - the representative value of a non-aggregated, non-key column in a group (MariaDB
 //!   without ONLY_FULL_GROUP_BY) and of a group key whose spellings differ only in case
-//!   is the first row in merged order, where the server shows whichever row it met first.
+//!   is the first row in merged order, where the server shows whichever row it met first;
+//!   likewise the spelling `GROUP_CONCAT(DISTINCT x ORDER BY x)` keeps of values equal
+//!   under the collation, and the row numbers of GROUP_CONCAT's cut warnings with TEXT/BLOB
+//!   arguments (the server numbers those by its scan; see `concat.rs`).
 //!
 //! Callers must refuse (error 1235) what [`Merger::new`] rejects with
 //! [`MergeError::Unsupported`], e.g. ORDER BY / GROUP BY / DISTINCT over ENUM or SET

@@ -75,6 +75,8 @@ struct Grouping {
     concats: Vec<ConcatPlan>,
     /// (values appended, cut) of each GROUP_CONCAT in the last group formed.
     last_concat: Vec<(u64, bool)>,
+    /// HAVING reads a GROUP_CONCAT column.
+    having_reads_concat: bool,
 }
 
 fn invalid(msg: impl Into<String>) -> MergeError {
@@ -95,6 +97,16 @@ fn prefix_covers(order_by: &[SortKey], keys: &[usize]) -> bool {
         let want: HashSet<usize> = keys.iter().copied().collect();
         let got: HashSet<usize> = order_by[..keys.len()].iter().map(|k| k.col).collect();
         want.len() == keys.len() && want == got
+    }
+}
+
+/// Whether `e` reads column `col`.
+fn reads_col(e: &Expr, col: usize) -> bool {
+    match e {
+        Expr::Col(i) => *i == col,
+        Expr::Lit(_) => false,
+        Expr::Cmp(a, _, b) | Expr::And(a, b) | Expr::Or(a, b) => reads_col(a, col) || reads_col(b, col),
+        Expr::Not(a) | Expr::IsNull(a) => reads_col(a, col),
     }
 }
 
@@ -325,6 +337,10 @@ impl<S: RowSource> Merger<S> {
             columns: n,
             sorted: None,
             last_concat: vec![(0, false); concats.len()],
+            having_reads_concat: g
+                .having
+                .as_ref()
+                .is_some_and(|h| concats.iter().any(|c| reads_col(h, c.col))),
             concats,
         })
     }
@@ -378,7 +394,11 @@ impl<S: RowSource> Merger<S> {
             }
             // Sent: the server computes its GROUP_CONCATs now (not for rows OFFSET skips);
             // under a final sort it did when the group was formed (`next_stage`).
-            if let Some(g) = self.group.as_ref().filter(|g| g.order_after.is_empty()) {
+            if let Some(g) = self
+                .group
+                .as_ref()
+                .filter(|g| g.order_after.is_empty() && !g.having_reads_concat)
+            {
                 self.cuts.record(&g.last_concat);
             }
             self.emitted += 1;
@@ -410,7 +430,7 @@ impl<S: RowSource> Merger<S> {
             }
         };
         if g.order_after.is_empty() {
-            return next_passing_group(g, &mut self.kmerge, &self.out_kinds).await;
+            return next_passing_group(g, &mut self.kmerge, &self.out_kinds, &mut self.cuts).await;
         }
         if g.sorted.is_none() {
             // Buffer the groups; with a LIMIT keep only the best offset+count.
@@ -423,8 +443,12 @@ impl<S: RowSource> Merger<S> {
             let sort = |buf: &mut Vec<(u64, TextRow)>| {
                 buf.sort_by(|a, b| cmp_rows(&a.1, &b.1, &keys).then(a.0.cmp(&b.0)));
             };
-            while let Some(row) = next_passing_group(g, &mut self.kmerge, &self.out_kinds).await? {
-                self.cuts.record(&g.last_concat);
+            while let Some(row) =
+                next_passing_group(g, &mut self.kmerge, &self.out_kinds, &mut self.cuts).await?
+            {
+                if !g.having_reads_concat {
+                    self.cuts.record(&g.last_concat);
+                }
                 buf.push((seq, row));
                 seq += 1;
                 if let Some(cap) = cap {
@@ -450,11 +474,17 @@ async fn next_passing_group<S: RowSource>(
     g: &mut Grouping,
     k: &mut KMerge<S>,
     out_kinds: &[Kind],
+    cuts: &mut Cuts,
 ) -> Result<Option<TextRow>, MergeError> {
     loop {
         let Some(row) = next_group(g, k).await? else {
             return Ok(None);
         };
+        // A HAVING that reads a GROUP_CONCAT makes the server compute it (and warn for
+        // its cut) for every group, passing or not.
+        if g.having_reads_concat {
+            cuts.record(&g.last_concat);
+        }
         match &g.having {
             Some(h) if having::eval(h, &row, out_kinds) != Tri::True => continue,
             _ => return Ok(Some(row)),
