@@ -459,12 +459,11 @@ impl Session {
         if cuts > 0 {
             let plant = plant_cut_warnings(cut_rows, cuts);
             self.plant_warnings(&plant).await;
-        } else if let Some(kept) = self.backends.keep {
+        } else if let Some(kept) = self.backends.keep.take() {
             // The connection kept for an earlier statement's warnings would answer SHOW
-            // WARNINGS after this one (which has none) with them.
-            if self.clear_diagnostics(kept).await.is_err() {
-                self.backends.keep = None;
-            }
+            // WARNINGS after this one (which has none) with them: cleared once, and no
+            // longer kept (the next sharded read pays nothing).
+            let _ = self.clear_diagnostics(kept).await;
         }
         let warnings = u16::try_from(cuts).unwrap_or(u16::MAX);
         self.client
