@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::cluster::*;
-use common::wire::{self, Column, Login, Param, Part, Reply as WReply, Wire};
+use common::wire::{self, Column, Param, Part, Reply as WReply, Wire};
 use gen::*;
 
 /// Rows loaded: fewer than the text run (every statement here costs a prepare, an
@@ -39,23 +39,7 @@ fn sharding_yaml(db: &str) -> String {
 }
 
 async fn wire_to(addr: &str, user: &str, password: &str, db: &str) -> Wire {
-    let login = Login {
-        user: user.into(),
-        password: password.into(),
-        db: Some(db.into()),
-        caps: wire::DRIVER_CAPS,
-        collation: 45,
-    };
-    let (mut w, r) = Wire::connect(addr, &login, Duration::from_secs(30))
-        .await
-        .unwrap_or_else(|e| panic!("connect {addr}: {e}"));
-    assert!(
-        matches!(&r, WReply::Parts(p) if matches!(p.first(), Some(Part::Ok(_)))),
-        "login to {addr}: {r:?}"
-    );
-    w.keep_raw = true;
-    w.timeout = Duration::from_secs(120);
-    w
+    wire::driver_login(addr, user, password, db, Duration::from_secs(120)).await
 }
 
 async fn must(w: &mut Wire, sql: &str) {
@@ -799,6 +783,13 @@ fn probes() -> Vec<(&'static str, String, Vec<Param>)> {
             one.clone(),
         ));
         out.push((*name, "SELECT id, subject FROM post_reply WHERE subject = ? OR amount = ? OR score = ? ORDER BY id LIMIT 5".to_string(), vec![v.clone(); 3]));
+        out.push((
+            *name,
+            "SELECT user_id, GROUP_CONCAT(subject, ?, amount ORDER BY create_time DESC, id SEPARATOR ';') FROM post_reply \
+             WHERE tid IN (4, 8, 12, 228596) GROUP BY user_id ORDER BY user_id LIMIT 20"
+                .to_string(),
+            one.clone(),
+        ));
     }
     let dec = |s: &str| p_str(NEWDECIMAL, s.as_bytes());
     out.push((

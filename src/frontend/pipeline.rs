@@ -560,6 +560,9 @@ impl Session {
         // dynamic SQL running DDL is seen within sequence_users::TTL).
         if plan.write_set == WriteSet::Everything && sequence_users::is_ddl(sql) {
             self.shared.sequence_users.forget_all();
+            // A sharded read's learned result columns may come from this table (a join
+            // with an unsharded table): described again from now on.
+            self.rt.shard_rules.forget_columns();
         }
         if on_master {
             let reported = tracker.last_ok.map(|(_, id)| id).unwrap_or(0);

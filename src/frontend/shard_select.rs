@@ -455,10 +455,63 @@ impl Session {
             }
         }
         self.shared.metrics.merged_rows(merger.rows_merged());
+        let (cut_rows, cuts) = merger.cut_warnings();
+        if cuts > 0 {
+            let plant = plant_cut_warnings(cut_rows, cuts);
+            self.plant_warnings(&plant).await;
+        } else if let Some(kept) = self.backends.keep.take() {
+            // The connection kept for an earlier statement's warnings would answer SHOW
+            // WARNINGS after this one (which has none) with them: cleared once, and no
+            // longer kept (the next sharded read pays nothing).
+            let _ = self.clear_diagnostics(kept).await;
+        }
+        let warnings = u16::try_from(cuts).unwrap_or(u16::MAX);
         self.client
-            .queue(&mut seq, &eof_packet(self.caps, self.state.status, 0));
+            .queue(&mut seq, &eof_packet(self.caps, self.state.status, warnings));
         self.client.flush().await.map_err(|_| Closed)
     }
+
+    /// Leaves the server's own warnings of a merged result (GROUP_CONCAT cuts) in the
+    /// diagnostics area of the master connection, kept for the next statement, so
+    /// `SHOW WARNINGS`, `@@warning_count` and `GET DIAGNOSTICS` read them there as they
+    /// would after the same statement on one server. If that fails, the client still
+    /// has its rows and the warning count.
+    async fn plant_warnings(&mut self, sql: &str) {
+        if self.held(Conn::Master).await.is_err() {
+            return;
+        }
+        if let Some(h) = self.slot(Conn::Master) {
+            match h.conn.query_drop(sql).await {
+                Ok(Ok(())) => self.backends.keep = Some(Conn::Master),
+                _ => tracing::debug!("could not plant the GROUP_CONCAT warnings of a merged read"),
+            }
+        }
+    }
+}
+
+/// At most this many warnings are planted (one column each).
+const PLANTED_MAX: usize = 1000;
+
+/// A statement whose warnings are the server's `Row N was cut by GROUP_CONCAT()` for the
+/// given row numbers, in order (then copies of `Row 1` up to `total`, which only
+/// `@@warning_count` shows beyond the first [`merge::MAX_CUT_WARNINGS`]): column j
+/// appends N_j - 1 empty strings then one longer than the limit, so its own row counter
+/// reads N_j when it is cut. Uses the Sequence engine's `seq_1_to_n`.
+fn plant_cut_warnings(rows: &[u64], total: u64) -> String {
+    let n = rows.iter().copied().max().unwrap_or(1).max(1);
+    let mut sql = String::from("SET STATEMENT group_concat_max_len = 4 FOR SELECT ");
+    let columns = usize::try_from(total).unwrap_or(usize::MAX).min(PLANTED_MAX);
+    for j in 0..columns {
+        if j > 0 {
+            sql.push_str(", ");
+        }
+        let row = rows.get(j).copied().unwrap_or(1);
+        sql.push_str(&format!(
+            "GROUP_CONCAT(IF(seq < {row}, '', 'xxxxx') ORDER BY seq SEPARATOR '')"
+        ));
+    }
+    sql.push_str(&format!(" FROM seq_1_to_{n}"));
+    sql
 }
 
 /// The aggregate merged into column `col`, if any.

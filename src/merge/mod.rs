@@ -5,7 +5,8 @@
 //! a [`Merger`] yields the client's rows:
 //!
 //! ```text
-//! k-way merge (order_by) → group merge → HAVING → DISTINCT → order_after → offset/limit
+//! k-way merge (order_by) → group merge (aggregates, GROUP_CONCAT) → HAVING → DISTINCT →
+//! order_after → offset/limit
 //! ```
 //!
 //! Executor's side, in short: parse each shard's column definitions with
@@ -35,7 +36,10 @@
 //!   is already rounded to D decimals);
 //! - the representative value of a non-aggregated, non-key column in a group (MariaDB
 //!   without ONLY_FULL_GROUP_BY) and of a group key whose spellings differ only in case
-//!   is the first row in merged order, where the server shows whichever row it met first.
+//!   is the first row in merged order, where the server shows whichever row it met first;
+//!   likewise the spelling `GROUP_CONCAT(DISTINCT x ORDER BY x)` keeps of values equal
+//!   under the collation, and the row numbers of GROUP_CONCAT's cut warnings with TEXT/BLOB
+//!   arguments (the server numbers those by its scan; see `concat.rs`).
 //!
 //! Callers must refuse (error 1235) what [`Merger::new`] rejects with
 //! [`MergeError::Unsupported`], e.g. ORDER BY / GROUP BY / DISTINCT over ENUM or SET
@@ -45,6 +49,7 @@ mod agg;
 mod binary;
 pub mod collation;
 mod collation_tables;
+mod concat;
 mod having;
 mod kmerge;
 mod num;
@@ -61,10 +66,11 @@ pub use binary::{binary_row_to_text, parse_binary_row, text_row_to_binary};
 pub use having::Tri;
 pub use kmerge::{KMerge, RowSource};
 pub use num::format_double;
-pub use pipeline::Merger;
+pub use pipeline::{Merger, MAX_CUT_WARNINGS};
 pub use row::{encode_text_row, TextRow};
 pub use spec::{
-    AggKind, AggSpec, CmpOp, CollationOf, Expr, GroupSpec, Limit, MergeSpec, SortKey, Tagged, Value,
+    AggKind, AggSpec, CmpOp, CollationOf, Concat, ConcatItem, Expr, GroupSpec, Limit, MergeSpec, SortKey,
+    Tagged, Value,
 };
 pub use value::{
     column_length, column_origin, compare, computed_column_def, exact_order, flags, orderable,

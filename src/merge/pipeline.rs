@@ -2,6 +2,7 @@
 //! offset/limit, yielding the client's row payloads.
 
 use super::agg::{Acc, AggPlan};
+use super::concat::{ConcatAcc, ConcatPlan};
 use super::having::{self, Tri};
 use super::kmerge::{cmp_rows, KMerge, OrderKey, RowSource};
 use super::spec::{AggKind, Expr, Limit, MergeSpec, SortKey};
@@ -24,6 +25,37 @@ pub struct Merger<S: RowSource> {
     skipped: u64,
     emitted: u64,
     done: bool,
+    cuts: Cuts,
+}
+
+/// GROUP_CONCAT results cut at `group_concat_max_len`: the server's warnings 1260.
+#[derive(Debug, Default)]
+struct Cuts {
+    /// Values each GROUP_CONCAT column has appended so far (the server's row counter).
+    appended: Vec<u64>,
+    /// `Row N` of the first [`MAX_CUT_WARNINGS`] warnings, in the server's order.
+    rows: Vec<u64>,
+    total: u64,
+}
+
+/// Warnings kept as text (the server's default `max_error_count`).
+pub const MAX_CUT_WARNINGS: usize = 64;
+
+impl Cuts {
+    /// A group's GROUP_CONCAT values were computed (the server does so when the row is
+    /// sent, or written for a final sort): count its values, warn for its cuts.
+    fn record(&mut self, stats: &[(u64, bool)]) {
+        self.appended.resize(stats.len(), 0);
+        for (n, &(appended, cut)) in self.appended.iter_mut().zip(stats) {
+            *n += appended;
+            if cut {
+                self.total += 1;
+                if self.rows.len() < MAX_CUT_WARNINGS {
+                    self.rows.push(*n);
+                }
+            }
+        }
+    }
 }
 
 struct Grouping {
@@ -40,6 +72,11 @@ struct Grouping {
     /// Columns of a shard row.
     columns: usize,
     sorted: Option<std::vec::IntoIter<TextRow>>,
+    concats: Vec<ConcatPlan>,
+    /// (values appended, cut) of each GROUP_CONCAT in the last group formed.
+    last_concat: Vec<(u64, bool)>,
+    /// HAVING reads a GROUP_CONCAT column.
+    having_reads_concat: bool,
 }
 
 fn invalid(msg: impl Into<String>) -> MergeError {
@@ -60,6 +97,16 @@ fn prefix_covers(order_by: &[SortKey], keys: &[usize]) -> bool {
         let want: HashSet<usize> = keys.iter().copied().collect();
         let got: HashSet<usize> = order_by[..keys.len()].iter().map(|k| k.col).collect();
         want.len() == keys.len() && want == got
+    }
+}
+
+/// Whether `e` reads column `col`.
+fn reads_col(e: &Expr, col: usize) -> bool {
+    match e {
+        Expr::Col(i) => *i == col,
+        Expr::Lit(_) => false,
+        Expr::Cmp(a, _, b) | Expr::And(a, b) | Expr::Or(a, b) => reads_col(a, col) || reads_col(b, col),
+        Expr::Not(a) | Expr::IsNull(a) => reads_col(a, col),
     }
 }
 
@@ -136,6 +183,7 @@ impl<S: RowSource> Merger<S> {
             skipped: 0,
             emitted: 0,
             done: false,
+            cuts: Cuts::default(),
         })
     }
 
@@ -248,6 +296,23 @@ impl<S: RowSource> Merger<S> {
                 });
             }
         }
+        let mut concats = Vec::new();
+        if let Some(c) = &g.concat {
+            if distinct_col.is_some() {
+                return Err(MergeError::Unsupported(
+                    "GROUP_CONCAT beside COUNT/SUM/AVG(DISTINCT) across shards".to_string(),
+                ));
+            }
+            for item in &c.items {
+                if g.keys.contains(&item.col) || agg_at.get(item.col).is_some_and(Option::is_some) {
+                    return Err(invalid(format!(
+                        "GROUP_CONCAT column {} is also a key or an aggregate",
+                        item.col
+                    )));
+                }
+                concats.push(ConcatPlan::new(c, item, metas)?);
+            }
+        }
         if let Some(h) = &g.having {
             check_expr(h, n)?;
         }
@@ -271,6 +336,12 @@ impl<S: RowSource> Merger<S> {
             started: false,
             columns: n,
             sorted: None,
+            last_concat: vec![(0, false); concats.len()],
+            having_reads_concat: g
+                .having
+                .as_ref()
+                .is_some_and(|h| concats.iter().any(|c| reads_col(h, c.col))),
+            concats,
         })
     }
 
@@ -296,6 +367,12 @@ impl<S: RowSource> Merger<S> {
         self.emitted
     }
 
+    /// GROUP_CONCAT results cut so far: the `Row N` of the server's warnings 1260 (the
+    /// first [`MAX_CUT_WARNINGS`]) and their number.
+    pub fn cut_warnings(&self) -> (&[u64], u64) {
+        (&self.cuts.rows, self.cuts.total)
+    }
+
     /// The next output row payload (text protocol, visible columns only), or `None` at
     /// the end. Stops pulling from the sources as soon as the LIMIT is reached.
     pub async fn next_row(&mut self) -> Result<Option<Bytes>, MergeError> {
@@ -314,6 +391,15 @@ impl<S: RowSource> Merger<S> {
             if self.limit.is_some_and(|l| self.skipped < l.offset) {
                 self.skipped += 1;
                 continue;
+            }
+            // Sent: the server computes its GROUP_CONCATs now (not for rows OFFSET skips);
+            // under a final sort it did when the group was formed (`next_stage`).
+            if let Some(g) = self
+                .group
+                .as_ref()
+                .filter(|g| g.order_after.is_empty() && !g.having_reads_concat)
+            {
+                self.cuts.record(&g.last_concat);
             }
             self.emitted += 1;
             return Ok(Some(row.visible_payload(self.visible)));
@@ -344,7 +430,7 @@ impl<S: RowSource> Merger<S> {
             }
         };
         if g.order_after.is_empty() {
-            return next_passing_group(g, &mut self.kmerge, &self.out_kinds).await;
+            return next_passing_group(g, &mut self.kmerge, &self.out_kinds, &mut self.cuts).await;
         }
         if g.sorted.is_none() {
             // Buffer the groups; with a LIMIT keep only the best offset+count.
@@ -357,7 +443,12 @@ impl<S: RowSource> Merger<S> {
             let sort = |buf: &mut Vec<(u64, TextRow)>| {
                 buf.sort_by(|a, b| cmp_rows(&a.1, &b.1, &keys).then(a.0.cmp(&b.0)));
             };
-            while let Some(row) = next_passing_group(g, &mut self.kmerge, &self.out_kinds).await? {
+            while let Some(row) =
+                next_passing_group(g, &mut self.kmerge, &self.out_kinds, &mut self.cuts).await?
+            {
+                if !g.having_reads_concat {
+                    self.cuts.record(&g.last_concat);
+                }
                 buf.push((seq, row));
                 seq += 1;
                 if let Some(cap) = cap {
@@ -383,11 +474,17 @@ async fn next_passing_group<S: RowSource>(
     g: &mut Grouping,
     k: &mut KMerge<S>,
     out_kinds: &[Kind],
+    cuts: &mut Cuts,
 ) -> Result<Option<TextRow>, MergeError> {
     loop {
         let Some(row) = next_group(g, k).await? else {
             return Ok(None);
         };
+        // A HAVING that reads a GROUP_CONCAT makes the server compute it (and warn for
+        // its cut) for every group, passing or not.
+        if g.having_reads_concat {
+            cuts.record(&g.last_concat);
+        }
         match &g.having {
             Some(h) if having::eval(h, &row, out_kinds) != Tri::True => continue,
             _ => return Ok(Some(row)),
@@ -405,6 +502,7 @@ fn empty_aggregate(g: &mut Grouping) -> Option<TextRow> {
     }
     g.started = true;
     let outs: Vec<Option<Vec<u8>>> = g.aggs.iter().map(|a| a.finish(a.new_acc())).collect();
+    g.last_concat.iter_mut().for_each(|s| *s = (0, false));
     let fields = (0..g.columns).map(|i| match g.agg_at.get(i).copied().flatten() {
         Some(j) => outs[j].as_deref(),
         None => None,
@@ -434,6 +532,10 @@ async fn next_group<S: RowSource>(
     for (a, acc) in g.aggs.iter().zip(accs.iter_mut()) {
         a.accumulate(acc, &first)?;
     }
+    let mut cats: Vec<ConcatAcc> = vec![ConcatAcc::default(); g.concats.len()];
+    for (c, acc) in g.concats.iter().zip(cats.iter_mut()) {
+        c.accumulate(acc, &first)?;
+    }
     loop {
         match k.next().await? {
             None => {
@@ -452,13 +554,28 @@ async fn next_group<S: RowSource>(
                 for (a, acc) in g.aggs.iter().zip(accs.iter_mut()) {
                     a.accumulate(acc, &r)?;
                 }
+                for (c, acc) in g.concats.iter().zip(cats.iter_mut()) {
+                    c.accumulate(acc, &r)?;
+                }
             }
         }
     }
     let outs: Vec<Option<Vec<u8>>> = g.aggs.iter().zip(accs).map(|(a, acc)| a.finish(acc)).collect();
+    let cat_outs: Vec<Option<Vec<u8>>> = g
+        .concats
+        .iter()
+        .zip(&cats)
+        .map(|(c, acc)| c.finish(acc))
+        .collect();
+    for (s, acc) in g.last_concat.iter_mut().zip(&cats) {
+        *s = (acc.appended, acc.cut);
+    }
     let fields = (0..first.len()).map(|i| match g.agg_at.get(i).copied().flatten() {
         Some(j) => outs[j].as_deref(),
-        None => first.field(i),
+        None => match g.concats.iter().position(|c| c.col == i) {
+            Some(j) => cat_outs[j].as_deref(),
+            None => first.field(i),
+        },
     });
     Ok(Some(TextRow::from_fields(fields)))
 }

@@ -77,6 +77,38 @@ pub struct GroupSpec {
     pub order_after: Vec<SortKey>,
     /// DISTINCT aggregates of several different expressions: tagged sub-streams.
     pub tagged: Option<Box<Tagged>>,
+    /// GROUP_CONCAT columns: sub-groups concatenated in the merged order.
+    pub concat: Option<Box<Concat>>,
+}
+
+/// GROUP_CONCAT(args ORDER BY k… SEPARATOR s) of one or more columns sharing the same
+/// ORDER BY: the shards group by (keys, k…, the bytes of each GROUP_CONCAT's args) and
+/// sort by (keys, k…), so within a group the sub-groups arrive in the GROUP_CONCAT's
+/// order, each holding equal values; the shard's column is the sub-group's own
+/// `GROUP_CONCAT(args SEPARATOR s)` (m copies of one value v, typed as the server types
+/// the original), which the merge appends in order and cuts at `group_concat_max_len`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Concat {
+    /// `COUNT(*)` of the sub-group (m: how many values its partial holds).
+    pub rows_col: usize,
+    /// `@@group_concat_max_len` of the session (the shards' connections are in sync
+    /// with it).
+    pub max_len_col: usize,
+    pub items: Vec<ConcatItem>,
+}
+
+/// One GROUP_CONCAT column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConcatItem {
+    /// The sub-group's partial (output replaces it in place).
+    pub col: usize,
+    /// `SUM(LENGTH(CONCAT(args)))` of the sub-group: the bytes of its m values.
+    pub len_col: usize,
+    /// The separator, as the server gives its literal (`','` without SEPARATOR).
+    pub sep_col: usize,
+    /// `GROUP_CONCAT(DISTINCT x ORDER BY x)`: the column of x (its order key); runs of
+    /// equal x (under x's collation) in a group are taken once.
+    pub distinct_col: Option<usize>,
 }
 
 /// DISTINCT aggregates of several different expressions x_0, x_1, …: every shard row

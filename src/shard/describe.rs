@@ -17,6 +17,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
@@ -176,8 +177,11 @@ const CACHE_CAPACITY: usize = 1024;
 /// follow: its replayed SETs and handshake collation, a prepared statement's parameter
 /// types).
 /// Shared by every session of one rule set; read without a lock (one atomic load), and
-/// written only when a statement is described. Emptied after DDL through sluice
-/// (`ShardRules::forget_columns`).
+/// written only when a statement is described. Emptied after DDL through sluice on any
+/// table, sharded or not (`ShardRules::forget_columns`: a description may read joined
+/// unsharded tables too). DDL run on the server directly (or by a procedure) is not
+/// seen: an entry is used for [`DESCRIPTION_TTL`] at most, so a changed length or flag
+/// reaches clients within that time.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct DescriptionCache(Arc<ArcSwap<HashMap<u64, Arc<Entry>>>>);
 
@@ -187,7 +191,11 @@ struct Entry {
     sql: String,
     ctx: u64,
     columns: Arc<[Bytes]>,
+    learned: Instant,
 }
+
+/// How long a learned description is trusted (DDL outside sluice).
+pub const DESCRIPTION_TTL: Duration = Duration::from_secs(30);
 
 /// The cache is not configuration (as for the column cache).
 impl PartialEq for DescriptionCache {
@@ -206,7 +214,8 @@ impl DescriptionCache {
     pub(crate) fn get(&self, db: Option<&str>, sql: &str, ctx: u64) -> Option<Arc<[Bytes]>> {
         let map = self.0.load();
         let e = map.get(&key(db, sql, ctx))?;
-        (e.db.as_deref() == db && e.sql == sql && e.ctx == ctx).then(|| e.columns.clone())
+        let fresh = e.learned.elapsed() < DESCRIPTION_TTL;
+        (fresh && e.db.as_deref() == db && e.sql == sql && e.ctx == ctx).then(|| e.columns.clone())
     }
 
     pub(crate) fn learn(&self, db: Option<&str>, sql: &str, ctx: u64, columns: Arc<[Bytes]>) {
@@ -216,6 +225,7 @@ impl DescriptionCache {
             sql: sql.to_owned(),
             ctx,
             columns,
+            learned: Instant::now(),
         });
         self.0.rcu(|map| {
             let mut map = if map.len() >= CACHE_CAPACITY {

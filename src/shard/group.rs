@@ -28,11 +28,15 @@ use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
+use super::concat::{concat_call, count_star, is_concat, max_len, sum_of, ConcatCall};
 use super::literal::literal;
 use super::plan::{Ctx, Refusal};
 use super::route::KeyCtx;
 use super::shape::{direction, find_visible, helper_expr, is_null, order_by_positions, Item};
-use super::spec::{self, AggKind, AggSpec, CmpOp, CollationOf, GroupSpec, Limit, MergeSpec, SortKey, Tagged};
+use super::spec::{
+    self, AggKind, AggSpec, CmpOp, CollationOf, Concat, ConcatItem, GroupSpec, Limit, MergeSpec, SortKey,
+    Tagged,
+};
 use super::visitors::{column_ref, expr_key, AggScan, MisreadOperators, MERGEABLE_AGGREGATES};
 use super::walk::function_name;
 
@@ -226,6 +230,8 @@ pub(super) struct Grouped<'c, 'a> {
     /// server's own column definition. Beside a `COUNT(DISTINCT x)` of another column the
     /// shards group by x too, where a key's count would be split over x's sub-groups.
     additive_distinct: bool,
+    /// Selected GROUP_CONCATs (their columns), all with the same ORDER BY.
+    concats: Vec<(usize, ConcatCall)>,
 }
 
 impl<'c, 'a> Grouped<'c, 'a> {
@@ -278,6 +284,7 @@ impl<'c, 'a> Grouped<'c, 'a> {
             collation_of: Vec::new(),
             key,
             additive_distinct,
+            concats: Vec::new(),
         }
     }
 
@@ -296,6 +303,102 @@ impl<'c, 'a> Grouped<'c, 'a> {
                 alias: self.column_name(f),
             };
         }
+    }
+
+    /// Column `i` is a GROUP_CONCAT: the shards compute it per sub-group, under its
+    /// column name; every GROUP_CONCAT must share the first one's ORDER BY.
+    fn concat_at(
+        &mut self,
+        i: usize,
+        e: &Expr,
+        alias: &Option<Ident>,
+        call: ConcatCall,
+    ) -> Result<(), Refusal> {
+        let table = self.table;
+        if self.count_distinct.is_some() || self.streams.is_some() || !self.additive_distinct {
+            return refuse(format!(
+                "sluice: GROUP_CONCAT beside COUNT/SUM/AVG(DISTINCT …) on sharded table {table} is not \
+                 supported across shards"
+            ));
+        }
+        let distinct_beside = self
+            .items
+            .iter()
+            .any(|(x, _)| matches!(agg_call(x, table), Ok(Some(c)) if c.distinct_arg().is_some()));
+        if distinct_beside {
+            return refuse(format!(
+                "sluice: GROUP_CONCAT beside COUNT/SUM/AVG(DISTINCT …) on sharded table {table} is not \
+                 supported across shards"
+            ));
+        }
+        if let Some((_, first)) = self.concats.first() {
+            if first.order_key() != call.order_key() {
+                return refuse(format!(
+                    "sluice: GROUP_CONCATs with different ORDER BY on sharded table {table} are not \
+                     supported across shards (each needs its own order)"
+                ));
+            }
+        }
+        let alias = match alias {
+            Some(a) => a.clone(),
+            None => match e {
+                Expr::Function(f) => self.column_name(f),
+                _ => Ident::with_quote('`', e.to_string().replace('`', "``")),
+            },
+        };
+        self.shard_items[i] = SelectItem::ExprWithAlias {
+            expr: call.shard.clone(),
+            alias,
+        };
+        self.kinds[i] = Kind::Agg;
+        self.concats.push((i, call));
+        Ok(())
+    }
+
+    /// GROUP_CONCATs: the sub-group's order keys sorted after the group's, its helper
+    /// columns (values' length, separator, row count, `group_concat_max_len`), and the
+    /// value bytes each sub-group holds (GROUP BY terms the shards need not return).
+    fn concat_streams(
+        &mut self,
+        sort: &mut Vec<SortKey>,
+        group_cols: &mut Vec<usize>,
+    ) -> (Option<Box<Concat>>, Vec<Expr>) {
+        let concats = std::mem::take(&mut self.concats);
+        let Some((_, first)) = concats.first() else {
+            return (None, Vec::new());
+        };
+        let never = || Expr::value(Value::Null);
+        let order: Vec<(Expr, bool)> = first.order.clone();
+        let mut order_cols = Vec::with_capacity(order.len());
+        for (x, desc) in order {
+            let c = self.push_helper(x, never(), Kind::Any);
+            sort.push(SortKey { col: c, desc });
+            group_cols.push(c);
+            order_cols.push(c);
+        }
+        let rows_col = self.push_helper(count_star(), never(), Kind::Any);
+        let max_len_col = self.push_helper(max_len(), never(), Kind::Any);
+        let mut items = Vec::with_capacity(concats.len());
+        let mut bytes = Vec::with_capacity(concats.len());
+        for (col, call) in concats {
+            let len_col = self.push_helper(sum_of(call.length.clone()), never(), Kind::Any);
+            let sep_col = self.push_helper(call.separator.clone(), never(), Kind::Any);
+            items.push(ConcatItem {
+                col,
+                len_col,
+                sep_col,
+                distinct_col: call.distinct.then(|| order_cols[0]),
+            });
+            bytes.push(call.bytes);
+        }
+        (
+            Some(Box::new(Concat {
+                rows_col,
+                max_len_col,
+                items,
+            })),
+            bytes,
+        )
     }
 
     /// The shards compute the SUM of an AVG, under the AVG's column name.
@@ -424,6 +527,13 @@ impl<'c, 'a> Grouped<'c, 'a> {
 
     /// Adds the hidden columns of an aggregate call, returning its column.
     fn add_aggregate(&mut self, call: AggCall, e: &Expr, purpose: &str) -> Result<usize, Refusal> {
+        if !self.concats.is_empty() && call.distinct_arg().is_some() {
+            return refuse(format!(
+                "sluice: GROUP_CONCAT beside COUNT/SUM/AVG(DISTINCT …) on sharded table {} is not \
+                 supported across shards",
+                self.table
+            ));
+        }
         Ok(match call {
             AggCall::SumDistinct(x) if self.additive(&x) => {
                 let c = self.push_helper(e.clone(), e.clone(), Kind::Agg);
@@ -498,6 +608,11 @@ impl<'c, 'a> Grouped<'c, 'a> {
         }
         if let Some(c) = self.orig.iter().position(|x| expr_key(x) == key) {
             return Ok(c);
+        }
+        if is_concat(e) {
+            return refuse(format!(
+                "sluice: GROUP_CONCAT in {what} on sharded table {table} must be a selected one"
+            ));
         }
         if AggScan::of(e)?.any_aggregate() {
             return refuse(format!(
@@ -676,6 +791,10 @@ impl<'c, 'a> Grouped<'c, 'a> {
                 continue;
             }
             let (e, alias) = self.items[i].clone();
+            if let Some(call) = concat_call(&e, &self.items, table)? {
+                self.concat_at(i, &e, &alias, call)?;
+                continue;
+            }
             match agg_call(&e, table)? {
                 Some(AggCall::SumDistinct(x)) if self.additive(&x) => {
                     self.keep_call_name(i, &e, &alias);
@@ -781,13 +900,16 @@ impl<'c, 'a> Grouped<'c, 'a> {
         // Without GROUP BY but grouped by a DISTINCT argument, the shards answer no row over
         // no rows, and the merge gives the aggregates of nothing with the other columns
         // NULL: exact for column references only (a constant would have its value).
-        if self.keys.is_empty() && (self.count_distinct.is_some() || self.streams.is_some()) {
+        if self.keys.is_empty()
+            && (self.count_distinct.is_some() || self.streams.is_some() || !self.concats.is_empty())
+        {
             let odd =
                 (0..visible).find(|&i| self.kinds[i] == Kind::Any && column_ref(&self.items[i].0).is_none());
             if let Some(i) = odd {
                 return refuse(format!(
-                    "sluice: the expression {} beside COUNT/SUM/AVG(DISTINCT …) without GROUP BY on \
-                     sharded table {table} is not supported across shards (select columns or aggregates)",
+                    "sluice: the expression {} beside COUNT/SUM/AVG(DISTINCT …) or GROUP_CONCAT without \
+                     GROUP BY on sharded table {table} is not supported across shards (select columns or \
+                     aggregates)",
                     self.items[i].0
                 ));
             }
@@ -870,8 +992,11 @@ impl<'c, 'a> Grouped<'c, 'a> {
             }
         };
 
+        let (concat, bytes) = self.concat_streams(&mut shard_sort, &mut group_cols);
         sel.projection = self.shard_items;
-        sel.group_by = GroupByExpr::Expressions(group_cols.iter().map(|&c| position(c)).collect(), vec![]);
+        let mut group_by: Vec<Expr> = group_cols.iter().map(|&c| position(c)).collect();
+        group_by.extend(bytes);
+        sel.group_by = GroupByExpr::Expressions(group_by, vec![]);
         let merge = MergeSpec {
             visible,
             order_by: shard_sort.clone(),
@@ -882,6 +1007,7 @@ impl<'c, 'a> Grouped<'c, 'a> {
                 having,
                 order_after,
                 tagged,
+                concat,
             }),
             distinct: false,
         };

@@ -41,6 +41,7 @@ pub mod rule;
 
 mod bind;
 mod columns;
+mod concat;
 mod ddl;
 mod describe;
 mod dml;

@@ -135,6 +135,15 @@ fn helper_count(m: &MergeSpec) -> usize {
         max = max
             .max(g.keys.iter().map(|k| k + 1).max().unwrap_or(0))
             .max(g.aggs.iter().map(|a| a.col + 1).max().unwrap_or(0));
+        if let Some(c) = &g.concat {
+            let cols = c.items.iter().flat_map(|i| [i.col, i.len_col, i.sep_col]);
+            max = max.max(
+                cols.chain([c.rows_col, c.max_len_col])
+                    .map(|c| c + 1)
+                    .max()
+                    .unwrap_or(0),
+            );
+        }
     }
     max.saturating_sub(m.visible)
 }

@@ -176,7 +176,7 @@ pub(super) fn shape(
             ))
         }
     };
-    let grouped = !group_exprs.is_empty() || scan.mergeable > 0;
+    let grouped = !group_exprs.is_empty() || scan.mergeable > 0 || scan.concat > 0;
     let distinct = matches!(sel.distinct, Some(Distinct::Distinct));
     let wildcard = has_wildcard(sel);
     let list = items(sel);

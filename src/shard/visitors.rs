@@ -13,8 +13,7 @@ use super::walk::{function_name, idents, walk, Step, Visit};
 pub(crate) const MERGEABLE_AGGREGATES: [&str; 5] = ["COUNT", "SUM", "MIN", "MAX", "AVG"];
 
 /// Aggregate functions of MariaDB/MySQL whose partial results sluice cannot merge.
-const OTHER_AGGREGATES: [&str; 13] = [
-    "GROUP_CONCAT",
+const OTHER_AGGREGATES: [&str; 12] = [
     "STD",
     "STDDEV",
     "STDDEV_POP",
@@ -36,6 +35,8 @@ pub(crate) struct AggScan {
     pub mergeable: usize,
     /// Names of aggregates that cannot be merged.
     pub other: Vec<String>,
+    /// GROUP_CONCAT calls (merged per group in their own ORDER BY: see `concat.rs`).
+    pub concat: usize,
     pub window: bool,
 }
 
@@ -48,6 +49,8 @@ impl Visit for AggScan {
             if let Some(name) = function_name(f) {
                 if MERGEABLE_AGGREGATES.contains(&name.as_str()) {
                     self.mergeable += 1;
+                } else if name == "GROUP_CONCAT" {
+                    self.concat += 1;
                 } else if OTHER_AGGREGATES.contains(&name.as_str()) {
                     self.other.push(name);
                 }
@@ -65,7 +68,7 @@ impl AggScan {
     }
 
     pub(crate) fn any_aggregate(&self) -> bool {
-        self.mergeable > 0 || !self.other.is_empty()
+        self.mergeable > 0 || self.concat > 0 || !self.other.is_empty()
     }
 }
 

@@ -937,3 +937,25 @@ pub fn def_diff(a: &[String], b: &[String]) -> String {
         .map(|(i, (x, y))| format!("\n      #{i} {x}\n         {y}"))
         .collect()
 }
+
+/// Logs in to `addr` as a driver would (`DRIVER_CAPS`, utf8mb4_general_ci) with raw
+/// rows kept, and the given read timeout; panics when the login fails.
+pub async fn driver_login(addr: &str, user: &str, password: &str, db: &str, timeout: Duration) -> Wire {
+    let login = Login {
+        user: user.into(),
+        password: password.into(),
+        db: Some(db.into()),
+        caps: DRIVER_CAPS,
+        collation: 45,
+    };
+    let (mut w, r) = Wire::connect(addr, &login, Duration::from_secs(30))
+        .await
+        .unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+    assert!(
+        matches!(&r, Reply::Parts(p) if matches!(p.first(), Some(Part::Ok(_)))),
+        "login to {addr}: {r:?}"
+    );
+    w.keep_raw = true;
+    w.timeout = timeout;
+    w
+}

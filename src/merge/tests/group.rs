@@ -114,6 +114,7 @@ pub(super) fn grouped_spec(
             having,
             order_after,
             tagged: None,
+            concat: None,
         }),
         distinct: false,
     }
@@ -264,6 +265,7 @@ async fn aggregates_without_group_by() {
             having: None,
             order_after: vec![],
             tagged: None,
+            concat: None,
         }),
         distinct: false,
     };
@@ -316,6 +318,7 @@ async fn count_distinct_across_shards() {
             having: None,
             order_after: vec![],
             tagged: None,
+            concat: None,
         }),
         distinct: false,
     };
@@ -472,6 +475,7 @@ async fn sum_and_avg_distinct_take_each_x_once() {
             having: None,
             order_after: vec![],
             tagged: None,
+            concat: None,
         }),
         distinct: false,
     };
@@ -519,6 +523,7 @@ async fn aggregates_without_group_by_over_no_rows_answer_one_row() {
             having: None,
             order_after: vec![],
             tagged: None,
+            concat: None,
         }),
         distinct: false,
     };
@@ -593,6 +598,7 @@ async fn tagged_streams_count_each_argument_in_its_own_rows() {
                 x_cols: vec![1, 2],
                 collation_of: vec![],
             })),
+            concat: None,
         }),
         distinct: false,
     };

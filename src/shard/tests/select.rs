@@ -530,6 +530,7 @@ fn plain_aggregates() {
                 having: None,
                 order_after: vec![],
                 tagged: None,
+                concat: None,
             }),
             distinct: false,
         }
@@ -924,4 +925,38 @@ fn bind_merge_checks_the_column_count() {
     assert_eq!(wild, None);
     assert_eq!(bind_merge(&merge, wild, 2).unwrap(), merge);
     assert!(bind_merge(&merge, wild, 1).is_err());
+}
+
+#[test]
+fn group_concat_is_merged_per_sub_group() {
+    let (parts, merge, _) = select(
+        "SELECT user_id, GROUP_CONCAT(subject, '|', id ORDER BY create_time DESC, id SEPARATOR ';'), COUNT(*) \
+         FROM post_reply GROUP BY user_id ORDER BY user_id DESC LIMIT 2",
+    );
+    // The shards group by (keys, order keys, the values' bytes) and sort by (keys, order
+    // keys); each sub-group's own GROUP_CONCAT (no ORDER BY) holds copies of one value.
+    assert_eq!(
+        parts[0].1,
+        "SELECT user_id, GROUP_CONCAT(subject, '|', id SEPARATOR ';') AS `GROUP_CONCAT(subject, '|', id ORDER BY create_time DESC, id SEPARATOR ';')`, \
+         COUNT(*) AS `COUNT(*)`, create_time, id, COUNT(*), @@group_concat_max_len, SUM(LENGTH(CONCAT(subject, '|', id))), ';' \
+         FROM post_reply_0 AS post_reply GROUP BY 1, 4, 5, CAST(CONCAT(subject, '|', id) AS BINARY) \
+         ORDER BY 1 DESC, 4 DESC, 5 ASC"
+    );
+    assert_eq!(merge.order_by, vec![desc(0), desc(3), asc(4)]);
+    let g = merge.group.expect("grouped");
+    let c = g.concat.expect("concat");
+    assert_eq!((c.rows_col, c.max_len_col), (5, 6));
+    assert_eq!(
+        c.items,
+        vec![crate::merge::ConcatItem {
+            col: 1,
+            len_col: 7,
+            sep_col: 8,
+            distinct_col: None
+        }]
+    );
+    // DISTINCT x ORDER BY x: runs of equal x are taken once, compared as the order key.
+    let (_, merge, _) = select("SELECT GROUP_CONCAT(DISTINCT subject ORDER BY subject) FROM post_reply");
+    let c = merge.group.and_then(|g| g.concat).expect("concat");
+    assert_eq!(c.items[0].distinct_col, Some(1));
 }
