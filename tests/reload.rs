@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::cluster::*;
 use common::http::{http_get, http_post};
-use common::reads::tracked_db;
+use common::reads::{tracked_db, wait_replica_reads};
 use mysql_async::prelude::*;
 
 /// A group `main` with the shared cluster's master and the replicas
@@ -499,19 +499,7 @@ async fn a_write_committed_across_a_reload_is_read_back() {
     let mut c = mysql_async::Conn::from_url(s.url("app", "app", &db))
         .await
         .expect("connect");
-    let master_id: u32 = cluster.master.sql("SELECT @@server_id").parse().expect("id");
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let id: Option<u32> = c
-            .query_first("SELECT @@server_id + 0 * COUNT(*) FROM t")
-            .await
-            .expect("read");
-        if id != Some(master_id) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no read reached the replica");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_replica_reads(&s, &db, server_id(&cluster.master)).await;
     cluster.replicas[0].stop_sql_thread();
     // The write runs for a second; the reload lands while it does.
     let write = tokio::spawn(async move {

@@ -122,8 +122,7 @@ impl Session {
         if on_master
             && plan.is_write
             && plan.effects.pin & (Pins::SESSION_STATE | Pins::CONNECTION_STATE) == 0
-            && !self.state.pins.has(Pins::SESSION_STATE)
-            && !self.state.pins.has(Pins::CONNECTION_STATE)
+            && !self.keeps_connection_state()
             && self.writes_sequence_user(sql).await
         {
             self.pin(Pins::SESSION_STATE);
@@ -243,6 +242,12 @@ impl Session {
             self.client.flush().await.map_err(|_| Closed)?;
         }
         Ok(())
+    }
+
+    /// Already pinned for state the server keeps on the connection (a
+    /// sequence's LASTVAL() among it): no sequence-user lookup needed.
+    pub(super) fn keeps_connection_state(&self) -> bool {
+        self.state.pins.has(Pins::SESSION_STATE) || self.state.pins.has(Pins::CONNECTION_STATE)
     }
 
     /// Whether the write `sql` touches a table whose column defaults or

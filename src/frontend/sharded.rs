@@ -314,7 +314,7 @@ impl Session {
     /// to the pool after the statement, and only sharded statements, which
     /// never call LASTVAL() there, use them.)
     async fn pin_for_sequence_users(&mut self, parts: &[crate::shard::Part]) {
-        if self.state.pins.has(Pins::SESSION_STATE) || self.state.pins.has(Pins::CONNECTION_STATE) {
+        if self.keeps_connection_state() {
             return;
         }
         for p in parts.iter().filter(|p| p.group == 0) {
