@@ -713,21 +713,19 @@ impl Session {
         };
         let ctx = h.conn.stmt_context();
         let cached = h.conn.state.stmts.get(ctx, &sql);
-        let mut packet = match (layout.bound_at, layout.bound, cached) {
+        let mut packet = match (rebound, layout.bound_at, layout.bound, cached) {
             // A variant that binds the parameters in another order: every
             // EXECUTE of it carries its types.
-            _ if rebound.is_some() => match rebound {
-                Some(Ok(p)) => p,
-                _ => {
-                    self.send_err(&crate::error::malformed_packet()).await?;
-                    return Ok(None);
-                }
-            },
-            (Some(_), true, Some(entry)) => {
+            (Some(Ok(p)), ..) => p,
+            (Some(Err(_)), ..) => {
+                self.send_err(&crate::error::malformed_packet()).await?;
+                return Ok(None);
+            }
+            (None, Some(_), true, Some(entry)) => {
                 entry.types = types;
                 payload.to_vec()
             }
-            (Some(at), false, Some(entry)) if types.is_some() && entry.types != types => {
+            (None, Some(at), false, Some(entry)) if types.is_some() && entry.types != types => {
                 let p = prepared::inject_types(payload, at, types.as_deref().unwrap_or_default());
                 entry.types = types;
                 p
