@@ -183,10 +183,19 @@ impl From<String> for Failure {
 
 /// tokio's multi-thread runtime as `runtime:` shapes it; unset, tokio's
 /// default: one worker per CPU the process may use.
+/// With `per_core`, the sessions get their own single-threaded runtimes
+/// (`frontend::cores`) and this one keeps one worker for the rest.
 fn build_runtime(settings: &config::RuntimeSettings) -> Result<tokio::runtime::Runtime, String> {
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.enable_all();
-    if let Some(n) = settings.worker_threads {
+    if settings.per_core {
+        let n = match settings.worker_threads {
+            Some(n) => n,
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        };
+        sluice::frontend::cores::start(n)?;
+        builder.worker_threads(1);
+    } else if let Some(n) = settings.worker_threads {
         builder.worker_threads(n);
     }
     builder

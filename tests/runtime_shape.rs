@@ -71,12 +71,53 @@ fn worker_threads_follow_the_configuration() {
     assert_eq!(worker_threads(s.pid()), cpus, "default worker count\n{}", s.log());
 }
 
+/// Threads of process `pid` named `sluice-core-K` (`runtime.per_core`).
+fn session_threads(pid: u32) -> usize {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("read /proc/PID/task");
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|name| name.starts_with("sluice-core-"))
+        .count()
+}
+
+#[test]
+fn per_core_starts_one_session_thread_per_worker_and_one_worker() {
+    let cluster = shared_cluster();
+    let s = Sluice::start_for(cluster, "runtime: { per_core: true, worker_threads: 3 }\n");
+    assert_eq!(session_threads(s.pid()), 3, "{}", s.log());
+    assert_eq!(worker_threads(s.pid()), 1, "{}", s.log());
+    let s = Sluice::start_for(cluster, "runtime: { per_core: true }\n");
+    let cpus = std::thread::available_parallelism()
+        .expect("available_parallelism")
+        .get();
+    assert_eq!(session_threads(s.pid()), cpus, "{}", s.log());
+    let s = Sluice::start_for(cluster, "");
+    assert_eq!(session_threads(s.pid()), 0, "{}", s.log());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_worker_serves_sessions_as_the_server_does() {
     let cluster = shared_cluster();
     let s = Sluice::start_for(cluster, "runtime: { worker_threads: 1 }\n");
     assert_eq!(worker_threads(s.pid()), 1);
-    let table = format!("{TEST_DB}.runtime_shape");
+    sessions_match_the_server(&s, "runtime_shape").await;
+}
+
+/// Sessions spread over two session threads (and one on the same thread as
+/// another) answer as the server does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_core_sessions_answer_as_the_server_does() {
+    let cluster = shared_cluster();
+    let s = Sluice::start_for(cluster, "runtime: { per_core: true, worker_threads: 2 }\n");
+    assert_eq!(session_threads(s.pid()), 2);
+    sessions_match_the_server(&s, "runtime_shape_per_core").await;
+}
+
+/// 8 sessions at once through `s`, text and prepared reads of table `name`,
+/// compared with the same reads made directly on the master.
+async fn sessions_match_the_server(s: &Sluice, name: &str) {
+    let cluster = shared_cluster();
+    let table = format!("{TEST_DB}.{name}");
     let mut direct = connect(&cluster.master.sluice_url(TEST_DB)).await;
     direct
         .query_drop(format!(

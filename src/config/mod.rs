@@ -60,6 +60,11 @@ pub struct RuntimeSettings {
     /// run on (`std::thread::available_parallelism`, which honours
     /// `taskset` and cgroup CPU limits). 1..=1024.
     pub worker_threads: Option<usize>,
+    /// `per_core: true`: sessions on single-threaded runtimes, as many as
+    /// `worker_threads` (or one per CPU), each session on one thread for its
+    /// life; one more worker thread serves the rest (monitors, metrics, the
+    /// listener). Default false: tokio's work-stealing pool serves all.
+    pub per_core: bool,
 }
 
 /// `auth:` — logins with the server's own accounts (read from the master's

@@ -866,6 +866,8 @@ impl From<RawLimits> for Limits {
 struct RawRuntime {
     #[serde(default, deserialize_with = "some_bounded::<usize, 1, 1024, _>")]
     worker_threads: Option<usize>,
+    #[serde(default)]
+    per_core: bool,
 }
 
 /// An optional integer in `MIN..=MAX`: absent is `None` (`#[serde(default)]`),
@@ -882,6 +884,7 @@ impl From<RawRuntime> for RuntimeSettings {
     fn from(raw: RawRuntime) -> Self {
         RuntimeSettings {
             worker_threads: raw.worker_threads,
+            per_core: raw.per_core,
         }
     }
 }

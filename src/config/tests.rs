@@ -658,9 +658,13 @@ fn runtime_section_defaults_values_and_problems() {
     assert_eq!(
         config.runtime,
         RuntimeSettings {
-            worker_threads: Some(3)
+            worker_threads: Some(3),
+            per_core: false,
         }
     );
+    let config = parse(&format!("{MINIMAL}runtime:\n  per_core: true\n")).expect("runtime");
+    assert!(config.runtime.per_core);
+    assert_eq!(config.runtime.worker_threads, None);
     let bad = [
         ("worker_threads: 0", "out of range"),
         ("worker_threads: 1025", "out of range"),
@@ -668,6 +672,7 @@ fn runtime_section_defaults_values_and_problems() {
         ("event_interval: 7", "unknown field"),
         ("worker_threads: two", "integer"),
         ("threads: 2", "unknown field"),
+        ("per_core: maybe", "boolean"),
     ];
     for (line, needle) in bad {
         assert_error(&format!("{MINIMAL}runtime:\n  {line}\n"), 7, needle);

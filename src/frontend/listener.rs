@@ -11,6 +11,7 @@ use crate::error;
 use crate::protocol::codec::queue_frames;
 
 use super::backoff::AcceptBackoff;
+use super::cores;
 use super::limits::{self, HandshakeRefusal};
 use super::session;
 use super::shared::Shared;
@@ -57,14 +58,15 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
         let conn_id = shared.next_conn_id();
         let shared = shared.clone();
         let span = tracing::info_span!("conn", id = conn_id);
-        tokio::spawn(
+        // runtime.per_core: on a session thread of its own (frontend::cores).
+        cores::spawn_session(socket, move |socket| {
             limits::in_handshake(slot, async move {
                 shared.metrics.client_connected();
                 session::run(socket, peer, conn_id, shared.clone()).await;
                 shared.metrics.client_disconnected();
             })
-            .instrument(span),
-        );
+            .instrument(span)
+        });
     }
 }
 

@@ -5,6 +5,7 @@ pub mod auth;
 pub mod auth_exchange;
 pub mod backoff;
 pub mod change_user;
+pub mod cores;
 pub mod handshake;
 pub mod io;
 pub mod kill;
