@@ -14,10 +14,15 @@ use mysql_async::{Conn, Opts, OptsBuilder, Row, Value};
 /// the kernel). Its blocking threads share the name, but a sluice that
 /// resolves no host name and plans no large statement has none.
 fn worker_threads(pid: u32) -> usize {
+    threads_named(pid, |name| matches!(name, "tokio-rt-worker" | "tokio-runtime-w"))
+}
+
+/// Threads of process `pid` whose name (`/proc/PID/task/T/comm`) `is` accepts.
+fn threads_named(pid: u32, is: impl Fn(&str) -> bool) -> usize {
     let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("read /proc/PID/task");
     tasks
         .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-        .filter(|name| matches!(name.trim_end(), "tokio-rt-worker" | "tokio-runtime-w"))
+        .filter(|name| is(name.trim_end()))
         .count()
 }
 
@@ -73,11 +78,7 @@ fn worker_threads_follow_the_configuration() {
 
 /// Threads of process `pid` named `sluice-core-K` (`runtime.per_core`).
 fn session_threads(pid: u32) -> usize {
-    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("read /proc/PID/task");
-    tasks
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-        .filter(|name| name.starts_with("sluice-core-"))
-        .count()
+    threads_named(pid, |name| name.starts_with("sluice-core-"))
 }
 
 #[test]
