@@ -98,20 +98,29 @@ fn per_core_starts_one_session_thread_per_worker_and_one_worker() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_worker_serves_sessions_as_the_server_does() {
-    let cluster = shared_cluster();
-    let s = Sluice::start_for(cluster, "runtime: { worker_threads: 1 }\n");
-    assert_eq!(worker_threads(s.pid()), 1);
-    sessions_match_the_server(&s, "runtime_shape").await;
+    shape_serves_as_the_server_does(
+        "runtime: { worker_threads: 1 }\n",
+        worker_threads,
+        1,
+        "runtime_shape",
+    )
+    .await;
 }
 
-/// Sessions spread over two session threads (and one on the same thread as
-/// another) answer as the server does.
+/// Sessions spread over two session threads (and several on one thread)
+/// answer as the server does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn per_core_sessions_answer_as_the_server_does() {
-    let cluster = shared_cluster();
-    let s = Sluice::start_for(cluster, "runtime: { per_core: true, worker_threads: 2 }\n");
-    assert_eq!(session_threads(s.pid()), 2);
-    sessions_match_the_server(&s, "runtime_shape_per_core").await;
+    let config = "runtime: { per_core: true, worker_threads: 2 }\n";
+    shape_serves_as_the_server_does(config, session_threads, 2, "runtime_shape_per_core").await;
+}
+
+/// A sluice started with `config` has `want` threads as `count` counts them,
+/// and serves [`sessions_match_the_server`] on table `name`.
+async fn shape_serves_as_the_server_does(config: &str, count: fn(u32) -> usize, want: usize, name: &str) {
+    let s = Sluice::start_for(shared_cluster(), config);
+    assert_eq!(count(s.pid()), want, "{config}{}", s.log());
+    sessions_match_the_server(&s, name).await;
 }
 
 /// 8 sessions at once through `s`, text and prepared reads of table `name`,
