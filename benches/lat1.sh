@@ -154,4 +154,4 @@ if [ "$STRACE" = 1 ]; then
     awk -v q="$EVENTS" '$1 ~ /^[0-9.]+$/ && NF >= 5 { name = $NF; calls = $4; if (calls / q >= 0.01) printf "  %-16s %6.2f\n", name, calls / q }' "$work/strace-$t.txt"
   done
 fi
-echo "Reproduce with: ${SLUICE_BIN:+SLUICE_BIN=$SLUICE_BIN }${BASE_BIN:+BASE_BIN=$BASE_BIN }${SLUICE_CONF:+SLUICE_CONF=\"$SLUICE_CONF\" }${BASE_CONF:+BASE_CONF=\"$BASE_CONF\" }EVENTS=$EVENTS ROUNDS=$ROUNDS PS=$PS TABLE_SIZE=$TABLE_SIZE STRACE=$STRACE benches/lat1.sh"
+echo "Reproduce with: ${SLUICE_BIN:+SLUICE_BIN=$SLUICE_BIN }${BASE_BIN:+BASE_BIN=$BASE_BIN }${SLUICE_CONF:+SLUICE_CONF=\"$SLUICE_CONF\" }${BASE_CONF+BASE_CONF=\"$BASE_CONF\" }EVENTS=$EVENTS ROUNDS=$ROUNDS PS=$PS TABLE_SIZE=$TABLE_SIZE STRACE=$STRACE benches/lat1.sh"
