@@ -19,7 +19,7 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use tokio::net::TcpStream;
 use tokio::runtime::Handle;
@@ -28,7 +28,7 @@ use tracing::warn;
 struct Core {
     handle: Handle,
     /// Sessions placed here and not yet ended.
-    live: Arc<AtomicUsize>,
+    live: AtomicUsize,
 }
 
 static CORES: OnceLock<Vec<Core>> = OnceLock::new();
@@ -52,7 +52,7 @@ pub fn start(n: usize) -> Result<(), String> {
             .map_err(|e| format!("cannot start session thread {k}: {e}"))?;
         cores.push(Core {
             handle,
-            live: Arc::new(AtomicUsize::new(0)),
+            live: AtomicUsize::new(0),
         });
     }
     CORES
@@ -62,7 +62,7 @@ pub fn start(n: usize) -> Result<(), String> {
 
 /// Decrements its thread's live count when the session's future ends or is
 /// dropped.
-struct Placed(Arc<AtomicUsize>);
+struct Placed(&'static AtomicUsize);
 
 impl Drop for Placed {
     fn drop(&mut self) {
@@ -94,7 +94,7 @@ where
         }
     };
     core.live.fetch_add(1, Ordering::Relaxed);
-    let placed = Placed(core.live.clone());
+    let placed = Placed(&core.live);
     core.handle.spawn(async move {
         let _placed = placed;
         match TcpStream::from_std(socket) {
