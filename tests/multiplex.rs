@@ -443,3 +443,88 @@ async fn autocommit_off_sessions_hold_a_connection_only_inside_a_transaction() {
     assert_eq!(n, 5);
     rest[0].query_drop("COMMIT").await.expect("commit");
 }
+
+/// The type a fresh `SELECT <expr>` reports for its one column, on `c`:
+/// (column type, character set, length, flags). An unset user variable is a
+/// NULL binary string; one the server created (a SET, or a PREPARE of a
+/// statement that assigns it) is a NULL string in the connection's
+/// character set.
+async fn column_type_of(c: &mut Conn, expr: &str) -> (String, u16, u32, String) {
+    let sql = format!("SELECT {expr}");
+    let r = c
+        .query_iter(sql.as_str())
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let col = r
+        .columns_ref()
+        .first()
+        .cloned()
+        .unwrap_or_else(|| panic!("{sql}: no column"));
+    let _: Vec<mysql_async::Row> = r
+        .collect_and_drop()
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    (
+        format!("{:?}", col.column_type()),
+        col.character_set(),
+        col.column_length(),
+        format!("{:?}", col.flags()),
+    )
+}
+
+#[tokio::test]
+async fn preparing_a_variable_assignment_is_session_state() {
+    // MariaDB creates the variables a statement assigns when it PREPAREs it,
+    // without any EXECUTE. Over one master connection: if sluice gave that
+    // connection back after the PREPARE, b would find a's variables on it.
+    let s = master_only(1);
+    let db = make_db("mux_prepvar");
+    let master = &shared_cluster().master;
+    let prepare_and_close = |mut c: Conn| async move {
+        for sql in ["SELECT @pv := 1", "SET @sv = ?"] {
+            let st = c.prep(sql).await.unwrap_or_else(|e| panic!("prepare {sql}: {e}"));
+            c.close(st).await.expect("close");
+        }
+        c
+    };
+    // What the server itself shows: in the session that prepared, and in
+    // another one.
+    let mut direct_a =
+        prepare_and_close(Conn::from_url(master.sluice_url(&db)).await.expect("direct a")).await;
+    let mut direct_b = Conn::from_url(master.sluice_url(&db)).await.expect("direct b");
+    let mut a = conn(&s, &db).await;
+    let mut b = conn(&s, &db).await;
+    a = prepare_and_close(a).await;
+    // b asks while a is connected: it must wait for the one connection
+    // until a lets it go (reset), never find a's variables on it.
+    let b_task = tokio::spawn(async move {
+        let seen = (
+            column_type_of(&mut b, "@pv").await,
+            column_type_of(&mut b, "@sv").await,
+        );
+        (seen, b)
+    });
+    for var in ["@pv", "@sv"] {
+        assert_eq!(
+            column_type_of(&mut a, var).await,
+            column_type_of(&mut direct_a, var).await,
+            "{var} in the session that prepared it"
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    a.disconnect().await.expect("a quits");
+    let ((pv, sv), _b) = tokio::time::timeout(Duration::from_secs(10), b_task)
+        .await
+        .expect("b gets the connection once a has gone")
+        .expect("b task");
+    assert_eq!(
+        pv,
+        column_type_of(&mut direct_b, "@pv").await,
+        "@pv in another session"
+    );
+    assert_eq!(
+        sv,
+        column_type_of(&mut direct_b, "@sv").await,
+        "@sv in another session"
+    );
+}

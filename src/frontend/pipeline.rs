@@ -10,7 +10,8 @@
 //! - [`Session::apply`] is the only place where a statement's effects reach
 //!   the session: pins taken and lifted, SETs recorded for replay, the
 //!   default database, the read-only transaction, LAST_INSERT_ID, the global
-//!   counter bump and the causal snapshot.
+//!   counter bump and the causal snapshot. (A COM_STMT_PREPARE runs nothing,
+//!   but preparing may make user variables: [`Session::apply_prepare`].)
 //! - Statements on sharded tables leave the pipeline before the plan
 //!   (`sharded.rs`): their parts are planned by `crate::shard`.
 
@@ -652,6 +653,15 @@ impl Session {
                 m.after_write().await;
             }
         }
+    }
+
+    /// What a COM_STMT_PREPARE itself leaves on the master connection it
+    /// ran on (`route::prepare_pins`): the statement is not run, but the
+    /// server may have made session state while preparing it. Taken as soon
+    /// as the server answered, an error too (it may have failed after
+    /// making the state): a pin costs only this session's multiplexing.
+    pub(super) fn apply_prepare(&mut self, c: &Classified) {
+        self.pin_all(route::prepare_pins(c));
     }
 
     /// After a SET that may change sql_mode: read the mode the connection

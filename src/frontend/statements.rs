@@ -59,6 +59,12 @@ impl Session {
         if kept_master && tracker.as_ref().is_some_and(|t| !t.error) {
             self.backends.keep = Some(Conn::Master);
         }
+        if tracker.is_some() {
+            let c = self.stmts.stmts.get(&id).map(|s| s.class.clone());
+            if let Some(c) = c {
+                self.apply_prepare(&c);
+            }
+        }
         match tracker.and_then(|t| t.prepared) {
             Some(info) => {
                 if let Some(s) = self.stmts.stmts.get_mut(&id) {

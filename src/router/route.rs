@@ -202,12 +202,32 @@ pub fn is_opaque(c: &Classified, sql: &[u8]) -> bool {
     OPAQUE.contains(&word.as_str())
 }
 
+/// The pins a COM_STMT_PREPARE takes by itself, before any EXECUTE: MariaDB
+/// creates the user variables a statement assigns (`@v := ...`, `SET @v =
+/// ?`) when it prepares it, as NULL strings in the connection's character
+/// set, so the connection it was prepared on now holds session state (a
+/// later `SELECT @v` there, by any session, shows a NULL string where a
+/// fresh connection shows a NULL binary). (`SELECT ... INTO @v` creates
+/// nothing at PREPARE; it is pinned with the rest, to keep one rule with
+/// [`effects`].)
+pub fn prepare_pins(c: &Classified) -> u16 {
+    if assigns_user_variable(c) {
+        Pins::USER_VARIABLE
+    } else {
+        0
+    }
+}
+
+fn assigns_user_variable(c: &Classified) -> bool {
+    c.sets_user_variable || matches!(c.kind, Kind::SessionSet(SetScope::UserVariable { .. }))
+}
+
 fn effects(c: &Classified, sql: &[u8], src: Source, write_set: WriteSet) -> Effects {
     let mut e = Effects::default();
     if c.creates_temp_table {
         e.pin |= Pins::TEMP_TABLE;
     }
-    if c.sets_user_variable || matches!(c.kind, Kind::SessionSet(SetScope::UserVariable { .. })) {
+    if assigns_user_variable(c) {
         e.pin |= Pins::USER_VARIABLE;
     }
     if c.locks_tables {
@@ -391,6 +411,19 @@ mod tests {
 
     fn text(sql: &str) -> (Target, WriteSet, Effects) {
         p(sql, Source::Text, View::default())
+    }
+
+    #[test]
+    fn preparing_an_assignment_pins_like_running_it() {
+        let pins = |sql: &str| prepare_pins(&classify(sql.as_bytes()));
+        assert_eq!(pins("SELECT @v := 1"), Pins::USER_VARIABLE);
+        assert_eq!(pins("SET @v = ?"), Pins::USER_VARIABLE);
+        assert_eq!(
+            pins("UPDATE t SET v = (@old := v) + ? WHERE id = 1"),
+            Pins::USER_VARIABLE
+        );
+        assert_eq!(pins("SELECT @v"), 0);
+        assert_eq!(pins("SELECT ? AS x"), 0);
     }
 
     #[test]
