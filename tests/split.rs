@@ -20,13 +20,25 @@ async fn idle_caught_up_replica_takes_nearly_all_reads() {
     let master_id = server_id(&cluster.master);
     wait_replica_reads(&s, &db, master_id).await;
     let mut conn = sluice_conn(&s, &db).await;
-    let mut on_replica = 0;
-    for _ in 0..200 {
-        if who(&mut conn, "SELECT @@server_id + 0 * COUNT(*) FROM t").await != master_id {
-            on_replica += 1;
+    // Other tests' DDL on the shared cluster moves the global counter, and
+    // the reads right after each such statement rightly go to the master
+    // until the replicas have it: so up to five windows of 200 reads, one
+    // of which must have nearly all on a replica. (Reads that never or only
+    // sometimes reach an idle replica fail all five.)
+    let mut windows = Vec::new();
+    for _ in 0..5 {
+        let mut on_replica = 0;
+        for _ in 0..200 {
+            if who(&mut conn, "SELECT @@server_id + 0 * COUNT(*) FROM t").await != master_id {
+                on_replica += 1;
+            }
         }
+        if on_replica >= 190 {
+            return;
+        }
+        windows.push(on_replica);
     }
-    assert!(on_replica >= 190, "only {on_replica}/200 reads on a replica");
+    panic!("no window of 200 reads had 190 on a replica: {windows:?}");
 }
 
 /// `read` on `c` reaches a replica within 5 s, nothing else sent in between
