@@ -107,6 +107,9 @@ sb() { # events
 }
 routed() { curl -sf "http://127.0.0.1:$APORT/metrics" | awk '/^sluice_routed_statements_total/ { split($0, a, "destination=\""); split(a[2], b, "\""); s[b[1]] += $NF } END { for (k in s) printf "%s=%d ", k, s[k] }'; }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# The whole machine's busy and idle jiffies (client, proxy and servers share
+# the cores: whether a mode is bound by CPU or by waiting shows here).
+machine_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $5 + $6 }' /proc/stat; }
 
 log "warm-up: $((EVENTS / 5)) events"
 sb $((EVENTS / 5)) >"$work/warmup.txt" 2>&1 || { tail "$work/warmup.txt" >&2; die "warm-up failed"; }
@@ -126,10 +129,12 @@ questions() { "$1" "SHOW GLOBAL STATUS LIKE 'Questions'" | awk '{ print $2 }'; }
 mq0=$(questions msql)
 rq0=$(questions rsql)
 t0=$(cpu_ticks "$SLUICE_PID")
+read -r mb0 mi0 <<<"$(machine_ticks)"
 s0=$(date +%s.%N)
 sb "$EVENTS" >"$work/run.txt" 2>&1 || { tail "$work/run.txt" >&2; die "sysbench failed"; }
 s1=$(date +%s.%N)
 t1=$(cpu_ticks "$SLUICE_PID")
+read -r mb1 mi1 <<<"$(machine_ticks)"
 mq1=$(questions msql)
 rq1=$(questions rsql)
 after=$(routed)
@@ -143,6 +148,7 @@ echo "TOOL=$TOOL READS=$READS FRESH=$FRESH PS=$PS TEST=$TEST THREADS=$THREADS EV
 echo "queries: $queries in $(awk -v a="$s0" -v b="$s1" 'BEGIN { printf "%.1f", b - a }') s; routed before: $before; after: $after"
 echo "server statements per query: master $(awk -v a="$mq0" -v b="$mq1" -v q="$queries" 'BEGIN { printf "%.3f", (b - a - 1) / q }'), replica $(awk -v a="$rq0" -v b="$rq1" -v q="$queries" 'BEGIN { printf "%.3f", (b - a - 1) / q }') (probes included)"
 echo "sluice CPU: $(awk -v t=$((t1 - t0)) -v hz="$hz" -v q="$queries" 'BEGIN { printf "%.1f us per query", t / hz * 1e6 / q }')"
+echo "machine CPU (all processes): $(awk -v b=$((mb1 - mb0)) -v i=$((mi1 - mi0)) -v hz="$hz" -v q="$queries" 'BEGIN { printf "%.1f us busy per query, %.0f%% idle", b / hz * 1e6 / q, (b + i) ? 100 * i / (b + i) : 0 }')"
 case "$TOOL" in
   callgrind)
     "$CG_CONTROL" -d "$SLUICE_PID" >/dev/null

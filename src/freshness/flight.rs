@@ -8,12 +8,20 @@
 //! counter would be one cache line written by every core per read. A probe
 //! satisfies a ticket if its own start ticket is strictly later.
 //!
-//! Up to `parallel` probes may be in flight at once. With one, a caller
-//! that arrives while a probe runs waits for the rest of it and then for a
-//! whole new one (on average 1.5 probe round trips); with two, it starts
-//! the second probe at once and waits one round trip, the time its replica
-//! read takes anyway (strict mode's overlap), at the price of at most twice
-//! the probes.
+//! Up to `parallel` probes may be in flight at once, and at most one more
+//! is *queued*: registered, but it takes its start ticket (and sends) only
+//! when a slot is free. Every caller that arrives while a probe is queued
+//! waits for that one: its start ticket is read under the lock after theirs
+//! were, so it is later than all of them. This is group commit for probes:
+//! under load one probe answers every read that began during the previous
+//! one, and the probe rate stays at most `parallel` per round trip however
+//! many reads there are. (A least gap between probe starts, to batch more,
+//! was tried and dropped: tokio's timers have millisecond granularity, so a
+//! 100 µs gap slept 1 ms and left the CPUs idle.)
+//!
+//! A waiter waits on the one probe that will satisfy it, and is woken when
+//! that probe ends, not by every probe's end (a wake-up costs a context
+//! switch, often across threads, and under load many reads wait at once).
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -29,48 +37,92 @@ pub struct Flight<T> {
     parallel: usize,
     /// (start ticket of the newest published probe, its result): read
     /// without a lock by callers a published result already satisfies
-    /// (most of them under load); written under `running`'s lock.
+    /// (most of them under load); written under `state`'s lock.
     last: ArcSwapOption<(u64, Shared<T>)>,
-    /// Start tickets of the probes under way. Held only for a few
-    /// instructions, never across an await; taken by callers that must
-    /// probe or wait.
-    running: Mutex<Vec<u64>>,
-    /// Bumped whenever a probe ends (published or abandoned): waiters
-    /// re-examine `state`. A waiter subscribes before it looks, so no end
-    /// after its look goes unseen.
+    /// Probes under way and the queued one. Held only for a few
+    /// instructions, never across an await.
+    state: Mutex<State<T>>,
+    /// Bumped whenever a probe ends (published or abandoned): the queued
+    /// prober, and only it, waits on this for a free slot.
     ended: watch::Sender<()>,
+}
+
+struct State<T> {
+    /// (start ticket, slot) of each probe under way.
+    running: Vec<(u64, Arc<Slot<T>>)>,
+    /// The probe that starts next, when one is waiting for a free slot.
+    queued: Option<Arc<Slot<T>>>,
+}
+
+/// One probe's outcome, for the callers waiting on it.
+struct Slot<T> {
+    outcome: watch::Sender<Outcome<T>>,
+}
+
+enum Outcome<T> {
+    Pending,
+    Done(Shared<T>),
+    /// Its prober's future was dropped mid-probe (a session that ended):
+    /// the waiters look again (one of them probes).
+    Abandoned,
+}
+
+impl<T> Slot<T> {
+    fn new() -> Arc<Self> {
+        Arc::new(Slot {
+            outcome: watch::Sender::new(Outcome::Pending),
+        })
+    }
 }
 
 /// What a caller does after looking at the state.
 enum Next<T> {
     Done(Shared<T>),
-    Probe(u64),
-    Wait,
+    Wait(watch::Receiver<Outcome<T>>),
+    /// Probe now: the slot is running with this start ticket.
+    Probe(Arc<Slot<T>>, u64),
+    /// Be the queued prober: start when a slot is free.
+    Queue(Arc<Slot<T>>),
 }
 
-/// A probe under way; its drop takes it off the list and wakes the
-/// waiters, also when the prober's future is dropped mid-probe (a session
-/// that ended), so nobody waits for a result that will never come.
-struct Running<'a, T> {
+/// The prober's hold on its slot: its drop takes the slot off the state
+/// and wakes its waiters as abandoned, also when the prober's future is
+/// dropped mid-probe, so nobody waits for a result that will never come.
+/// Disarmed (`done`) once the result is published.
+struct Prober<'a, T> {
     flight: &'a Flight<T>,
-    started: u64,
+    slot: Arc<Slot<T>>,
+    done: bool,
 }
 
-impl<T> Drop for Running<'_, T> {
+impl<T> Drop for Prober<'_, T> {
     fn drop(&mut self) {
-        let mut running = self.flight.lock_running();
-        if let Some(i) = running.iter().position(|t| *t == self.started) {
-            running.swap_remove(i);
+        if self.done {
+            return;
         }
-        drop(running);
+        let mut state = self.flight.lock_state();
+        state.remove(&self.slot);
+        drop(state);
+        self.slot.outcome.send_replace(Outcome::Abandoned);
         self.flight.ended.send_replace(());
     }
 }
 
+impl<T> State<T> {
+    fn remove(&mut self, slot: &Arc<Slot<T>>) {
+        if let Some(i) = self.running.iter().position(|(_, s)| Arc::ptr_eq(s, slot)) {
+            self.running.swap_remove(i);
+        }
+        if self.queued.as_ref().is_some_and(|q| Arc::ptr_eq(q, slot)) {
+            self.queued = None;
+        }
+    }
+}
+
 impl<T> Flight<T> {
-    /// (Nothing panics while holding it; a poisoned lock's list is as good.)
-    fn lock_running(&self) -> MutexGuard<'_, Vec<u64>> {
-        self.running.lock().unwrap_or_else(|e| e.into_inner())
+    /// (Nothing panics while holding it; a poisoned lock's state is as good.)
+    fn lock_state(&self) -> MutexGuard<'_, State<T>> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -82,11 +134,15 @@ impl<T: Send + Sync + 'static> Flight<T> {
 
     /// Up to `parallel` (at least 1) probes at a time.
     pub fn with_parallel(parallel: usize) -> Self {
+        let parallel = parallel.max(1);
         Flight {
             born: Instant::now(),
-            parallel: parallel.max(1),
+            parallel,
             last: ArcSwapOption::empty(),
-            running: Mutex::new(Vec::with_capacity(parallel.max(1))),
+            state: Mutex::new(State {
+                running: Vec::with_capacity(parallel),
+                queued: None,
+            }),
             ended: watch::channel(()).0,
         }
     }
@@ -99,8 +155,8 @@ impl<T: Send + Sync + 'static> Flight<T> {
     }
 
     /// Get the result of a probe started after `ticket` was taken, running
-    /// `probe` if no such probe is under way (and fewer than `parallel`
-    /// are), else waiting for one.
+    /// `probe` if no such probe is under way or queued, else waiting for
+    /// that one.
     pub async fn after<F, Fut>(&self, ticket: u64, probe: F) -> Shared<T>
     where
         F: Fn() -> Fut,
@@ -110,34 +166,81 @@ impl<T: Send + Sync + 'static> Flight<T> {
             return r;
         }
         loop {
-            // Subscribed before `next` looks: a probe that ends after the
-            // look bumps `ended`, and `changed` then returns at once.
-            let mut ended = self.ended.subscribe();
-            let started = match self.next(ticket) {
+            let (slot, started) = match self.next(ticket) {
                 Next::Done(r) => return r,
-                Next::Wait => {
-                    // Err: the sender is gone, which cannot be while `self`
-                    // lives; look again either way.
-                    let _ = ended.changed().await;
-                    continue;
+                Next::Wait(mut rx) => {
+                    // (Err: the sender is gone, which cannot be while the
+                    // receiver's slot lives; the value is final either way.)
+                    let _ = rx.wait_for(|o| !matches!(o, Outcome::Pending)).await;
+                    let outcome = match &*rx.borrow() {
+                        Outcome::Done(r) => Some(r.clone()),
+                        Outcome::Pending | Outcome::Abandoned => None,
+                    };
+                    match outcome {
+                        Some(r) => return r,
+                        None => continue,
+                    }
                 }
-                Next::Probe(started) => started,
+                Next::Probe(slot, started) => (slot, started),
+                Next::Queue(slot) => {
+                    let mut prober = Prober {
+                        flight: self,
+                        slot,
+                        done: false,
+                    };
+                    let started = self.start_queued(&prober.slot).await;
+                    prober.done = true; // re-armed below, as a running probe
+                    (prober.slot.clone(), started)
+                }
             };
-            let running = Running {
+            let mut prober = Prober {
                 flight: self,
-                started,
+                slot,
+                done: false,
             };
             let r = Arc::new(probe().await);
             {
-                let _lock = self.lock_running();
+                let mut state = self.lock_state();
                 // Probes may end out of order: keep the newest start.
                 if self.last.load().as_ref().is_none_or(|l| l.0 < started) {
                     self.last.store(Some(Arc::new((started, r.clone()))));
                 }
+                state.remove(&prober.slot);
             }
-            drop(running);
+            prober.done = true;
+            prober.slot.outcome.send_replace(Outcome::Done(r.clone()));
+            self.ended.send_replace(());
             return r;
         }
+    }
+
+    /// The queued prober's wait: until a slot is free; then the slot runs,
+    /// with the start ticket returned. (Dropped while waiting: the caller's
+    /// `Prober` takes the slot off the queue.)
+    async fn start_queued(&self, slot: &Arc<Slot<T>>) -> u64 {
+        loop {
+            // Subscribed before the look: an end after it is not missed.
+            let mut ended = self.ended.subscribe();
+            if let Some(started) = self.promote(slot) {
+                return started;
+            }
+            // (Err: the sender is gone, which cannot be while `self` lives.)
+            let _ = ended.changed().await;
+        }
+    }
+
+    /// The queued `slot` runs if a slot is free: its start ticket.
+    fn promote(&self, slot: &Arc<Slot<T>>) -> Option<u64> {
+        let mut state = self.lock_state();
+        if state.running.len() >= self.parallel {
+            return None;
+        }
+        // Read under the lock: later than the ticket of every caller that
+        // found this probe queued.
+        let started = self.ticket();
+        state.queued = None;
+        state.running.push((started, slot.clone()));
+        Some(started)
     }
 
     /// The published result, if its probe started after `ticket`.
@@ -149,20 +252,28 @@ impl<T: Send + Sync + 'static> Flight<T> {
     }
 
     fn next(&self, ticket: u64) -> Next<T> {
-        let mut running = self.lock_running();
+        let mut state = self.lock_state();
         // Published while the caller was not looking (under the lock, so
         // consistent with `running`).
         if let Some(r) = self.published_after(ticket) {
             return Next::Done(r);
         }
-        // A probe under way that started after the ticket will do; else
-        // start one if there is room.
-        if running.iter().any(|t| *t > ticket) || running.len() >= self.parallel {
-            return Next::Wait;
+        // A probe under way that started after the ticket will do, and so
+        // will the queued one (it starts after this look).
+        if let Some((_, slot)) = state.running.iter().find(|(t, _)| *t > ticket) {
+            return Next::Wait(slot.outcome.subscribe());
         }
-        let started = self.ticket();
-        running.push(started);
-        Next::Probe(started)
+        if let Some(slot) = &state.queued {
+            return Next::Wait(slot.outcome.subscribe());
+        }
+        let slot = Slot::new();
+        if state.running.len() < self.parallel {
+            let started = self.ticket();
+            state.running.push((started, slot.clone()));
+            return Next::Probe(slot, started);
+        }
+        state.queued = Some(slot.clone());
+        Next::Queue(slot)
     }
 }
 
@@ -312,5 +423,74 @@ mod tests {
                     .expect("task");
             }
         }
+    }
+
+    /// Callers that arrive while the one allowed probe runs all wait for a
+    /// single queued probe (not one each, not the running one), and a
+    /// caller waiting on a queued probe whose prober is dropped before it
+    /// started probes itself.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn callers_during_a_probe_share_the_queued_one() {
+        use tokio::sync::Notify;
+        let flight = Arc::new(Flight::<u64>::new());
+        let probes = Arc::new(AtomicUsize::new(0));
+        let release = Arc::new(Notify::new());
+        let probe = |flight: Arc<Flight<u64>>, probes: Arc<AtomicUsize>, release: Option<Arc<Notify>>| async move {
+            let t = flight.ticket();
+            flight
+                .after(t, || {
+                    let (probes, release) = (probes.clone(), release.clone());
+                    async move {
+                        let n = probes.fetch_add(1, Ordering::SeqCst) as u64;
+                        if let Some(r) = release {
+                            r.notified().await;
+                        }
+                        Ok(n)
+                    }
+                })
+                .await
+        };
+        let first = tokio::spawn(probe(flight.clone(), probes.clone(), Some(release.clone())));
+        while probes.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        let waiters: Vec<_> = (0..10)
+            .map(|_| tokio::spawn(probe(flight.clone(), probes.clone(), None)))
+            .collect();
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        assert_eq!(
+            probes.load(Ordering::SeqCst),
+            1,
+            "a caller probed while the only slot was taken"
+        );
+        release.notify_one();
+        assert_eq!(*first.await.expect("task"), Ok(0));
+        for w in waiters {
+            assert_eq!(
+                *w.await.expect("task"),
+                Ok(1),
+                "a caller did not get the queued probe's result"
+            );
+        }
+        assert_eq!(probes.load(Ordering::SeqCst), 2);
+
+        // The queued prober leaves before its probe starts.
+        let first = tokio::spawn(probe(flight.clone(), probes.clone(), Some(release.clone())));
+        while probes.load(Ordering::SeqCst) == 2 {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        let queued = tokio::spawn(probe(flight.clone(), probes.clone(), None));
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let waiter = tokio::spawn(probe(flight.clone(), probes.clone(), None));
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        queued.abort();
+        let _ = queued.await;
+        release.notify_one();
+        assert_eq!(*first.await.expect("task"), Ok(2));
+        let r = tokio::time::timeout(std::time::Duration::from_secs(5), waiter)
+            .await
+            .expect("the waiter was left waiting")
+            .expect("task");
+        assert_eq!(*r, Ok(3));
     }
 }

@@ -79,8 +79,15 @@ pub(super) fn probe_pool(
     }
 }
 
-/// Strict probes in flight at once (see `Flight::with_parallel`).
-pub(super) const PROBES_IN_FLIGHT: usize = 2;
+/// Strict probes in flight at once (see `Flight::with_parallel`). One, with
+/// the next queued behind it (reads that arrive meanwhile all wait for the
+/// queued one): fewer probes per read than two in flight (0.39-0.65 master
+/// statements per read against 0.67-0.85), which measured faster with
+/// point selects on a CPU-bound 2-core machine (benches/README.md, session
+/// 11). A read waits on average the rest of the running probe and one
+/// more, more than its replica read takes under load; a CPU the probes
+/// would have used serves reads instead.
+pub(super) const PROBES_IN_FLIGHT: usize = 1;
 
 /// One strict probe on a connection of `pool`.
 async fn probe_raw(pool: &BackendPool) -> Result<HashMap<u32, u64>, String> {
