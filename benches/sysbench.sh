@@ -121,6 +121,9 @@ pid_of() { case $1 in haproxy) echo "$HAPROXY_PID" ;; sluice) echo "$SLUICE_PID"
 # utime + stime of a process, in clock ticks (0 without one).
 cpu_ticks() { [ -n "$1" ] && awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 CLK_TCK=$(getconf CLK_TCK)
+# Busy jiffies of the whole machine: client, proxy and servers share the
+# cores, so a target's cost per query to all of them is what limits QPS.
+machine_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
 
 sb() { # test port threads time extra... (run)
   local test=$1 port=$2 threads=$3 time=$4
@@ -136,16 +139,17 @@ sysbench_prepare "$MPORT" sbtest sbtest "$TABLE_SIZE" "$work/prepare.log"
 root_sql "ANALYZE TABLE sbtest.sbtest1; SELECT COUNT(*) FROM sbtest.sbtest1" >/dev/null
 
 mkdir -p "$work/runs"
-results=$work/results.tsv   # kind round test ps target qps p95_ms p50_ms errors cpu_us_per_query
+results=$work/results.tsv   # kind round test ps target qps p95_ms p50_ms errors cpu_us_per_query machine_us_per_query
 : >"$results"
 
 # One run; appends a line to $results. Fails the benchmark on any sysbench error.
 run_one() { # kind round test ps target threads time percentile
   local kind=$1 round=$2 test=$3 ps=$4 target=$5 threads=$6 time=$7 pct=$8 out
   out=$work/runs/$kind-r$round-$test-$ps-$target.txt
-  local pid t0 t1
+  local pid t0 t1 m0 m1
   pid=$(pid_of "$target")
   t0=$(cpu_ticks "$pid")
+  m0=$(machine_busy)
   if ! sb "$test" "$(port_of "$target")" "$threads" "$time" --db-ps-mode="$ps" \
     --percentile="$pct" --histogram=on >"$out" 2>&1; then
     tail -n 30 "$out" >&2
@@ -153,13 +157,17 @@ run_one() { # kind round test ps target threads time percentile
   fi
   local fig qps pctl p50 ignored reconnects
   t1=$(cpu_ticks "$pid")
+  m1=$(machine_busy)
   fig=$("$PY" "$repo/benches/sysbench_result.py" "$out" "$pct") || die "bad sysbench output: $out"
   IFS=$'\t' read -r qps pctl p50 _ _ ignored reconnects <<<"$fig"
   local cpu
   cpu=$(awk -v d=$((t1 - t0)) -v hz="$CLK_TCK" -v q="$qps" -v t="$time" -v p="$pid" \
     'BEGIN { if (p == "" || q <= 0) print "nan"; else printf "%.2f", d * 1e6 / hz / (q * t) }')
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n' "$kind" "$round" "$test" "$ps" "$target" "$qps" "$pctl" "$p50" \
-    $((ignored + reconnects)) "$cpu" >>"$results"
+  local machine
+  machine=$(awk -v d=$((m1 - m0)) -v hz="$CLK_TCK" -v q="$qps" -v t="$time" \
+    'BEGIN { if (q <= 0) print "nan"; else printf "%.2f", d * 1e6 / hz / (q * t) }')
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n' "$kind" "$round" "$test" "$ps" "$target" "$qps" "$pctl" "$p50" \
+    $((ignored + reconnects)) "$cpu" "$machine" >>"$results"
   local errs
   errs=$(tail -n1 "$results" | cut -f9)
   [ "$errs" = 0 ] || die "sysbench reported $errs ignored errors/reconnects for $target: see $out"
@@ -256,11 +264,11 @@ echo "==========================================================================
 import sys, statistics
 from collections import defaultdict
 path, threads = sys.argv[1], sys.argv[2]
-qps, p95, p50, cpu = defaultdict(list), defaultdict(list), defaultdict(list), defaultdict(list)
+qps, p95, p50, cpu, mach = (defaultdict(list) for _ in range(5))
 order = []
 targets = []
 for line in open(path):
-    kind, rnd, test, ps, target, q, pc, h50, _, c = line.rstrip("\n").split("\t")
+    kind, rnd, test, ps, target, q, pc, h50, _, c, m = line.rstrip("\n").split("\t")
     key = (kind, test, ps)
     if key not in order:
         order.append(key)
@@ -271,35 +279,49 @@ for line in open(path):
     p50[key + (target,)].append(float(h50))
     if c != "nan":
         cpu[key + (target,)].append(float(c))
+    if m != "nan":
+        mach[key + (target,)].append(float(m))
 med = statistics.median
 base = "base" in targets
 
-print("\nThroughput, %s threads: median over rounds (QPS; p95 latency in ms)" % threads)
-hdr = "%-18s %-8s | %9s %7s | %9s %7s | %9s %7s | %13s %14s" % (
-    "test", "ps-mode", "direct", "p95", "haproxy", "p95", "sluice", "p95", "sluice/direct", "sluice/haproxy")
-print(hdr)
-print("-" * len(hdr))
-for kind, test, ps in order:
-    if kind != "tput":
-        continue
-    k = (kind, test, ps)
+def tput_table(title, hdr, row):
+    """One line per (test, ps-mode) of the throughput runs: row(key, test, ps)."""
+    print("\n" + title)
+    print(hdr)
+    print("-" * len(hdr))
+    for kind, test, ps in order:
+        if kind == "tput":
+            print(row((kind, test, ps), test, ps))
+
+def tput_row(k, test, ps):
     d, h, s = (med(qps[k + (t,)]) for t in ("direct", "haproxy", "sluice"))
     dp, hp, sp = (med(p95[k + (t,)]) for t in ("direct", "haproxy", "sluice"))
-    print("%-18s %-8s | %9.0f %7.2f | %9.0f %7.2f | %9.0f %7.2f | %12.2fx %13.2fx" % (
-        test, ps, d, dp, h, hp, s, sp, s / d, s / h))
-print("\nProxy CPU time per query (utime+stime from /proc over each run / queries), median over rounds, us")
-hdr = "%-18s %-8s | %9s | %9s" % ("test", "ps-mode", "haproxy", "sluice") + (" | %9s" % "base" if base else "") + " | %14s" % "sluice/haproxy"
-print(hdr)
-print("-" * len(hdr))
-for kind, test, ps in order:
-    if kind != "tput":
-        continue
-    k = (kind, test, ps)
+    return "%-18s %-8s | %9.0f %7.2f | %9.0f %7.2f | %9.0f %7.2f | %12.2fx %13.2fx" % (
+        test, ps, d, dp, h, hp, s, sp, s / d, s / h)
+
+def cpu_row(k, test, ps):
     h, s = med(cpu[k + ("haproxy",)]), med(cpu[k + ("sluice",)])
     line = "%-18s %-8s | %9.2f | %9.2f" % (test, ps, h, s)
     if base:
         line += " | %9.2f" % med(cpu[k + ("base",)])
-    print(line + " | %13.2fx" % (s / h))
+    return line + " | %13.2fx" % (s / h)
+
+def machine_row(k, test, ps):
+    return "%-18s %-8s | " % (test, ps) + " | ".join(
+        "%9.2f" % med(mach[k + (t,)]) if mach[k + (t,)] else "%9s" % "-" for t in targets)
+
+tput_table("Throughput, %s threads: median over rounds (QPS; p95 latency in ms)" % threads,
+           "%-18s %-8s | %9s %7s | %9s %7s | %9s %7s | %13s %14s" % (
+               "test", "ps-mode", "direct", "p95", "haproxy", "p95", "sluice", "p95", "sluice/direct", "sluice/haproxy"),
+           tput_row)
+tput_table("Proxy CPU time per query (utime+stime from /proc over each run / queries), median over rounds, us",
+           "%-18s %-8s | %9s | %9s" % ("test", "ps-mode", "haproxy", "sluice") + (" | %9s" % "base" if base else "")
+           + " | %14s" % "sluice/haproxy",
+           cpu_row)
+tput_table("Machine CPU time per query (all processes: client, proxy, servers; busy jiffies from /proc/stat"
+           " / queries), median, us",
+           "%-18s %-8s | " % ("test", "ps-mode") + " | ".join("%9s" % t for t in targets),
+           machine_row)
 if base:
     print("\nBefore/after in this run (base = BASE_BIN): QPS ratio to haproxy, median over rounds")
     for kind, test, ps in order:

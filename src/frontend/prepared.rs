@@ -70,7 +70,9 @@ pub const MAX_STMTS_PER_SESSION: usize = 1024;
 #[derive(Debug, Default)]
 pub struct Registry {
     next_id: u32,
-    pub stmts: HashMap<u32, Stmt>,
+    /// Looked up several times per EXECUTE: foldhash rather than SipHash
+    /// (the ids are sluice's own, sequential, so no client chooses keys).
+    pub stmts: HashMap<u32, Stmt, foldhash::fast::RandomState>,
 }
 
 impl Registry {
