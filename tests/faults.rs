@@ -366,6 +366,21 @@ async fn fault_replica_paused_and_resumed() {
     let sid: u32 = first.get(0).expect("server id");
     assert_eq!(sid, replica_id, "the streaming read must run on the replica");
 
+    // A prepared read waiting on the replica when it stops, started before
+    // the load (whose writes send most reads of t to the master): once the
+    // replica is down it is prepared and run again on the master.
+    let mut pc = connect(&s, &db).await.expect("connect");
+    let sql = "SELECT @@server_id + 0 * COUNT(*) FROM t WHERE ? = 1";
+    let sid: Option<u32> = bounded("prepared read", pc.exec_first(sql, (1,)))
+        .await
+        .expect("read");
+    assert_eq!(sid, Some(replica_id), "a prepared read must run on the replica");
+    let prepared_in_flight = tokio::spawn(async move {
+        let sql = "SELECT @@server_id, SLEEP(2) + COUNT(*) FROM t WHERE ? = 1";
+        let r: Result<Option<(u32, i64)>, _> =
+            bounded("in-flight prepared read", pc.exec_first(sql, (1,))).await;
+        r.map_err(ErrInfo::of)
+    });
     let load = Load::start(&s, &db, 2, 2).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     // Reads that will be waiting on the replica when it stops.
@@ -401,6 +416,15 @@ async fn fault_replica_paused_and_resumed() {
             "the retried read took {took:?}"
         );
     }
+    let (sid, _) = bounded("in-flight prepared task", prepared_in_flight)
+        .await
+        .expect("task")
+        .unwrap_or_else(|e| panic!("a prepared read waiting on the paused replica failed: {e:?}"))
+        .expect("row");
+    assert_eq!(
+        sid, master_id,
+        "the prepared read must have been run again on the master"
+    );
     // The streaming result: part of it reached the client, so it cannot be
     // run again; it ends with a clear error once the replica is down.
     let mut rows = 1;

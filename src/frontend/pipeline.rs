@@ -29,7 +29,7 @@ use crate::router::previous;
 use crate::router::route::{self, Source};
 
 use super::prepared::{self, Conn};
-use super::{lost, Closed, CmdResult, Route, Session};
+use super::{lost, Closed, CmdResult, Route, Session, Stale};
 
 /// How a planned statement is sent to the backend.
 pub(super) enum Exec<'p> {
@@ -76,16 +76,22 @@ impl Session {
             return Ok(());
         }
         let long_data = matches!(exec, Exec::Prepared { long_data: true, .. });
-        // hook(strict): a text read may run on a replica while strict mode's
-        // master probe is under way (freshness::strict); its route is
-        // counted once its answer is released or rerun (run_on_checked).
+        // hook(strict): a read that can be rerun may run on a replica while
+        // strict mode's master probe is under way (freshness::strict); its
+        // route is counted once its answer is released or rerun
+        // (run_on_inner). A text read, or an EXECUTE that opens no cursor
+        // (a cursor's rows are fetched later, from that connection).
         let mut provisional = None;
+        let rerunnable = match &exec {
+            Exec::Text { .. } => true,
+            Exec::Prepared { layout, .. } => layout.cursor_flags == 0,
+        };
         let route = if long_data {
             Route {
                 conn: Conn::Master,
                 reason: "long_data",
             }
-        } else if matches!((&exec, &plan.target), (Exec::Text { .. }, Target::FreshReplica)) {
+        } else if rerunnable && plan.target == Target::FreshReplica {
             let (r, p) = self.pick_replica_overlapped(plan.read_set.tables()).await;
             provisional = p;
             r
@@ -538,7 +544,7 @@ impl Session {
                 order,
                 ..
             } => {
-                self.execute_prepared(id, payload, layout, (variant, order), route, hold)
+                self.execute_prepared(id, payload, layout, (variant, order), route, hold, provisional)
                     .await
             }
         }
@@ -683,7 +689,51 @@ impl Session {
     }
 
     /// COM_STMT_EXECUTE of a prepared statement on `route`'s connection.
+    #[allow(clippy::too_many_arguments)]
     async fn execute_prepared(
+        &mut self,
+        id: u32,
+        payload: &[u8],
+        layout: prepared::ExecuteLayout,
+        (variant, order): (Option<&[u8]>, Option<&[u16]>),
+        mut route: Route,
+        hold: bool,
+        mut provisional: Option<Provisional>,
+    ) -> Result<Option<(ResponseTracker, Conn)>, Closed> {
+        loop {
+            use crate::freshness::monitor::Fallback;
+            let checked = provisional.is_some();
+            let ran = self
+                .execute_prepared_on(
+                    id,
+                    payload,
+                    layout,
+                    (variant, order),
+                    route,
+                    hold,
+                    provisional.take(),
+                )
+                .await?;
+            match ran {
+                Ok(done) => return Ok(done),
+                // strict: the replica may lack a write the read must see, so
+                // its answer was discarded; or the replica failed before the
+                // client saw any of it. The master answers instead (the
+                // statement is prepared there first if need be).
+                Err(Stale) => {
+                    let reason = if checked { Fallback::Stale } else { Fallback::Down };
+                    route = Route {
+                        conn: Conn::Master,
+                        reason: reason.as_str(),
+                    };
+                }
+            }
+        }
+    }
+
+    /// One try of [`Session::execute_prepared`] on `route`'s connection.
+    #[allow(clippy::too_many_arguments)]
+    async fn execute_prepared_on(
         &mut self,
         id: u32,
         payload: &[u8],
@@ -691,18 +741,29 @@ impl Session {
         (variant, order): (Option<&[u8]>, Option<&[u16]>),
         route: Route,
         hold: bool,
-    ) -> Result<Option<(ResponseTracker, Conn)>, Closed> {
+        mut provisional: Option<Provisional>,
+    ) -> Result<Result<Option<(ResponseTracker, Conn)>, Stale>, Closed> {
         // faults: see prepare_for_execute.
-        let (route, backend_id) = match self.prepare_for_execute(id, route, variant).await {
+        let prepared = self.prepare_for_execute(id, route, variant).await;
+        let moved = !matches!(&prepared, Ok((r, _)) if r.conn == route.conn);
+        if provisional.is_some() && (moved || variant.is_some() || order.is_some()) {
+            // Not the replica chosen (it failed, or the statement could not
+            // be prepared there), or a variant made for this execution:
+            // counted as the plain gate counts it, nothing to check.
+            provisional = None;
+            let conn = prepared.as_ref().map_or(route.conn, |(r, _)| r.conn);
+            self.shared.metrics.route(conn == Conn::Master, route.reason);
+        }
+        let (route, backend_id) = match prepared {
             Ok(r) => r,
             Err(e) => {
                 self.send_err(&e).await?;
-                return Ok(None);
+                return Ok(Ok(None));
             }
         };
         let uid = self.gen_of(route.conn);
         let Some(stmt) = self.stmts.stmts.get_mut(&id) else {
-            return Ok(None);
+            return Ok(Ok(None));
         };
         if layout.bound {
             stmt.types = prepared::bound_types(payload, &layout, stmt.params);
@@ -719,7 +780,7 @@ impl Session {
         let label = self.label(route.conn);
         let Some(h) = self.slot(route.conn) else {
             self.send_err(&lost(&label)).await?;
-            return Ok(None);
+            return Ok(Ok(None));
         };
         let ctx = h.conn.stmt_context();
         let cached = h.conn.state.stmts.get(ctx, &sql);
@@ -729,7 +790,7 @@ impl Session {
             (Some(Ok(p)), ..) => p,
             (Some(Err(_)), ..) => {
                 self.send_err(&crate::error::malformed_packet()).await?;
-                return Ok(None);
+                return Ok(Ok(None));
             }
             (None, Some(_), true, Some(entry)) => {
                 entry.types = types;
@@ -747,18 +808,23 @@ impl Session {
             // A new EXECUTE closes the statement's cursor on the server.
             self.backends.cursor = None;
         }
-        let tracker = self
-            .run_on_stmt(
+        let tracker = match self
+            .run_on_any(
                 route,
                 &packet,
                 ResponseKind::Execute,
                 hold,
                 None,
                 Some((backend_id, id)),
+                provisional,
             )
-            .await?;
+            .await?
+        {
+            Ok(t) => t,
+            Err(Stale) => return Ok(Err(Stale)),
+        };
         let Some(tracker) = tracker else {
-            return Ok(None);
+            return Ok(Ok(None));
         };
         if layout.cursor_flags != 0
             && tracker
@@ -768,6 +834,6 @@ impl Session {
             // Rows come with COM_STMT_FETCH on this connection.
             self.backends.cursor = Some((id, route.conn));
         }
-        Ok(Some((tracker, self.backends.last_conn)))
+        Ok(Ok(Some((tracker, self.backends.last_conn))))
     }
 }

@@ -103,7 +103,7 @@ pub fn set_stmt_id(payload: &mut [u8], id: u32) {
 }
 
 /// What a COM_STMT_EXECUTE says about parameter types.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ExecuteLayout {
     pub cursor_flags: u8,
     /// Offset of the new-params-bound flag, if the statement has parameters.

@@ -119,6 +119,11 @@ type CmdResult = Result<(), Closed>;
 #[derive(Debug)]
 pub struct Closed;
 
+/// strict: a read's provisional answer from a replica was discarded (the
+/// replica may lack a write it must see); it must run on the master.
+#[derive(Debug)]
+pub struct Stale;
+
 /// Where a statement goes and why (the reason is a metric label).
 #[derive(Debug, Clone, Copy)]
 struct Route {
@@ -621,6 +626,9 @@ impl Session {
             .await
     }
 
+    /// `run_on_any` for a command that, if its provisional answer is
+    /// discarded, reruns as it is on the master (a text read). Never an
+    /// EXECUTE: its rerun needs the master's statement id (execute_prepared).
     #[allow(clippy::too_many_arguments)]
     async fn run_on_inner(
         &mut self,
@@ -630,10 +638,57 @@ impl Session {
         hold: bool,
         prepare_id: Option<u32>,
         stmt_ids: Option<(u32, u32)>,
-        mut provisional: Option<Provisional>,
+        provisional: Option<Provisional>,
     ) -> Result<Option<ResponseTracker>, Closed> {
+        debug_assert!(kind != ResponseKind::Execute, "EXECUTE goes through run_on_any");
+        let mut provisional = provisional;
+        let mut route = route;
+        loop {
+            match self
+                .run_on_any(
+                    route,
+                    payload,
+                    kind,
+                    hold,
+                    prepare_id,
+                    stmt_ids,
+                    provisional.take(),
+                )
+                .await?
+            {
+                Ok(t) => return Ok(t),
+                Err(Stale) => {
+                    // The replica may lack a write the read must see: its
+                    // answer was discarded; the master answers instead.
+                    debug!("strict: replica behind the master's position, reading from the master");
+                    route = Route {
+                        conn: Conn::Master,
+                        reason: route.reason,
+                    };
+                }
+            }
+        }
+    }
+
+    /// Send one command to `route`'s connection and relay its answer; a
+    /// provisional answer (strict mode) that the check refuses is
+    /// discarded: `Err(Stale)`, as is a read on a replica that failed
+    /// before the client saw any of it when its caller must rerun it (an
+    /// EXECUTE, whose payload names the replica's statement id).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn run_on_any(
+        &mut self,
+        route: Route,
+        payload: &[u8],
+        kind: ResponseKind,
+        hold: bool,
+        prepare_id: Option<u32>,
+        stmt_ids: Option<(u32, u32)>,
+        mut provisional: Option<Provisional>,
+    ) -> Result<Result<Option<ResponseTracker>, Stale>, Closed> {
         let mut conn = route.conn;
-        if provisional.is_some() && (kind != ResponseKind::Query || self.state.ro_tx.is_some()) {
+        let rerunnable = matches!(kind, ResponseKind::Query | ResponseKind::Execute);
+        if provisional.is_some() && (!rerunnable || self.state.ro_tx.is_some() || conn == Conn::Master) {
             // Only a plain read can be rerun: decide before sending it.
             provisional = None;
             self.shared.metrics.route(conn == Conn::Master, route.reason);
@@ -644,7 +699,9 @@ impl Session {
             // for its answer (see frontend::abandon); the existing fallbacks
             // below then retry it on the master or report it.
             let first_byte = self.rt.config.backend.replica_read_timeout;
-            let retryable = kind == ResponseKind::Query && self.state.ro_tx.is_none();
+            // (An EXECUTE too: its caller prepares it on the master.)
+            let retryable =
+                matches!(kind, ResponseKind::Query | ResponseKind::Execute) && self.state.ro_tx.is_none();
             let mut watch = ReadWatch::for_conn(&self.monitor, conn, first_byte, retryable);
             let ready = match watch.as_mut() {
                 None => self.held(conn).await,
@@ -662,15 +719,20 @@ impl Session {
                     if self.state.ro_tx.is_none() {
                         debug!(error = %e, "replica unusable, reading from the master");
                         self.backends.replica = None;
+                        if kind == ResponseKind::Execute {
+                            // The payload names the replica's statement id:
+                            // the caller prepares it on the master.
+                            return Ok(Err(Stale));
+                        }
                         conn = Conn::Master;
                         continue;
                     }
                 }
                 self.send_err(&e).await?;
-                return Ok(None);
+                return Ok(Ok(None));
             }
             let Some(h) = slot_of(&mut self.backends.master, &mut self.backends.replica, conn) else {
-                return Ok(None);
+                return Ok(Ok(None));
             };
             h.conn.dirty = true;
             let opts = relay::Opts {
@@ -732,13 +794,7 @@ impl Session {
                 }
             }
             match relayed {
-                Ok(None) => {
-                    // The replica may lack a write the read must see: its
-                    // answer was discarded; the master answers instead.
-                    debug!("strict: replica behind the master's position, reading from the master");
-                    conn = Conn::Master;
-                    continue;
-                }
+                Ok(None) => return Ok(Err(Stale)),
                 Ok(Some(tracker)) => {
                     h.conn.note_status(tracker.last_status); // hook(abandon): pool's check
                     self.backends.last_conn = conn;
@@ -757,7 +813,7 @@ impl Session {
                             self.state.master_status(st);
                         }
                     }
-                    return Ok(Some(tracker));
+                    return Ok(Ok(Some(tracker)));
                 }
                 Err(RelayError::Client(e)) => {
                     // The backend is mid-response: it cannot serve anyone else.
@@ -779,6 +835,13 @@ impl Session {
                             conn = Conn::Master;
                             continue;
                         }
+                        if kind == ResponseKind::Execute {
+                            // A read the client saw nothing of (a discarded
+                            // answer too big to drain among them): rerun on
+                            // the master, where the caller prepares it.
+                            self.backends.replica = None;
+                            return Ok(Err(Stale));
+                        }
                     }
                     if conn == Conn::Master {
                         self.backends.master = None;
@@ -793,7 +856,7 @@ impl Session {
                     }
                     let e = error::backend_error_packet(&label, "", &BackendError::Protocol(err));
                     self.send_err(&e).await?;
-                    return Ok(None);
+                    return Ok(Ok(None));
                 }
             }
         }
