@@ -24,8 +24,10 @@
 //! triggers, other sluices' writes), so no counter rows, tracked set or
 //! generation are needed for this check.
 //!
-//! Reads that cannot be rerun (prepared statements, read-only transactions,
-//! sharded parts) take the plain gate, which tries the same one-row probe
+//! The reads overlapped: text reads, and COM_STMT_EXECUTEs that open no
+//! cursor (rerun by preparing the statement on the master). Reads that
+//! cannot be rerun (cursor EXECUTEs, read-only transactions, sharded
+//! parts) take the plain gate, which tries the same one-row probe
 //! first ([`GroupMonitor::pick_by_gtid`], sequential: a replica whose
 //! position covers the master's is chosen after the probe) before the full
 //! counter snapshot.
@@ -121,7 +123,7 @@ pub struct Provisional {
 
 impl GroupMonitor {
     /// Strict mode's gate for a read the caller can rerun on the master
-    /// (a text query outside a transaction): a replica and, when its
+    /// (a text query or an EXECUTE without a cursor, outside a transaction): a replica and, when its
     /// freshness is still to be checked, the [`Provisional`] to pass to
     /// [`GroupMonitor::verify`] once the statement was sent. Other modes,
     /// and strict mode while overlapping is backed off, answer as
@@ -190,7 +192,7 @@ impl GroupMonitor {
     }
 
     /// The plain strict gate's first try (reads that cannot be rerun:
-    /// prepared statements, read-only transactions, sharded parts): one
+    /// cursor EXECUTEs, read-only transactions, sharded parts): one
     /// shared GTID probe that started after now, and a replica whose last
     /// probed position covers it. The read is sent after this returns and a
     /// replica only moves forward, so it sees every write the master had
