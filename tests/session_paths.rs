@@ -266,3 +266,23 @@ fn session_track_data_is_the_servers() {
         "the server sent session-state data: {direct:?}"
     );
 }
+
+/// A text `USE` changes the default database of the connection that ran it:
+/// the next borrower of that connection (one connection in the pool, so B
+/// gets it) must be brought back to its own database, not run in A's.
+#[tokio::test]
+async fn use_stays_with_its_session() {
+    let s = master_only(1);
+    let db = make_db("paths_use");
+    let other = make_db("paths_use_o");
+    let mut a = conn(&s, &db).await;
+    let mut b = conn(&s, &db).await;
+    a.query_drop(format!("USE {other}")).await.expect("USE");
+    b_sees(&mut b, "SELECT DATABASE()", text(&db)).await;
+    assert_eq!(value(&mut a, "SELECT DATABASE()").await, text(&other));
+    // And back: B's borrow moved the connection to B's database.
+    a.query_drop(format!("USE {db}")).await.expect("USE");
+    b.query_drop(format!("USE {other}")).await.expect("USE");
+    assert_eq!(value(&mut a, "SELECT DATABASE()").await, text(&db));
+    assert_eq!(value(&mut b, "SELECT DATABASE()").await, text(&other));
+}
