@@ -16,8 +16,12 @@ src=${DRIVERS_SRC:-/work/drivers/src}
 die() { echo "get-sources: $*" >&2; exit 1; }
 
 if [ "$(id -u)" -eq 0 ]; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q golang-go golang-filippo-edwards25519-dev \
-    libmariadb-java default-jdk-headless nodejs npm python3-pip >/dev/null
+  pkgs=(golang-go golang-filippo-edwards25519-dev libmariadb-java default-jdk-headless python3-pip)
+  # A Node from elsewhere (nodesource, nvm) conflicts with Debian's nodejs/npm packages:
+  # only install them when there is no node/npm at all.
+  command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
+  command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${pkgs[@]}" >/dev/null
 fi
 python3 -m pip install -q pytest cryptography PyNaCl
 

@@ -589,13 +589,7 @@ impl Session {
         let was_next_tx = self.state.pins.has(Pins::NEXT_TRANSACTION);
         if ok {
             if let Some(db) = &e.use_db {
-                self.state.db = Some(db.clone());
-                // The connection that ran it is in that database now: its
-                // next borrower, another session maybe, must be moved back
-                // (conns::sync_to_state compares against this).
-                if let Some(h) = self.slot(conn) {
-                    h.conn.db = Some(db.clone());
-                }
+                self.entered_db(conn, db.clone());
             }
             if e.replay_set {
                 self.record_set(sql, conn);

@@ -418,10 +418,7 @@ impl Session {
             return Ok(());
         };
         if !tracker.error {
-            if let Some(m) = self.backends.master.as_mut() {
-                m.conn.db = Some(db.clone());
-            }
-            self.state.db = Some(db);
+            self.entered_db(Conn::Master, db);
         }
         Ok(())
     }
