@@ -500,3 +500,35 @@ async fn configured_users_map_to_a_server_account_in_mode_both() {
         .expect("server account");
     assert_eq!(run(&mut w, "INSERT INTO t VALUES (9, 9)").await, Seen::Ok(None));
 }
+
+/// Between statements a session parks the connection it gave back (see
+/// backend::pool); a parked connection still makes room for another account:
+/// with the master's `pool_max` taken by one account's parked connections, the
+/// other account's statement closes one of them and runs at once, instead of
+/// waiting for the pool until 1040.
+#[tokio::test]
+async fn parked_connections_make_room_for_another_account() {
+    let f = fixture("acc_park");
+    let s = sluice_with_accounts("backend: { pool_max: 2 }\n");
+    until_known(&s, &f.ro, &f.db).await;
+    until_known(&s, &f.rw, &f.db).await;
+    let mut a1 = login(s.port, &f.rw, PW, Some(&f.db)).await.expect("a1");
+    let mut a2 = login(s.port, &f.rw, PW, Some(&f.db)).await.expect("a2");
+    // At the same time: two connections of the rw account, then both parked.
+    let (x, y) = tokio::join!(
+        run(&mut a1, "INSERT INTO t SELECT 101, SLEEP(0.5)"),
+        run(&mut a2, "INSERT INTO t SELECT 102, SLEEP(0.5)")
+    );
+    assert_eq!((x, y), (Seen::Ok(None), Seen::Ok(None)));
+    let mut b = login(s.port, &f.ro, PW, Some(&f.db)).await.expect("b");
+    let r = tokio::time::timeout(Duration::from_secs(4), run(&mut b, "SELECT LAST_INSERT_ID()"))
+        .await
+        .expect("the ro account's statement did not wait for the rw account's parked connections");
+    assert_eq!(r, Seen::Ok(Some("0".into())));
+    for c in [&mut a1, &mut a2] {
+        assert_eq!(
+            run(c, "SELECT COUNT(*) FROM t WHERE id > 100").await,
+            Seen::Ok(Some("2".into()))
+        );
+    }
+}

@@ -383,6 +383,25 @@ async fn an_idle_session_holds_no_backend_connection() {
     assert_eq!(n, 1);
 }
 
+/// Between statements a session keeps (parks) the connection it gave back
+/// while nobody else needs one; one the server closed meanwhile is not
+/// used: the next statement runs on a new connection, without an error.
+#[tokio::test]
+async fn a_parked_connection_the_server_closed_is_not_reused() {
+    let s = master_only(2);
+    let db = make_db("mux_park");
+    let mut a = conn(&s, &db).await;
+    let first: u64 = one(&mut a, "SELECT @@pseudo_thread_id").await;
+    let again: u64 = one(&mut a, "SELECT @@pseudo_thread_id").await;
+    assert_eq!(first, again, "a session running alone keeps its connection");
+    shared_cluster().master.sql(&format!("KILL {first}"));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let next: u64 = one(&mut a, "SELECT @@pseudo_thread_id").await;
+    assert_ne!(next, first, "the killed connection is not used again");
+    let n: i64 = one(&mut a, "SELECT COUNT(*) FROM t").await;
+    assert_eq!(n, 0);
+}
+
 #[tokio::test]
 async fn the_same_statement_text_in_two_databases_is_two_statements() {
     let s = master_only(1);

@@ -270,9 +270,11 @@ async fn long_data_is_capped() {
     );
     let after = rss_peak_kib(s.pid());
     eprintln!("long data: sluice peak RSS {before} kB before, {after} kB after 80 MiB of long data");
-    // What remains is the buffer of the one packet being read (up to limits.max_packet_size).
+    // What remains is the one packet being read (up to limits.max_packet_size), held once:
+    // a packet of 16 MiB or more is read straight into its payload, not also into the
+    // read buffer (which made the peak +49..+82 MiB here, and this test flaky; +24 since).
     assert!(
-        after < before + 72 * 1024,
+        after < before + 48 * 1024,
         "peak RSS grew from {before} to {after} kB"
     );
     // The statement and the session still work.

@@ -12,8 +12,8 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use deadpool::managed::{self, Metrics, RecycleError, RecycleResult};
@@ -76,6 +76,126 @@ pub struct Manager {
     key: PoolKey,
     login: Arc<Login>,
     registry: std::sync::Weak<Registry>,
+    /// Connections parked by sessions (see [`PoolHandle::park`]).
+    parked: Parked,
+}
+
+/// The parked connections of one pool, as the pool sees them.
+///
+/// A session that gives a connection back while nobody waits for one of
+/// its pool parks it in its own [`Lease`] instead of returning it to
+/// deadpool, and takes it back for its next statement: no shared lock, no
+/// semaphore, no recycle on the hot path of a session that runs statement
+/// after statement. A parked connection is still free for anyone: a
+/// checkout that finds no idle connection in the pool takes one from a
+/// lease before it creates a connection or waits (`steal`), so a pool
+/// holds no more connections than with plain give-back.
+#[derive(Default)]
+struct Parked {
+    /// Leases that may hold a connection. A lease is listed when it parks
+    /// while unlisted; `steal` unlists the empty ones it passes.
+    listed: Mutex<Vec<Weak<Lease>>>,
+    /// `listed.len()` as of its last change, read without the lock.
+    hint: AtomicUsize,
+    /// Checkouts waiting for a connection of this pool: while there are
+    /// any, connections go back to the pool (which hands them to a waiter)
+    /// instead of being parked.
+    waiting: AtomicUsize,
+}
+
+/// One session's parking place on one pool (see [`Parked`]).
+#[derive(Default)]
+struct Lease {
+    slot: Mutex<LeaseSlot>,
+}
+
+#[derive(Default)]
+struct LeaseSlot {
+    conn: Option<Pooled>,
+    /// In its pool's `Parked::listed` (changed under this slot's lock).
+    listed: bool,
+}
+
+impl Parked {
+    /// Take a parked connection of another session (or None). Lock order
+    /// everywhere: the registry, then `listed`, then a lease's slot.
+    fn steal(&self) -> Option<Pooled> {
+        let mut listed = self.listed.lock().ok()?;
+        let mut got = None;
+        listed.retain(|w| {
+            if got.is_some() {
+                return true;
+            }
+            let Some(lease) = w.upgrade() else {
+                return false;
+            };
+            let Ok(mut slot) = lease.slot.lock() else {
+                return false;
+            };
+            match slot.conn.take() {
+                Some(c) => {
+                    got = Some(c);
+                    true // its session parks here again
+                }
+                None => {
+                    slot.listed = false;
+                    false
+                }
+            }
+        });
+        self.hint.store(listed.len(), Ordering::Relaxed);
+        got
+    }
+
+    /// Parked connections right now (for the pool's idle count).
+    fn count(&self) -> usize {
+        let Ok(listed) = self.listed.lock() else {
+            return 0;
+        };
+        listed
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|l| l.slot.lock().is_ok_and(|s| s.conn.is_some()))
+            .count()
+    }
+
+    /// Give every parked connection back to its pool (a closed pool drops it).
+    fn drain(&self) {
+        while let Some(c) = self.steal() {
+            drop(c);
+        }
+    }
+}
+
+/// A checkout of this pool waiting (see `Parked::waiting`).
+struct WaitingFor<'a>(&'a Parked);
+
+impl<'a> WaitingFor<'a> {
+    fn new(parked: &'a Parked) -> WaitingFor<'a> {
+        parked.waiting.fetch_add(1, Ordering::SeqCst);
+        // Pairs with the fence in `PoolHandle::park`: either that session
+        // sees this waiter and gives its connection to the pool, or the
+        // `steal` that follows sees the parked connection.
+        fence(Ordering::SeqCst);
+        WaitingFor(parked)
+    }
+}
+
+impl Drop for WaitingFor<'_> {
+    fn drop(&mut self) {
+        self.0.waiting.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A parked connection taken back or stolen may be used: not broken and
+/// not closed by the server while it sat parked (the checks deadpool's
+/// recycle would make). An unusable one is closed.
+fn usable(mut c: Pooled) -> Option<Pooled> {
+    if c.broken || c.closed_while_idle() {
+        c.broken = true; // detached and closed on drop, not pooled
+        return None;
+    }
+    Some(c)
 }
 
 /// The pools of one backend and their shared budget.
@@ -96,7 +216,7 @@ pub struct Budget {
 impl Budget {
     /// Someone waits for a place: a connection given back should be closed.
     pub fn contended(&self) -> bool {
-        self.waiting.load(Ordering::Relaxed) > 0
+        self.waiting.load(Ordering::SeqCst) > 0
     }
 }
 
@@ -132,6 +252,17 @@ impl Registry {
                 return true;
             }
         }
+        // A connection parked by a session of another pool: closed on drop
+        // (the budget is contended, see `Pooled::drop`).
+        for (key, pool) in pools.iter() {
+            if *key == except {
+                continue;
+            }
+            if let Some(c) = pool.manager().parked.steal() {
+                drop(c);
+                return true;
+            }
+        }
         false
     }
 }
@@ -155,7 +286,9 @@ impl managed::Manager for Manager {
                 // connection given back is closed instead of pooled (see
                 // `Pooled::drop`), so one busy account cannot keep the
                 // backend to itself. The semaphore queues waiters in order.
-                registry.budget.waiting.fetch_add(1, Ordering::AcqRel);
+                registry.budget.waiting.fetch_add(1, Ordering::SeqCst);
+                // Pairs with the fence in `PoolHandle::park` (see `WaitingFor`).
+                fence(Ordering::SeqCst);
                 let _done = Waiting(&registry.budget);
                 registry.evict_idle((self.login.id, self.key));
                 let wait = checkout_wait(&self.params);
@@ -297,6 +430,7 @@ impl BackendPool {
             key,
             login: login.clone(),
             registry: Arc::downgrade(&self.registry),
+            parked: Parked::default(),
         };
         let mut max = self.per_login;
         if login.max_connections > 0 {
@@ -352,25 +486,39 @@ impl BackendPool {
             backend: self.clone(),
             login: login.id,
             key,
+            lease: Arc::default(),
         })
     }
 
     async fn checkout(&self, pool: &managed::Pool<Manager>) -> Result<Pooled, BackendError> {
+        let parked = &pool.manager().parked;
+        // No idle connection in the pool but some parked by sessions: take
+        // one of those rather than open another connection. (`status()`
+        // takes the pool's lock: only when something is parked.)
+        if parked.hint.load(Ordering::Relaxed) > 0 && pool.status().available == 0 {
+            if let Some(c) = parked.steal().and_then(usable) {
+                return Ok(c);
+            }
+        }
         // metrics: pool waits and wait time. A checkout that does not
         // complete at its first poll waits (for a connection to be given
         // back or created); timed from then. (Not `pool.status()`, which
         // takes the pool's lock once more per checkout.)
         let mut get = std::pin::pin!(pool.get());
-        let mut wait = None;
-        let got = std::future::poll_fn(|cx| {
-            let p = get.as_mut().poll(cx);
-            if p.is_pending() && wait.is_none() {
-                wait = Some(self.waits.begin(true));
+        let first = std::future::poll_fn(|cx| std::task::Poll::Ready(get.as_mut().poll(cx))).await;
+        let got = match first {
+            std::task::Poll::Ready(r) => r,
+            std::task::Poll::Pending => {
+                let _wait = self.waits.begin(true);
+                // Sessions stop parking while this waits; one parked
+                // before is taken now (see `WaitingFor`).
+                let _waiting = WaitingFor::new(parked);
+                if let Some(c) = parked.steal().and_then(usable) {
+                    return Ok(c);
+                }
+                get.await
             }
-            p
-        })
-        .await;
-        drop(wait);
+        };
         got.map(|o| Pooled(Some(o))).map_err(|e| match e {
             managed::PoolError::Backend(b) => b,
             managed::PoolError::Timeout(t) => match t {
@@ -400,18 +548,20 @@ impl BackendPool {
         if let Ok(pools) = self.registry.pools.lock() {
             for p in pools.values() {
                 p.close();
+                p.manager().parked.drain();
             }
         }
     }
 
-    /// Connections open and idle, summed over keys.
+    /// Connections open and idle (in the pool or parked by a session),
+    /// summed over keys.
     pub fn status(&self) -> (usize, usize) {
         let Ok(pools) = self.registry.pools.lock() else {
             return (0, 0);
         };
         pools.values().fold((0, 0), |(size, avail), p| {
             let s = p.status();
-            (size + s.size, avail + s.available)
+            (size + s.size, avail + s.available + p.manager().parked.count())
         })
     }
 }
@@ -425,6 +575,10 @@ pub struct PoolHandle {
     login: u64,
     key: PoolKey,
     pool: managed::Pool<Manager>,
+    /// Where the session parks a connection of this pool between
+    /// statements (see [`Parked`]). Dropped with the handle: a parked
+    /// connection then goes back to the pool.
+    lease: Arc<Lease>,
 }
 
 impl PoolHandle {
@@ -437,9 +591,58 @@ impl PoolHandle {
         &self.backend
     }
 
-    /// Check out a connection, as [`BackendPool::get_as`] would.
+    /// Check out a connection, as [`BackendPool::get_as`] would: the one
+    /// this handle parked if it is still there and alive.
     pub async fn get(&self) -> Result<Pooled, BackendError> {
         self.backend.removed()?;
+        let mine = self.lease.slot.lock().ok().and_then(|mut s| s.conn.take());
+        if let Some(c) = mine.and_then(usable) {
+            return Ok(c);
+        }
         self.backend.checkout(&self.pool).await
+    }
+
+    /// Give a connection back: parked for this handle's next [`Self::get`]
+    /// while no checkout of the pool (nor of another account on the
+    /// backend) waits, else returned to the pool. Only a reusable
+    /// connection of this very pool is parked.
+    pub fn park(&self, c: Pooled) {
+        let parked = &self.pool.manager().parked;
+        let ours = c.key == self.key
+            && c.login.id == self.login
+            && c.budget
+                .as_ref()
+                .is_some_and(|b| Arc::ptr_eq(b, &self.backend.registry.budget));
+        let contended = |c: &Pooled| {
+            parked.waiting.load(Ordering::SeqCst) > 0 || c.budget.as_ref().is_some_and(|b| b.contended())
+        };
+        if !ours || !reusable(&c) || contended(&c) || self.backend.closed.load(Ordering::Acquire) {
+            return drop(c);
+        }
+        let Ok(mut slot) = self.lease.slot.lock() else {
+            return drop(c);
+        };
+        let list = !std::mem::replace(&mut slot.listed, true);
+        let old = slot.conn.replace(c);
+        drop(slot);
+        drop(old);
+        if list {
+            if let Ok(mut listed) = parked.listed.lock() {
+                listed.push(Arc::downgrade(&self.lease));
+                parked.hint.store(listed.len(), Ordering::Relaxed);
+            }
+        }
+        // Pairs with the fence in `WaitingFor::new` and `Manager::create`:
+        // a checkout that began waiting before the connection was parked
+        // must get it, from the pool if not by `steal`.
+        fence(Ordering::SeqCst);
+        let Ok(mut slot) = self.lease.slot.lock() else {
+            return;
+        };
+        if slot.conn.as_ref().is_some_and(contended) {
+            let c = slot.conn.take();
+            drop(slot);
+            drop(c);
+        }
     }
 }

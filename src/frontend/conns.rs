@@ -24,6 +24,12 @@
 //!   goes back to the pool, and set again (`DO LAST_INSERT_ID(n)`) on the
 //!   connection that runs the next statement mentioning it.
 //!
+//! A connection given back while no other session waits for one of its
+//! pool is parked with the session (`PoolHandle::park`) and taken back for
+//! its next statement, skipping the pool; any checkout that finds no idle
+//! connection in the pool takes a parked one first, so parking adds no
+//! connections and lets no session wait.
+//!
 //! A borrowed connection is brought in line with the session before use:
 //! default database, then the replayable SETs it has not run (see
 //! `backend::state`); a connection whose SETs are not a prefix of the
@@ -426,6 +432,18 @@ impl Session {
         error::answered(&label, r)
     }
 
+    /// Return a connection as clean (the session checked that it holds only
+    /// tracked state: default database, SETs, prepared statements) through
+    /// the session's handle on its pool, which parks it for the session's
+    /// next statement while nobody else needs one (see `PoolHandle::park`).
+    fn give_back(&mut self, conn: Conn, mut h: Held) {
+        h.conn.dirty = false;
+        match self.pools.slot(conn) {
+            Some(handle) => handle.park(h.conn),
+            None => drop(h),
+        }
+    }
+
     /// At the end of a command: give back every connection the session no
     /// longer needs (see the module comment).
     pub(super) async fn release_idle(&mut self) {
@@ -459,7 +477,7 @@ impl Session {
                     self.state.lid.owner = 0;
                 }
                 sweep_stmts(&mut h, &self.shared.open_stmts).await;
-                give_back(h);
+                self.give_back(Conn::Master, h);
             }
         }
         let replica_busy = self.state.holds_replica()
@@ -468,7 +486,7 @@ impl Session {
         if !replica_busy {
             if let Some((_, mut h)) = self.backends.replica.take() {
                 sweep_stmts(&mut h, &self.shared.open_stmts).await;
-                give_back(h);
+                self.give_back(Conn::Master, h);
             }
         }
     }
@@ -590,12 +608,6 @@ async fn sweep_stmts(h: &mut Held, open: &crate::backend::state::OpenStatements)
             return;
         }
     }
-}
-
-/// Return a connection to its pool as clean: the session checked that it
-/// holds only tracked state (default database, SETs, prepared statements).
-fn give_back(mut h: Held) {
-    h.conn.dirty = false;
 }
 
 /// Why a connection could not be brought in line with the session.

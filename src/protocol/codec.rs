@@ -169,9 +169,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         self.max_packet = max_packet;
     }
 
+    /// Wait until a frame header is buffered and return it (the frame's
+    /// payload may not be buffered yet).
+    async fn header(&mut self) -> Result<FrameHeader, ProtocolError> {
+        while self.rbuf.len() < 4 {
+            self.fill().await?;
+        }
+        let b = &self.rbuf;
+        Ok(FrameHeader {
+            len: usize::from(b[0]) | usize::from(b[1]) << 8 | usize::from(b[2]) << 16,
+            seq: b[3],
+        })
+    }
+
     /// Read one logical packet, joining continuation frames.
     pub async fn read_packet(&mut self) -> Result<Packet, ProtocolError> {
-        let first = self.frame().await?;
+        let first = self.header().await?;
         if first.len > self.max_packet {
             return Err(ProtocolError::TooLarge {
                 size: first.len,
@@ -179,6 +192,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
             });
         }
         if first.len < MAX_FRAME {
+            let first = self.frame().await?;
             self.rbuf.advance(4);
             let payload = self.rbuf.split_to(first.len);
             return Ok(Packet {
@@ -186,10 +200,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
                 payload,
             });
         }
+        // A packet of 16 MiB or more: its frames are read straight into the
+        // payload, not through the read buffer, so the packet is in memory
+        // once (not once more per frame in the read buffer) and copied once.
         let mut payload = BytesMut::new();
         let mut seq = first.seq;
         loop {
-            let h = self.frame().await?;
+            let h = self.header().await?;
             if h.seq != seq {
                 return Err(ProtocolError::Sequence {
                     got: h.seq,
@@ -203,8 +220,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
                 });
             }
             self.rbuf.advance(4);
-            payload.extend_from_slice(&self.rbuf[..h.len]);
-            self.rbuf.advance(h.len);
+            payload.reserve(h.len);
+            let buffered = self.rbuf.len().min(h.len);
+            payload.extend_from_slice(&self.rbuf[..buffered]);
+            self.rbuf.advance(buffered);
+            let mut rest = (h.len - buffered) as u64;
+            while rest > 0 {
+                let n = (&mut self.io).take(rest).read_buf(&mut payload).await?;
+                if n == 0 {
+                    return Err(ProtocolError::Closed);
+                }
+                rest -= n as u64;
+            }
             if h.len < MAX_FRAME {
                 return Ok(Packet { seq: h.seq, payload });
             }
@@ -272,6 +299,30 @@ mod tests {
         let p = ps.read_packet().await.expect("read");
         assert_eq!(p.seq, 4);
         assert_eq!(&p.payload[..], &payload[..]);
+        drop(writer);
+    }
+
+    /// A big packet's frames are read straight into its payload: not one
+    /// byte of the packet after it may end up there.
+    #[tokio::test]
+    async fn big_packet_then_small_one() {
+        let big: Vec<u8> = (0..(2 * MAX_FRAME + 3)).map(|i| (i % 251) as u8).collect();
+        let mut framed = BytesMut::new();
+        let mut seq = 0;
+        queue_frames(&mut framed, &mut seq, &big);
+        let mut next = 0;
+        queue_frames(&mut framed, &mut next, b"after");
+        let (a, mut b) = tokio::io::duplex(64 * 1024);
+        let writer = tokio::spawn(async move {
+            b.write_all(&framed).await.expect("write");
+            b
+        });
+        let mut ps = PacketStream::new(a, 1 << 30);
+        let p = ps.read_packet().await.expect("big");
+        assert_eq!(p.seq, 2);
+        assert!(p.payload[..] == big[..], "big payload intact");
+        let p = ps.read_packet().await.expect("small");
+        assert_eq!((p.seq, &p.payload[..]), (0, &b"after"[..]));
         drop(writer);
     }
 
