@@ -29,7 +29,7 @@ use crate::router::previous;
 use crate::router::route::{self, Source};
 
 use super::prepared::{self, Conn};
-use super::{lost, Closed, CmdResult, Route, Session, Stale};
+use super::{lost, slot_of, Closed, CmdResult, Route, Session, Stale};
 
 /// How a planned statement is sent to the backend.
 pub(super) enum Exec<'p> {
@@ -777,9 +777,10 @@ impl Session {
         // The server runs an EXECUTE without types with the types it last
         // received for this statement, possibly from another session: send
         // this session's whenever they differ.
-        let label = self.label(route.conn);
-        let Some(h) = self.slot(route.conn) else {
-            self.send_err(&lost(&label)).await?;
+        // (The label only for the error: it is a String, allocated per call.)
+        let Some(h) = slot_of(&mut self.backends.master, &mut self.backends.replica, route.conn) else {
+            let e = lost(&self.label(route.conn));
+            self.send_err(&e).await?;
             return Ok(Ok(None));
         };
         let ctx = h.conn.stmt_context();

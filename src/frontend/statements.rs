@@ -15,7 +15,7 @@ use crate::frontend::abandon::ReadWatch;
 
 use super::pipeline::Exec;
 use super::prepared::{self, Conn, Stmt};
-use super::{lost, CmdResult, Route, Session};
+use super::{lost, slot_of, CmdResult, Route, Session};
 
 impl Session {
     pub(super) async fn stmt_prepare(&mut self, payload: &[u8]) -> CmdResult {
@@ -165,13 +165,18 @@ impl Session {
             .ok_or_else(|| error::unknown_stmt(id, "mysqld_stmt_execute"))?
             .sql;
         let sql: std::sync::Arc<[u8]> = variant.map_or_else(|| own.clone(), std::sync::Arc::from);
-        let label = self.label(conn);
-        let held = self.slot(conn).ok_or_else(|| lost(&label))?;
+        // The label (a String, allocated per call) only on the way to an error.
+        let Some(held) = slot_of(&mut self.backends.master, &mut self.backends.replica, conn) else {
+            return Err(lost(&self.label(conn)));
+        };
         let ctx = held.conn.stmt_context();
         if let Some(entry) = held.conn.state.stmts.get(ctx, &sql) {
             return Ok(entry.id);
         }
-        let b = error::answered(&label, held.conn.prepare(&sql).await)?;
+        let b = match held.conn.prepare(&sql).await {
+            Ok(Ok(b)) => b,
+            r => return error::answered(&self.label(conn), r),
+        };
         for old in held.conn.state.stmts.insert(ctx, &sql, b) {
             let _ = held.conn.close_stmt(old).await;
         }
