@@ -766,14 +766,19 @@ impl Session {
             return Ok(Ok(None));
         };
         if layout.bound {
-            stmt.types = prepared::bound_types(payload, &layout, stmt.params);
+            // Most clients send the same types with every EXECUTE: copied
+            // only when they change.
+            let sent = prepared::bound_types(payload, &layout, stmt.params);
+            if stmt.types.as_deref() != sent {
+                stmt.types = sent.map(<[u8]>::to_vec);
+            }
         }
         stmt.long_data = false;
         stmt.last_exec = Some((route.conn, uid));
         let sql: std::sync::Arc<[u8]> = variant.map_or_else(|| stmt.sql.clone(), std::sync::Arc::from);
-        let types = stmt.types.clone();
-        let rebound = order
-            .map(|o| crate::frontend::params::rebind(payload, usize::from(stmt.params), types.as_deref(), o));
+        let types = stmt.types.as_deref();
+        let rebound =
+            order.map(|o| crate::frontend::params::rebind(payload, usize::from(stmt.params), types, o));
         // The server runs an EXECUTE without types with the types it last
         // received for this statement, possibly from another session: send
         // this session's whenever they differ.
@@ -794,12 +799,14 @@ impl Session {
                 return Ok(Ok(None));
             }
             (None, Some(_), true, Some(entry)) => {
-                entry.types = types;
+                if entry.types.as_deref() != types {
+                    entry.types = types.map(<[u8]>::to_vec);
+                }
                 payload.to_vec()
             }
-            (None, Some(at), false, Some(entry)) if types.is_some() && entry.types != types => {
-                let p = prepared::inject_types(payload, at, types.as_deref().unwrap_or_default());
-                entry.types = types;
+            (None, Some(at), false, Some(entry)) if types.is_some() && entry.types.as_deref() != types => {
+                let p = prepared::inject_types(payload, at, types.unwrap_or_default());
+                entry.types = types.map(<[u8]>::to_vec);
                 p
             }
             _ => payload.to_vec(),

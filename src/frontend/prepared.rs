@@ -131,9 +131,9 @@ pub fn execute_layout(payload: &[u8], params: u16) -> Option<ExecuteLayout> {
 }
 
 /// The parameter types carried by an EXECUTE with the bound flag set.
-pub fn bound_types(payload: &[u8], layout: &ExecuteLayout, params: u16) -> Option<Vec<u8>> {
+pub fn bound_types<'a>(payload: &'a [u8], layout: &ExecuteLayout, params: u16) -> Option<&'a [u8]> {
     let at = layout.bound_at? + 1;
-    payload.get(at..at + 2 * usize::from(params)).map(<[u8]>::to_vec)
+    payload.get(at..at + 2 * usize::from(params))
 }
 
 /// Rewrite an EXECUTE without types into one carrying `types`, for a
@@ -160,7 +160,7 @@ mod tests {
         let l = execute_layout(&p, 2).expect("layout");
         assert_eq!(l.bound_at, Some(11));
         assert!(l.bound);
-        assert_eq!(bound_types(&p, &l, 2), Some(vec![3, 0, 253, 0]));
+        assert_eq!(bound_types(&p, &l, 2), Some(&[3u8, 0, 253, 0][..]));
         // Same execute without types:
         let without: Vec<u8> = [&p[..11], &[0u8][..], &p[16..]].concat();
         let l2 = execute_layout(&without, 2).expect("layout");
