@@ -88,7 +88,7 @@ const FAMILIES: [Family; 21] = [
     ),
     family(
         "sluice_backend_pool_connections_in_use",
-        "Backend connections checked out by client sessions.",
+        "Backend connections checked out by client sessions (running a statement or held for session state; not those parked between statements).",
         GAUGE,
         BACKEND,
     ),
