@@ -188,14 +188,22 @@ impl Drop for WaitingFor<'_> {
 }
 
 /// A parked connection taken back or stolen may be used: not broken and
-/// not closed by the server while it sat parked (the checks deadpool's
-/// recycle would make). An unusable one is closed.
+/// quiet since it was parked (what deadpool's recycle checks). One the
+/// server closed is closed; a TLS one with records waiting (a session
+/// ticket, or the server's close) goes back to the pool, whose recycle
+/// proves it with a round trip before anyone uses it.
 fn usable(mut c: Pooled) -> Option<Pooled> {
-    if c.broken || c.closed_while_idle() {
-        c.broken = true; // detached and closed on drop, not pooled
+    if c.broken {
         return None;
     }
-    Some(c)
+    match c.idle_state() {
+        IdleState::Quiet => Some(c),
+        IdleState::Data if c.is_tls() && c.stream.rbuf.is_empty() => None,
+        _ => {
+            c.broken = true; // detached and closed on drop, not pooled
+            None
+        }
+    }
 }
 
 /// The pools of one backend and their shared budget.
