@@ -603,11 +603,30 @@ impl PoolHandle {
     /// this handle parked if it is still there and alive.
     pub async fn get(&self) -> Result<Pooled, BackendError> {
         self.backend.removed()?;
-        let mine = self.lease.slot.lock().ok().and_then(|mut s| s.conn.take());
-        if let Some(c) = mine.and_then(usable) {
+        if let Some(c) = self.take_parked() {
             return Ok(c);
         }
         self.backend.checkout(&self.pool).await
+    }
+
+    /// An idle connection of the pool, if it has one now: never opens one
+    /// or waits (for upkeep, see `Session::sweep_parked`).
+    pub async fn idle_one(&self) -> Option<Pooled> {
+        if self.backend.removed().is_err() || self.pool.status().available == 0 {
+            return None;
+        }
+        let t = managed::Timeouts {
+            wait: Some(Duration::ZERO),
+            create: Some(Duration::ZERO),
+            recycle: Some(self.backend.params.connect_timeout),
+        };
+        self.pool.timeout_get(&t).await.ok().map(|o| Pooled(Some(o)))
+    }
+
+    /// The connection this handle parked, if it is still there and alive.
+    pub fn take_parked(&self) -> Option<Pooled> {
+        let mine = self.lease.slot.lock().ok().and_then(|mut s| s.conn.take());
+        mine.and_then(usable)
     }
 
     /// Give a connection back: parked for this handle's next [`Self::get`]

@@ -107,6 +107,7 @@ pub async fn run(socket: TcpStream, peer: SocketAddr, conn_id: u32, shared: Arc<
     session.close_all_stmts();
     session.backends.keep = None;
     session.release_idle().await;
+    session.sweep_parked().await;
     // hook(abandon): nothing of the session survives on a backend.
     session.finish_connections().await;
     session.client.shutdown().await;
