@@ -513,9 +513,9 @@ impl Session {
             || matches!(self.backends.keep, Some(Conn::Replica(_)))
             || matches!(self.backends.cursor, Some((_, Conn::Replica(_))));
         if !replica_busy {
-            if let Some((_, mut h)) = self.backends.replica.take() {
+            if let Some((i, mut h)) = self.backends.replica.take() {
                 sweep_stmts(&mut h, &self.shared.open_stmts).await;
-                self.give_back(Conn::Master, h);
+                self.give_back(Conn::Replica(i), h);
             }
         }
     }
