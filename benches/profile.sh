@@ -7,7 +7,7 @@
 #
 # Usage: TOOL=callgrind benches/profile.sh
 # Environment (defaults in brackets):
-#   TOOL        callgrind | perf | none                                  [callgrind]
+#   TOOL        callgrind | perf | strace | none                         [callgrind]
 #   READS       master (no replica configured) | replica (fresh replica)  [master]
 #   FRESH       freshness.mode: off | causal | strict                    [off]
 #   PS          --db-ps-mode: disable | auto                             [disable]
@@ -37,13 +37,14 @@ TABLE_SIZE=${TABLE_SIZE:-10000}
 TOP=${TOP:-25}
 TASKSET=${TASKSET:-}
 if [ "$TOOL" = callgrind ]; then EVENTS=${EVENTS:-5000}; else EVENTS=${EVENTS:-20000}; fi
-case "$TOOL" in callgrind | perf | none) ;; *) die "TOOL must be callgrind, perf or none" ;; esac
+case "$TOOL" in callgrind | perf | strace | none) ;; *) die "TOOL must be callgrind, perf, strace or none" ;; esac
 case "$READS" in master | replica) ;; *) die "READS must be master or replica" ;; esac
 
 CLIENT=$(need_bin mariadb mariadb-client)
 SYSBENCH=$(need_bin sysbench sysbench)
 [ "$TOOL" = callgrind ] && { VALGRIND=$(need_bin valgrind valgrind); CG_ANNOTATE=$(need_bin callgrind_annotate valgrind); CG_CONTROL=$(need_bin callgrind_control valgrind); }
 [ "$TOOL" = perf ] && PERF=$(need_bin perf linux-perf)
+[ "$TOOL" = strace ] && STRACE_BIN=$(need_bin strace strace)
 
 bench_workdir
 KEPT_HINT="logs: sluice.log, cluster/*/error.log, callgrind.out / perf.data"
@@ -106,6 +107,8 @@ sb() { # events
     --db-ps-mode="$PS" --skip_trx=on run
 }
 routed() { curl -sf "http://127.0.0.1:$APORT/metrics" | awk '/^sluice_routed_statements_total/ { split($0, a, "destination=\""); split(a[2], b, "\""); s[b[1]] += $NF } END { for (k in s) printf "%s=%d ", k, s[k] }'; }
+# Overlapped strict reads whose answer was thrown away and rerun on the master.
+reruns() { curl -sf "http://127.0.0.1:$APORT/metrics" | awk '/^sluice_strict_reruns_total/ { s += $NF } END { print s + 0 }'; }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 # The whole machine's busy and idle jiffies (client, proxy and servers share
 # the cores: whether a mode is bound by CPU or by waiting shows here).
@@ -114,6 +117,7 @@ machine_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $5 + $6 }' /proc/
 log "warm-up: $((EVENTS / 5)) events"
 sb $((EVENTS / 5)) >"$work/warmup.txt" 2>&1 || { tail "$work/warmup.txt" >&2; die "warm-up failed"; }
 before=$(routed)
+reruns0=$(reruns)
 case "$TOOL" in
   callgrind) "$CG_CONTROL" -z "$SLUICE_PID" >/dev/null ;;
   perf)
@@ -122,22 +126,35 @@ case "$TOOL" in
     track_pid "$PERF_PID" 10
     sleep 0.5
     ;;
+  strace)
+    "$STRACE_BIN" -c -f -p "$SLUICE_PID" -o "$work/strace.txt" 2>/dev/null &
+    STRACE_PID=$!
+    track_pid "$STRACE_PID" 10
+    sleep 0.5
+    ;;
 esac
 # Statements each server ran during the run (probes included): the master's
 # share per query is strict mode's probe rate.
 questions() { "$1" "SHOW GLOBAL STATUS LIKE 'Questions'" | awk '{ print $2 }'; }
 mq0=$(questions msql)
 rq0=$(questions rsql)
+MASTER_PID=$(cat "$cluster_dir/master/mysqld.pid")
+REPLICA_PID=$(cat "$cluster_dir/replica1/mysqld.pid")
 t0=$(cpu_ticks "$SLUICE_PID")
+m0=$(cpu_ticks "$MASTER_PID")
+r0=$(cpu_ticks "$REPLICA_PID")
 read -r mb0 mi0 <<<"$(machine_ticks)"
 s0=$(date +%s.%N)
 sb "$EVENTS" >"$work/run.txt" 2>&1 || { tail "$work/run.txt" >&2; die "sysbench failed"; }
 s1=$(date +%s.%N)
 t1=$(cpu_ticks "$SLUICE_PID")
+m1=$(cpu_ticks "$MASTER_PID")
+r1=$(cpu_ticks "$REPLICA_PID")
 read -r mb1 mi1 <<<"$(machine_ticks)"
 mq1=$(questions msql)
 rq1=$(questions rsql)
 after=$(routed)
+reruns1=$(reruns)
 queries=$(sed -n 's/^ *queries: *\([0-9]*\).*/\1/p' "$work/run.txt")
 [ -n "$queries" ] || die "no query count in $work/run.txt"
 hz=$(getconf CLK_TCK)
@@ -147,7 +164,11 @@ echo "sluice profile $(date -u '+%F %H:%M UTC'), commit $(git -C "$repo" rev-par
 echo "TOOL=$TOOL READS=$READS FRESH=$FRESH PS=$PS TEST=$TEST THREADS=$THREADS EVENTS=$EVENTS TASKSET=${TASKSET:--}"
 echo "queries: $queries in $(awk -v a="$s0" -v b="$s1" 'BEGIN { printf "%.1f", b - a }') s; routed before: $before; after: $after"
 echo "server statements per query: master $(awk -v a="$mq0" -v b="$mq1" -v q="$queries" 'BEGIN { printf "%.3f", (b - a - 1) / q }'), replica $(awk -v a="$rq0" -v b="$rq1" -v q="$queries" 'BEGIN { printf "%.3f", (b - a - 1) / q }') (probes included)"
+echo "strict reruns on the master: $((reruns1 - reruns0))"
 echo "sluice CPU: $(awk -v t=$((t1 - t0)) -v hz="$hz" -v q="$queries" 'BEGIN { printf "%.1f us per query", t / hz * 1e6 / q }')"
+# The servers' own CPU (user + system of each mariadbd; the kernel's network
+# work done on their behalf in softirq context is only in the machine's).
+echo "server CPU: $(awk -v m=$((m1 - m0)) -v r=$((r1 - r0)) -v hz="$hz" -v q="$queries" 'BEGIN { printf "master %.1f, replica %.1f us per query", m / hz * 1e6 / q, r / hz * 1e6 / q }')"
 echo "machine CPU (all processes): $(awk -v b=$((mb1 - mb0)) -v i=$((mi1 - mi0)) -v hz="$hz" -v q="$queries" 'BEGIN { printf "%.1f us busy per query, %.0f%% idle", b / hz * 1e6 / q, (b + i) ? 100 * i / (b + i) : 0 }')"
 case "$TOOL" in
   callgrind)
@@ -176,5 +197,12 @@ case "$TOOL" in
     echo "perf (cpu-clock samples, self):"
     "$PERF" report -i "$work/perf.data" --no-children --sort symbol --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -n "$TOP" | sed "s/ *-  *- *$//"
     echo "kernel share: $("$PERF" report -i "$work/perf.data" --no-children --sort dso --stdio 2>/dev/null | awk '/^ +[0-9]/' | awk '/kernel/ { k += $1 } { t += $1 } END { printf "%.1f%%", t ? 100 * k / t : 0 }')"
+    ;;
+  strace)
+    kill -INT "$STRACE_PID" 2>/dev/null || true
+    wait "$STRACE_PID" 2>/dev/null || true
+    untrack_pid "$STRACE_PID"
+    echo "system calls per query (strace -c -f; strace slows sluice, so read the counts, not the times):"
+    awk -v q="$queries" '$1 ~ /^[0-9.]+$/ && NF >= 5 { name = $NF; calls = $4; if (calls / q >= 0.01) printf "  %-16s %6.2f\n", name, calls / q }' "$work/strace.txt"
     ;;
 esac

@@ -168,10 +168,15 @@ impl GroupMonitor {
     /// master probe that started after the read began. `false` (the
     /// replica may lack a write, or the probe failed): discard the answer
     /// and rerun the read on the master.
-    pub async fn verify(&self, p: &Provisional) -> bool {
+    ///
+    /// `answered` resolves when the replica's answer has begun to arrive:
+    /// while reads overlap, the probe this read would start waits for it
+    /// (see `Flight::after_lingering`), so that one probe answers every
+    /// read that began until this one needs it.
+    pub async fn verify(&self, p: &Provisional, answered: impl std::future::Future<Output = ()>) -> bool {
         let master = self
             .gtid_flight
-            .after(p.ticket, || self.probe_master_gtid())
+            .after_lingering(p.ticket, Some(answered), || self.probe_master_gtid())
             .await;
         let fresh = match master.as_ref() {
             // An empty position proves nothing about a replica (no binlog,

@@ -3,6 +3,7 @@
 
 use crate::backend::BackendIo;
 use bytes::Buf;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::protocol::codec::complete_frame;
 use crate::protocol::consts::MAX_FRAME;
@@ -104,6 +105,11 @@ const DISCARD_LIMIT: usize = 1024 * 1024;
 /// connection is at a command boundary again and the client got nothing.
 /// An answer over [`DISCARD_LIMIT`] is a `RelayError::Backend` with nothing
 /// relayed (the caller closes the connection and reruns the read).
+///
+/// While `check` runs, the first bytes of the answer are read into the
+/// backend's buffer and `arrival` is set: a check that waits for a shared
+/// probe may start that probe only then (`Flight::after_lingering`).
+#[allow(clippy::too_many_arguments)] // (the relay's six, and the check's two)
 pub async fn command_checked(
     client: &mut PacketStream<ClientIo>,
     backend: &mut PacketStream<BackendIo>,
@@ -111,13 +117,60 @@ pub async fn command_checked(
     opts: Opts,
     watch: Option<&mut ReadWatch>,
     guard: Option<&Guard<'_>>,
+    arrival: &Arrival,
     check: impl std::future::Future<Output = bool>,
 ) -> Result<Option<ResponseTracker>, RelayError> {
     send(backend, payload).await?;
-    if check.await {
+    let mut check = std::pin::pin!(check);
+    let fresh = loop {
+        tokio::select! {
+            biased;
+            fresh = &mut check => break fresh,
+            // (Cancel-safe: one read into the buffer, which `response` or
+            // `discard` starts from.)
+            r = backend.fill(), if !arrival.is_set() => {
+                r.map_err(|err| RelayError::Backend { err, relayed: false, last_seq: 0 })?;
+                arrival.set();
+            }
+        }
+    };
+    if fresh {
         return response(client, backend, opts, watch, guard).await.map(Some);
     }
     discard(backend, opts, watch).await.map(|()| None)
+}
+
+/// "The answer of a checked read has begun to arrive": set by
+/// [`command_checked`], awaited through [`Arrival::wait`] by its check.
+#[derive(Default)]
+pub struct Arrival(AtomicBool);
+
+impl Arrival {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn is_set(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    fn set(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Ready once the answer has begun to arrive. It registers no waker:
+    /// it is meant to be polled only inside the `check` given to
+    /// [`command_checked`], which polls `check` again in the same task
+    /// right after it sets the flag.
+    pub fn wait(&self) -> impl std::future::Future<Output = ()> + '_ {
+        std::future::poll_fn(move |_| {
+            if self.is_set() {
+                std::task::Poll::Ready(())
+            } else {
+                std::task::Poll::Pending
+            }
+        })
+    }
 }
 
 /// Read one response to its end without relaying any of it.

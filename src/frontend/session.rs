@@ -764,10 +764,11 @@ impl Session {
                 .map(Some),
                 Some(p) => {
                     let monitor = &self.monitor;
+                    let arrival = relay::Arrival::new();
                     // (Boxed: the probe's future stays out of every
                     // statement's future.)
                     let check = Box::pin(async {
-                        let fresh = monitor.verify(&p).await;
+                        let fresh = monitor.verify(&p, arrival.wait()).await;
                         verdict = Some(fresh);
                         fresh
                     });
@@ -778,6 +779,7 @@ impl Session {
                         opts,
                         watch.as_mut(),
                         guard.as_ref(),
+                        &arrival,
                         check,
                     )
                     .await
