@@ -98,10 +98,9 @@ enum Next<T> {
     Wait(watch::Receiver<Outcome<T>>),
     /// Probe now: the slot is running with this start ticket.
     Probe(Arc<Slot<T>>, u64),
-    /// Be the queued prober: start when a slot is free.
-    Queue(Arc<Slot<T>>),
-    /// Be the next prober, lingering first (`State::lingering`): queued.
-    Linger(Arc<Slot<T>>),
+    /// Be the queued prober: start when a slot is free; if `true`, linger
+    /// first (`State::last_shared`).
+    Queue(Arc<Slot<T>>, bool),
 }
 
 /// The prober's hold on its slot: its drop takes the slot off the state
@@ -221,29 +220,18 @@ impl<T: Send + Sync + 'static> Flight<T> {
                     }
                 }
                 Next::Probe(slot, started) => (slot, started),
-                Next::Linger(slot) => {
+                Next::Queue(slot, lingers) => {
                     let mut prober = Prober {
                         flight: self,
                         slot,
                         done: false,
                     };
-                    // (Once: this caller probes and returns after it.)
-                    if let Some(l) = linger.as_mut().as_pin_mut() {
+                    if let (true, Some(l)) = (lingers, linger.as_mut().as_pin_mut()) {
                         // (A timeout's timer has millisecond granularity:
                         // good enough for a bound on a rare case, a long
                         // read's prober.)
                         let _ = tokio::time::timeout(LINGER_MAX, l).await;
                     }
-                    let started = self.start_queued(&prober.slot).await;
-                    prober.done = true; // re-armed below, as a running probe
-                    (prober.slot.clone(), started)
-                }
-                Next::Queue(slot) => {
-                    let mut prober = Prober {
-                        flight: self,
-                        slot,
-                        done: false,
-                    };
                     let started = self.start_queued(&prober.slot).await;
                     prober.done = true; // re-armed below, as a running probe
                     (prober.slot.clone(), started)
@@ -325,17 +313,14 @@ impl<T: Send + Sync + 'static> Flight<T> {
             return Next::Wait(slot.outcome.subscribe());
         }
         let slot = Slot::new();
-        if may_linger && state.last_shared > 1 {
-            state.queued = Some(slot.clone());
-            return Next::Linger(slot);
-        }
-        if state.running.len() < self.parallel {
+        let lingers = may_linger && state.last_shared > 1;
+        if !lingers && state.running.len() < self.parallel {
             let started = self.ticket();
             state.running.push((started, slot.clone()));
             return Next::Probe(slot, started);
         }
         state.queued = Some(slot.clone());
-        Next::Queue(slot)
+        Next::Queue(slot, lingers)
     }
 }
 
@@ -556,10 +541,6 @@ mod tests {
         assert_eq!(*r, Ok(3));
     }
 
-    /// A caller that would start a probe while reads overlap lingers until
-    /// its cue, and the callers that come meanwhile share its probe; a lone
-    /// caller never lingers; a cue that never comes delays the probe by at
-    /// most `LINGER_MAX`.
     /// One held probe, and two callers that share the probe queued behind
     /// it: the last published probe answered two callers.
     async fn overlap(flight: &Arc<Flight<u64>>, probes: &Arc<AtomicUsize>) {
@@ -578,7 +559,7 @@ mod tests {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         hold.notify_one();
         first.await.expect("task").as_ref().as_ref().expect("probe");
-        let shared: Vec<_> = futures_join(joiners).await;
+        let shared: Vec<_> = results(joiners).await;
         assert_eq!(shared[0], shared[1], "the two callers did not share a probe");
         assert_eq!(flight.lock_state().last_shared, 2);
     }
@@ -600,7 +581,8 @@ mod tests {
             .collect()
     }
 
-    async fn futures_join(tasks: Vec<tokio::task::JoinHandle<Shared<u64>>>) -> Vec<u64> {
+    /// The callers' results, in order.
+    async fn results(tasks: Vec<tokio::task::JoinHandle<Shared<u64>>>) -> Vec<u64> {
         let mut out = Vec::new();
         for t in tasks {
             out.push(*t.await.expect("task").as_ref().as_ref().expect("probe"));
@@ -626,6 +608,10 @@ mod tests {
         }
     }
 
+    /// A caller that would start a probe while reads overlap lingers until
+    /// its cue, and the callers that come meanwhile share its probe; a lone
+    /// caller never lingers; a cue that never comes delays the probe by at
+    /// most `LINGER_MAX`.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_lingering_prober_answers_the_callers_that_came_meanwhile() {
         use std::sync::atomic::AtomicBool;

@@ -83,14 +83,16 @@ pub async fn command(
 /// Send one command packet (sequence 0); nothing has reached the client yet.
 async fn send(backend: &mut PacketStream<BackendIo>, payload: &[u8]) -> Result<(), RelayError> {
     let mut seq = 0u8;
-    backend
-        .write_packet(&mut seq, payload)
-        .await
-        .map_err(|err| RelayError::Backend {
-            err,
-            relayed: false,
-            last_seq: 0,
-        })
+    backend.write_packet(&mut seq, payload).await.map_err(unrelayed)
+}
+
+/// A backend failure before anything reached the client.
+fn unrelayed(err: ProtocolError) -> RelayError {
+    RelayError::Backend {
+        err,
+        relayed: false,
+        last_seq: 0,
+    }
 }
 
 /// Most bytes of a replica's answer [`command_checked`] reads and throws
@@ -129,7 +131,7 @@ pub async fn command_checked(
             // (Cancel-safe: one read into the buffer, which `response` or
             // `discard` starts from.)
             r = backend.fill(), if !arrival.is_set() => {
-                r.map_err(|err| RelayError::Backend { err, relayed: false, last_seq: 0 })?;
+                r.map_err(unrelayed)?;
                 arrival.set();
             }
         }
@@ -179,11 +181,6 @@ async fn discard(
     opts: Opts,
     mut watch: Option<&mut ReadWatch>,
 ) -> Result<(), RelayError> {
-    let fail = |err| RelayError::Backend {
-        err,
-        relayed: false,
-        last_seq: 0,
-    };
     let mut tracker = ResponseTracker::new(opts.kind, opts.deprecate_eof);
     let mut read = 0usize;
     loop {
@@ -196,15 +193,17 @@ async fn discard(
                 // A read never asks for a file; if it does, the connection
                 // is in a state only closing it ends.
                 Step::LocalInfile => {
-                    return Err(fail(ProtocolError::Malformed("LOCAL INFILE request to a read")))
+                    return Err(unrelayed(ProtocolError::Malformed(
+                        "LOCAL INFILE request to a read",
+                    )))
                 }
                 Step::More if read > DISCARD_LIMIT => {
-                    return Err(fail(ProtocolError::Malformed("discarded answer too large")))
+                    return Err(unrelayed(ProtocolError::Malformed("discarded answer too large")))
                 }
                 Step::More => {}
             }
         }
-        backend.reserve_for_frame().map_err(fail)?;
+        backend.reserve_for_frame().map_err(unrelayed)?;
         let filled = match watch.as_deref_mut() {
             None => backend.fill().await,
             // A replica that stops answering is given up as in `response`.
@@ -214,7 +213,7 @@ async fn discard(
                 err = w.abandoned(false) => Err(err),
             },
         };
-        filled.map_err(fail)?;
+        filled.map_err(unrelayed)?;
     }
 }
 
