@@ -195,7 +195,7 @@ case "$TOOL" in
     wait "$PERF_PID" 2>/dev/null || true
     untrack_pid "$PERF_PID"
     echo "perf (cpu-clock samples, self):"
-    "$PERF" report -i "$work/perf.data" --no-children --sort symbol --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -n "$TOP" | sed "s/ *-  *- *$//"
+    "$PERF" report -i "$work/perf.data" --no-children --sort symbol --stdio 2>/dev/null | awk -v n="$TOP" '/^ +[0-9]/ && c++ < n' | sed "s/ *-  *- *$//"
     echo "kernel share: $("$PERF" report -i "$work/perf.data" --no-children --sort dso --stdio 2>/dev/null | awk '/^ +[0-9]/' | awk '/kernel/ { k += $1 } { t += $1 } END { printf "%.1f%%", t ? 100 * k / t : 0 }')"
     ;;
   strace)

@@ -360,8 +360,23 @@ pub fn replayable_set(sql: &[u8]) -> bool {
 }
 
 /// `sql` contains `needle` (lower case), ignoring ASCII case.
+///
+/// Run on every statement (LAST_INSERT_ID, sql_mode, ...): it looks for the
+/// needle's first byte and compares the rest only there, instead of a
+/// case-folding compare of every window (which was ~45 % of
+/// `route::plan`'s instructions on a point select).
 pub fn mentions(sql: &[u8], needle: &[u8]) -> bool {
-    sql.len() >= needle.len() && sql.windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle))
+    let Some((&first, rest)) = needle.split_first() else {
+        return true;
+    };
+    let Some(last) = sql.len().checked_sub(needle.len()) else {
+        return false;
+    };
+    let (lower, upper) = (first.to_ascii_lowercase(), first.to_ascii_uppercase());
+    sql[..=last]
+        .iter()
+        .enumerate()
+        .any(|(i, &b)| (b == lower || b == upper) && sql[i + 1..i + needle.len()].eq_ignore_ascii_case(rest))
 }
 
 /// Does a statement that ran on the master while the session's transaction
@@ -402,6 +417,28 @@ fn mentions_autocommit(c: &Classified) -> bool {
 mod tests {
     use super::*;
     use crate::router::classify::classify;
+
+    #[test]
+    fn mentions_is_a_case_insensitive_substring_search() {
+        let naive = |sql: &[u8], n: &[u8]| sql.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n));
+        let texts: [&[u8]; 9] = [
+            b"",
+            b"l",
+            b"last_insert_id",
+            b"SELECT LAST_INSERT_ID()",
+            b"select last_insert_i",
+            b"llast_insert_idd",
+            b"SELECT c FROM sbtest1 WHERE id=5",
+            b"/* Last_Insert_Id */ SELECT 1",
+            b"SET sql_mode='ANSI', SESSION transaction_isolation='x'",
+        ];
+        for sql in texts {
+            for n in [&b"last_insert_id"[..], b"l", b"sql_mode", b"isolation", b"id"] {
+                assert_eq!(mentions(sql, n), naive(sql, n), "{:?} in {:?}", n, sql);
+            }
+            assert!(mentions(sql, b""));
+        }
+    }
 
     fn p(sql: &str, src: Source, v: View) -> (Target, WriteSet, Effects) {
         let c = classify(sql.as_bytes());
