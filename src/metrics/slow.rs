@@ -59,8 +59,8 @@ pub fn statement_text(payload: &[u8]) -> String {
 /// `CREATE USER … IDENTIFIED BY`, `SET PASSWORD`, `PASSWORD('…')`, …: any
 /// mention, in any case, anywhere in the statement.
 pub fn may_hold_password(sql: &[u8]) -> bool {
-    let has = |word: &[u8]| sql.windows(word.len()).any(|w| w.eq_ignore_ascii_case(word));
-    has(b"IDENTIFIED") || has(b"PASSWORD")
+    use crate::router::route::mentions;
+    mentions(sql, b"IDENTIFIED") || mentions(sql, b"PASSWORD")
 }
 
 #[cfg(test)]

@@ -359,7 +359,7 @@ pub fn replayable_set(sql: &[u8]) -> bool {
     true
 }
 
-/// `sql` contains `needle` (lower case), ignoring ASCII case.
+/// `sql` contains `needle`, ignoring ASCII case in both.
 ///
 /// Run on every statement (LAST_INSERT_ID, sql_mode, ...): it looks for the
 /// needle's first byte and compares the rest only there, instead of a

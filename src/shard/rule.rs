@@ -434,12 +434,8 @@ impl ShardRules {
     /// Cheap pre-check: does `sql` contain a sharded table name (ASCII case-insensitive
     /// substring)? When not, the statement cannot touch a sharded table.
     pub fn mentioned_in(&self, sql: &str) -> bool {
-        let hay = sql.as_bytes();
         self.rules.iter().any(|r| {
-            let needle = r.table.as_bytes();
-            !needle.is_empty()
-                && hay.len() >= needle.len()
-                && hay.windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle))
+            !r.table.is_empty() && crate::router::route::mentions(sql.as_bytes(), r.table.as_bytes())
         })
     }
 
