@@ -110,6 +110,10 @@ routed() { curl -sf "http://127.0.0.1:$APORT/metrics" | awk '/^sluice_routed_sta
 # Overlapped strict reads whose answer was thrown away and rerun on the master.
 reruns() { curl -sf "http://127.0.0.1:$APORT/metrics" | awk '/^sluice_strict_reruns_total/ { s += $NF } END { print s + 0 }'; }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# Context switches of all of a process's threads, voluntary and involuntary
+# (a thread that blocks and is woken again costs one voluntary switch: the
+# wake-ups per query, steadier than times on a noisy machine).
+ctx_switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^voluntary_ctxt_switches/ { v += $2 } /^nonvoluntary_ctxt_switches/ { n += $2 } END { print v + 0, n + 0 }'; }
 # The whole machine's busy and idle jiffies (client, proxy and servers share
 # the cores: whether a mode is bound by CPU or by waiting shows here).
 machine_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $5 + $6 }' /proc/stat; }
@@ -141,6 +145,9 @@ rq0=$(questions rsql)
 MASTER_PID=$(cat "$cluster_dir/master/mysqld.pid")
 REPLICA_PID=$(cat "$cluster_dir/replica1/mysqld.pid")
 t0=$(cpu_ticks "$SLUICE_PID")
+read -r cv0 cn0 <<<"$(ctx_switches "$SLUICE_PID")"
+read -r mv0 mn0 <<<"$(ctx_switches "$MASTER_PID")"
+read -r rv0 rn0 <<<"$(ctx_switches "$REPLICA_PID")"
 m0=$(cpu_ticks "$MASTER_PID")
 r0=$(cpu_ticks "$REPLICA_PID")
 read -r mb0 mi0 <<<"$(machine_ticks)"
@@ -148,6 +155,9 @@ s0=$(date +%s.%N)
 sb "$EVENTS" >"$work/run.txt" 2>&1 || { tail "$work/run.txt" >&2; die "sysbench failed"; }
 s1=$(date +%s.%N)
 t1=$(cpu_ticks "$SLUICE_PID")
+read -r cv1 cn1 <<<"$(ctx_switches "$SLUICE_PID")"
+read -r mv1 mn1 <<<"$(ctx_switches "$MASTER_PID")"
+read -r rv1 rn1 <<<"$(ctx_switches "$REPLICA_PID")"
 m1=$(cpu_ticks "$MASTER_PID")
 r1=$(cpu_ticks "$REPLICA_PID")
 read -r mb1 mi1 <<<"$(machine_ticks)"
@@ -166,6 +176,9 @@ echo "queries: $queries in $(awk -v a="$s0" -v b="$s1" 'BEGIN { printf "%.1f", b
 echo "server statements per query: master $(awk -v a="$mq0" -v b="$mq1" -v q="$queries" 'BEGIN { printf "%.3f", (b - a - 1) / q }'), replica $(awk -v a="$rq0" -v b="$rq1" -v q="$queries" 'BEGIN { printf "%.3f", (b - a - 1) / q }') (probes included)"
 echo "strict reruns on the master: $((reruns1 - reruns0))"
 echo "sluice CPU: $(awk -v t=$((t1 - t0)) -v hz="$hz" -v q="$queries" 'BEGIN { printf "%.1f us per query", t / hz * 1e6 / q }')"
+cs_per_query() { awk -v v="$1" -v n="$2" -v q="$queries" 'BEGIN { printf "%.2f voluntary, %.2f involuntary", v / q, n / q }'; }
+echo "sluice context switches per query: $(cs_per_query $((cv1 - cv0)) $((cn1 - cn0)))"
+echo "server context switches per query: master $(cs_per_query $((mv1 - mv0)) $((mn1 - mn0))); replica $(cs_per_query $((rv1 - rv0)) $((rn1 - rn0)))"
 # The servers' own CPU (user + system of each mariadbd; the kernel's network
 # work done on their behalf in softirq context is only in the machine's).
 echo "server CPU: $(awk -v m=$((m1 - m0)) -v r=$((r1 - r0)) -v hz="$hz" -v q="$queries" 'BEGIN { printf "master %.1f, replica %.1f us per query", m / hz * 1e6 / q, r / hz * 1e6 / q }')"

@@ -7,6 +7,7 @@
 #![deny(clippy::unwrap_used)]
 
 pub mod admin;
+pub mod affinity;
 pub mod app;
 pub mod auth;
 pub mod backend;

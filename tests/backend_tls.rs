@@ -199,6 +199,38 @@ async fn backend_tls_own_cluster_verify_modes() {
     // authentication guard under required, which does the TLS itself: the account
     // is REQUIRE SSL, so logging in proves the guard's TLS works.
     triggers_tool_logs_in(&s);
+    drop(c);
+    drop(s);
+
+    // runtime.per_core: two sessions on different session threads take turns,
+    // each statement taking the TLS connection the other parked, which moves
+    // to the borrower's thread with its TLS state (the socket under the TLS
+    // stream is re-registered; see BackendConn::settle).
+    let cfg = format!(
+        "{}runtime: {{ per_core: true, worker_threads: 2 }}\n",
+        config(&cluster, TLS_USER, TLS_PASSWORD, "{ mode: required }")
+    );
+    let s = Sluice::start(&cfg);
+    let mut a = try_connect(&s, TEST_DB).await.expect("per_core a");
+    let mut b = try_connect(&s, TEST_DB).await.expect("per_core b");
+    for k in 0..6i64 {
+        let c = if k % 2 == 0 { &mut a } else { &mut b };
+        assert!(!ssl_cipher(c).await.is_empty(), "turn {k}: not encrypted");
+        let got: Option<i64> = c
+            .query_first(format!("SELECT {k} * 2"))
+            .await
+            .unwrap_or_else(|e| panic!("turn {k}: {e}\n{}", s.log()));
+        assert_eq!(got, Some(k * 2), "turn {k}");
+    }
+    let moved = common::http::metric(
+        s.admin_port,
+        "sluice_backend_pool_moves_total{group=\"main\",backend=\"master\"}",
+    );
+    assert!(
+        moved.is_some_and(|m| m >= 1.0),
+        "no TLS connection moved between session threads ({moved:?})\n{}",
+        s.log()
+    );
 }
 
 /// `sluice triggers sql` with `s`'s configuration reaches the master.

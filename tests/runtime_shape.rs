@@ -164,3 +164,54 @@ async fn sessions_match_the_server(s: &Sluice, name: &str) {
         .await
         .expect("drop");
 }
+
+/// `sluice_backend_pool_moves_total`, summed over the backends of `s`.
+fn moves(s: &Sluice) -> f64 {
+    let (_, body) = common::http::http_get(s.admin_port, "/metrics").expect("scrape /metrics");
+    body.lines()
+        .filter(|l| l.starts_with("sluice_backend_pool_moves_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// Two sessions that take turns: each statement of one finds the connection
+/// the other parked after its last statement and takes it (no other is
+/// idle). Under `per_core` the two sessions live on different threads (the
+/// second is placed beside the first's live one), so each turn hands a
+/// connection to another thread. Every answer is compared with the master's.
+async fn take_turns(s: &Sluice) {
+    let cluster = shared_cluster();
+    let mut direct = connect(&cluster.master.sluice_url(TEST_DB)).await;
+    let url = s.url(APP_USER, APP_PASSWORD, TEST_DB);
+    let mut a = connect(&url).await;
+    let mut b = connect(&url).await;
+    let sql = |k: u32| format!("SELECT {k} + 1, CONCAT('turn ', {k}), DATABASE()");
+    for k in 0..6u32 {
+        let c = if k % 2 == 0 { &mut a } else { &mut b };
+        let got: Vec<Row> = c
+            .query(sql(k))
+            .await
+            .unwrap_or_else(|e| panic!("turn {k}: {e}\n{}", s.log()));
+        let want: Vec<Row> = direct.query(sql(k)).await.expect("direct");
+        assert_eq!(values(got), values(want), "turn {k}");
+    }
+}
+
+/// Under `per_core`, a pooled connection borrowed by a session on another
+/// thread is moved to that thread's I/O driver (so that its answers wake the
+/// borrower's thread, not the one that made it), and keeps serving; on
+/// tokio's shared pool nothing moves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_core_moves_a_borrowed_connection_to_the_borrowers_thread() {
+    let cluster = shared_cluster();
+    let s = Sluice::start_for(cluster, "runtime: { per_core: true, worker_threads: 2 }\n");
+    take_turns(&s).await;
+    assert!(
+        moves(&s) >= 1.0,
+        "no connection moved between the two sessions' threads\n{}",
+        s.log()
+    );
+    let s = Sluice::start_for(cluster, "runtime: { per_core: false }\n");
+    take_turns(&s).await;
+    assert_eq!(moves(&s), 0.0, "a connection moved on tokio's shared pool");
+}

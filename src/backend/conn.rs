@@ -219,6 +219,9 @@ pub struct BackendConn {
     pub permit: Option<tokio::sync::OwnedSemaphorePermit>,
     /// The budget the permit belongs to.
     pub budget: Option<Arc<super::pool::Budget>>,
+    /// The session thread whose driver the socket is registered with
+    /// (`None`: tokio's shared pool; see `crate::affinity`).
+    home: Option<u16>,
 }
 
 impl std::fmt::Debug for BackendConn {
@@ -370,7 +373,45 @@ impl BackendConn {
             login: login.clone(),
             permit: None,
             budget: None,
+            home: crate::affinity::here(),
         })
+    }
+
+    /// Register the socket with the driver of the session thread this runs
+    /// on, if it is registered with another one's (`runtime.per_core`; see
+    /// `crate::affinity`): a borrower's call, before it uses the connection.
+    /// A duplicate of the descriptor is registered here and the old one
+    /// dropped (deregistered there, closed; the socket stays open through
+    /// the duplicate), so buffers, TLS state and socket options are kept.
+    /// Costs three system calls, once per move. When it fails the connection
+    /// stays where it was and still works, woken through the other driver.
+    /// `true`: it moved.
+    pub fn settle(&mut self) -> bool {
+        let here = crate::affinity::here();
+        if self.home == here {
+            return false;
+        }
+        let tcp = match self.stream.get_mut() {
+            Transport::Plain(tcp) => tcp,
+            Transport::Tls(tls) => tls.get_mut().0,
+        };
+        let moved = std::os::fd::AsFd::as_fd(&*tcp)
+            .try_clone_to_owned()
+            // (The duplicate shares the description's O_NONBLOCK, which
+            // `from_std` requires.)
+            .map(std::net::TcpStream::from)
+            .and_then(TcpStream::from_std);
+        match moved {
+            Ok(new) => {
+                *tcp = new;
+                self.home = here;
+                true
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "backend connection left on its first session thread");
+                false
+            }
+        }
     }
 
     /// The statement-cache context of this connection's current state.

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -374,6 +374,9 @@ pub struct BackendPool {
     pub waits: crate::metrics::WaitStats,
     /// A reload removed this backend (see [`BackendPool::close`]).
     closed: AtomicBool,
+    /// Checkouts that moved their connection to the borrower's session
+    /// thread (`BackendPool::settled`), for metrics.
+    moves: AtomicU64,
 }
 
 impl BackendPool {
@@ -405,6 +408,7 @@ impl BackendPool {
             }),
             waits: Default::default(), // metrics
             closed: AtomicBool::new(false),
+            moves: AtomicU64::new(0),
         })
     }
 
@@ -505,7 +509,7 @@ impl BackendPool {
         // takes the pool's lock: only when something is parked.)
         if parked.hint.load(Ordering::Relaxed) > 0 && pool.status().available == 0 {
             if let Some(c) = parked.steal().and_then(usable) {
-                return Ok(c);
+                return Ok(self.settled(c));
             }
         }
         // metrics: pool waits and wait time. A checkout that does not
@@ -522,12 +526,12 @@ impl BackendPool {
                 // before is taken now (see `WaitingFor`).
                 let _waiting = WaitingFor::new(parked);
                 if let Some(c) = parked.steal().and_then(usable) {
-                    return Ok(c);
+                    return Ok(self.settled(c));
                 }
                 get.await
             }
         };
-        got.map(|o| Pooled(Some(o))).map_err(|e| match e {
+        got.map(|o| self.settled(Pooled(Some(o)))).map_err(|e| match e {
             managed::PoolError::Backend(b) => b,
             managed::PoolError::Timeout(t) => match t {
                 managed::TimeoutType::Create => BackendError::Timeout(self.params.connect_timeout),
@@ -536,6 +540,20 @@ impl BackendPool {
             },
             other => BackendError::Pool(other.to_string()),
         })
+    }
+
+    /// `c`, registered with the caller's session thread (`runtime.per_core`;
+    /// see `BackendConn::settle`): every checkout's last step.
+    fn settled(&self, mut c: Pooled) -> Pooled {
+        if c.settle() {
+            self.moves.fetch_add(1, Ordering::Relaxed); // metrics
+        }
+        c
+    }
+
+    /// Connections moved between session threads at checkout (metric).
+    pub fn moves(&self) -> u64 {
+        self.moves.load(Ordering::Relaxed)
     }
 
     fn removed(&self) -> Result<(), BackendError> {
@@ -604,7 +622,7 @@ impl PoolHandle {
     pub async fn get(&self) -> Result<Pooled, BackendError> {
         self.backend.removed()?;
         if let Some(c) = self.take_parked() {
-            return Ok(c);
+            return Ok(self.backend.settled(c));
         }
         self.backend.checkout(&self.pool).await
     }

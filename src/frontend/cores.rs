@@ -14,8 +14,9 @@
 //! Placement is per accept, to the thread with the fewest live sessions (a
 //! counter per thread, written at a session's start and end, never per
 //! statement). Pooled backend connections are shared by all threads; one a
-//! session borrows from another thread's driver still works, woken through
-//! that driver.
+//! session borrows from another thread is moved to the borrower's driver
+//! first (see `affinity`), so that its answers wake the borrower's thread
+//! directly.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -38,7 +39,8 @@ static CORES: OnceLock<Vec<Core>> = OnceLock::new();
 /// the listener runs; a second call is refused.
 pub fn start(n: usize) -> Result<(), String> {
     let mut cores = Vec::with_capacity(n);
-    for k in 0..n.max(1) {
+    let n = n.clamp(1, usize::from(u16::MAX));
+    for k in 0..n {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -48,7 +50,10 @@ pub fn start(n: usize) -> Result<(), String> {
             .name(format!("sluice-core-{k}"))
             // The thread drives its runtime until the process exits; sessions
             // end through `Shared::shutdown` like everywhere else.
-            .spawn(move || rt.block_on(std::future::pending::<()>()))
+            .spawn(move || {
+                crate::affinity::set_here(u16::try_from(k).unwrap_or(u16::MAX));
+                rt.block_on(std::future::pending::<()>())
+            })
             .map_err(|e| format!("cannot start session thread {k}: {e}"))?;
         cores.push(Core {
             handle,

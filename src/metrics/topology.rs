@@ -72,8 +72,10 @@ const UNTRACKED_TABLES: usize = 17;
 const UNTRACKED_READS: usize = 18;
 const AUTO_INSTALLED: usize = 19;
 const STRICT_OVERLAPPED: usize = 20;
+// runtime.per_core: connections moved between session threads.
+const POOL_MOVES: usize = 21;
 
-const FAMILIES: [Family; 21] = [
+const FAMILIES: [Family; 22] = [
     family(
         "sluice_backend_info",
         "Configured backends: always 1, with the backend's address and role.",
@@ -215,6 +217,14 @@ const FAMILIES: [Family; 21] = [
         COUNTER,
         &["group"],
     ),
+    family(
+        "sluice_backend_pool_moves_total",
+        "runtime.per_core: checkouts that moved their backend connection to the borrowing \
+         session's thread (made or last used by a session on another thread). Climbing with \
+         the statements: sessions keep trading connections across threads.",
+        COUNTER,
+        BACKEND,
+    ),
 ];
 
 struct BackendView {
@@ -344,6 +354,7 @@ impl Collector for TopologyCollector {
                 s[POOL_IN_USE].gauge(&f[POOL_IN_USE], &key, open.saturating_sub(idle) as f64);
                 s[POOL_WAITS].counter(&f[POOL_WAITS], &key, b.pool.waits.waits() as f64);
                 s[POOL_WAIT_SECONDS].counter(&f[POOL_WAIT_SECONDS], &key, b.pool.waits.wait_seconds());
+                s[POOL_MOVES].counter(&f[POOL_MOVES], &key, b.pool.moves() as f64);
             }
             let Some(mon) = &g.monitor else {
                 continue;
