@@ -181,10 +181,12 @@ impl From<String> for Failure {
     }
 }
 
-/// tokio's multi-thread runtime as `runtime:` shapes it; unset, tokio's
-/// default: one worker per CPU the process may use.
-/// With `per_core`, the sessions get their own single-threaded runtimes
-/// (`frontend::cores`) and this one keeps one worker for the rest.
+/// tokio's multi-thread runtime as `runtime:` shapes it. With `per_core`
+/// (the default) the sessions get their own single-threaded runtimes
+/// (`frontend::cores`), one per CPU the process may use unless
+/// `worker_threads` says otherwise, and this one keeps one worker for the
+/// rest; without, it serves everything with `worker_threads` workers
+/// (tokio's default: one per CPU).
 fn build_runtime(settings: &config::RuntimeSettings) -> Result<tokio::runtime::Runtime, String> {
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.enable_all();

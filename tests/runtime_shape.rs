@@ -1,6 +1,6 @@
-//! `runtime:`: the worker threads of the `sluice serve` process are the ones the
-//! configuration asks for (counted in /proc), and a sluice on one worker answers as
-//! the server does (a differential check over text and prepared statements, with
+//! `runtime:`: the worker and session threads of the `sluice serve` process are the
+//! ones the configuration asks for (counted in /proc), and a sluice on one worker, or
+//! with sessions per core, answers as the server does (a differential check over text and prepared statements, with
 //! several sessions at once, so that one worker really serves them all).
 
 mod common;
@@ -65,11 +65,16 @@ fn worker_threads_follow_the_configuration() {
     let cluster = shared_cluster();
     // Tokio starts its workers when the runtime is built, before the port is bound.
     for n in [1usize, 3] {
-        let s = Sluice::start_for(cluster, &format!("runtime: {{ worker_threads: {n} }}\n"));
+        let s = Sluice::start_for(
+            cluster,
+            &format!("runtime: {{ per_core: false, worker_threads: {n} }}\n"),
+        );
         assert_eq!(worker_threads(s.pid()), n, "worker_threads: {n}\n{}", s.log());
+        assert_eq!(session_threads(s.pid()), 0, "{}", s.log());
     }
-    // The default: one per CPU this process may run on (what the test itself may use).
-    let s = Sluice::start_for(cluster, "");
+    // Without per_core, by default one per CPU this process may run on (what the
+    // test itself may use).
+    let s = Sluice::start_for(cluster, "runtime: { per_core: false }\n");
     let cpus = std::thread::available_parallelism()
         .expect("available_parallelism")
         .get();
@@ -81,25 +86,29 @@ fn session_threads(pid: u32) -> usize {
     threads_named(pid, |name| name.starts_with("sluice-core-"))
 }
 
+/// `per_core` (the default): `worker_threads` session threads (one per CPU
+/// unless set) and one tokio worker.
 #[test]
 fn per_core_starts_one_session_thread_per_worker_and_one_worker() {
     let cluster = shared_cluster();
     let s = Sluice::start_for(cluster, "runtime: { per_core: true, worker_threads: 3 }\n");
     assert_eq!(session_threads(s.pid()), 3, "{}", s.log());
     assert_eq!(worker_threads(s.pid()), 1, "{}", s.log());
-    let s = Sluice::start_for(cluster, "runtime: { per_core: true }\n");
+    let s = Sluice::start_for(cluster, "runtime: { worker_threads: 2 }\n");
+    assert_eq!(session_threads(s.pid()), 2, "{}", s.log());
+    assert_eq!(worker_threads(s.pid()), 1, "{}", s.log());
     let cpus = std::thread::available_parallelism()
         .expect("available_parallelism")
         .get();
-    assert_eq!(session_threads(s.pid()), cpus, "{}", s.log());
     let s = Sluice::start_for(cluster, "");
-    assert_eq!(session_threads(s.pid()), 0, "{}", s.log());
+    assert_eq!(session_threads(s.pid()), cpus, "{}", s.log());
+    assert_eq!(worker_threads(s.pid()), 1, "{}", s.log());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_worker_serves_sessions_as_the_server_does() {
     shape_serves_as_the_server_does(
-        "runtime: { worker_threads: 1 }\n",
+        "runtime: { per_core: false, worker_threads: 1 }\n",
         worker_threads,
         1,
         "runtime_shape",

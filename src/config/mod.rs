@@ -50,21 +50,33 @@ pub struct Config {
     pub runtime: RuntimeSettings,
 }
 
-/// `runtime:` — the shape of tokio's multi-thread runtime that serves every
-/// session. Read once at startup (a reload cannot change it); optional.
+/// `runtime:` — the threads that serve the sessions. Read once at startup
+/// (a reload cannot change it); optional.
 /// (tokio's scheduler knobs `event_interval` and `global_queue_interval`
 /// were measured and did not pay: benches/README.md, "Runtime shape".)
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RuntimeSettings {
     /// Worker threads; `None` (the default): one per CPU the process may
     /// run on (`std::thread::available_parallelism`, which honours
     /// `taskset` and cgroup CPU limits). 1..=1024.
     pub worker_threads: Option<usize>,
-    /// `per_core: true`: sessions on single-threaded runtimes, as many as
-    /// `worker_threads` (or one per CPU), each session on one thread for its
-    /// life; one more worker thread serves the rest (monitors, metrics, the
-    /// listener). Default false: tokio's work-stealing pool serves all.
+    /// `per_core` (the default): sessions on single-threaded runtimes, as
+    /// many as `worker_threads` (or one per CPU), each session on one thread
+    /// for its life; one more worker thread serves the rest (monitors,
+    /// metrics, the listener). `false`: tokio's work-stealing pool of
+    /// `worker_threads` serves all. Per core measured 1.11-1.25x the pool's
+    /// QPS (benches/README.md, "Runtime per core, with connections that
+    /// move").
     pub per_core: bool,
+}
+
+impl Default for RuntimeSettings {
+    fn default() -> Self {
+        RuntimeSettings {
+            worker_threads: None,
+            per_core: true,
+        }
+    }
 }
 
 /// `auth:` — logins with the server's own accounts (read from the master's

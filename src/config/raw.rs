@@ -861,13 +861,26 @@ impl From<RawLimits> for Limits {
 }
 
 /// `runtime:`; see [`RuntimeSettings`] (every field optional).
-#[derive(Deserialize, Default)]
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a mapping such as { worker_threads: 4 }")]
 struct RawRuntime {
     #[serde(default, deserialize_with = "some_bounded::<usize, 1, 1024, _>")]
     worker_threads: Option<usize>,
-    #[serde(default)]
+    #[serde(default = "default_per_core")]
     per_core: bool,
+}
+
+fn default_per_core() -> bool {
+    RuntimeSettings::default().per_core
+}
+
+impl Default for RawRuntime {
+    fn default() -> Self {
+        RawRuntime {
+            worker_threads: None,
+            per_core: default_per_core(),
+        }
+    }
 }
 
 /// An optional integer in `MIN..=MAX`: absent is `None` (`#[serde(default)]`),

@@ -654,16 +654,17 @@ fn runtime_section_defaults_values_and_problems() {
     let config = parse(MINIMAL).expect("minimal config");
     assert_eq!(config.runtime, RuntimeSettings::default());
     assert_eq!(config.runtime.worker_threads, None);
+    assert!(config.runtime.per_core, "sessions run per core by default");
     let config = parse(&format!("{MINIMAL}runtime:\n  worker_threads: 3\n")).expect("runtime");
     assert_eq!(
         config.runtime,
         RuntimeSettings {
             worker_threads: Some(3),
-            per_core: false,
+            per_core: true,
         }
     );
-    let config = parse(&format!("{MINIMAL}runtime:\n  per_core: true\n")).expect("runtime");
-    assert!(config.runtime.per_core);
+    let config = parse(&format!("{MINIMAL}runtime:\n  per_core: false\n")).expect("runtime");
+    assert!(!config.runtime.per_core);
     assert_eq!(config.runtime.worker_threads, None);
     let bad = [
         ("worker_threads: 0", "out of range"),
