@@ -216,7 +216,9 @@ fn serve(path: &Path) -> Result<(), Failure> {
         .block_on(sluice::app::run(config, path.to_path_buf()))
         .map_err(|e| Failure::Tool(e.to_string()));
     // Sessions still running after the shutdown timeout are dropped here;
-    // never wait long on a blocking task (e.g. a DNS lookup).
+    // never wait long on a blocking task (e.g. a DNS lookup). (Sessions on
+    // the `per_core` session threads end with the process right after: their
+    // sockets close, and the servers roll back what they left open.)
     runtime.shutdown_timeout(Duration::from_millis(500));
     result
 }
