@@ -486,7 +486,18 @@ impl BackendPool {
     /// Check out a connection logged in as `login` for `key`.
     pub async fn get_as(&self, login: &Arc<Login>, key: PoolKey) -> Result<Pooled, BackendError> {
         let pool = self.pool_for(login, key)?;
-        self.checkout(&pool).await
+        self.checkout(&pool, true).await
+    }
+
+    /// [`BackendPool::get`] for one command whose next use is as likely on
+    /// another session thread (the strict probe, run by whichever read's
+    /// session needs it): the connection is not moved to this thread
+    /// (`settled`). Moving it cost four system calls at nearly every probe
+    /// (strace, strict mode per core: 0.16 moves per query); left where it
+    /// is, its answer wakes this thread through the other's driver.
+    pub async fn get_unmoved(&self, key: PoolKey) -> Result<Pooled, BackendError> {
+        let pool = self.pool_for(&self.own, key)?;
+        self.checkout(&pool, false).await
     }
 
     /// A session's handle on its (login, key) pool here: checkouts through
@@ -502,14 +513,17 @@ impl BackendPool {
         })
     }
 
-    async fn checkout(&self, pool: &managed::Pool<Manager>) -> Result<Pooled, BackendError> {
+    /// `settle`: move the connection to the caller's session thread if it
+    /// did not have to wait for it (see `settled`).
+    async fn checkout(&self, pool: &managed::Pool<Manager>, settle: bool) -> Result<Pooled, BackendError> {
         let parked = &pool.manager().parked;
+        let settled = |c: Pooled| if settle { self.settled(c) } else { c };
         // No idle connection in the pool but some parked by sessions: take
         // one of those rather than open another connection. (`status()`
         // takes the pool's lock: only when something is parked.)
         if parked.hint.load(Ordering::Relaxed) > 0 && pool.status().available == 0 {
             if let Some(c) = parked.steal().and_then(usable) {
-                return Ok(self.settled(c));
+                return Ok(settled(c));
             }
         }
         // metrics: pool waits and wait time. A checkout that does not
@@ -541,7 +555,7 @@ impl BackendPool {
                     .map_err(|e| self.checkout_error(e));
             }
         };
-        got.map(|o| self.settled(Pooled(Some(o))))
+        got.map(|o| settled(Pooled(Some(o))))
             .map_err(|e| self.checkout_error(e))
     }
 
@@ -640,7 +654,7 @@ impl PoolHandle {
         if let Some(c) = self.take_parked() {
             return Ok(self.backend.settled(c));
         }
-        self.backend.checkout(&self.pool).await
+        self.backend.checkout(&self.pool, true).await
     }
 
     /// An idle connection of the pool, if it has one now: never opens one

@@ -93,7 +93,10 @@ pub(super) const PROBES_IN_FLIGHT: usize = 1;
 
 /// One strict probe on a connection of `pool`.
 async fn probe_raw(pool: &BackendPool) -> Result<HashMap<u32, u64>, String> {
-    let mut conn = pool.get(PoolKey::sluice_own()).await.map_err(|e| e.to_string())?;
+    let mut conn = pool
+        .get_unmoved(PoolKey::sluice_own())
+        .await
+        .map_err(|e| e.to_string())?;
     // A probe cut short by its timeout leaves its answer unread on the
     // connection: it must not go back to the pool then (the next probe
     // would read this one's answer). Cleared once the answer is read.
