@@ -10,7 +10,7 @@
 //! records the thread whose driver it is registered with, and a borrower on
 //! another thread moves it to its own (`BackendConn::settle`).
 //!
-//! On tokio's shared worker pool (the default) no thread is a session
+//! On tokio's shared worker pool (`per_core: false`) no thread is a session
 //! thread: [`here`] is `None` everywhere and nothing ever moves.
 
 use std::cell::Cell;
