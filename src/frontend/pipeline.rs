@@ -15,6 +15,8 @@
 //! - Statements on sharded tables leave the pipeline before the plan
 //!   (`sharded.rs`): their parts are planned by `crate::shard`.
 
+use std::sync::Arc;
+
 use crate::config::FreshnessMode;
 use crate::freshness::monitor::Provisional;
 use crate::freshness::state::Scope;
@@ -24,6 +26,7 @@ use crate::protocol::packets::ErrPacket;
 use crate::protocol::response::{ResponseKind, ResponseTracker};
 use crate::router::classify::{self, Classified, Kind, MasterReason};
 use crate::router::lexer::LexOptions;
+use crate::router::memo;
 use crate::router::plan::{Pins, Plan, ReadSet, Target, WriteSet};
 use crate::router::previous;
 use crate::router::route::{self, Source};
@@ -53,12 +56,15 @@ pub(super) enum Exec<'p> {
 
 impl Session {
     /// Classify a statement under the session's sql_mode when it is known
-    /// (it changes where strings end), else under both readings.
-    pub(super) fn classify(&self, sql: &[u8]) -> Classified {
-        match self.state.lex {
+    /// (it changes where strings end), else under both readings; a text
+    /// of a shape seen before is answered by the memo (`router::memo`:
+    /// on the texts it serves, the sql_mode changes nothing).
+    pub(super) fn classify(&self, sql: &[u8]) -> Arc<Classified> {
+        let lex = self.state.lex;
+        memo::classified(sql, |sql| match lex {
             Some(opts) => classify::classify_with(sql, opts),
             None => classify::classify_any_mode(sql),
-        }
+        })
     }
 
     /// Run one statement through the pipeline. `sql` is its text (for a

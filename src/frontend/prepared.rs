@@ -48,10 +48,10 @@ pub struct ShardedStmt {
 }
 
 impl Stmt {
-    pub fn new(sql: Vec<u8>, class: Classified, params: u16) -> Stmt {
+    pub fn new(sql: Vec<u8>, class: Arc<Classified>, params: u16) -> Stmt {
         Stmt {
             sql: sql.into(),
-            class: Arc::new(class),
+            class,
             params,
             types: None,
             long_data: false,

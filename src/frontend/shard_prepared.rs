@@ -100,7 +100,7 @@ impl Session {
         }
         let mut stmt = Stmt::new(
             payload[1..].to_vec(),
-            crate::router::classify::classify(&payload[1..]),
+            std::sync::Arc::new(crate::router::classify::classify(&payload[1..])),
             count as u16,
         );
         stmt.sharded = Some(ShardedStmt {
