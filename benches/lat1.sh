@@ -14,6 +14,8 @@
 #   PS          --db-ps-mode                                   [disable]
 #   TABLE_SIZE  rows in sbtest1                                [10000]
 #   STRACE      1 = one extra strace -c -f run per proxy       [0]
+#   THREADS     sysbench threads (8: what the proxies do per query under load,
+#               where the latency figure means nothing)        [1]
 #   SLUICE_CONF extra YAML lines appended to sluice's config   []
 #   BASE_CONF   extra YAML lines appended to base's config (BASE_BIN; e.g. the same
 #               binary with another `runtime:`)                 [SLUICE_CONF]
@@ -30,6 +32,7 @@ ROUNDS=${ROUNDS:-3}
 PS=${PS:-disable}
 TABLE_SIZE=${TABLE_SIZE:-10000}
 STRACE=${STRACE:-0}
+THREADS=${THREADS:-1}
 SLUICE_CONF=${SLUICE_CONF:-}
 SYSBENCH=$(need_bin sysbench sysbench)
 [ "$STRACE" = 1 ] && STRACE_BIN=$(need_bin strace strace)
@@ -73,7 +76,8 @@ if [ -n "${BASE_BIN:-}" ]; then
 fi
 port_of() { case $1 in direct) echo "$MPORT" ;; haproxy) echo "$HPORT" ;; sluice) echo "$SPORT" ;; base) echo "$BPORT" ;; esac; }
 pid_of() { case $1 in haproxy) echo "$HAPROXY_PID" ;; sluice) echo "$SLUICE_PID" ;; base) echo "$BASE_PID" ;; *) echo "" ;; esac; }
-cpu_ticks() { [ -n "$1" ] && awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# user and system CPU time of a process, in clock ticks
+cpu_ticks() { [ -n "$1" ] && awk '{print $14, $15}' "/proc/$1/stat" 2>/dev/null || echo 0 0; }
 # voluntary and involuntary context switches summed over all threads of a process
 ctxsw() {
   [ -n "$1" ] || { echo "0 0"; return; }
@@ -83,30 +87,31 @@ HZ=$(getconf CLK_TCK)
 sb() { # port events
   "$SYSBENCH" oltp_point_select --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$1" \
     --mysql-user=sbtest --mysql-password=sbtest --mysql-db=sbtest --tables=1 \
-    --table-size="$TABLE_SIZE" --threads=1 --time=0 --events="$2" --report-interval=0 \
+    --table-size="$TABLE_SIZE" --threads="$THREADS" --time=0 --events="$2" --report-interval=0 \
     --db-ps-mode="$PS" --histogram=on --percentile=50 run
 }
 sysbench_prepare "$MPORT" sbtest sbtest "$TABLE_SIZE" "$work/prepare.log"
 for t in "${TARGETS[@]}"; do sb "$(port_of "$t")" 2000 >/dev/null 2>&1 || die "warm-up through $t failed"; done
 
-results=$work/results.tsv # round target us_per_query p50_ms cpu_us vol_cs invol_cs
+results=$work/results.tsv # round target us_per_query p50_ms cpu_us user_cpu_us vol_cs invol_cs
 : >"$results"
 for ((r = 1; r <= ROUNDS; r++)); do
   for t in $(rotated "$r" "${TARGETS[@]}"); do
     pid=$(pid_of "$t")
-    c0=$(cpu_ticks "$pid")
+    read -r u0 k0 <<<"$(cpu_ticks "$pid")"
     read -r v0 n0 <<<"$(ctxsw "$pid")"
     s0=$(date +%s%N)
     sb "$(port_of "$t")" "$EVENTS" >"$work/run-$r-$t.txt" 2>&1 || { tail "$work/run-$r-$t.txt" >&2; die "sysbench through $t failed"; }
     s1=$(date +%s%N)
-    c1=$(cpu_ticks "$pid")
+    read -r u1 k1 <<<"$(cpu_ticks "$pid")"
     read -r v1 n1 <<<"$(ctxsw "$pid")"
     fig=$("$PY" "$repo/benches/sysbench_result.py" "$work/run-$r-$t.txt" 50)
     IFS=$'\t' read -r qps _ p50 _ <<<"$fig"
     q=$(sed -n 's/^ *queries: *\([0-9]*\).*/\1/p' "$work/run-$r-$t.txt")
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$t" \
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$t" \
       "$(awk -v a="$s0" -v b="$s1" -v q="$q" 'BEGIN { printf "%.1f", (b - a) / 1000 / q }')" "$p50" \
-      "$(awk -v d=$((c1 - c0)) -v hz="$HZ" -v q="$q" 'BEGIN { printf "%.1f", d * 1e6 / hz / q }')" \
+      "$(awk -v d=$((u1 + k1 - u0 - k0)) -v hz="$HZ" -v q="$q" 'BEGIN { printf "%.1f", d * 1e6 / hz / q }')" \
+      "$(awk -v d=$((u1 - u0)) -v hz="$HZ" -v q="$q" 'BEGIN { printf "%.1f", d * 1e6 / hz / q }')" \
       "$(awk -v d=$((v1 - v0)) -v q="$q" 'BEGIN { printf "%.2f", d / q }')" \
       "$(awk -v d=$((n1 - n0)) -v q="$q" 'BEGIN { printf "%.2f", d / q }')" >>"$results"
     log "$(tail -n1 "$results")"
@@ -115,27 +120,27 @@ done
 
 echo "================================================================================"
 report_title "sluice 1-thread latency"
-echo "load average at start: $LOAD_START, at end: $(loadavg); EVENTS=$EVENTS PS=$PS, $ROUNDS rounds"
+echo "load average at start: $LOAD_START, at end: $(loadavg); EVENTS=$EVENTS PS=$PS THREADS=$THREADS, $ROUNDS rounds"
 "$PY" - "$results" <<'PYEOF'
 import sys, statistics
 from collections import defaultdict
 rows = defaultdict(list)
 targets = []
 for line in open(sys.argv[1]):
-    r, t, us, p50, cpu, v, n = line.split()
-    rows[t].append((float(us), float(p50) * 1000, float(cpu), float(v), float(n)))
+    r, t, us, p50, cpu, ucpu, v, n = line.split()
+    rows[t].append((float(us), float(p50) * 1000, float(cpu), float(v), float(n), float(ucpu)))
     if t not in targets:
         targets.append(t)
 med = lambda xs: statistics.median(xs)
 d_us = med([x[0] for x in rows["direct"]])
 d_p50 = med([x[1] for x in rows["direct"]])
-print("%-8s %10s %10s %10s %10s %12s %12s %12s" % ("target", "us/query", "added", "p50 us", "added p50", "CPU us/q", "vol cs/q", "invol cs/q"))
+print("%-8s %10s %10s %10s %10s %12s %12s %12s %12s" % ("target", "us/query", "added", "p50 us", "added p50", "CPU us/q", "user us/q", "vol cs/q", "invol cs/q"))
 for t in targets:
     xs = rows[t]
     us, p50 = med([x[0] for x in xs]), med([x[1] for x in xs])
-    print("%-8s %10.1f %10s %10.1f %10s %12.1f %12.2f %12.2f" % (
+    print("%-8s %10.1f %10s %10.1f %10s %12.1f %12.1f %12.2f %12.2f" % (
         t, us, "-" if t == "direct" else "%+.1f" % (us - d_us), p50, "-" if t == "direct" else "%+.1f" % (p50 - d_p50),
-        med([x[2] for x in xs]), med([x[3] for x in xs]), med([x[4] for x in xs])))
+        med([x[2] for x in xs]), med([x[5] for x in xs]), med([x[3] for x in xs]), med([x[4] for x in xs])))
 PYEOF
 
 if [ "$STRACE" = 1 ]; then
@@ -154,4 +159,4 @@ if [ "$STRACE" = 1 ]; then
     awk -v q="$EVENTS" '$1 ~ /^[0-9.]+$/ && NF >= 5 { name = $NF; calls = $4; if (calls / q >= 0.01) printf "  %-16s %6.2f\n", name, calls / q }' "$work/strace-$t.txt"
   done
 fi
-echo "Reproduce with: ${SLUICE_BIN:+SLUICE_BIN=$SLUICE_BIN }${BASE_BIN:+BASE_BIN=$BASE_BIN }${SLUICE_CONF:+SLUICE_CONF=\"$SLUICE_CONF\" }${BASE_CONF+BASE_CONF=\"$BASE_CONF\" }EVENTS=$EVENTS ROUNDS=$ROUNDS PS=$PS TABLE_SIZE=$TABLE_SIZE STRACE=$STRACE benches/lat1.sh"
+echo "Reproduce with: ${SLUICE_BIN:+SLUICE_BIN=$SLUICE_BIN }${BASE_BIN:+BASE_BIN=$BASE_BIN }${SLUICE_CONF:+SLUICE_CONF=\"$SLUICE_CONF\" }${BASE_CONF+BASE_CONF=\"$BASE_CONF\" }EVENTS=$EVENTS ROUNDS=$ROUNDS PS=$PS THREADS=$THREADS TABLE_SIZE=$TABLE_SIZE STRACE=$STRACE benches/lat1.sh"
