@@ -201,6 +201,9 @@ fn at_end(lx: &mut Lexer<'_>) -> bool {
 /// Whether sluice answers `sql` itself (cheap for everything else: one
 /// look at the first word).
 pub fn intercept(sql: &[u8]) -> Option<Intercept> {
+    if plainly_other(sql) {
+        return None;
+    }
     let mut lx = Lexer::new(sql);
     let first = lx.next();
     // `/*!KILL 5*/`, `/*M!100100 KILL 5*/ …`: what the server would run is
@@ -216,6 +219,28 @@ pub fn intercept(sql: &[u8]) -> Option<Intercept> {
     }
     // (The first token is already read: no second pass over it.)
     intercept_rest(first.map(|t| t.0), lx)
+}
+
+/// The text starts (after spaces) with a word that is neither KILL nor
+/// SHOW: no lexer needed. The word is read up to the first byte outside
+/// `[A-Za-z0-9_]`; the lexer's word may go on (`$`, bytes >= 0x80), but a
+/// longer word is not KILL or SHOW either. Anything else (a comment, a
+/// parenthesis) goes to the lexer.
+fn plainly_other(sql: &[u8]) -> bool {
+    let start = sql
+        .iter()
+        .position(|c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r'))
+        .unwrap_or(sql.len());
+    let rest = &sql[start..];
+    if !rest.first().is_some_and(u8::is_ascii_alphabetic) {
+        return false;
+    }
+    let end = rest
+        .iter()
+        .position(|c| !(c.is_ascii_alphanumeric() || *c == b'_'))
+        .unwrap_or(rest.len());
+    let word = &rest[..end];
+    !(word.eq_ignore_ascii_case(b"KILL") || word.eq_ignore_ascii_case(b"SHOW"))
 }
 
 /// [`intercept`] of a statement whose first token is not an executable
@@ -392,5 +417,39 @@ mod tests {
         assert_eq!(p("SELECT * FROM information_schema.PROCESSLIST"), None);
         assert_eq!(p(""), None);
         assert_eq!(p("\u{1F600}"), None);
+    }
+
+    /// The shortcut never hides what the lexer would intercept.
+    #[test]
+    fn the_first_word_shortcut_agrees_with_the_lexer() {
+        for s in [
+            "SELECT 1",
+            " \n\tkill 5",
+            "KILL$ 5",
+            "KILLx 5",
+            "kill5",
+            "SHOW PROCESSLIST",
+            "SHOWx PROCESSLIST",
+            "show\x0bprocesslist",
+            "\x0bKILL 5",
+            "/*!KILL 5*/",
+            "(KILL 5)",
+            "KIL",
+            "S",
+            "",
+            "Kill\u{e9} 5",
+            "SELECT$ 1",
+        ] {
+            let sql = s.as_bytes();
+            let full = intercept_plain(sql);
+            let full = match sql.first() {
+                Some(b'/') => intercept(sql),
+                _ => full,
+            };
+            assert_eq!(intercept(sql), full, "{s:?}");
+            if plainly_other(sql) {
+                assert_eq!(full, None, "{s:?}");
+            }
+        }
     }
 }

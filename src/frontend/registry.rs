@@ -202,7 +202,7 @@ impl Entry {
     /// sluice is shutting down (`shutdown` cancelled; see
     /// [`Registry::wake_all`]); a `KILL QUERY` between commands does
     /// nothing, as on the server. One waiter at a time (see `killed`).
-    pub async fn interrupted(&self, shutdown: &tokio_util::sync::CancellationToken) -> Interrupt {
+    pub async fn interrupted(&self, shutdown: &super::shared::Shutdown) -> Interrupt {
         std::future::poll_fn(|cx| {
             self.poll_kill(cx, |e| {
                 if shutdown.is_cancelled() {
@@ -432,7 +432,7 @@ mod tests {
         h.begin(COM_QUERY, b"\x03SELECT 1");
         assert_eq!(h.killed().await, KillRequest::Connection);
         assert!(h.connection_killed());
-        let shutdown = tokio_util::sync::CancellationToken::new();
+        let shutdown = crate::frontend::shared::Shutdown::default();
         let told = tokio::time::timeout(std::time::Duration::from_millis(100), h.interrupted(&shutdown));
         assert_eq!(
             told.await.ok(),
@@ -445,7 +445,7 @@ mod tests {
     async fn shutdown_wakes_a_waiting_session() {
         let r = Arc::new(Registry::default());
         let h = r.register(1, "app", "h:1".into(), None);
-        let shutdown = tokio_util::sync::CancellationToken::new();
+        let shutdown = Arc::new(crate::frontend::shared::Shutdown::default());
         let entry = h.entry.clone();
         let token = shutdown.clone();
         let waiter = tokio::spawn(async move { entry.interrupted(&token).await });

@@ -2,7 +2,7 @@
 //! the limits, the registry of live sessions and the metrics. Built once by
 //! `app::run`; read-mostly, nothing here is locked per statement.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
@@ -41,14 +41,40 @@ pub struct Shared {
     pub open_stmts: crate::backend::state::OpenStatements,
     /// Connections still in their handshake (`limits.max_unauthenticated*`).
     pub handshakes: Handshakes,
-    /// Cancelled on SIGTERM/SIGINT: stop accepting, close idle sessions.
-    pub shutdown: CancellationToken,
+    /// Set on SIGTERM/SIGINT: stop accepting, close idle sessions.
+    pub shutdown: Shutdown,
     /// The live sessions by thread id (processlist, KILL).
     pub sessions: Arc<super::registry::Registry>,
     /// The server's accounts (`auth:`), kept fresh by `auth::catalog::refresher`.
     pub accounts: Arc<crate::auth::Catalog>,
     /// Which tables' writes use sequences (column defaults, triggers).
     pub sequence_users: super::sequence_users::SequenceUsers,
+}
+
+/// Sluice is shutting down. Asked by every session before every command:
+/// a flag read with a plain load, where `CancellationToken::is_cancelled`
+/// takes the token's mutex, one lock that every session of every thread
+/// would share per command. The listener awaits the token.
+#[derive(Default)]
+pub struct Shutdown {
+    flag: AtomicBool,
+    token: CancellationToken,
+}
+
+impl Shutdown {
+    pub fn cancel(&self) {
+        self.flag.store(true, Ordering::Release);
+        self.token.cancel();
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.flag.load(Ordering::Acquire)
+    }
+
+    /// Resolves once [`Shutdown::cancel`] was called.
+    pub async fn cancelled(&self) {
+        self.token.cancelled().await
+    }
 }
 
 /// Advertised until a backend has told us its own version. The "5.5.5-"
@@ -87,7 +113,7 @@ impl Shared {
             user_limits,
             open_stmts: Default::default(),
             handshakes,
-            shutdown: CancellationToken::new(),
+            shutdown: Shutdown::default(),
             sessions: Default::default(),
             accounts: Default::default(),
             sequence_users: Default::default(),
