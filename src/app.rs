@@ -115,7 +115,7 @@ pub async fn run(config: Config, config_path: PathBuf) -> Result<(), Error> {
     shared.metrics.attach(&rt.topology, &rt.monitors);
 
     learn_server_version(&shared).await;
-    rt.start();
+    rt.start(&shared.replica_down_hook());
     drop(rt);
     start_accounts(&shared).await;
     // Before the listeners: a SIGHUP must never find the default action.

@@ -139,10 +139,11 @@ impl Runtime {
         }
     }
 
-    /// Start the probe loops of monitors that are not running yet.
-    pub fn start(&self) {
+    /// Start the probe loops of monitors that are not running yet;
+    /// `on_replica_down` wakes the sessions (see `GroupMonitor::spawn`).
+    pub fn start(&self, on_replica_down: &crate::freshness::monitor::DownHook) {
         for m in &self.monitors {
-            m.spawn();
+            m.spawn(on_replica_down);
         }
     }
 }

@@ -52,6 +52,34 @@ impl Health {
     }
 }
 
+/// A replica's [`Health`] as the routing path reads it: two bits in one
+/// atomic, set after every probe. Reads ask per statement (in rotation? still
+/// up?), where the watch the probes write takes its lock for each look.
+#[derive(Debug, Default)]
+pub struct HealthFlags(std::sync::atomic::AtomicU8);
+
+const UP: u8 = 1;
+const CURRENT: u8 = 2;
+
+impl HealthFlags {
+    pub fn store(&self, h: &Health) {
+        let bits = if h.up { UP } else { 0 } | if h.current { CURRENT } else { 0 };
+        self.0.store(bits, std::sync::atomic::Ordering::Release);
+    }
+
+    fn bits(&self) -> u8 {
+        self.0.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    pub fn up(&self) -> bool {
+        self.bits() & UP != 0
+    }
+
+    pub fn in_rotation(&self) -> bool {
+        self.bits() == UP | CURRENT
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

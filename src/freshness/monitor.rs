@@ -16,7 +16,7 @@ use tracing::{info, warn};
 use crate::config::{self, Freshness, FreshnessMode};
 
 use super::flight::Flight;
-use super::health::Health;
+use super::health::{Health, HealthFlags};
 use super::state::{gtid_at_least, Counters, LagHistory, Scope, EPOCH_ROW};
 use super::triggers::{CounterTables, Event};
 
@@ -68,9 +68,12 @@ pub struct ReplicaMonitor {
     pool: mysql_async::Pool,
     /// Share of reads; a reload may change it in place (see `set_weights`).
     weight: AtomicU32,
-    /// Written only by this replica's probes (one at a time, `flight`);
-    /// watched by reads running on the replica (`frontend::abandon`).
+    /// Written only by this replica's probes (one at a time, `flight`).
     health: tokio::sync::watch::Sender<Health>,
+    /// `health` for the routing path (see `HealthFlags`); reads running on
+    /// the replica look at it when woken by `GroupMonitor`'s down hook
+    /// (`frontend::abandon`).
+    pub flags: Arc<HealthFlags>,
     counters: ArcSwap<Counters>,
     flight: Flight<Counters>,
     /// Last estimates, for metrics.
@@ -85,18 +88,12 @@ pub struct ReplicaMonitor {
 impl ReplicaMonitor {
     /// Up, in the hysteresis sense (see `health`).
     pub fn is_healthy(&self) -> bool {
-        self.health.borrow().up
+        self.flags.up()
     }
 
     /// Up and its last probe succeeded: may serve new reads.
     pub fn in_rotation(&self) -> bool {
-        self.health.borrow().in_rotation()
-    }
-
-    /// Follow this replica's health (reads running on it watch for it
-    /// leaving rotation).
-    pub fn watch_health(&self) -> tokio::sync::watch::Receiver<Health> {
-        self.health.subscribe()
+        self.flags.in_rotation()
     }
 
     pub fn counters(&self) -> Arc<Counters> {
@@ -114,6 +111,9 @@ struct Unmarked {
     /// Master-flight ticket taken at the last failure.
     after_ticket: u64,
 }
+
+/// Called when a replica goes down (see [`GroupMonitor::spawn`]).
+pub type DownHook = Arc<dyn Fn() + Send + Sync>;
 
 pub struct GroupMonitor {
     pub mode: FreshnessMode,
@@ -144,7 +144,7 @@ pub struct GroupMonitor {
     /// a newer target across a change of generation).
     probe_seq: AtomicU64,
     /// `db.table` names with all three sluice triggers; `None` until known.
-    tracked: ArcSwap<Option<HashSet<String>>>,
+    tracked: ArcSwap<Option<super::state::TableSet>>,
     /// Set by `forget_tracked`: re-read the set at the next probe.
     tracked_forgotten: AtomicBool,
     /// Cascading foreign keys as last read (see `tracked_tables_reusing`).
@@ -190,6 +190,8 @@ pub struct GroupMonitor {
     overlap_rerun: AtomicU64,
     /// The probe loops were started (`spawn` is idempotent).
     started: AtomicBool,
+    /// See [`GroupMonitor::spawn`].
+    down_hook: std::sync::OnceLock<DownHook>,
     /// A reload replaced this monitor: the probe loops end.
     stopped: AtomicBool,
 }
@@ -309,6 +311,7 @@ impl GroupMonitor {
                 pool: pool_for(r, config.backend_tls(r)),
                 weight: AtomicU32::new(r.weight.max(1)),
                 health: tokio::sync::watch::Sender::new(Health::default()),
+                flags: Arc::default(),
                 counters: ArcSwap::from_pointee(Counters::default()),
                 flight: Flight::new(),
                 lag_ms: AtomicU64::new(0),
@@ -358,6 +361,7 @@ impl GroupMonitor {
             born: Instant::now(),
             overlap_rerun: AtomicU64::new(0),
             started: AtomicBool::new(false),
+            down_hook: std::sync::OnceLock::new(),
             stopped: AtomicBool::new(false),
         })
     }
@@ -372,7 +376,11 @@ impl GroupMonitor {
     /// The loops hold the monitor only weakly between probes, and end at
     /// their next tick once it is stopped or dropped (no task outlives the
     /// configuration it probes for).
-    pub fn spawn(self: &Arc<Self>) {
+    ///
+    /// `on_down` is called when a replica goes down: it must wake the
+    /// sessions whose reads run there (`frontend::abandon`).
+    pub fn spawn(self: &Arc<Self>, on_down: &DownHook) {
+        let _ = self.down_hook.set(on_down.clone());
         if self.replicas.is_empty() || self.started.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -611,7 +619,7 @@ impl GroupMonitor {
                     self.untracked_tables.store(untracked as u64, Ordering::Relaxed);
                 }
                 let gained = self.guard_new_tables(&set);
-                self.tracked.store(Arc::new(Some(set)));
+                self.tracked.store(Arc::new(Some(set.iter().cloned().collect())));
                 if gained {
                     // Learn the position to wait for, and where the replicas
                     // are, now rather than a probe interval later.
@@ -802,6 +810,13 @@ impl GroupMonitor {
             h.record(res.is_ok(), rise, fall)
         });
         let after = *r.health.borrow();
+        r.flags.store(&after);
+        if before.up && !after.up {
+            // Reads under way on it look again (after the flags changed).
+            if let Some(wake) = self.down_hook.get() {
+                wake();
+            }
+        }
         match &res {
             Ok(c) => {
                 r.counters.store(Arc::new(c.clone()));
@@ -1093,20 +1108,40 @@ impl GroupMonitor {
                 return Some(c);
             }
         }
-        let cands: Vec<usize> = (0..self.replicas.len()).filter(|&i| eligible(i)).collect();
         let weight = |i: usize| self.replicas[i].weight.load(Ordering::Relaxed);
-        let total: u32 = cands.iter().map(|&i| weight(i)).sum();
-        if total == 0 {
-            return None;
-        }
-        let mut x = rand::rng().random_range(0..total);
-        for &i in &cands {
-            let w = weight(i);
-            if x < w {
-                return Some(i);
+        // The candidates, without an allocation per read: a bit per replica
+        // (a group of more than 64 replicas takes a list).
+        if self.replicas.len() <= 64 {
+            let cands = (0..self.replicas.len())
+                .filter(|&i| eligible(i))
+                .fold(0u64, |m, i| m | 1 << i);
+            if cands.count_ones() == 1 {
+                let only = cands.trailing_zeros() as usize;
+                return (weight(only) > 0).then_some(only);
             }
-            x -= w;
+            return weighted((0..self.replicas.len()).filter(|i| cands & (1 << i) != 0), weight);
         }
-        cands.last().copied()
+        let cands: Vec<usize> = (0..self.replicas.len()).filter(|&i| eligible(i)).collect();
+        weighted(cands.into_iter(), weight)
     }
+}
+
+/// One of `cands` at random, each as likely as its weight; None when their
+/// weights sum to 0.
+fn weighted(cands: impl Iterator<Item = usize> + Clone, weight: impl Fn(usize) -> u32) -> Option<usize> {
+    let total: u32 = cands.clone().map(&weight).sum();
+    if total == 0 {
+        return None;
+    }
+    let mut x = rand::rng().random_range(0..total);
+    let mut last = None;
+    for i in cands {
+        let w = weight(i);
+        if x < w {
+            return Some(i);
+        }
+        x -= w;
+        last = Some(i);
+    }
+    last
 }

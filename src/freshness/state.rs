@@ -20,11 +20,19 @@ pub const GLOBAL_ROW: &str = "*";
 /// the row is never summed or compared slot by slot.
 pub const EPOCH_ROW: &str = "#epoch";
 
+/// A map keyed by table name, read by the freshness gate on every read:
+/// foldhash, not SipHash (~4 lookups per read; the keys are table names
+/// from the server's catalog, not chosen per request by a client).
+pub type TableMap<V> = HashMap<String, V, foldhash::fast::RandomState>;
+
+/// A set of `db.table` names (the tables with triggers), see [`TableMap`].
+pub type TableSet = std::collections::HashSet<String, foldhash::fast::RandomState>;
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Counters {
     /// tbl → value per counter row: index `slot * 3 + event` (a table's
     /// rows of its three counter tables, see `triggers::counters_select_sql`).
-    pub rows: HashMap<String, Vec<u64>>,
+    pub rows: TableMap<Vec<u64>>,
     /// The server's GTID position (domain → sequence number) when the
     /// counters were read; `None` when the server has none (not MariaDB).
     pub gtid: Option<HashMap<u32, u64>>,

@@ -20,23 +20,35 @@
 //! opposite of relief. Waiting for `fall` failures bounds the wait on a
 //! paused replica to about `fall` probe timeouts.
 //!
+//! A read subscribes to nothing shared: it waits in its session's own
+//! wake-up slot (`registry::Entry`), which the monitor's down hook wakes in
+//! every session when a replica goes down (rare); the read then looks at its
+//! replica's health flags. (Subscribing to the replica's health watch per
+//! read took that watch's locks, shared by every session reading there,
+//! twice per read.)
+//!
 //! The backend connection of an abandoned read is in an unknown state: the
 //! caller must close it, never pool it.
 
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::freshness::health::Health;
+use crate::freshness::health::HealthFlags;
 use crate::freshness::monitor::GroupMonitor;
 use crate::protocol::ProtocolError;
 
 use super::prepared::Conn;
+use super::registry::Entry;
 
 pub struct ReadWatch {
-    health: watch::Receiver<Health>,
+    /// The replica's health as its probes last saw it.
+    health: Arc<HealthFlags>,
+    /// The session's entry: a replica going down wakes every session
+    /// through it (`Shared::replica_down_hook`), and the read looks again.
+    entry: Arc<Entry>,
     /// The caller can run the read elsewhere as long as nothing was relayed.
     retryable: bool,
     /// The first byte must arrive before this, if set (retryable reads only).
@@ -50,6 +62,7 @@ impl ReadWatch {
     pub fn for_conn(
         monitor: &GroupMonitor,
         conn: Conn,
+        entry: &Arc<Entry>,
         first_byte: Duration,
         retryable: bool,
     ) -> Option<ReadWatch> {
@@ -57,40 +70,47 @@ impl ReadWatch {
             Conn::Replica(i) => monitor
                 .replicas
                 .get(i)
-                .map(|r| ReadWatch::new(r.watch_health(), first_byte, retryable)),
+                .map(|r| ReadWatch::new(r.flags.clone(), entry.clone(), first_byte, retryable)),
             Conn::Master => None,
         }
     }
 
     /// Watch a read that starts now; `first_byte` zero = no first-byte limit.
-    pub fn new(health: watch::Receiver<Health>, first_byte: Duration, retryable: bool) -> ReadWatch {
+    pub fn new(
+        health: Arc<HealthFlags>,
+        entry: Arc<Entry>,
+        first_byte: Duration,
+        retryable: bool,
+    ) -> ReadWatch {
         ReadWatch {
             health,
+            entry,
             retryable,
             first_byte_by: (retryable && !first_byte.is_zero()).then(|| Instant::now() + first_byte),
         }
     }
 
     /// Resolves (with the reason, as an error for the relay to report) when
-    /// the read should be abandoned; pends forever otherwise. Cancel-safe.
+    /// the read should be abandoned; pends otherwise. Cancel-safe.
     pub async fn abandoned(&mut self, relayed: bool) -> ProtocolError {
         let early = self.retryable && !relayed;
-        let down = self.health.wait_for(|h| !h.up);
+        let health = &self.health;
+        let down = self.entry.woken_when(|| (!health.up()).then_some(()));
         let why = match (early, self.first_byte_by) {
             (true, Some(by)) => tokio::select! {
-                r = down => r.map(|_| DOWN_BEFORE_ANSWER).ok(),
-                () = tokio::time::sleep_until(by) => Some(NO_FIRST_BYTE),
+                () = down => DOWN_BEFORE_ANSWER,
+                () = tokio::time::sleep_until(by) => NO_FIRST_BYTE,
             },
-            _ => down
-                .await
-                .map(|_| if early { DOWN_BEFORE_ANSWER } else { DOWN })
-                .ok(),
+            _ => {
+                down.await;
+                if early {
+                    DOWN_BEFORE_ANSWER
+                } else {
+                    DOWN
+                }
+            }
         };
-        match why {
-            Some(why) => ProtocolError::Io(io::Error::new(io::ErrorKind::TimedOut, why)),
-            // The monitor is gone (sluice is shutting down): never abandon.
-            None => std::future::pending().await,
-        }
+        ProtocolError::Io(io::Error::new(io::ErrorKind::TimedOut, why))
     }
 }
 
@@ -105,6 +125,8 @@ const DOWN: &str = "the replica stopped answering (its health probes failed fres
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::freshness::health::Health;
+    use crate::frontend::registry::Registry;
 
     fn state(up: bool, current: bool) -> Health {
         let mut h = Health::default();
@@ -127,15 +149,30 @@ mod tests {
 
     #[tokio::test]
     async fn waits_for_down_not_for_one_failed_probe() {
-        let tx = watch::Sender::new(state(true, true));
+        let registry = Arc::new(Registry::default());
+        let session = registry.register(1, "app", "h:1".into(), None);
+        let flags = Arc::new(HealthFlags::default());
         for (retryable, relayed) in [(true, false), (true, true), (false, false)] {
-            let mut w = ReadWatch::new(tx.subscribe(), Duration::ZERO, retryable);
-            tx.send_replace(state(true, true));
+            flags.store(&state(true, true));
+            let mut w = ReadWatch::new(flags.clone(), session.entry.clone(), Duration::ZERO, retryable);
             assert_eq!(fires(&mut w, relayed).await, None);
-            tx.send_replace(state(true, false));
+            flags.store(&state(true, false));
+            registry.wake_all();
             assert_eq!(fires(&mut w, relayed).await, None, "one failed probe");
-            tx.send_replace(state(false, false));
-            let e = fires(&mut w, relayed).await.expect("down");
+            // Down while the read waits: the hook's wake makes it look.
+            let waiting = tokio::spawn({
+                let (flags, entry) = (flags.clone(), session.entry.clone());
+                async move {
+                    let mut w = ReadWatch::new(flags, entry, Duration::ZERO, retryable);
+                    tokio::time::timeout(Duration::from_secs(5), w.abandoned(relayed))
+                        .await
+                        .map(|e| e.to_string())
+                }
+            });
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            flags.store(&state(false, false));
+            registry.wake_all();
+            let e = waiting.await.expect("task").expect("woken when down");
             let movable = retryable && !relayed;
             assert_eq!(e.contains("before sending anything"), movable, "{e}");
             assert_eq!(e.contains("run the statement again"), !movable, "{e}");
@@ -144,19 +181,23 @@ mod tests {
 
     #[tokio::test]
     async fn no_first_byte_limit_for_reads_that_cannot_move() {
-        let tx = watch::Sender::new(state(true, true));
-        let mut w = ReadWatch::new(tx.subscribe(), Duration::from_millis(10), false);
+        let registry = Arc::new(Registry::default());
+        let session = registry.register(1, "app", "h:1".into(), None);
+        let flags = Arc::new(HealthFlags::default());
+        flags.store(&state(true, true));
+        let mut w = ReadWatch::new(flags, session.entry.clone(), Duration::from_millis(10), false);
         assert_eq!(fires(&mut w, false).await, None);
     }
 
     #[tokio::test]
     async fn first_byte_timeout_applies_only_before_the_first_byte() {
-        let tx = watch::Sender::new(state(true, true));
-        let mut w = ReadWatch::new(tx.subscribe(), Duration::from_millis(10), true);
+        let registry = Arc::new(Registry::default());
+        let session = registry.register(1, "app", "h:1".into(), None);
+        let flags = Arc::new(HealthFlags::default());
+        flags.store(&state(true, true));
+        let mut w = ReadWatch::new(flags, session.entry.clone(), Duration::from_millis(10), true);
         let e = fires(&mut w, false).await.expect("first-byte timeout");
         assert!(e.contains("replica_read_timeout"), "{e}");
         assert_eq!(fires(&mut w, true).await, None);
-        drop(tx);
-        assert_eq!(fires(&mut w, true).await, None, "no monitor: never abandoned");
     }
 }

@@ -481,8 +481,8 @@ impl Session {
         let current = self.backends.replica.as_ref().map(|(i, _)| *i);
         let qualified = tables
             .filter(|_| self.monitor.compares_counters())
-            .and_then(|t| self.qualify(t));
-        let scope = match &qualified {
+            .and_then(|t| self.state.qualified(t));
+        let scope = match qualified {
             Some(t) => Scope::Tables(t),
             None => Scope::All,
         };
@@ -520,8 +520,8 @@ impl Session {
         // gate compares counters.
         let qualified = tables
             .filter(|_| self.monitor.compares_counters())
-            .and_then(|t| self.qualify(t));
-        let scope = match &qualified {
+            .and_then(|t| self.state.qualified(t));
+        let scope = match qualified {
             Some(t) => Scope::Tables(t),
             None => Scope::All,
         };

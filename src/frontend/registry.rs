@@ -215,8 +215,17 @@ impl Entry {
         .await
     }
 
-    /// Wake the session's task if it waits in [`Entry::interrupted`] or
-    /// [`Entry::killed`] (it checks again what it waits for).
+    /// Resolves once `check` says so: checked now and whenever the session
+    /// is woken through its entry (a kill, shutdown, or a replica going
+    /// down: [`Registry::wake_all`]). Shares the one waiter's place with
+    /// [`Entry::killed`] (the same task waits on both).
+    pub async fn woken_when<T>(&self, check: impl Fn() -> Option<T>) -> T {
+        std::future::poll_fn(|cx| self.poll_kill(cx, |_| check())).await
+    }
+
+    /// Wake the session's task if it waits in [`Entry::interrupted`],
+    /// [`Entry::killed`] or [`Entry::woken_when`] (it checks again what it
+    /// waits for).
     fn wake(&self) {
         if let Ok(w) = self.killed.lock() {
             if let Some(w) = w.as_ref() {

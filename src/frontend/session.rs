@@ -346,10 +346,6 @@ impl Session {
         self.state.in_transaction()
     }
 
-    fn qualify(&self, tables: &[String]) -> Option<Vec<String>> {
-        self.state.qualify(tables)
-    }
-
     /// COM_QUERY: a statement on a sharded table goes to the shard
     /// planner; every other one through the pipeline (pipeline.rs).
     async fn query(&mut self, payload: &[u8]) -> CmdResult {
@@ -700,7 +696,7 @@ impl Session {
             // (An EXECUTE too: its caller prepares it on the master.)
             let retryable =
                 matches!(kind, ResponseKind::Query | ResponseKind::Execute) && self.state.ro_tx.is_none();
-            let mut watch = ReadWatch::for_conn(&self.monitor, conn, first_byte, retryable);
+            let mut watch = ReadWatch::for_conn(&self.monitor, conn, &self.proc.entry, first_byte, retryable);
             let ready = match watch.as_mut() {
                 None => self.held(conn).await,
                 Some(w) => tokio::select! {

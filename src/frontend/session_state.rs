@@ -71,6 +71,16 @@ pub(super) struct SessionState {
     pub sequences: crate::frontend::sequence_users::Local,
     /// The session's `wait_timeout` once it set one.
     pub wait_timeout: Option<std::time::Duration>,
+    /// The last read's tables qualified (see [`SessionState::qualified`]).
+    qualified: Option<Qualified>,
+}
+
+/// `tables` under default database `db`, qualified as `names`.
+#[derive(Debug)]
+struct Qualified {
+    tables: Vec<String>,
+    db: Option<String>,
+    names: Option<Vec<String>>,
 }
 
 impl SessionState {
@@ -90,6 +100,7 @@ impl SessionState {
             prev_clobbered: 0,
             sequences: Default::default(),
             wait_timeout: None,
+            qualified: None,
         }
     }
 
@@ -159,19 +170,35 @@ impl SessionState {
     }
 
     /// `db.table` names for the freshness scope (unqualified names take the
-    /// session's default database); `None` when one has no database.
-    pub fn qualify(&self, tables: &[String]) -> Option<Vec<String>> {
-        tables
-            .iter()
-            .map(|t| {
-                if t.contains('.') {
-                    Some(t.clone())
-                } else {
-                    self.db.as_ref().map(|db| format!("{db}.{t}"))
-                }
-            })
-            .collect()
+    /// session's default database); `None` when one has no database. Made
+    /// once for the tables and database of the last read that asked: a
+    /// session repeats its statements, and comparing the names costs less
+    /// than making them (a `format!` and an allocation per table on every
+    /// read of the freshness gate).
+    pub fn qualified(&mut self, tables: &[String]) -> Option<&[String]> {
+        let fresh = |q: &Qualified| q.tables == tables && q.db == self.db;
+        if !self.qualified.as_ref().is_some_and(fresh) {
+            self.qualified = Some(Qualified {
+                tables: tables.to_vec(),
+                db: self.db.clone(),
+                names: qualify(self.db.as_deref(), tables),
+            });
+        }
+        self.qualified.as_ref().and_then(|q| q.names.as_deref())
     }
+}
+
+fn qualify(db: Option<&str>, tables: &[String]) -> Option<Vec<String>> {
+    tables
+        .iter()
+        .map(|t| {
+            if t.contains('.') {
+                Some(t.clone())
+            } else {
+                db.map(|db| format!("{db}.{t}"))
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -223,10 +250,18 @@ mod tests {
 
     #[test]
     fn names_are_qualified_with_the_default_database() {
-        let mut s = SessionState::new(None);
         let t = vec!["a".to_string(), "d.b".to_string()];
-        assert_eq!(s.qualify(&t), None);
+        // Remembered, and made again when the tables or the database change.
+        let mut s = SessionState::new(None);
+        assert_eq!(s.qualified(&[]), Some(&[][..]));
+        assert_eq!(s.qualified(&t), None);
         s.db = Some("shop".into());
-        assert_eq!(s.qualify(&t), Some(vec!["shop.a".to_string(), "d.b".to_string()]));
+        assert_eq!(
+            s.qualified(&t),
+            Some(&["shop.a".to_string(), "d.b".to_string()][..])
+        );
+        assert_eq!(s.qualified(&t[..1]), Some(&["shop.a".to_string()][..]));
+        s.db = Some("other".into());
+        assert_eq!(s.qualified(&t[..1]), Some(&["other.a".to_string()][..]));
     }
 }

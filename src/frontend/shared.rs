@@ -139,6 +139,15 @@ impl Shared {
         self.runtime.store(rt);
     }
 
+    /// What a monitor calls when a replica goes down: every session looks
+    /// again at what it waits for, and a read under way on that replica is
+    /// abandoned (`frontend::abandon`). Rare, so all are woken rather than a
+    /// list of readers kept per replica, which every read would lock.
+    pub fn replica_down_hook(&self) -> crate::freshness::monitor::DownHook {
+        let sessions = self.sessions.clone();
+        Arc::new(move || sessions.wake_all())
+    }
+
     /// Record the master's MariaDB extended capabilities.
     pub fn learn_backend_ext(&self, ext: u32) {
         self.backend_ext.store(ext, Ordering::Relaxed);

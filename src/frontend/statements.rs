@@ -128,7 +128,9 @@ impl Session {
     ) -> Result<(Route, u32), ErrPacket> {
         let first_byte = self.rt.config.backend.replica_read_timeout;
         let retryable = self.state.ro_tx.is_none();
-        let Some(mut watch) = ReadWatch::for_conn(&self.monitor, route.conn, first_byte, retryable) else {
+        let Some(mut watch) =
+            ReadWatch::for_conn(&self.monitor, route.conn, &self.proc.entry, first_byte, retryable)
+        else {
             return self.prepare_on(id, route.conn, variant).await.map(|b| (route, b));
         };
         let on_replica = tokio::select! {

@@ -97,7 +97,7 @@ pub async fn reload(reloader: &Reloader) -> Result<String, ConfigError> {
             return Err(e);
         }
     };
-    next.start();
+    next.start(&shared.replica_down_hook());
     shared.publish(next.clone());
     running.retire(&next);
     shared.metrics.config_reloaded(true, next.generation);
