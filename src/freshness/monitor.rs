@@ -371,6 +371,11 @@ impl GroupMonitor {
         self.target.load_full()
     }
 
+    /// Each replica's health flags, in replica order (see `HealthFlags`).
+    pub fn health_flags(&self) -> Vec<Arc<HealthFlags>> {
+        self.replicas.iter().map(|r| r.flags.clone()).collect()
+    }
+
     /// Start the background probe loops (once; later calls do nothing).
     ///
     /// The loops hold the monitor only weakly between probes, and end at

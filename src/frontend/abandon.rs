@@ -37,15 +37,14 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::freshness::health::HealthFlags;
-use crate::freshness::monitor::GroupMonitor;
 use crate::protocol::ProtocolError;
 
 use super::prepared::Conn;
 use super::registry::Entry;
 
-pub struct ReadWatch {
+pub struct ReadWatch<'h> {
     /// The replica's health as its probes last saw it.
-    health: Arc<HealthFlags>,
+    health: &'h HealthFlags,
     /// The session's entry: a replica going down wakes every session
     /// through it (`Shared::replica_down_hook`), and the read looks again.
     entry: Arc<Entry>,
@@ -55,33 +54,33 @@ pub struct ReadWatch {
     first_byte_by: Option<Instant>,
 }
 
-impl ReadWatch {
+impl<'h> ReadWatch<'h> {
     /// The watch for a command about to run on `conn`: replicas only (the
     /// master has nowhere else to go, and a write must never be abandoned
-    /// half-way: whether it committed would be unknown).
+    /// half-way: whether it committed would be unknown). `health`: the
+    /// flags of the session's replicas (`GroupMonitor::health_flags`).
     pub fn for_conn(
-        monitor: &GroupMonitor,
+        health: &'h [Arc<HealthFlags>],
         conn: Conn,
         entry: &Arc<Entry>,
         first_byte: Duration,
         retryable: bool,
-    ) -> Option<ReadWatch> {
+    ) -> Option<ReadWatch<'h>> {
         match conn {
-            Conn::Replica(i) => monitor
-                .replicas
+            Conn::Replica(i) => health
                 .get(i)
-                .map(|r| ReadWatch::new(r.flags.clone(), entry.clone(), first_byte, retryable)),
+                .map(|h| ReadWatch::new(h, entry.clone(), first_byte, retryable)),
             Conn::Master => None,
         }
     }
 
     /// Watch a read that starts now; `first_byte` zero = no first-byte limit.
     pub fn new(
-        health: Arc<HealthFlags>,
+        health: &'h HealthFlags,
         entry: Arc<Entry>,
         first_byte: Duration,
         retryable: bool,
-    ) -> ReadWatch {
+    ) -> ReadWatch<'h> {
         ReadWatch {
             health,
             entry,
@@ -94,7 +93,7 @@ impl ReadWatch {
     /// the read should be abandoned; pends otherwise. Cancel-safe.
     pub async fn abandoned(&mut self, relayed: bool) -> ProtocolError {
         let early = self.retryable && !relayed;
-        let health = &self.health;
+        let health = self.health;
         let down = self.entry.woken_when(|| (!health.up()).then_some(()));
         let why = match (early, self.first_byte_by) {
             (true, Some(by)) => tokio::select! {
@@ -140,7 +139,7 @@ mod tests {
         h
     }
 
-    async fn fires(w: &mut ReadWatch, relayed: bool) -> Option<String> {
+    async fn fires(w: &mut ReadWatch<'_>, relayed: bool) -> Option<String> {
         tokio::time::timeout(Duration::from_millis(50), w.abandoned(relayed))
             .await
             .ok()
@@ -154,7 +153,7 @@ mod tests {
         let flags = Arc::new(HealthFlags::default());
         for (retryable, relayed) in [(true, false), (true, true), (false, false)] {
             flags.store(&state(true, true));
-            let mut w = ReadWatch::new(flags.clone(), session.entry.clone(), Duration::ZERO, retryable);
+            let mut w = ReadWatch::new(&flags, session.entry.clone(), Duration::ZERO, retryable);
             assert_eq!(fires(&mut w, relayed).await, None);
             flags.store(&state(true, false));
             registry.wake_all();
@@ -163,7 +162,7 @@ mod tests {
             let waiting = tokio::spawn({
                 let (flags, entry) = (flags.clone(), session.entry.clone());
                 async move {
-                    let mut w = ReadWatch::new(flags, entry, Duration::ZERO, retryable);
+                    let mut w = ReadWatch::new(&flags, entry, Duration::ZERO, retryable);
                     tokio::time::timeout(Duration::from_secs(5), w.abandoned(relayed))
                         .await
                         .map(|e| e.to_string())
@@ -185,7 +184,7 @@ mod tests {
         let session = registry.register(1, "app", "h:1".into(), None);
         let flags = Arc::new(HealthFlags::default());
         flags.store(&state(true, true));
-        let mut w = ReadWatch::new(flags, session.entry.clone(), Duration::from_millis(10), false);
+        let mut w = ReadWatch::new(&flags, session.entry.clone(), Duration::from_millis(10), false);
         assert_eq!(fires(&mut w, false).await, None);
     }
 
@@ -195,7 +194,7 @@ mod tests {
         let session = registry.register(1, "app", "h:1".into(), None);
         let flags = Arc::new(HealthFlags::default());
         flags.store(&state(true, true));
-        let mut w = ReadWatch::new(flags, session.entry.clone(), Duration::from_millis(10), true);
+        let mut w = ReadWatch::new(&flags, session.entry.clone(), Duration::from_millis(10), true);
         let e = fires(&mut w, false).await.expect("first-byte timeout");
         assert!(e.contains("replica_read_timeout"), "{e}");
         assert_eq!(fires(&mut w, true).await, None);
