@@ -19,6 +19,8 @@ BUDGETS=(
   "classify point select|1500"
   "classify range order|2000"
   "classify+plan+gate point select|2000"
+  "memo point select|400"
+  "memo+plan+gate point select|800"
   "relay framing point select response|200"
 )
 

@@ -12,6 +12,7 @@ use sluice::protocol::codec::complete_frame;
 use sluice::protocol::response::{ResponseKind, ResponseTracker, Step};
 use sluice::router::classify;
 use sluice::router::lexer::LexOptions;
+use sluice::router::memo;
 use sluice::router::route::{self, Source, View};
 
 /// sysbench oltp_point_select's statement, as COM_QUERY sends it.
@@ -76,6 +77,21 @@ fn bench(cr: &mut Criterion) {
         b.iter(|| {
             let sql = black_box(POINT_SELECT);
             let c = classify::classify_with(sql, lex);
+            let p = route::plan(&c, sql, Source::Text, &view);
+            let fresh = replica.covers(&master, Scope::Tables(&tables));
+            black_box((p.target, fresh));
+        })
+    });
+    // What a session runs per text statement: the memo (a shape seen before),
+    // then the plan and the gate.
+    let classify = |sql: &[u8]| classify::classify_any_mode(sql);
+    cr.bench_function("memo point select", |b| {
+        b.iter(|| memo::classified(black_box(POINT_SELECT), classify))
+    });
+    cr.bench_function("memo+plan+gate point select", |b| {
+        b.iter(|| {
+            let sql = black_box(POINT_SELECT);
+            let c = memo::classified(sql, classify);
             let p = route::plan(&c, sql, Source::Text, &view);
             let fresh = replica.covers(&master, Scope::Tables(&tables));
             black_box((p.target, fresh));

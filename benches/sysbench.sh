@@ -23,6 +23,12 @@
 #               "base" in the same rounds, so before/after ratios come from one run
 #   SLUICE_CONF extra YAML lines appended to sluice's config (e.g. "runtime: { worker_threads: 1 }") []
 #   BASE_CONF   extra YAML lines appended to base's config  [SLUICE_CONF]
+#   READS       master: one standalone MariaDB, sluice with no replica (reads on the
+#               master, as through HAProxy); replica: a master + replica cluster
+#               (scripts/cluster) with sluice's triggers installed, sluice with the
+#               replica and freshness mode FRESH, so its reads go to the fresh replica
+#               (direct and HAProxy still go to the master)           [master]
+#   FRESH       freshness.mode with READS=replica                     [causal]
 # Everything runs on 127.0.0.1 on free ports; everything started here is stopped (by
 # PID) when the script exits, however it exits.
 set -euo pipefail
@@ -41,6 +47,9 @@ PS_MODES=${PS_MODES:-"disable auto"}
 LAT_TIME=${LAT_TIME:-$TIME}
 IDLE_CONNS=${IDLE_CONNS:-2000}
 WARMUP=${WARMUP:-3}
+READS=${READS:-master}
+FRESH=${FRESH:-causal}
+case "$READS" in master | replica) ;; *) die "READS must be master or replica" ;; esac
 TARGETS=(direct haproxy sluice)
 
 # --- tools -------------------------------------------------------------------------------
@@ -49,6 +58,7 @@ need_bin mariadb-install-db mariadb-server >/dev/null
 need_bin mariadb mariadb-client >/dev/null
 SYSBENCH=$(need_bin sysbench sysbench)
 HAPROXY=$(need_bin haproxy haproxy)
+need_bin curl curl >/dev/null
 need_pymysql
 for n in $TESTS; do [ -f "/usr/share/sysbench/$n.lua" ] || command -v "$n" >/dev/null || die "unknown sysbench test $n"; done
 
@@ -60,7 +70,7 @@ KEPT_HINT="logs: sluice.log, mariadb/error.log, runs/"
 # HAProxy) in every process started from here.
 raise_nofile $((IDLE_CONNS + 200)) "IDLE_CONNS=$IDLE_CONNS"
 
-read -r MPORT HPORT SPORT APORT BPORT BAPORT <<<"$(free_ports 6)"
+read -r MPORT HPORT SPORT APORT BPORT BAPORT RPORT <<<"$(free_ports 7)"
 if [ -n "${BASE_BIN:-}" ]; then
   [ -x "$BASE_BIN" ] || die "BASE_BIN=$BASE_BIN is not an executable"
   TARGETS+=(base)
@@ -72,7 +82,33 @@ LOAD_START=$(loadavg)
 sluice_binary
 
 # --- MariaDB, HAProxy ------------------------------------------------------------------
-start_mariadb "$work/mariadb" "$MPORT" $((IDLE_CONNS * 2 + 500))
+replicas="[]"
+freshness=""
+if [ "$READS" = master ]; then
+  start_mariadb "$work/mariadb" "$MPORT" $((IDLE_CONNS * 2 + 500))
+  SERVERS_DESC="mariadb: 512M buffer pool, no binlog"
+else
+  # A master + replica with GTID replication (scripts/cluster's server options); the
+  # accounts the standalone server has are made on the master and replicated.
+  cluster_dir=$work/cluster
+  stop_cluster() { "$repo/scripts/cluster" stop "$cluster_dir" >"$work/cluster-stop.log" 2>&1 || cat "$work/cluster-stop.log" >&2; }
+  CLEANUP_HOOKS+=(stop_cluster)
+  log "scripts/cluster start $cluster_dir"
+  MASTER_PORT=$MPORT REPLICA_PORT=$RPORT REPLICA_PORTS="" CLUSTER_DB=sbtest \
+    "$repo/scripts/cluster" start "$cluster_dir" >"$work/cluster-start.log" 2>&1 ||
+    { cat "$work/cluster-start.log" >&2; die "scripts/cluster start failed"; }
+  MARIADB_CLIENT=$(need_bin mariadb mariadb-client)
+  root_sql() { "$MARIADB_CLIENT" --no-defaults -h127.0.0.1 -P"$MPORT" -usluice -psluice -N -B -e "$1"; }
+  replica_sql() { "$MARIADB_CLIENT" --no-defaults -h127.0.0.1 -P"$RPORT" -usluice -psluice -N -B -e "$1"; }
+  root_sql "CREATE USER 'sbtest'@'%' IDENTIFIED BY 'sbtest'; GRANT ALL ON *.* TO 'sbtest'@'%';
+            CREATE USER 'sluicebe'@'%' IDENTIFIED BY 'sluicebe'; GRANT ALL ON *.* TO 'sluicebe'@'%';
+            SET GLOBAL max_connections = $((IDLE_CONNS * 2 + 500))"
+  replica_sql "SET GLOBAL max_connections = $((IDLE_CONNS * 2 + 500))"
+  MARIADB_VERSION=$(root_sql "SELECT @@version")
+  replicas="[{ addr: 127.0.0.1:$RPORT, user: sluicebe, password: sluicebe }]"
+  freshness="freshness: { mode: $FRESH }"
+  SERVERS_DESC="mariadb: master + replica (scripts/cluster), sluice's reads on the replica, freshness $FRESH"
+fi
 start_haproxy "$work" "$HPORT" "$MPORT" $((IDLE_CONNS * 2 + 1000))
 
 # --- sluice -----------------------------------------------------------------------------
@@ -94,11 +130,21 @@ users:
 groups:
   - name: main
     master: { addr: 127.0.0.1:$MPORT, user: sluicebe, password: sluicebe }
-    replicas: []
+    replicas: $replicas
+$freshness
 $1
 EOF
 }
+# --- prepare ----------------------------------------------------------------------------
+sysbench_prepare "$MPORT" sbtest sbtest "$TABLE_SIZE" "$work/prepare.log"
+root_sql "ANALYZE TABLE sbtest.sbtest1; SELECT COUNT(*) FROM sbtest.sbtest1" >/dev/null
 sluice_conf "${SLUICE_CONF:-}" >"$work/sluice.yaml"
+if [ "$READS" = replica ]; then
+  "$SLUICE_BIN" triggers install --schema sbtest --config "$work/sluice.yaml" >"$work/triggers.log" 2>&1 ||
+    { cat "$work/triggers.log" >&2; die "sluice triggers install failed"; }
+  pos=$(root_sql "SELECT @@GLOBAL.gtid_binlog_pos")
+  [ "$(replica_sql "SELECT MASTER_GTID_WAIT('$pos', 120)")" = 0 ] || die "replica did not catch up"
+fi
 start_sluice "$work/sluice.yaml" "$work/sluice.log" "$SPORT"
 SLUICE_PID=$STARTED_PID
 RSS_START=$(rss_kb "$SLUICE_PID")
@@ -134,9 +180,6 @@ sb() { # test port threads time extra... (run)
     "$@" run
 }
 
-# --- prepare ----------------------------------------------------------------------------
-sysbench_prepare "$MPORT" sbtest sbtest "$TABLE_SIZE" "$work/prepare.log"
-root_sql "ANALYZE TABLE sbtest.sbtest1; SELECT COUNT(*) FROM sbtest.sbtest1" >/dev/null
 
 mkdir -p "$work/runs"
 results=$work/results.tsv   # kind round test ps target qps p95_ms p50_ms errors cpu_us_per_query machine_us_per_query
@@ -198,6 +241,9 @@ for ((r = 1; r <= ROUNDS; r++)); do
   done
 done
 RSS_AFTER_RUNS=$(rss_kb "$SLUICE_PID")
+# Where sluice sent its statements over all runs (sluice_routed_statements_total).
+ROUTED=$(curl -sf "http://127.0.0.1:$APORT/metrics" | awk '/^sluice_routed_statements_total/ {
+  split($0, a, "destination=\""); split(a[2], b, "\""); s[b[1]] += $NF } END { for (k in s) printf "%s %d, ", k, s[k] }' || true)
 
 # --- RSS with IDLE_CONNS idle client connections ----------------------------------------
 # MariaDB connections of a target's account: sluice logs in as sluicebe; HAProxy
@@ -257,7 +303,7 @@ echo "==========================================================================
 report_title "sluice benchmark"
 echo "mariadb $MARIADB_VERSION | $("$HAPROXY" -v | head -n1 | cut -d' ' -f1-3) | $("$SYSBENCH" --version) | $("$SLUICE_BIN" --version)"
 echo "load average at start: $LOAD_START, at end: $(loadavg) (other work on the machine makes the numbers noisy)"
-echo "sluice: log level warn, backend.pool_max $SLUICE_POOL_MAX; haproxy: mode tcp, defaults; mariadb: 512M buffer pool, no binlog"
+echo "sluice: log level warn, backend.pool_max $SLUICE_POOL_MAX; haproxy: mode tcp, defaults; $SERVERS_DESC"
 echo "sysbench: 1 table x $TABLE_SIZE rows, $THREADS threads, ${TIME}s per run, $ROUNDS interleaved rounds"
 echo "================================================================================"
 "$PY" - "$results" "$THREADS" <<'PYEOF'
@@ -357,6 +403,8 @@ if k + ("direct",) in qps:
 PYEOF
 
 echo
+echo "Statements sluice routed over all runs (warm-up included): ${ROUTED%, }"
+echo
 echo "Memory (VmRSS)"
 echo "  sluice at start: $(mib "$RSS_START"); after warm-up: $(mib "$RSS_WARM"); after all runs: $(mib "$RSS_AFTER_RUNS")"
 idle_line sluice "${S[@]}"
@@ -369,5 +417,6 @@ extra=""
 [ -n "${BASE_BIN:-}" ] && extra="${extra}BASE_BIN=$BASE_BIN "
 [ -n "${SLUICE_CONF:-}" ] && extra="${extra}SLUICE_CONF=\"$SLUICE_CONF\" "
 [ -n "${BASE_BIN:-}" ] && [ -n "${BASE_CONF+set}" ] && extra="${extra}BASE_CONF=\"$BASE_CONF\" "
+[ "$READS" = replica ] && extra="${extra}READS=replica FRESH=$FRESH "
 echo "  ${extra}TIME=$TIME ROUNDS=$ROUNDS THREADS=$THREADS TABLE_SIZE=$TABLE_SIZE TESTS=\"$TESTS\" PS_MODES=\"$PS_MODES\" LAT_TIME=$LAT_TIME IDLE_CONNS=$IDLE_CONNS WARMUP=$WARMUP SLUICE_POOL_MAX=$SLUICE_POOL_MAX benches/sysbench.sh"
 echo "(raw sysbench outputs: KEEP=1 keeps $work/runs/)"
