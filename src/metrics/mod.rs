@@ -3,8 +3,9 @@
 //!
 //! Hot-path cost: every per-statement call below resolves its series once
 //! (label handles kept in arrays indexed by small enums or backend index)
-//! and then costs a few relaxed atomic adds; nothing is allocated or looked
-//! up by label strings per statement. Per-replica and per-pool values are not
+//! and then costs a few relaxed atomic adds, to cells of the calling thread
+//! (`hot.rs`, `sharded.rs`: no cache line that other cores' statements
+//! write); nothing is allocated or looked up by label strings per statement. Per-replica and per-pool values are not
 //! pushed at all: [`topology::TopologyCollector`] reads the freshness
 //! monitors' and pools' atomics when Prometheus scrapes.
 //!
@@ -13,17 +14,17 @@
 //! client addresses.
 
 pub mod atomic;
+mod hot;
+pub mod sharded;
 pub mod slow;
 pub mod topology;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
-use prometheus::{
-    Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
-};
+use prometheus::{Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry};
 use tracing::warn;
 
 use crate::backend::Conn;
@@ -207,10 +208,8 @@ struct BackendHandles {
     /// slow-query log, never a metric label).
     label: String,
     destination: Destination,
-    latency: Histogram,
+    latency: Arc<sharded::ShardedHistogram>,
 }
-
-type RouteCounters = [[OnceLock<IntCounter>; REASONS.len()]; 3];
 
 pub struct Metrics {
     pub registry: Registry,
@@ -219,19 +218,15 @@ pub struct Metrics {
     pub client_connections_refused: IntCounter,
     /// Sessions closed after `limits.idle_client_timeout` without a command.
     idle_sessions_closed: IntCounter,
-    /// Statements by destination (master/replica/shards) and routing reason.
-    pub routed: IntCounterVec,
+    /// What every statement updates: routes, client bytes, latency
+    /// (cells per thread, see `hot.rs`).
+    hot: Arc<hot::Hot>,
     /// Sessions pinned to their backend connection, by reason.
     session_pins: IntCounterVec,
     /// Logins by account (bounded label set, see `account_login`).
     account_logins: IntCounterVec,
     account_labels: std::sync::Mutex<std::collections::HashSet<String>>,
-    /// `routed` children, resolved on first use: [destination][reason].
-    routed_known: Box<RouteCounters>,
     errors: [IntCounter; ErrorKind::ALL.len()],
-    bytes_received: IntCounter,
-    bytes_sent: IntCounter,
-    statement_duration: HistogramVec,
     /// [group][0 = master, 1 + i = replica i] of the running topology, set
     /// by [`Metrics::attach`] and [`Metrics::retarget`]. (A session still on
     /// the snapshot before a reload that moved replicas records a statement
@@ -272,14 +267,7 @@ impl Metrics {
             "sluice_client_idle_timeouts_total",
             "Client sessions closed because they sent no command for limits.idle_client_timeout.",
         );
-        let routed = IntCounterVec::new(
-            Opts::new(
-                "sluice_routed_statements_total",
-                "Statements routed, by destination (master, replica, shards) and reason.",
-            ),
-            &["destination", "reason"],
-        )
-        .expect("static metric");
+        let hot = Arc::new(hot::Hot::new());
         let account_logins = IntCounterVec::new(
             Opts::new(
                 "sluice_account_logins_total",
@@ -313,26 +301,6 @@ impl Metrics {
         // Every kind exists from the start, at 0: a rate of errors is then 0,
         // not "no data".
         let errors = ErrorKind::ALL.map(|k| errors_vec.with_label_values(&[k.as_str()]));
-        let bytes_received = counter(
-            "sluice_client_received_bytes_total",
-            "Bytes of client commands received (MySQL packets with their headers; TLS overhead \
-             and LOCAL INFILE data not included).",
-        );
-        let bytes_sent = counter(
-            "sluice_client_sent_bytes_total",
-            "Bytes sent to clients: relayed backend responses and sluice's own packets, \
-             headers included (TLS overhead not included).",
-        );
-        let statement_duration = HistogramVec::new(
-            HistogramOpts::new(
-                "sluice_statement_duration_seconds",
-                "Time from sending a command to a backend until its whole response was relayed \
-                 to the client, by group, destination and backend.",
-            )
-            .buckets(LATENCY_BUCKETS.to_vec()),
-            &["group", "destination", "backend"],
-        )
-        .expect("static metric");
         let shard_fanout = Histogram::with_opts(
             HistogramOpts::new(
                 "sluice_shard_fanout",
@@ -362,7 +330,7 @@ impl Metrics {
         .expect("static metric");
         generation.set(1);
         for c in [
-            Box::new(routed.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(hot::HotCollector::new(hot.clone())) as Box<dyn prometheus::core::Collector>,
             Box::new(session_pins.clone()),
             Box::new(account_logins.clone()),
             Box::new(reloads_vec),
@@ -372,9 +340,6 @@ impl Metrics {
             Box::new(client_connections_refused.clone()),
             Box::new(idle_sessions_closed.clone()),
             Box::new(errors_vec),
-            Box::new(bytes_received.clone()),
-            Box::new(bytes_sent.clone()),
-            Box::new(statement_duration.clone()),
             Box::new(shard_fanout.clone()),
             Box::new(merged_rows.clone()),
         ] {
@@ -386,15 +351,11 @@ impl Metrics {
             client_connections_total,
             client_connections_refused,
             idle_sessions_closed,
-            routed,
+            hot,
             session_pins,
             account_logins,
             account_labels: Default::default(),
-            routed_known: Box::new(std::array::from_fn(|_| std::array::from_fn(|_| OnceLock::new()))),
             errors,
-            bytes_received,
-            bytes_sent,
-            statement_duration,
             backends: ArcSwap::from_pointee(Vec::new()),
             views: Arc::new(ArcSwap::from_pointee(Vec::new())),
             attached: AtomicBool::new(false),
@@ -431,11 +392,7 @@ impl Metrics {
                     v.push(BackendHandles {
                         label: label.to_owned(),
                         destination,
-                        latency: self.statement_duration.with_label_values(&[
-                            g.name.as_str(),
-                            destination.as_str(),
-                            backend,
-                        ]),
+                        latency: self.hot.duration(&g.name, destination, backend),
                     });
                 };
                 add(&g.master.label, Destination::Master, "master");
@@ -468,13 +425,7 @@ impl Metrics {
     /// Count one routing decision. Reasons are static labels; the ones in
     /// [`REASONS`] cost an atomic load and add.
     pub fn route_to(&self, dest: Destination, reason: &'static str) {
-        let d = dest as usize;
-        match reason_index(reason) {
-            Some(i) => self.routed_known[d][i]
-                .get_or_init(|| self.routed.with_label_values(&[dest.as_str(), REASONS[i]]))
-                .inc(),
-            None => self.routed.with_label_values(&[dest.as_str(), reason]).inc(),
-        }
+        self.hot.route(dest, reason);
     }
 
     /// A command relayed by backend `conn` of group `group` completed
@@ -497,7 +448,7 @@ impl Metrics {
         let backends = self.backends.load();
         let backend = backends.get(group).and_then(|b| b.get(index));
         if let Some(b) = backend {
-            b.latency.observe(elapsed.as_secs_f64());
+            b.latency.observe(elapsed);
         }
         if failed {
             self.error(ErrorKind::ServerError);
@@ -588,17 +539,17 @@ impl Metrics {
 
     /// A client packet with a payload of `len` bytes was read.
     pub fn client_bytes_in(&self, len: usize) {
-        self.bytes_received.inc_by(framed_len(len));
+        self.hot.bytes_received.inc_by(framed_len(len));
     }
 
     /// A packet with a payload of `len` bytes was written to a client.
     pub fn client_bytes_out(&self, len: usize) {
-        self.bytes_sent.inc_by(framed_len(len));
+        self.hot.bytes_sent.inc_by(framed_len(len));
     }
 
     /// Bytes of a backend response relayed to the client (already framed).
     pub fn relayed_bytes_out(&self, bytes: u64) {
-        self.bytes_sent.inc_by(bytes);
+        self.hot.bytes_sent.inc_by(bytes);
     }
 
     /// A sharded statement was sent to `shards` shards (called by the

@@ -23,14 +23,15 @@ pub fn replica_name(i: usize) -> String {
     format!("replica{i}")
 }
 
-struct Family {
-    name: &'static str,
-    help: &'static str,
-    kind: MetricType,
-    labels: &'static [&'static str],
+/// One metric family a scrape-time collector exports (also `hot.rs`).
+pub(super) struct Family {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub kind: MetricType,
+    pub labels: &'static [&'static str],
 }
 
-const fn family(
+pub(super) const fn family(
     name: &'static str,
     help: &'static str,
     kind: MetricType,
@@ -278,23 +279,14 @@ pub fn views(topology: &Topology, monitors: &[Arc<GroupMonitor>]) -> Vec<GroupVi
 
 impl TopologyCollector {
     pub fn new(groups: Views) -> TopologyCollector {
-        let descs = FAMILIES
-            .iter()
-            .filter_map(|f| {
-                Desc::new(
-                    f.name.to_owned(),
-                    f.help.to_owned(),
-                    f.labels.iter().map(|l| (*l).to_owned()).collect(),
-                    HashMap::new(),
-                )
-                .ok()
-            })
-            .collect();
-        TopologyCollector { groups, descs }
+        TopologyCollector {
+            groups,
+            descs: descs(&FAMILIES),
+        }
     }
 }
 
-fn labels(names: &[&str], values: &[&str]) -> Vec<proto::LabelPair> {
+pub(super) fn labels(names: &[&str], values: &[&str]) -> Vec<proto::LabelPair> {
     names
         .iter()
         .zip(values)
@@ -308,10 +300,10 @@ fn labels(names: &[&str], values: &[&str]) -> Vec<proto::LabelPair> {
 }
 
 /// Samples of one family being built.
-struct Samples(Vec<proto::Metric>);
+pub(super) struct Samples(pub Vec<proto::Metric>);
 
 impl Samples {
-    fn gauge(&mut self, f: &Family, values: &[&str], v: f64) {
+    pub fn gauge(&mut self, f: &Family, values: &[&str], v: f64) {
         let mut g = proto::Gauge::default();
         g.set_value(v);
         let mut m = proto::Metric::from_gauge(g);
@@ -319,7 +311,7 @@ impl Samples {
         self.0.push(m);
     }
 
-    fn counter(&mut self, f: &Family, values: &[&str], v: f64) {
+    pub fn counter(&mut self, f: &Family, values: &[&str], v: f64) {
         let mut c = proto::Counter::default();
         c.set_value(v);
         let mut m = proto::Metric::from_label(labels(f.labels, values));
@@ -327,7 +319,7 @@ impl Samples {
         self.0.push(m);
     }
 
-    fn histogram(&mut self, f: &Family, values: &[&str], h: proto::Histogram) {
+    pub fn histogram(&mut self, f: &Family, values: &[&str], h: proto::Histogram) {
         let mut m = proto::Metric::from_label(labels(f.labels, values));
         m.set_histogram(h);
         self.0.push(m);
@@ -411,18 +403,39 @@ impl Collector for TopologyCollector {
                 s[PROBE_DURATION].histogram(&f[PROBE_DURATION], &key, r.probe_seconds.snapshot());
             }
         }
-        FAMILIES
-            .iter()
-            .zip(s)
-            .filter(|(_, samples)| !samples.0.is_empty())
-            .map(|(fam, samples)| {
-                let mut mf = proto::MetricFamily::default();
-                mf.set_name(fam.name.to_owned());
-                mf.set_help(fam.help.to_owned());
-                mf.set_field_type(fam.kind);
-                mf.set_metric(samples.0);
-                mf
-            })
-            .collect()
+        finish(&FAMILIES, s)
     }
+}
+
+/// The descriptions of `families`, for `Collector::desc`.
+pub(super) fn descs(families: &[Family]) -> Vec<Desc> {
+    families
+        .iter()
+        .filter_map(|f| {
+            Desc::new(
+                f.name.to_owned(),
+                f.help.to_owned(),
+                f.labels.iter().map(|l| (*l).to_owned()).collect(),
+                HashMap::new(),
+            )
+            .ok()
+        })
+        .collect()
+}
+
+/// The families with samples, for `Collector::collect`.
+pub(super) fn finish(families: &[Family], samples: Vec<Samples>) -> Vec<proto::MetricFamily> {
+    families
+        .iter()
+        .zip(samples)
+        .filter(|(_, samples)| !samples.0.is_empty())
+        .map(|(fam, samples)| {
+            let mut mf = proto::MetricFamily::default();
+            mf.set_name(fam.name.to_owned());
+            mf.set_help(fam.help.to_owned());
+            mf.set_field_type(fam.kind);
+            mf.set_metric(samples.0);
+            mf
+        })
+        .collect()
 }
