@@ -42,9 +42,11 @@ use crate::protocol::ProtocolError;
 use super::prepared::Conn;
 use super::registry::Entry;
 
-pub struct ReadWatch<'h> {
-    /// The replica's health as its probes last saw it.
-    health: &'h HealthFlags,
+pub struct ReadWatch {
+    /// The session's replicas' health flags (see `Session::health`).
+    health: Arc<[Arc<HealthFlags>]>,
+    /// The replica the read runs on.
+    replica: usize,
     /// The session's entry: a replica going down wakes every session
     /// through it (`Shared::replica_down_hook`), and the read looks again.
     entry: Arc<Entry>,
@@ -54,35 +56,42 @@ pub struct ReadWatch<'h> {
     first_byte_by: Option<Instant>,
 }
 
-impl<'h> ReadWatch<'h> {
+impl ReadWatch {
     /// The watch for a command about to run on `conn`: replicas only (the
     /// master has nowhere else to go, and a write must never be abandoned
     /// half-way: whether it committed would be unknown). `health`: the
-    /// flags of the session's replicas (`GroupMonitor::health_flags`).
+    /// session's copy of its replicas' flags (`GroupMonitor::health_flags`).
     pub fn for_conn(
-        health: &'h [Arc<HealthFlags>],
+        health: &Arc<[Arc<HealthFlags>]>,
         conn: Conn,
         entry: &Arc<Entry>,
         first_byte: Duration,
         retryable: bool,
-    ) -> Option<ReadWatch<'h>> {
+    ) -> Option<ReadWatch> {
         match conn {
-            Conn::Replica(i) => health
-                .get(i)
-                .map(|h| ReadWatch::new(h, entry.clone(), first_byte, retryable)),
-            Conn::Master => None,
+            Conn::Replica(i) if i < health.len() => Some(ReadWatch::new(
+                health.clone(),
+                i,
+                entry.clone(),
+                first_byte,
+                retryable,
+            )),
+            _ => None,
         }
     }
 
-    /// Watch a read that starts now; `first_byte` zero = no first-byte limit.
+    /// Watch a read of replica `replica` that starts now; `first_byte` zero
+    /// = no first-byte limit.
     pub fn new(
-        health: &'h HealthFlags,
+        health: Arc<[Arc<HealthFlags>]>,
+        replica: usize,
         entry: Arc<Entry>,
         first_byte: Duration,
         retryable: bool,
-    ) -> ReadWatch<'h> {
+    ) -> ReadWatch {
         ReadWatch {
             health,
+            replica,
             entry,
             retryable,
             first_byte_by: (retryable && !first_byte.is_zero()).then(|| Instant::now() + first_byte),
@@ -93,8 +102,10 @@ impl<'h> ReadWatch<'h> {
     /// the read should be abandoned; pends otherwise. Cancel-safe.
     pub async fn abandoned(&mut self, relayed: bool) -> ProtocolError {
         let early = self.retryable && !relayed;
-        let health = self.health;
-        let down = self.entry.woken_when(|| (!health.up()).then_some(()));
+        let health = self.health.get(self.replica);
+        let down = self
+            .entry
+            .woken_when(|| health.is_none_or(|h| !h.up()).then_some(()));
         let why = match (early, self.first_byte_by) {
             (true, Some(by)) => tokio::select! {
                 () = down => DOWN_BEFORE_ANSWER,
@@ -139,7 +150,11 @@ mod tests {
         h
     }
 
-    async fn fires(w: &mut ReadWatch<'_>, relayed: bool) -> Option<String> {
+    fn one(flags: &Arc<HealthFlags>) -> Arc<[Arc<HealthFlags>]> {
+        Arc::from(vec![flags.clone()])
+    }
+
+    async fn fires(w: &mut ReadWatch, relayed: bool) -> Option<String> {
         tokio::time::timeout(Duration::from_millis(50), w.abandoned(relayed))
             .await
             .ok()
@@ -153,7 +168,7 @@ mod tests {
         let flags = Arc::new(HealthFlags::default());
         for (retryable, relayed) in [(true, false), (true, true), (false, false)] {
             flags.store(&state(true, true));
-            let mut w = ReadWatch::new(&flags, session.entry.clone(), Duration::ZERO, retryable);
+            let mut w = ReadWatch::new(one(&flags), 0, session.entry.clone(), Duration::ZERO, retryable);
             assert_eq!(fires(&mut w, relayed).await, None);
             flags.store(&state(true, false));
             registry.wake_all();
@@ -162,7 +177,7 @@ mod tests {
             let waiting = tokio::spawn({
                 let (flags, entry) = (flags.clone(), session.entry.clone());
                 async move {
-                    let mut w = ReadWatch::new(&flags, entry, Duration::ZERO, retryable);
+                    let mut w = ReadWatch::new(one(&flags), 0, entry, Duration::ZERO, retryable);
                     tokio::time::timeout(Duration::from_secs(5), w.abandoned(relayed))
                         .await
                         .map(|e| e.to_string())
@@ -184,7 +199,13 @@ mod tests {
         let session = registry.register(1, "app", "h:1".into(), None);
         let flags = Arc::new(HealthFlags::default());
         flags.store(&state(true, true));
-        let mut w = ReadWatch::new(&flags, session.entry.clone(), Duration::from_millis(10), false);
+        let mut w = ReadWatch::new(
+            one(&flags),
+            0,
+            session.entry.clone(),
+            Duration::from_millis(10),
+            false,
+        );
         assert_eq!(fires(&mut w, false).await, None);
     }
 
@@ -194,7 +215,13 @@ mod tests {
         let session = registry.register(1, "app", "h:1".into(), None);
         let flags = Arc::new(HealthFlags::default());
         flags.store(&state(true, true));
-        let mut w = ReadWatch::new(&flags, session.entry.clone(), Duration::from_millis(10), true);
+        let mut w = ReadWatch::new(
+            one(&flags),
+            0,
+            session.entry.clone(),
+            Duration::from_millis(10),
+            true,
+        );
         let e = fires(&mut w, false).await.expect("first-byte timeout");
         assert!(e.contains("replica_read_timeout"), "{e}");
         assert_eq!(fires(&mut w, true).await, None);

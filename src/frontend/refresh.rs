@@ -51,7 +51,7 @@ impl Session {
             .iter()
             .any(|m| !self.rt.monitors.iter().any(|o| Arc::ptr_eq(o, m)));
         self.monitor = latest.monitors[0].clone();
-        self.health = self.monitor.health_flags();
+        self.health = self.monitor.health_flags().into();
         self.rt = latest;
         new_monitor
     }

@@ -73,7 +73,7 @@ pub async fn command(
     backend: &mut PacketStream<BackendIo>,
     payload: &[u8],
     opts: Opts,
-    watch: Option<&mut ReadWatch<'_>>,
+    watch: Option<&mut ReadWatch>,
     guard: Option<&Guard<'_>>,
 ) -> Result<ResponseTracker, RelayError> {
     send(backend, payload).await?;
@@ -117,7 +117,7 @@ pub async fn command_checked(
     backend: &mut PacketStream<BackendIo>,
     payload: &[u8],
     opts: Opts,
-    watch: Option<&mut ReadWatch<'_>>,
+    watch: Option<&mut ReadWatch>,
     guard: Option<&Guard<'_>>,
     arrival: &Arrival,
     check: impl std::future::Future<Output = bool>,
@@ -179,7 +179,7 @@ impl Arrival {
 async fn discard(
     backend: &mut PacketStream<BackendIo>,
     opts: Opts,
-    mut watch: Option<&mut ReadWatch<'_>>,
+    mut watch: Option<&mut ReadWatch>,
 ) -> Result<(), RelayError> {
     let mut tracker = ResponseTracker::new(opts.kind, opts.deprecate_eof);
     let mut read = 0usize;
@@ -229,7 +229,7 @@ pub async fn response(
     client: &mut PacketStream<ClientIo>,
     backend: &mut PacketStream<BackendIo>,
     opts: Opts,
-    mut watch: Option<&mut ReadWatch<'_>>,
+    mut watch: Option<&mut ReadWatch>,
     guard: Option<&Guard<'_>>,
 ) -> Result<ResponseTracker, RelayError> {
     let mut tracker = ResponseTracker::new(opts.kind, opts.deprecate_eof);

@@ -174,8 +174,10 @@ struct Session {
     rt: Arc<Runtime>,
     /// `rt.monitors[0]`.
     monitor: Arc<GroupMonitor>,
-    /// The health flags of `monitor`'s replicas (`frontend::abandon`).
-    health: Vec<Arc<crate::freshness::health::HealthFlags>>,
+    /// The health flags of `monitor`'s replicas (`frontend::abandon`), in
+    /// an allocation of the session's own: a read's watch clones this `Arc`,
+    /// whose count no other session writes.
+    health: Arc<[Arc<crate::freshness::health::HealthFlags>]>,
     client: PacketStream<ClientIo>,
     user: String,
     caps: CapabilityFlags,
@@ -213,7 +215,7 @@ impl Session {
         Session {
             shared,
             rt,
-            health: monitor.health_flags(),
+            health: monitor.health_flags().into(),
             monitor,
             client: a.client,
             user: a.user,
@@ -690,184 +692,175 @@ impl Session {
             provisional = None;
             self.shared.metrics.route(conn == Conn::Master, route.reason);
         }
-        // The replicas' health flags, out of the session while the read
-        // runs (`ReadWatch` borrows them; `held` needs the session): no
-        // reference count that every session shares is touched per read.
-        let health = std::mem::take(&mut self.health);
-        let r: Result<Result<Option<ResponseTracker>, Stale>, Closed> = async {
-            loop {
-                // faults: a read on a replica gives up when the replica stops
-                // answering, while connecting or syncing as well as while waiting
-                // for its answer (see frontend::abandon); the existing fallbacks
-                // below then retry it on the master or report it.
-                let first_byte = self.rt.config.backend.replica_read_timeout;
-                // (An EXECUTE too: its caller prepares it on the master.)
-                let retryable =
-                    matches!(kind, ResponseKind::Query | ResponseKind::Execute) && self.state.ro_tx.is_none();
-                let mut watch = ReadWatch::for_conn(&health, conn, &self.proc.entry, first_byte, retryable);
-                let ready = match watch.as_mut() {
-                    None => self.held(conn).await,
-                    Some(w) => tokio::select! {
-                        r = self.held(conn) => r,
-                        err = w.abandoned(false) => Err(self.abandon_replica(conn, err)),
-                    },
-                };
-                if ready.is_err() && provisional.take().is_some() {
-                    // Counted as the plain gate counts it (the replica chosen).
-                    self.shared.metrics.route(false, route.reason);
-                }
-                if let Err(e) = ready {
-                    if let Conn::Replica(_) = conn {
-                        if self.state.ro_tx.is_none() {
-                            debug!(error = %e, "replica unusable, reading from the master");
-                            self.backends.replica = None;
-                            if kind == ResponseKind::Execute {
-                                // The payload names the replica's statement id:
-                                // the caller prepares it on the master.
-                                return Ok(Err(Stale));
-                            }
-                            conn = Conn::Master;
-                            continue;
+        loop {
+            // faults: a read on a replica gives up when the replica stops
+            // answering, while connecting or syncing as well as while waiting
+            // for its answer (see frontend::abandon); the existing fallbacks
+            // below then retry it on the master or report it.
+            let first_byte = self.rt.config.backend.replica_read_timeout;
+            // (An EXECUTE too: its caller prepares it on the master.)
+            let retryable =
+                matches!(kind, ResponseKind::Query | ResponseKind::Execute) && self.state.ro_tx.is_none();
+            let mut watch = ReadWatch::for_conn(&self.health, conn, &self.proc.entry, first_byte, retryable);
+            let ready = match watch.as_mut() {
+                None => self.held(conn).await,
+                Some(w) => tokio::select! {
+                    r = self.held(conn) => r,
+                    err = w.abandoned(false) => Err(self.abandon_replica(conn, err)),
+                },
+            };
+            if ready.is_err() && provisional.take().is_some() {
+                // Counted as the plain gate counts it (the replica chosen).
+                self.shared.metrics.route(false, route.reason);
+            }
+            if let Err(e) = ready {
+                if let Conn::Replica(_) = conn {
+                    if self.state.ro_tx.is_none() {
+                        debug!(error = %e, "replica unusable, reading from the master");
+                        self.backends.replica = None;
+                        if kind == ResponseKind::Execute {
+                            // The payload names the replica's statement id:
+                            // the caller prepares it on the master.
+                            return Ok(Err(Stale));
                         }
+                        conn = Conn::Master;
+                        continue;
                     }
-                    self.send_err(&e).await?;
-                    return Ok(Ok(None));
                 }
-                let Some(h) = slot_of(&mut self.backends.master, &mut self.backends.replica, conn) else {
-                    return Ok(Ok(None));
-                };
-                h.conn.dirty = true;
-                let opts = relay::Opts {
-                    kind,
-                    deprecate_eof: h.conn.deprecate_eof(),
-                    hold_final: hold,
-                    prepare_id,
-                    stmt_ids,
-                };
-                let started = std::time::Instant::now(); // metrics: command latency, slow-query log
-                self.backends.keep = None;
-                // hook(abandon, kill): the relay cancels the statement on the
-                // backend when the client leaves or the session is killed.
-                let guard = control::pool_for(&self.rt, conn).map(|pool| relay::Guard {
-                    entry: &self.proc,
-                    pool,
-                    thread: h.conn.thread_id,
-                });
-                let mut verdict = None;
-                let checked = provisional.is_some();
-                let relayed = match provisional.take() {
-                    None => relay::command(
+                self.send_err(&e).await?;
+                return Ok(Ok(None));
+            }
+            let Some(h) = slot_of(&mut self.backends.master, &mut self.backends.replica, conn) else {
+                return Ok(Ok(None));
+            };
+            h.conn.dirty = true;
+            let opts = relay::Opts {
+                kind,
+                deprecate_eof: h.conn.deprecate_eof(),
+                hold_final: hold,
+                prepare_id,
+                stmt_ids,
+            };
+            let started = std::time::Instant::now(); // metrics: command latency, slow-query log
+            self.backends.keep = None;
+            // hook(abandon, kill): the relay cancels the statement on the
+            // backend when the client leaves or the session is killed.
+            let guard = control::pool_for(&self.rt, conn).map(|pool| relay::Guard {
+                entry: &self.proc,
+                pool,
+                thread: h.conn.thread_id,
+            });
+            let mut verdict = None;
+            let checked = provisional.is_some();
+            let relayed = match provisional.take() {
+                None => relay::command(
+                    &mut self.client,
+                    &mut h.conn.stream,
+                    payload,
+                    opts,
+                    watch.as_mut(),
+                    guard.as_ref(),
+                )
+                .await
+                .map(Some),
+                Some(p) => {
+                    let monitor = &self.monitor;
+                    let arrival = relay::Arrival::new();
+                    // (Boxed: the probe's future stays out of every
+                    // statement's future.)
+                    let check = Box::pin(async {
+                        let fresh = monitor.verify(&p, arrival.wait()).await;
+                        verdict = Some(fresh);
+                        fresh
+                    });
+                    relay::command_checked(
                         &mut self.client,
                         &mut h.conn.stream,
                         payload,
                         opts,
                         watch.as_mut(),
                         guard.as_ref(),
+                        &arrival,
+                        check,
                     )
                     .await
-                    .map(Some),
-                    Some(p) => {
-                        let monitor = &self.monitor;
-                        let arrival = relay::Arrival::new();
-                        // (Boxed: the probe's future stays out of every
-                        // statement's future.)
-                        let check = Box::pin(async {
-                            let fresh = monitor.verify(&p, arrival.wait()).await;
-                            verdict = Some(fresh);
-                            fresh
-                        });
-                        relay::command_checked(
-                            &mut self.client,
-                            &mut h.conn.stream,
-                            payload,
-                            opts,
-                            watch.as_mut(),
-                            guard.as_ref(),
-                            &arrival,
-                            check,
-                        )
-                        .await
-                    }
-                };
-                if checked {
-                    match verdict {
-                        Some(false) => self.shared.metrics.route(true, Fallback::Stale.as_str()),
-                        // (None: the send failed before the check; counted as
-                        // the plain gate counts it.)
-                        Some(true) | None => self.shared.metrics.route(false, route.reason),
-                    }
                 }
-                match relayed {
-                    Ok(None) => return Ok(Err(Stale)),
-                    Ok(Some(tracker)) => {
-                        h.conn.note_status(tracker.last_status); // hook(abandon): pool's check
-                        self.backends.last_conn = conn;
-                        if tracker.error || tracker.warnings {
-                            // SHOW WARNINGS must find them here.
-                            self.backends.keep = Some(conn);
-                        }
-                        // metrics: latency per backend, server errors, slow-query log
-                        let slow = self.rt.config.log.slow_query;
-                        self.shared
-                            .metrics
-                            .command_done(0, conn, started, tracker.error, payload, slow);
-                        self.shared.metrics.relayed_bytes_out(tracker.relayed_bytes);
-                        if conn == Conn::Master {
-                            if let Some(st) = tracker.last_status {
-                                self.state.master_status(st);
-                            }
-                        }
-                        return Ok(Ok(Some(tracker)));
+            };
+            if checked {
+                match verdict {
+                    Some(false) => self.shared.metrics.route(true, Fallback::Stale.as_str()),
+                    // (None: the send failed before the check; counted as
+                    // the plain gate counts it.)
+                    Some(true) | None => self.shared.metrics.route(false, route.reason),
+                }
+            }
+            match relayed {
+                Ok(None) => return Ok(Err(Stale)),
+                Ok(Some(tracker)) => {
+                    h.conn.note_status(tracker.last_status); // hook(abandon): pool's check
+                    self.backends.last_conn = conn;
+                    if tracker.error || tracker.warnings {
+                        // SHOW WARNINGS must find them here.
+                        self.backends.keep = Some(conn);
                     }
-                    Err(RelayError::Client(e)) => {
-                        // The backend is mid-response: it cannot serve anyone else.
-                        h.conn.broken = true;
-                        debug!(error = %e, "client gone during a response");
-                        return Err(Closed);
-                    }
-                    Err(RelayError::Backend {
-                        err,
-                        relayed,
-                        last_seq,
-                    }) => {
-                        h.conn.broken = true;
-                        let label = self.label(conn);
-                        warn!(backend = %label, error = %err, "backend failed during a command");
-                        if let (Conn::Replica(_), false, None) = (conn, relayed, self.state.ro_tx) {
-                            if kind == ResponseKind::Query {
-                                self.backends.replica = None;
-                                conn = Conn::Master;
-                                continue;
-                            }
-                            if kind == ResponseKind::Execute {
-                                // A read the client saw nothing of (a discarded
-                                // answer too big to drain among them): rerun on
-                                // the master, where the caller prepares it.
-                                self.backends.replica = None;
-                                return Ok(Err(Stale));
-                            }
+                    // metrics: latency per backend, server errors, slow-query log
+                    let slow = self.rt.config.log.slow_query;
+                    self.shared
+                        .metrics
+                        .command_done(0, conn, started, tracker.error, payload, slow);
+                    self.shared.metrics.relayed_bytes_out(tracker.relayed_bytes);
+                    if conn == Conn::Master {
+                        if let Some(st) = tracker.last_status {
+                            self.state.master_status(st);
                         }
-                        if conn == Conn::Master {
-                            self.backends.master = None;
-                            // The server's transaction is gone with the connection.
-                            self.state.master_lost();
-                        } else {
+                    }
+                    return Ok(Ok(Some(tracker)));
+                }
+                Err(RelayError::Client(e)) => {
+                    // The backend is mid-response: it cannot serve anyone else.
+                    h.conn.broken = true;
+                    debug!(error = %e, "client gone during a response");
+                    return Err(Closed);
+                }
+                Err(RelayError::Backend {
+                    err,
+                    relayed,
+                    last_seq,
+                }) => {
+                    h.conn.broken = true;
+                    let label = self.label(conn);
+                    warn!(backend = %label, error = %err, "backend failed during a command");
+                    if let (Conn::Replica(_), false, None) = (conn, relayed, self.state.ro_tx) {
+                        if kind == ResponseKind::Query {
                             self.backends.replica = None;
-                            self.state.replica_lost();
+                            conn = Conn::Master;
+                            continue;
                         }
-                        if relayed {
-                            self.reply_seq = last_seq.wrapping_add(1);
+                        if kind == ResponseKind::Execute {
+                            // A read the client saw nothing of (a discarded
+                            // answer too big to drain among them): rerun on
+                            // the master, where the caller prepares it.
+                            self.backends.replica = None;
+                            return Ok(Err(Stale));
                         }
-                        let e = error::backend_error_packet(&label, "", &BackendError::Protocol(err));
-                        self.send_err(&e).await?;
-                        return Ok(Ok(None));
                     }
+                    if conn == Conn::Master {
+                        self.backends.master = None;
+                        // The server's transaction is gone with the connection.
+                        self.state.master_lost();
+                    } else {
+                        self.backends.replica = None;
+                        self.state.replica_lost();
+                    }
+                    if relayed {
+                        self.reply_seq = last_seq.wrapping_add(1);
+                    }
+                    let e = error::backend_error_packet(&label, "", &BackendError::Protocol(err));
+                    self.send_err(&e).await?;
+                    return Ok(Ok(None));
                 }
             }
         }
-        .await;
-        self.health = health;
-        r
     }
 
     async fn send_ok(&mut self) -> CmdResult {

@@ -128,19 +128,14 @@ impl Session {
     ) -> Result<(Route, u32), ErrPacket> {
         let first_byte = self.rt.config.backend.replica_read_timeout;
         let retryable = self.state.ro_tx.is_none();
-        // (The health flags out of the session meanwhile: see `run_on_any`.)
-        let health = std::mem::take(&mut self.health);
-        let on_replica =
-            match ReadWatch::for_conn(&health, route.conn, &self.proc.entry, first_byte, retryable) {
-                None => None,
-                Some(mut watch) => Some(tokio::select! {
-                    r = self.prepare_on(id, route.conn, variant) => r,
-                    err = watch.abandoned(false) => Err(self.abandon_replica(route.conn, err)),
-                }),
-            };
-        self.health = health;
-        let Some(on_replica) = on_replica else {
+        let Some(mut watch) =
+            ReadWatch::for_conn(&self.health, route.conn, &self.proc.entry, first_byte, retryable)
+        else {
             return self.prepare_on(id, route.conn, variant).await.map(|b| (route, b));
+        };
+        let on_replica = tokio::select! {
+            r = self.prepare_on(id, route.conn, variant) => r,
+            err = watch.abandoned(false) => Err(self.abandon_replica(route.conn, err)),
         };
         match on_replica {
             Ok(b) => Ok((route, b)),
