@@ -34,6 +34,11 @@ pub const MAX_SHAPE: usize = 2048;
 /// more shapes than this pays one classification per miss, as without it).
 const CAPACITY: usize = 4096;
 
+/// Bytes of shapes per thread, the other bound: 4,096 long shapes (varying
+/// `IN (...)` lists, generated SQL) would hold 8 MiB per session thread, half
+/// a GiB on 64 cores. Typical shapes are ~100 bytes, so this rarely binds first.
+const MAX_KEY_BYTES: usize = 512 * 1024;
+
 /// Stands for a number literal in a shape (never a byte of the subset).
 const NUMBER: u8 = 0x01;
 /// Stands for a string literal in a shape.
@@ -175,12 +180,15 @@ struct Memo {
     map: HashMap<Box<[u8]>, Arc<Classified>, foldhash::fast::RandomState>,
     /// The shape being looked up (reused: no allocation per statement).
     key: Vec<u8>,
+    /// Sum of the stored shapes' lengths (bounded by [`MAX_KEY_BYTES`]).
+    key_bytes: usize,
 }
 
 thread_local! {
     static MEMO: RefCell<Memo> = RefCell::new(Memo {
         map: HashMap::with_hasher(foldhash::fast::RandomState::default()),
         key: Vec::new(),
+        key_bytes: 0,
     });
 }
 
@@ -200,9 +208,11 @@ pub fn classified(sql: &[u8], classify: impl FnOnce(&[u8]) -> Classified) -> Arc
             return c.clone();
         }
         let c = Arc::new(classify(sql));
-        if m.map.len() >= CAPACITY {
+        if m.map.len() >= CAPACITY || m.key_bytes + m.key.len() > MAX_KEY_BYTES {
             m.map.clear();
+            m.key_bytes = 0;
         }
+        m.key_bytes += m.key.len();
         m.map.insert(m.key.as_slice().into(), c.clone());
         c
     })
@@ -289,6 +299,33 @@ mod tests {
         let on = classified(b"SET autocommit=1", classify);
         let off = classified(b"SET autocommit=0", classify);
         assert_ne!(on.autocommit, off.autocommit);
+    }
+
+    #[test]
+    fn the_memo_stays_within_its_entry_and_byte_bounds() {
+        // Long distinct shapes (~1,900 bytes each, under MAX_SHAPE) fill the
+        // byte budget long before the entry count.
+        let cols: Vec<String> = (0..170).map(|i| format!("column_{i}")).collect();
+        let cols = cols.join(",");
+        let mut cleared = false;
+        for n in 0..400 {
+            let sql = format!("SELECT {cols} FROM memo_bound_t{n} WHERE id=1");
+            assert!(sql.len() <= MAX_SHAPE);
+            classified(sql.as_bytes(), classify);
+            MEMO.with(|m| {
+                let m = m.borrow();
+                assert!(m.key_bytes <= MAX_KEY_BYTES, "{} bytes", m.key_bytes);
+                assert_eq!(m.key_bytes, m.map.keys().map(|k| k.len()).sum::<usize>());
+                cleared |= m.map.len() < n + 1;
+            });
+        }
+        assert!(cleared, "400 shapes of ~1,900 bytes must overflow the budget");
+        // ... and many short ones the entry count.
+        for i in 0..CAPACITY + 10 {
+            let sql = format!("SELECT c FROM memo_bound_{i} WHERE id=1");
+            classified(sql.as_bytes(), classify);
+            MEMO.with(|m| assert!(m.borrow().map.len() <= CAPACITY));
+        }
     }
 
     /// Statements of many kinds, literals marked `#n` (number) and `#s`
