@@ -210,6 +210,7 @@ root_sql() {
 # --- HAProxy ------------------------------------------------------------------------------
 # start_haproxy dir port server_port maxconn: HAProxy in TCP mode (a plain L4 forwarder, one
 # server), in the foreground as our child (so its PID is known), config and log in dir.
+# HAPROXY_WRAP: an optional command HAProxy runs under (profile.sh: valgrind, taskset).
 start_haproxy() {
   local dir=$1 port=$2 sport=$3 maxconn=$4 haproxy
   haproxy=$(need_bin haproxy haproxy) || exit 1
@@ -226,7 +227,7 @@ listen mysql
     bind 127.0.0.1:$port
     server master 127.0.0.1:$sport
 EOF
-  "$haproxy" -db -f "$dir/haproxy.cfg" </dev/null >"$dir/haproxy.log" 2>&1 &
+  "${HAPROXY_WRAP[@]}" "$haproxy" -db -f "$dir/haproxy.cfg" </dev/null >"$dir/haproxy.log" 2>&1 &
   HAPROXY_PID=$!
   track_pid "$HAPROXY_PID" 5
   wait_port "$port" "$HAPROXY_PID" "$dir/haproxy.log" haproxy

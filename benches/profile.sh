@@ -17,6 +17,11 @@
 #   TABLE_SIZE  rows in sbtest1                                          [10000]
 #   TOP         profile entries shown                                    [25]
 #   TASKSET     CPU list for sluice (taskset -c), e.g. 0 or 0,1          [unset]
+#   PROXY       sluice | haproxy: the process profiled; haproxy is the L4 forwarder of
+#               sysbench.sh in front of the master, for the same figures
+#               (instructions, CPU, switches, system calls) side by side  [sluice]
+#   SB_ARGS     extra sysbench options, e.g. --mysql-ignore-errors=1062 for
+#               the write tests, whose threads collide on keys with --skip_trx=on  []
 #   SLUICE_CONF extra YAML lines appended to sluice's config, e.g.
 #               "runtime: { worker_threads: 1 }"                         []
 #   KEEP, SKIP_BUILD, SLUICE_BIN as in sysbench.sh
@@ -39,6 +44,9 @@ TASKSET=${TASKSET:-}
 if [ "$TOOL" = callgrind ]; then EVENTS=${EVENTS:-5000}; else EVENTS=${EVENTS:-20000}; fi
 case "$TOOL" in callgrind | perf | strace | none) ;; *) die "TOOL must be callgrind, perf, strace or none" ;; esac
 case "$READS" in master | replica) ;; *) die "READS must be master or replica" ;; esac
+PROXY=${PROXY:-sluice}
+case "$PROXY" in sluice | haproxy) ;; *) die "PROXY must be sluice or haproxy" ;; esac
+[ "$PROXY" = haproxy ] && [ "$READS" != master ] && die "PROXY=haproxy forwards to the master only: READS=master"
 
 CLIENT=$(need_bin mariadb mariadb-client)
 SYSBENCH=$(need_bin sysbench sysbench)
@@ -93,22 +101,30 @@ pre=()
 if [ "$TOOL" = callgrind ]; then
   pre+=("$VALGRIND" --tool=callgrind --callgrind-out-file="$work/callgrind.out" --dump-instr=no)
 fi
-"${pre[@]}" "$SLUICE_BIN" serve --config "$work/sluice.yaml" </dev/null >"$work/sluice.log" 2>&1 &
-SLUICE_PID=$!
-track_pid "$SLUICE_PID" 30
 [ "$TOOL" = callgrind ] && : "${WAIT_PORT_S:=60}"
-wait_port "$SPORT" "$SLUICE_PID" "$work/sluice.log" sluice
+if [ "$PROXY" = sluice ]; then
+  "${pre[@]}" "$SLUICE_BIN" serve --config "$work/sluice.yaml" </dev/null >"$work/sluice.log" 2>&1 &
+  SLUICE_PID=$!
+  track_pid "$SLUICE_PID" 30
+  wait_port "$SPORT" "$SLUICE_PID" "$work/sluice.log" sluice
+else
+  # The same port, the same accounts (sbtest exists on the master): only the
+  # process in between changes. SLUICE_PID names the profiled process below.
+  HAPROXY_WRAP=("${pre[@]}")
+  start_haproxy "$work" "$SPORT" "$MPORT" 4096
+  SLUICE_PID=$HAPROXY_PID
+fi
 sleep 1
 
 sb() { # events
   "$SYSBENCH" "$TEST" --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$SPORT" \
     --mysql-user=sbtest --mysql-password=sbtest --mysql-db=sbtest --tables=1 \
     --table-size="$TABLE_SIZE" --threads="$THREADS" --time=0 --events="$1" --report-interval=0 \
-    --db-ps-mode="$PS" --skip_trx=on run
+    --db-ps-mode="$PS" --skip_trx=on ${SB_ARGS:-} run
 }
-routed() { curl -sf "http://127.0.0.1:$APORT/metrics" | awk '/^sluice_routed_statements_total/ { split($0, a, "destination=\""); split(a[2], b, "\""); s[b[1]] += $NF } END { for (k in s) printf "%s=%d ", k, s[k] }'; }
+routed() { [ "$PROXY" = sluice ] || return 0; curl -sf "http://127.0.0.1:$APORT/metrics" | awk '/^sluice_routed_statements_total/ { split($0, a, "destination=\""); split(a[2], b, "\""); s[b[1]] += $NF } END { for (k in s) printf "%s=%d ", k, s[k] }'; }
 # Overlapped strict reads whose answer was thrown away and rerun on the master.
-reruns() { curl -sf "http://127.0.0.1:$APORT/metrics" | awk '/^sluice_strict_reruns_total/ { s += $NF } END { print s + 0 }'; }
+reruns() { [ "$PROXY" = sluice ] || { echo 0; return 0; }; curl -sf "http://127.0.0.1:$APORT/metrics" | awk '/^sluice_strict_reruns_total/ { s += $NF } END { print s + 0 }'; }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 # Context switches of all of a process's threads, voluntary and involuntary
 # (a thread that blocks and is woken again costs one voluntary switch: the
@@ -171,13 +187,13 @@ hz=$(getconf CLK_TCK)
 
 echo "================================================================================"
 echo "sluice profile $(date -u '+%F %H:%M UTC'), commit $(git -C "$repo" rev-parse --short HEAD), load $(loadavg)"
-echo "TOOL=$TOOL READS=$READS FRESH=$FRESH PS=$PS TEST=$TEST THREADS=$THREADS EVENTS=$EVENTS TASKSET=${TASKSET:--}"
+echo "PROXY=$PROXY TOOL=$TOOL READS=$READS FRESH=$FRESH PS=$PS TEST=$TEST THREADS=$THREADS EVENTS=$EVENTS TASKSET=${TASKSET:--}"
 echo "queries: $queries in $(awk -v a="$s0" -v b="$s1" 'BEGIN { printf "%.1f", b - a }') s; routed before: $before; after: $after"
 echo "server statements per query: master $(awk -v a="$mq0" -v b="$mq1" -v q="$queries" 'BEGIN { printf "%.3f", (b - a - 1) / q }'), replica $(awk -v a="$rq0" -v b="$rq1" -v q="$queries" 'BEGIN { printf "%.3f", (b - a - 1) / q }') (probes included)"
 echo "strict reruns on the master: $((reruns1 - reruns0))"
-echo "sluice CPU: $(awk -v t=$((t1 - t0)) -v hz="$hz" -v q="$queries" 'BEGIN { printf "%.1f us per query", t / hz * 1e6 / q }')"
+echo "$PROXY CPU: $(awk -v t=$((t1 - t0)) -v hz="$hz" -v q="$queries" 'BEGIN { printf "%.1f us per query", t / hz * 1e6 / q }')"
 cs_per_query() { awk -v v="$1" -v n="$2" -v q="$queries" 'BEGIN { printf "%.2f voluntary, %.2f involuntary", v / q, n / q }'; }
-echo "sluice context switches per query: $(cs_per_query $((cv1 - cv0)) $((cn1 - cn0)))"
+echo "$PROXY context switches per query: $(cs_per_query $((cv1 - cv0)) $((cn1 - cn0)))"
 echo "server context switches per query: master $(cs_per_query $((mv1 - mv0)) $((mn1 - mn0))); replica $(cs_per_query $((rv1 - rv0)) $((rn1 - rn0)))"
 # The servers' own CPU (user + system of each mariadbd; the kernel's network
 # work done on their behalf in softirq context is only in the machine's).
