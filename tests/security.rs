@@ -470,6 +470,30 @@ async fn silent_sockets_neither_lock_logins_out_nor_stay_long() {
     assert_eq!(g[0], 10, "a greeting once the silent sockets are gone");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_logged_in_session_leaves_the_handshake_budget() {
+    // Two places for connections in their handshake, from any address: the
+    // sixth login succeeds only if each session gave its place back once it
+    // was authenticated, while the five stay open.
+    let s = Sluice::start_for(
+        shared_cluster(),
+        "limits:\n  max_unauthenticated: 2\n  max_unauthenticated_per_address: 2\n",
+    );
+    let mut open = Vec::new();
+    for i in 0..5 {
+        let mut c = try_connect(opts(s.port, APP_USER, APP_PASSWORD))
+            .await
+            .unwrap_or_else(|e| panic!("login {i} with {i} sessions open: {e}\n{}", s.log()));
+        let one: Option<i64> = c.query_first("SELECT 1").await.expect("SELECT 1");
+        assert_eq!(one, Some(1));
+        open.push(c);
+    }
+    still_serves(&s).await;
+    for c in open {
+        c.disconnect().await.expect("disconnect");
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // 6. The admin endpoint
 // ---------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ use crate::protocol::{PacketStream, ProtocolError};
 use super::auth;
 use super::auth_exchange::{self, ExchangeError};
 use super::io::ClientIo;
-use super::limits::UserSlot;
+use super::limits::{HandshakeSlot, UserSlot};
 use super::shared::Shared;
 /// A handshake response is small; refuse to buffer more.
 const HANDSHAKE_MAX_PACKET: usize = 64 * 1024;
@@ -57,19 +57,22 @@ use auth_exchange::NATIVE;
 
 /// Greeting to authenticated, within `limits.handshake_timeout` (MariaDB's
 /// connect_timeout). However it ends, the connection stops counting as
-/// unauthenticated (`limits.max_unauthenticated*`).
+/// unauthenticated (`limits.max_unauthenticated*`): `slot` is dropped.
+/// (Passed down, not held in a task-local: a task-local's scope is entered
+/// and left at every poll of the session's task, for its whole life.)
 pub async fn handshake(
     socket: TcpStream,
     peer: SocketAddr,
     conn_id: u32,
     shared: &Shared,
+    slot: HandshakeSlot,
 ) -> Result<Authed, HandshakeError> {
     let timeout = shared.runtime().config.limits.handshake_timeout;
     let r = match tokio::time::timeout(timeout, handshake_inner(socket, peer, conn_id, shared)).await {
         Ok(r) => r,
         Err(_) => Err(HandshakeError::Timeout),
     };
-    super::limits::end_handshake();
+    drop(slot);
     r
 }
 

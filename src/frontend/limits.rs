@@ -9,7 +9,6 @@
 //! among the sessions only once it is authenticated, so sockets that never
 //! finish their handshake cannot lock real logins out.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -188,24 +187,6 @@ impl Handshakes {
     }
 }
 
-tokio::task_local! {
-    /// The handshake slot of the connection this task serves, released by
-    /// [`end_handshake`] once the client is authenticated (or not).
-    static HANDSHAKE: RefCell<Option<HandshakeSlot>>;
-}
-
-/// Run a connection's task holding `slot` until [`end_handshake`] (or the
-/// task's end).
-pub async fn in_handshake<F: std::future::Future>(slot: HandshakeSlot, f: F) -> F::Output {
-    HANDSHAKE.scope(RefCell::new(Some(slot)), f).await
-}
-
-/// The connection is out of its handshake: free its place in that budget.
-pub fn end_handshake() {
-    let slot = HANDSHAKE.try_with(|s| s.borrow_mut().take()).ok().flatten();
-    drop(slot);
-}
-
 impl UserLimits {
     pub fn new(users: &[User]) -> UserLimits {
         let users = users
@@ -292,20 +273,6 @@ mod tests {
             h.per_address.lock().expect("lock").is_empty(),
             "no entry left behind"
         );
-    }
-
-    #[tokio::test]
-    async fn the_handshake_slot_is_released_by_end_handshake() {
-        let h = Handshakes::new(1, 1);
-        let a: IpAddr = [127, 0, 0, 1].into();
-        let slot = h.try_acquire(a).expect("slot");
-        in_handshake(slot, async {
-            assert!(h.try_acquire(a).is_err());
-            end_handshake();
-            let again = h.try_acquire(a).expect("released");
-            drop(again);
-        })
-        .await;
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::protocol::codec::queue_frames;
 
 use super::backoff::AcceptBackoff;
 use super::cores;
-use super::limits::{self, HandshakeRefusal};
+use super::limits::HandshakeRefusal;
 use super::session;
 use super::shared::Shared;
 
@@ -60,11 +60,11 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
         let span = tracing::info_span!("conn", id = conn_id);
         // runtime.per_core: on a session thread of its own (frontend::cores).
         cores::spawn_session(socket, move |socket| {
-            limits::in_handshake(slot, async move {
+            async move {
                 shared.metrics.client_connected();
-                session::run(socket, peer, conn_id, shared.clone()).await;
+                session::run(socket, peer, conn_id, shared.clone(), slot).await;
                 shared.metrics.client_disconnected();
-            })
+            }
             .instrument(span)
         });
     }

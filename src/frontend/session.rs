@@ -68,8 +68,16 @@ mod sharded;
 mod statements;
 use session_state::SessionState;
 
-pub async fn run(socket: TcpStream, peer: SocketAddr, conn_id: u32, shared: Arc<Shared>) {
-    let authed = match handshake::handshake(socket, peer, conn_id, &shared).await {
+/// Serve one client connection; `slot` is its place among the connections in
+/// their handshake, given up once the handshake ends.
+pub async fn run(
+    socket: TcpStream,
+    peer: SocketAddr,
+    conn_id: u32,
+    shared: Arc<Shared>,
+    slot: super::limits::HandshakeSlot,
+) {
+    let authed = match handshake::handshake(socket, peer, conn_id, &shared, slot).await {
         Ok(a) => a,
         Err(HandshakeError::Refused(e)) => {
             shared.metrics.login_refused(e.code); // metrics: refused, error by kind
