@@ -20,8 +20,9 @@
 #   PROXY       sluice | haproxy: the process profiled; haproxy is the L4 forwarder of
 #               sysbench.sh in front of the master, for the same figures
 #               (instructions, CPU, switches, system calls) side by side  [sluice]
-#   SB_ARGS     extra sysbench options, e.g. --mysql-ignore-errors=1062 for
-#               the write tests, whose threads collide on keys with --skip_trx=on  []
+#   SB_ARGS     extra sysbench options, e.g. --mysql-ignore-errors=1062,1213
+#               for the write tests (with --skip_trx=on their threads collide
+#               on keys, and InnoDB may report deadlocks)                   []
 #   SLUICE_CONF extra YAML lines appended to sluice's config, e.g.
 #               "runtime: { worker_threads: 1 }"                         []
 #   KEEP, SKIP_BUILD, SLUICE_BIN as in sysbench.sh
