@@ -105,15 +105,15 @@ fi
 [ "$TOOL" = callgrind ] && : "${WAIT_PORT_S:=60}"
 if [ "$PROXY" = sluice ]; then
   "${pre[@]}" "$SLUICE_BIN" serve --config "$work/sluice.yaml" </dev/null >"$work/sluice.log" 2>&1 &
-  SLUICE_PID=$!
-  track_pid "$SLUICE_PID" 30
-  wait_port "$SPORT" "$SLUICE_PID" "$work/sluice.log" sluice
+  PROXY_PID=$!
+  track_pid "$PROXY_PID" 30
+  wait_port "$SPORT" "$PROXY_PID" "$work/sluice.log" sluice
 else
   # The same port, the same accounts (sbtest exists on the master): only the
-  # process in between changes. SLUICE_PID names the profiled process below.
+  # process in between changes.
   HAPROXY_WRAP=("${pre[@]}")
   start_haproxy "$work" "$SPORT" "$MPORT" 4096
-  SLUICE_PID=$HAPROXY_PID
+  PROXY_PID=$HAPROXY_PID
 fi
 sleep 1
 
@@ -140,15 +140,15 @@ sb $((EVENTS / 5)) >"$work/warmup.txt" 2>&1 || { tail "$work/warmup.txt" >&2; di
 before=$(routed)
 reruns0=$(reruns)
 case "$TOOL" in
-  callgrind) "$CG_CONTROL" -z "$SLUICE_PID" >/dev/null ;;
+  callgrind) "$CG_CONTROL" -z "$PROXY_PID" >/dev/null ;;
   perf)
-    "$PERF" record -F 2000 -g -e cpu-clock -p "$SLUICE_PID" -o "$work/perf.data" >"$work/perf-record.log" 2>&1 &
+    "$PERF" record -F 2000 -g -e cpu-clock -p "$PROXY_PID" -o "$work/perf.data" >"$work/perf-record.log" 2>&1 &
     PERF_PID=$!
     track_pid "$PERF_PID" 10
     sleep 0.5
     ;;
   strace)
-    "$STRACE_BIN" -c -f -p "$SLUICE_PID" -o "$work/strace.txt" 2>/dev/null &
+    "$STRACE_BIN" -c -f -p "$PROXY_PID" -o "$work/strace.txt" 2>/dev/null &
     STRACE_PID=$!
     track_pid "$STRACE_PID" 10
     sleep 0.5
@@ -161,8 +161,8 @@ mq0=$(questions msql)
 rq0=$(questions rsql)
 MASTER_PID=$(cat "$cluster_dir/master/mysqld.pid")
 REPLICA_PID=$(cat "$cluster_dir/replica1/mysqld.pid")
-t0=$(cpu_ticks "$SLUICE_PID")
-read -r cv0 cn0 <<<"$(ctx_switches "$SLUICE_PID")"
+t0=$(cpu_ticks "$PROXY_PID")
+read -r cv0 cn0 <<<"$(ctx_switches "$PROXY_PID")"
 read -r mv0 mn0 <<<"$(ctx_switches "$MASTER_PID")"
 read -r rv0 rn0 <<<"$(ctx_switches "$REPLICA_PID")"
 m0=$(cpu_ticks "$MASTER_PID")
@@ -171,8 +171,8 @@ read -r mb0 mi0 <<<"$(machine_ticks)"
 s0=$(date +%s.%N)
 sb "$EVENTS" >"$work/run.txt" 2>&1 || { tail "$work/run.txt" >&2; die "sysbench failed"; }
 s1=$(date +%s.%N)
-t1=$(cpu_ticks "$SLUICE_PID")
-read -r cv1 cn1 <<<"$(ctx_switches "$SLUICE_PID")"
+t1=$(cpu_ticks "$PROXY_PID")
+read -r cv1 cn1 <<<"$(ctx_switches "$PROXY_PID")"
 read -r mv1 mn1 <<<"$(ctx_switches "$MASTER_PID")"
 read -r rv1 rn1 <<<"$(ctx_switches "$REPLICA_PID")"
 m1=$(cpu_ticks "$MASTER_PID")
@@ -202,7 +202,7 @@ echo "server CPU: $(awk -v m=$((m1 - m0)) -v r=$((r1 - r0)) -v hz="$hz" -v q="$q
 echo "machine CPU (all processes): $(awk -v b=$((mb1 - mb0)) -v i=$((mi1 - mi0)) -v hz="$hz" -v q="$queries" 'BEGIN { printf "%.1f us busy per query, %.0f%% idle", b / hz * 1e6 / q, (b + i) ? 100 * i / (b + i) : 0 }')"
 case "$TOOL" in
   callgrind)
-    "$CG_CONTROL" -d "$SLUICE_PID" >/dev/null
+    "$CG_CONTROL" -d "$PROXY_PID" >/dev/null
     sleep 1
     out=$(ls -t "$work"/callgrind.out* | head -n1)
     total=$("$CG_ANNOTATE" "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }')
