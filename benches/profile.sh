@@ -23,6 +23,9 @@
 #   SB_ARGS     extra sysbench options, e.g. --mysql-ignore-errors=1062,1213
 #               for the write tests (with --skip_trx=on their threads collide
 #               on keys, and InnoDB may report deadlocks)                   []
+#   CG_ARGS     extra callgrind options, e.g. "--cache-sim=yes --branch-sim=yes"
+#               (simulated instruction-cache misses and mispredicted branches
+#               per query, where the machine has no hardware counters)     []
 #   SLUICE_CONF extra YAML lines appended to sluice's config, e.g.
 #               "runtime: { worker_threads: 1 }"                         []
 #   KEEP, SKIP_BUILD, SLUICE_BIN as in sysbench.sh
@@ -100,7 +103,8 @@ pos=$(msql "SELECT @@GLOBAL.gtid_binlog_pos")
 pre=()
 [ -n "$TASKSET" ] && pre=(taskset -c "$TASKSET")
 if [ "$TOOL" = callgrind ]; then
-  pre+=("$VALGRIND" --tool=callgrind --callgrind-out-file="$work/callgrind.out" --dump-instr=no)
+  # shellcheck disable=SC2206 # CG_ARGS is a list of options, split on spaces
+  pre+=("$VALGRIND" --tool=callgrind --callgrind-out-file="$work/callgrind.out" --dump-instr=no ${CG_ARGS:-})
 fi
 [ "$TOOL" = callgrind ] && : "${WAIT_PORT_S:=60}"
 if [ "$PROXY" = sluice ]; then
@@ -207,6 +211,16 @@ case "$TOOL" in
     out=$(ls -t "$work"/callgrind.out* | head -n1)
     total=$("$CG_ANNOTATE" "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }')
     echo "instructions (callgrind Ir): $total total, $(awk -v t="$total" -v q="$queries" 'BEGIN { printf "%.0f", t / q }') per query"
+    if [ -n "${CG_ARGS:-}" ]; then
+      # Every recorded event per query (with the cache and branch simulators:
+      # I1mr = first-level instruction-cache misses, Bcm / Bim = mispredicted
+      # conditional / indirect branches).
+      "$CG_ANNOTATE" "$out" 2>/dev/null | awk -v q="$queries" '
+        /^Events shown:/ { n = 0; for (i = 3; i <= NF; i++) ev[++n] = $i }
+        /PROGRAM TOTALS/ && !done { done = 1; k = 0; line = "events per query:"
+          for (i = 1; i <= NF; i++) if ($i ~ /^[0-9,]+$/) { v = $i; gsub(",", "", v); line = line sprintf(" %s %.1f", ev[++k], v / q) }
+          print line }'
+    fi
     # The thread roots (clone, start_thread, the runtime's poll loop) hold
     # 100% inclusive and nothing of interest: left out; paths shortened.
     cg_list() {
