@@ -90,12 +90,19 @@ async fn try_connect(o: OptsBuilder) -> Result<Conn, mysql_async::Error> {
 /// sluice still serves a new session (the proof that an attack did not end it).
 async fn still_serves(s: &Sluice) {
     assert!(s.is_running(), "sluice is gone; log:\n{}", s.log());
+    let c = serving_session(s, "a new session after the attack").await;
+    c.disconnect().await.expect("disconnect");
+}
+
+/// A new session through `s` that answers `SELECT 1`; `what` names it in
+/// the failure message.
+async fn serving_session(s: &Sluice, what: &str) -> Conn {
     let mut c = try_connect(opts(s.port, APP_USER, APP_PASSWORD))
         .await
-        .unwrap_or_else(|e| panic!("a new session after the attack: {e}\n{}", s.log()));
+        .unwrap_or_else(|e| panic!("{what}: {e}\n{}", s.log()));
     let one: Option<i64> = c.query_first("SELECT 1").await.expect("SELECT 1");
     assert_eq!(one, Some(1));
-    c.disconnect().await.expect("disconnect");
+    c
 }
 
 fn server_error(e: &mysql_async::Error) -> (u16, String) {
@@ -481,12 +488,7 @@ async fn a_logged_in_session_leaves_the_handshake_budget() {
     );
     let mut open = Vec::new();
     for i in 0..5 {
-        let mut c = try_connect(opts(s.port, APP_USER, APP_PASSWORD))
-            .await
-            .unwrap_or_else(|e| panic!("login {i} with {i} sessions open: {e}\n{}", s.log()));
-        let one: Option<i64> = c.query_first("SELECT 1").await.expect("SELECT 1");
-        assert_eq!(one, Some(1));
-        open.push(c);
+        open.push(serving_session(&s, &format!("login {i} with {i} sessions open")).await);
     }
     still_serves(&s).await;
     for c in open {
