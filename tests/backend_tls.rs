@@ -205,10 +205,15 @@ async fn backend_tls_own_cluster_verify_modes() {
     // runtime.per_core: two sessions on different session threads take turns,
     // each statement taking the TLS connection the other parked, which moves
     // to the borrower's thread with its TLS state (the socket under the TLS
-    // stream is re-registered; see BackendConn::settle).
+    // stream is re-registered; see BackendConn::settle). One connection in
+    // the pool, so that the turns must share it: with more, each session may
+    // keep one of its own and nothing moves.
     let cfg = format!(
         "{}runtime: {{ per_core: true, worker_threads: 2 }}\n",
-        config(&cluster, TLS_USER, TLS_PASSWORD, "{ mode: required }")
+        config(&cluster, TLS_USER, TLS_PASSWORD, "{ mode: required }").replace(
+            "backend: { connect_timeout: 2s }",
+            "backend: { connect_timeout: 2s, pool_max: 1 }"
+        )
     );
     let s = Sluice::start(&cfg);
     let mut a = try_connect(&s, TEST_DB).await.expect("per_core a");
