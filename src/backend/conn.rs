@@ -166,6 +166,8 @@ pub struct ConnectParams {
     pub user: String,
     pub password: String,
     pub connect_timeout: Duration,
+    /// `backend.max_connection_age` (zero: none).
+    pub max_age: Duration,
     /// `None`: plaintext (`tls.mode: disabled`).
     pub tls: Option<Arc<TlsSettings>>,
 }
@@ -177,6 +179,7 @@ impl std::fmt::Debug for ConnectParams {
             .field("user", &self.user)
             .field("password", &"<redacted>")
             .field("connect_timeout", &self.connect_timeout)
+            .field("max_age", &self.max_age)
             .field("tls", &self.tls)
             .finish()
     }
@@ -213,6 +216,8 @@ pub struct BackendConn {
     pub status: u16,
     /// The greeting's scramble: COM_CHANGE_USER authenticates against it.
     nonce: Vec<u8>,
+    /// When the connection logged in (`ConnectParams::max_age`).
+    born: std::time::Instant,
     /// Whom this connection is logged in as (never changes).
     pub login: Arc<Login>,
     /// Its place within the backend's `pool_max` (all logins together).
@@ -370,6 +375,7 @@ impl BackendConn {
             state: super::state::ConnState::new(),
             status: hs.status_flags().bits(),
             nonce,
+            born: std::time::Instant::now(),
             login: login.clone(),
             permit: None,
             budget: None,
@@ -471,6 +477,12 @@ impl BackendConn {
     /// its locks and uncommitted rows belong to the session that opened it.
     pub fn in_transaction(&self) -> bool {
         self.status & SERVER_STATUS_IN_TRANS != 0
+    }
+
+    /// Logged in longer ago than `max_age` (zero: never too old): the
+    /// privileges it logged in with may no longer be the account's.
+    pub fn too_old(&self, max_age: Duration) -> bool {
+        !max_age.is_zero() && self.born.elapsed() > max_age
     }
 
     /// Record the status flags of an answer relayed to a client (`None`:

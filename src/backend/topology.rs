@@ -32,6 +32,7 @@ pub(crate) fn params(b: &config::Backend, cfg: &Config) -> Result<ConnectParams,
         user: b.user.clone(),
         password: b.password.clone(),
         connect_timeout: cfg.backend.connect_timeout,
+        max_age: cfg.backend.max_connection_age,
         tls,
     })
 }

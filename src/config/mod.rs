@@ -393,6 +393,11 @@ pub struct BackendSettings {
     /// default) means no such limit: a read is still abandoned when its
     /// replica is down (see `freshness.fall`).
     pub replica_read_timeout: Duration,
+    /// A pooled connection older than this is closed instead of handed to
+    /// another statement (zero: no limit). The bound on how long a
+    /// connection keeps the privileges it logged in with when a change on
+    /// the server is not noticed by the account catalog. Default 1h.
+    pub max_connection_age: Duration,
 }
 
 /// TLS from sluice to one backend server, as the MySQL client's
@@ -537,6 +542,7 @@ impl BackendSettings {
     /// per-session choice, not a pool setting).
     pub fn pools_equal(&self, other: &BackendSettings) -> bool {
         self.connect_timeout == other.connect_timeout
+            && self.max_connection_age == other.max_connection_age
             && self.pool_max == other.pool_max
             && self.tls == other.tls
     }

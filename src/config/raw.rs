@@ -240,6 +240,11 @@ struct RawBackendSettings {
     tls: Option<RawBackendTls>,
     #[serde(default, deserialize_with = "de::parse::<de::AnyDuration, _>")]
     replica_read_timeout: Duration,
+    #[serde(
+        default = "default_max_connection_age",
+        deserialize_with = "de::parse::<de::AnyDuration, _>"
+    )]
+    max_connection_age: Duration,
 }
 
 impl Default for RawBackendSettings {
@@ -250,8 +255,13 @@ impl Default for RawBackendSettings {
             multiplex: default_multiplex(),
             tls: None,
             replica_read_timeout: Duration::ZERO,
+            max_connection_age: default_max_connection_age(),
         }
     }
+}
+
+fn default_max_connection_age() -> Duration {
+    Duration::from_secs(3600)
 }
 
 fn default_multiplex() -> bool {
@@ -274,6 +284,7 @@ impl From<RawBackendSettings> for BackendSettings {
             multiplex: raw.multiplex,
             tls: raw.tls.map(|t| t.0).unwrap_or_default(),
             replica_read_timeout: raw.replica_read_timeout,
+            max_connection_age: raw.max_connection_age,
         }
     }
 }

@@ -498,6 +498,15 @@ impl Session {
                 m.conn.db = None;
                 m.conn.state.forget();
             }
+            // State the reset may not undo: MariaDB keeps a role set with
+            // SET ROLE across COM_RESET_CONNECTION (measured on 10.11). Such
+            // a connection is closed; the session starts on a fresh one, as
+            // after a new login, and no other session ever gets it.
+            if self.state.pins.has(Pins::CONNECTION_STATE) {
+                if let Some(mut m) = self.backends.master.take() {
+                    m.conn.no_reuse = true;
+                }
+            }
             self.clear_state();
             if r.is_some_and(|t| t.error) {
                 return Ok(());
@@ -568,9 +577,11 @@ impl Session {
             let _ = self.send_err(&e).await;
             return Err(Closed);
         }
-        // Give the connections back (the pool resets them) and start clean,
-        // from now on as the new account.
-        self.backends.master = None;
+        // Give the connections back and start clean, from now on as the new
+        // account. One with state no reset undoes (a role: MariaDB keeps it
+        // across COM_CHANGE_USER too) is closed, one with tracked state reset
+        // (`finish_connections`).
+        self.finish_connections().await;
         self.clear_state();
         self.login = login;
         self.user = req.user;

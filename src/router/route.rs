@@ -284,6 +284,11 @@ fn effects(c: &Classified, sql: &[u8], src: Source, write_set: WriteSet) -> Effe
                     e.isolation = true;
                 }
             }
+            // The connection's privileges changed: nothing else may use
+            // it, and the session may use nothing else (see SetScope::Role).
+            if scope == SetScope::Role {
+                e.pin |= Pins::CONNECTION_STATE;
+            }
             if scope == SetScope::MasterOnly {
                 let (first, rest) = first_word(sql);
                 if first == "SET" && first_word(rest).0 == "TRANSACTION" {
