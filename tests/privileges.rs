@@ -341,3 +341,48 @@ async fn accounts_requiring_tls_get_what_they_require() {
         .expect("an account without REQUIRE");
     assert_eq!(run(&mut c, "SELECT 1").await, Seen::Ok(Some("1".into())));
 }
+
+/// Configured users with `backend: group` run as the group's account, which may
+/// see and end every session; for SHOW PROCESSLIST and KILL they are scoped by
+/// their own name, as the server scopes an account without PROCESS or
+/// CONNECTION ADMIN (1095, and only their own sessions listed).
+#[tokio::test]
+async fn configured_users_see_and_kill_only_their_own_sessions() {
+    let s = Sluice::start(&format!(
+        "users:\n  - {{ name: low, password: lowpw, backend: group }}\n  - {{ name: other, password: otherpw, backend: group }}\ngroups:\n{}",
+        Sluice::group_yaml("main", shared_cluster())
+    ));
+    let mut victim = login(s.port, "other", "otherpw", None).await.expect("other");
+    victim
+        .query_drop("SELECT 'the other user''s secret statement'")
+        .await
+        .expect("statement");
+    let vid = victim.id();
+    let mut low = login(s.port, "low", "lowpw", None).await.expect("low");
+    let rows: Vec<mysql_async::Row> = low.query("SHOW FULL PROCESSLIST").await.expect("processlist");
+    assert!(!rows.is_empty());
+    for r in &rows {
+        assert_eq!(r.get::<String, _>(1).as_deref(), Some("low"), "{rows:?}");
+    }
+    let e = low
+        .query_drop(format!("KILL {vid}"))
+        .await
+        .map_err(|e| seen_err(&e));
+    assert_eq!(
+        e,
+        Err(Seen::Err(1095, format!("You are not owner of thread {vid}")))
+    );
+    let e = low
+        .query_drop(format!("KILL QUERY {vid}"))
+        .await
+        .map_err(|e| seen_err(&e));
+    assert_eq!(
+        e,
+        Err(Seen::Err(1095, format!("You are not owner of thread {vid}")))
+    );
+    assert_eq!(
+        run(&mut victim, "SELECT 1").await,
+        Seen::Ok(Some("1".into())),
+        "still alive"
+    );
+}

@@ -43,7 +43,7 @@ fn body(users: &str, freshness: &str, group: &str) -> String {
 }
 
 fn user(name: &str, password: &str) -> String {
-    format!("  - {{ name: {name}, password: {password} }}\n")
+    format!("  - {{ name: {name}, password: {password}, backend: group }}\n")
 }
 
 /// Replace the configuration file, keeping the listen addresses sluice runs on.

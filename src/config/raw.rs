@@ -550,7 +550,44 @@ struct RawUser {
     #[serde(default)]
     require_tls: bool,
     #[serde(default)]
-    backend: Option<RawBackendAccount>,
+    backend: Option<RawUserBackend>,
+}
+
+/// `users[].backend`: `group`, or a server account. Required: whom a
+/// configured user's statements run as decides its privileges, so it is
+/// never implied.
+enum RawUserBackend {
+    Group,
+    Account(RawBackendAccount),
+}
+
+impl<'de> Deserialize<'de> for RawUserBackend {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = RawUserBackend;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("`group` or a server account such as { user: app, password: secret }")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<RawUserBackend, E> {
+                if s == "group" {
+                    return Ok(RawUserBackend::Group);
+                }
+                Err(E::custom(format!(
+                    "`{s}`: write `group` (the group's account) or a server account such as \
+                     {{ user: app, password: secret }}"
+                )))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<RawUserBackend, A::Error> {
+                RawBackendAccount::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(RawUserBackend::Account)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[derive(Deserialize)]
@@ -655,15 +692,28 @@ impl ListItem for RawUser {
                 ))
             }
         };
+        let backend = match self.backend {
+            Some(RawUserBackend::Account(b)) => Some(BackendAccount {
+                user: b.user,
+                password: b.password,
+            }),
+            Some(RawUserBackend::Group) => None,
+            None => {
+                return Err(format!(
+                    "user `{}` needs `backend:`, the account its statements run as (and so its \
+                     privileges): `backend: group` for the group's account (groups[].master.user, \
+                     with all of that account's privileges), or `backend: {{ user: app_ro, password: \
+                     secret }}` for a server account granted what this user may do",
+                    self.name
+                ))
+            }
+        };
         Ok(User {
             name: self.name,
             credential,
             max_connections: self.max_connections,
             require_tls: self.require_tls,
-            backend: self.backend.map(|b| BackendAccount {
-                user: b.user,
-                password: b.password,
-            }),
+            backend,
         })
     }
 }

@@ -220,7 +220,7 @@ mod tests {
 
     fn config(extra: &str) -> Config {
         let text = format!(
-            "users:\n  - {{ name: app, password: app }}\n{extra}groups:\n  - name: main\n    \
+            "users:\n  - {{ name: app, password: app, backend: group }}\n{extra}groups:\n  - name: main\n    \
              master: {{ addr: 127.0.0.1:3306, user: s, password: s }}\n    replicas:\n      \
              - {{ addr: 127.0.0.1:3307, user: s, password: s, weight: 1 }}\n"
         );

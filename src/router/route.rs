@@ -198,7 +198,16 @@ pub fn is_opaque(c: &Classified, sql: &[u8]) -> bool {
     if !matches!(c.kind, Kind::Write) {
         return false;
     }
-    let (word, _) = first_word(sql);
+    let (mut word, _) = first_word(sql);
+    if word.is_empty() {
+        // `/*!CALL p() */`, `/*M!100000 XA START 'x' */`: the server runs an
+        // executable comment's body as code (a versioned one whose fate
+        // depends on the patch level is read as code: the pin is the safe
+        // side).
+        if let Some(crate::router::lexer::Token::Word(w)) = crate::router::lexer::Tokens::new(sql).next() {
+            word = String::from_utf8_lossy(w).to_ascii_uppercase();
+        }
+    }
     OPAQUE.contains(&word.as_str())
 }
 
@@ -335,6 +344,16 @@ const PURE_FUNCTIONS: [&[u8]; 14] = [
 /// result? Literals, names, system variables and a few pure functions: yes.
 /// Subqueries, user variables and any other function (a stored function, a
 /// sequence, RAND(), a lock): no, their value or effect differs per run.
+/// Session variables the server consumes at the next statement.
+const ONE_SHOT: [&[u8]; 4] = [b"insert_id", b"last_insert_id", b"rand_seed1", b"rand_seed2"];
+
+/// `w` is `name` or `scope.name` (`session.insert_id`), in any case.
+fn ends_with_name(w: &[u8], name: &[u8]) -> bool {
+    w.len() >= name.len()
+        && w[w.len() - name.len()..].eq_ignore_ascii_case(name)
+        && (w.len() == name.len() || w[w.len() - name.len() - 1] == b'.')
+}
+
 pub fn replayable_set(sql: &[u8]) -> bool {
     let mut prev_word: Option<&[u8]> = None;
     // The word before `prev_word` was followed by a dot: `db.concat(` is a
@@ -352,6 +371,12 @@ pub fn replayable_set(sql: &[u8]) -> bool {
             }
             Token::Word(w) if w.eq_ignore_ascii_case(b"SELECT") => return false,
             Token::UserVar(_) | Token::Unterminated | Token::Semi => return false,
+            // Used up by the connection's next statement (`SET insert_id = N`
+            // gives the next INSERT that id): replayed on another connection
+            // later, it would take effect there a second time.
+            Token::Word(w) | Token::SysVar(w) if ONE_SHOT.iter().any(|v| ends_with_name(w, v)) => {
+                return false
+            }
             _ => {}
         }
         qualified = after_dot && matches!(t, Token::Word(_) | Token::Quoted(_));
@@ -579,6 +604,11 @@ mod tests {
             "EXECUTE IMMEDIATE 'SET @a = 1'",
             "PREPARE s FROM 'SELECT 1'",
             "EXECUTE s",
+            // Executable comments are code to the server.
+            "/*!CALL p()*/",
+            "/* a comment */ /*!PREPARE s FROM 'SELECT 1' */",
+            "/*!50700 XA START 'x' */",
+            "/*M!100000 EXECUTE s */",
         ] {
             let (t, _, e) = text(opaque);
             assert_eq!(t, Target::Master, "{opaque}");
@@ -616,6 +646,17 @@ mod tests {
         assert!(!replayable_set(b"SET time_zone = app.CONCAT('x')"));
         assert!(!replayable_set(b"SET time_zone = `app` . concat ('x')"));
         assert!(replayable_set(b"SET time_zone = CONCAT('+0', '0:00')"));
+        for one_shot in [
+            "SET insert_id = 5",
+            "SET SESSION INSERT_ID = 5",
+            "SET @@insert_id = 5",
+            "SET @@session.insert_id = 5",
+            "SET last_insert_id = 7",
+            "SET rand_seed1 = 1, rand_seed2 = 2",
+        ] {
+            assert!(!replayable_set(one_shot.as_bytes()), "{one_shot}");
+        }
+        assert!(replayable_set(b"SET sql_mode = 'insert_id'"));
     }
 
     #[test]

@@ -1133,7 +1133,7 @@ impl Sluice {
     /// `users:` with `app`/`app` (cleartext) and `hashuser` (password_hash of "hashpw").
     pub fn users_yaml() -> String {
         format!(
-            "users:\n  - {{ name: {APP_USER}, password: {APP_PASSWORD} }}\n  - {{ name: {HASH_USER}, password_hash: \"{}\" }}\n",
+            "users:\n  - {{ name: {APP_USER}, password: {APP_PASSWORD}, backend: group }}\n  - {{ name: {HASH_USER}, password_hash: \"{}\", backend: group }}\n",
             native_password_hash(HASH_PASSWORD)
         )
     }
