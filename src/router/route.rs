@@ -262,12 +262,10 @@ fn effects(c: &Classified, sql: &[u8], src: Source, write_set: WriteSet) -> Effe
     if c.unlocks_tables {
         e.unpin |= Pins::LOCK_TABLES;
     }
-    // RELEASE_ALL_LOCKS() lifts the pin; GET_LOCK in the same text keeps it.
-    // (The text is searched only when it calls a lock function at all.)
-    if !c.takes_named_lock
-        && c.force_master == Some(MasterReason::LockFunction)
-        && mentions(sql, b"release_all_locks")
-    {
+    // `SELECT RELEASE_ALL_LOCKS()` lifts the pin. Only that form: in any
+    // other (`... FROM t WHERE 0`, inside IF(), a CASE) the call may not run,
+    // and a lock still held would stay on a connection the session left.
+    if !c.takes_named_lock && c.force_master == Some(MasterReason::LockFunction) && releases_all_locks(sql) {
         e.unpin |= Pins::NAMED_LOCK;
     }
     match c.kind {
@@ -344,6 +342,31 @@ const PURE_FUNCTIONS: [&[u8]; 14] = [
 /// result? Literals, names, system variables and a few pure functions: yes.
 /// Subqueries, user variables and any other function (a stored function, a
 /// sequence, RAND(), a lock): no, their value or effect differs per run.
+/// `SELECT RELEASE_ALL_LOCKS()` or `DO RELEASE_ALL_LOCKS()`, alone (an alias
+/// and a `;` allowed): the call certainly runs, once.
+fn releases_all_locks(sql: &[u8]) -> bool {
+    let mut t = Tokens::new(sql);
+    let head = matches!(t.next(), Some(Token::Word(w)) if w.eq_ignore_ascii_case(b"SELECT") || w.eq_ignore_ascii_case(b"DO"));
+    let call = matches!(t.next(), Some(Token::Word(w)) if w.eq_ignore_ascii_case(b"RELEASE_ALL_LOCKS"))
+        && t.next() == Some(Token::LParen)
+        && t.next() == Some(Token::RParen);
+    let rest: Vec<Token<'_>> = t.collect();
+    let alias = match rest.as_slice() {
+        [] | [Token::Semi] => true,
+        [Token::Word(a), ..] if a.eq_ignore_ascii_case(b"AS") => {
+            matches!(
+                &rest[1..],
+                [Token::Word(_) | Token::Quoted(_) | Token::Str(_)]
+                    | [Token::Word(_) | Token::Quoted(_) | Token::Str(_), Token::Semi]
+            )
+        }
+        [Token::Word(_) | Token::Quoted(_) | Token::Str(_)]
+        | [Token::Word(_) | Token::Quoted(_) | Token::Str(_), Token::Semi] => true,
+        _ => false,
+    };
+    head && call && alias
+}
+
 /// Session variables the server consumes at the next statement.
 const ONE_SHOT: [&[u8]; 4] = [b"insert_id", b"last_insert_id", b"rand_seed1", b"rand_seed2"];
 
@@ -607,7 +630,7 @@ mod tests {
             // Executable comments are code to the server.
             "/*!CALL p()*/",
             "/* a comment */ /*!PREPARE s FROM 'SELECT 1' */",
-            "/*!50700 XA START 'x' */",
+            "/*!50100 XA START 'x' */",
             "/*M!100000 EXECUTE s */",
         ] {
             let (t, _, e) = text(opaque);
@@ -657,6 +680,28 @@ mod tests {
             assert!(!replayable_set(one_shot.as_bytes()), "{one_shot}");
         }
         assert!(replayable_set(b"SET sql_mode = 'insert_id'"));
+    }
+
+    #[test]
+    fn only_a_certain_release_all_locks_lifts_the_pin() {
+        for yes in [
+            "SELECT RELEASE_ALL_LOCKS()",
+            "select release_all_locks();",
+            "DO RELEASE_ALL_LOCKS()",
+            "SELECT RELEASE_ALL_LOCKS() AS n",
+            "SELECT RELEASE_ALL_LOCKS() n",
+        ] {
+            assert!(releases_all_locks(yes.as_bytes()), "{yes}");
+        }
+        for no in [
+            "SELECT RELEASE_ALL_LOCKS() FROM t WHERE 1 = 0",
+            "SELECT IF(0, RELEASE_ALL_LOCKS(), 1)",
+            "SELECT 1 FROM t WHERE RELEASE_ALL_LOCKS() > 5",
+            "SELECT RELEASE_ALL_LOCKS() + 0 FROM dual WHERE 0",
+            "SELECT RELEASE_ALL_LOCKS(), GET_LOCK('a', 0)",
+        ] {
+            assert!(!releases_all_locks(no.as_bytes()), "{no}");
+        }
     }
 
     #[test]
