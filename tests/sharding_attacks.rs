@@ -241,8 +241,8 @@ async fn huge_in_lists_are_refused_in_bounded_memory() {
     );
 }
 
-/// COM_STMT_SEND_LONG_DATA on a sharded statement is capped at `sharding.max_statement_size`
-/// (beyond it the statement cannot be planned), with MariaDB's max_long_data_size
+/// COM_STMT_SEND_LONG_DATA on a sharded statement is capped at `sharding.max_long_data_size`
+/// (sluice holds it until the EXECUTE says where it goes), with MariaDB's max_long_data_size
 /// semantics: past the cap the bytes are dropped and the EXECUTE fails, instead of
 /// sluice's memory growing by what the client sends.
 #[tokio::test]
@@ -265,7 +265,7 @@ async fn long_data_is_capped() {
         .unwrap_err();
     assert_eq!(e.0, NOT_SUPPORTED, "{e:?}");
     assert!(
-        e.1.contains("long data") && e.1.contains("sharding.max_statement_size"),
+        e.1.contains("long data") && e.1.contains("sharding.max_long_data_size"),
         "{e:?}"
     );
     let after = rss_peak_kib(s.pid());

@@ -11,7 +11,9 @@
 use crate::protocol::packets::{ok_packet, ErrPacket};
 use crate::shard::Part;
 
-use super::shard_io::{not_supported, run_ok, PartLog};
+use crate::frontend::params::RawParam;
+
+use super::shard_io::{not_supported, run_ok, run_part_ok, PartLog};
 use super::{Closed, Session};
 
 /// A sharded write that was applied: what the pipeline needs to apply its
@@ -45,6 +47,7 @@ impl Session {
         parts: Vec<Part>,
         ddl: bool,
         insert_id_from: Option<u32>,
+        params: &[RawParam],
     ) -> Result<Option<WriteDone>, Closed> {
         let groups = groups_of(&parts);
         if groups.len() > 1 && !ddl {
@@ -86,7 +89,7 @@ impl Session {
         for &g in &groups {
             let mine: Vec<&Part> = parts.iter().filter(|p| p.group == g).collect();
             let wrap = !ddl && mine.len() > 1 && !in_tx;
-            if let Err(e) = self.write_group(g, &mine, wrap, &mut totals).await {
+            if let Err(e) = self.write_group(g, &mine, wrap, params, &mut totals).await {
                 failure = Some(e);
                 break;
             }
@@ -129,12 +132,14 @@ impl Session {
     }
 
     /// Run one group's parts on its master (wrapped in a transaction if
-    /// `wrap`), adding their answers to `totals`.
+    /// `wrap`), adding their answers to `totals`. Parts with parameters run as
+    /// prepared statements with the client's `params` (never written into SQL).
     async fn write_group(
         &mut self,
         group: usize,
         parts: &[&Part],
         wrap: bool,
+        params: &[RawParam],
         totals: &mut Totals,
     ) -> Result<(), ErrPacket> {
         let log_on = self.rt.config.log.sql_log;
@@ -147,7 +152,7 @@ impl Session {
         let mut failure = None;
         for part in parts {
             let log = PartLog::start(log_on, &part.sql, &label, part.shard);
-            match run_ok(conn, &part.sql).await {
+            match run_part_ok(conn, part, params).await {
                 Ok(ok) => {
                     super::shard_io::log_done(log, true);
                     totals.affected += ok.affected_rows;

@@ -194,8 +194,7 @@ impl Session {
                     })
                     .sum()
             });
-        if size < PLAN_OFF_WORKER || size > self.rt.shard_rules.max_statement_size() {
-            // Small, or refused before tokenizing: cheap either way.
+        if size < PLAN_OFF_WORKER {
             return run(text, params, self.state.db.as_deref(), &self.rt);
         }
         let Ok(_permit) = LARGE_PLANS.acquire().await else {
@@ -358,7 +357,7 @@ impl Session {
                     insert_id_from,
                 } => {
                     self.pin_for_sequence_users(&parts).await;
-                    match self.run_write(parts, ddl, insert_id_from).await? {
+                    match self.run_write(parts, ddl, insert_id_from, params).await? {
                         None => {
                             self.state.prev.row_count = -1;
                             Ok(())

@@ -43,6 +43,9 @@ pub enum ParamValue {
     Bytes(Vec<u8>),
     /// A BLOB-typed parameter: a binary string.
     Blob(Vec<u8>),
+    /// A character string that is not ASCII, in a client character set other than UTF-8:
+    /// never placed by its bytes (see `literal::param_literal`).
+    Foreign(Vec<u8>),
     /// DECIMAL / NEWDECIMAL: the client's text, checked when written.
     Decimal(Vec<u8>),
     /// A DATE, DATETIME/TIMESTAMP or TIME parameter, decoded.
@@ -121,7 +124,7 @@ impl Charset {
         self.utf8_client() || self.client_maxlen == 1
     }
 
-    fn utf8_client(&self) -> bool {
+    pub(crate) fn utf8_client(&self) -> bool {
         matches!(self.client.as_deref(), Some("utf8mb4" | "utf8mb3" | "utf8"))
     }
 }
@@ -134,7 +137,9 @@ pub fn needs_charset(v: &ParamValue) -> bool {
 /// An upper bound on the bytes `v` takes once written into the SQL text.
 pub(crate) fn written_len(v: &ParamValue) -> usize {
     match v {
-        ParamValue::Bytes(b) | ParamValue::Blob(b) | ParamValue::Decimal(b) => 2 * b.len() + 24,
+        ParamValue::Bytes(b) | ParamValue::Foreign(b) | ParamValue::Blob(b) | ParamValue::Decimal(b) => {
+            2 * b.len() + 24
+        }
         _ => 48,
     }
 }
@@ -192,7 +197,7 @@ pub(crate) fn render(
             push(Token::make_word("_binary", None));
             push(Token::HexStringLiteral(hex(b)));
         }
-        ParamValue::Bytes(b) => {
+        ParamValue::Bytes(b) | ParamValue::Foreign(b) => {
             if plain_ascii(b) {
                 let s =
                     std::str::from_utf8(b).map_err(|_| Refusal("sluice: internal: ASCII check".into()))?;

@@ -46,10 +46,12 @@ mod ddl;
 mod describe;
 mod dml;
 mod group;
+mod lex;
 mod literal;
 mod route;
 mod select;
 mod shape;
+mod split;
 mod text;
 mod union;
 mod visitors;
@@ -66,7 +68,7 @@ pub use plan::{
 };
 pub use rule::{
     crc32, normalize_key, parse_atlas, KeyCollation, KeyValue, ShardFn, ShardRule, ShardRules,
-    DEFAULT_MAX_STATEMENT_SIZE,
+    DEFAULT_MAX_LONG_DATA_SIZE, DEFAULT_MAX_STATEMENT_SIZE,
 };
 pub use text::count_placeholders;
 

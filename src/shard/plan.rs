@@ -19,6 +19,7 @@ use sqlparser::tokenizer::{Location, Token, TokenWithSpan};
 use super::bind::{written_len, Charset, ParamValue};
 use super::rule::{ShardRule, ShardRules};
 use super::spec::MergeSpec;
+use super::split::{split_insert, Split};
 use super::text::{
     depth_bound, names_table_cheaply, pad_odd_hex, parse, placeholders, substitute, tokenize, Source,
     MAX_EXPR_DEPTH,
@@ -182,10 +183,14 @@ pub fn plan_with_charset(
     plan_inner(sql, Some(params), cs, current_db, rules)
 }
 
-/// Plans a prepared statement for execution: a SELECT with its placeholders kept, each
-/// part carrying the client's parameter order ([`Part::params`]), the shards chosen by
-/// the values; anything else (writes, and SELECTs whose shape needs a parameter's value
-/// in the merge, such as one in HAVING) as [`plan_with_charset`] does.
+/// Plans a prepared statement for execution with its placeholders kept: every part runs
+/// as a prepared statement on its sub-table with the client's own typed parameters
+/// ([`Part::params`]), so the server computes (types, lengths, character sets, binary
+/// bytes, DECIMAL arithmetic) exactly what it computes for the unsharded statement. The
+/// values only choose the shards (a key compared with or inserted as a parameter routes
+/// as a literal would). Writes are never planned any other way. A SELECT whose shape needs
+/// a parameter's value in the merge (one in HAVING) is planned as [`plan_with_charset`]
+/// does, with the values written in.
 pub fn plan_prepared(
     sql: &str,
     params: &[ParamValue],
@@ -193,44 +198,56 @@ pub fn plan_prepared(
     current_db: Option<&str>,
     rules: &ShardRules,
 ) -> Result<Option<ShardPlan>, Refusal> {
-    let literal = plan_inner(sql, Some(params), cs, current_db, rules);
-    if params.is_empty() {
-        return literal;
+    if params.is_empty() || rules.is_empty() || !rules.mentioned_in(sql) {
+        return plan_inner(sql, None, cs, current_db, rules);
     }
-    // A SELECT is planned again with its placeholders kept, to run as a prepared
-    // statement on each sub-table with the client's typed parameters: the only way the
-    // server computes (types, lengths, nullability, DECIMAL arithmetic) exactly what it
-    // computes for the unsharded statement. The values still choose the shards. When that
-    // plan is refused (a parameter where the merge needs a value, as in HAVING) the
-    // values written in as literals stand.
-    let forced: Option<Vec<u32>> = match &literal {
-        Ok(Some(ShardPlan::Select { parts, .. })) => Some(parts.iter().map(|p| p.shard).collect()),
-        // Refused with the values written in (`LIMIT '3'` is not SQL): every shard.
-        Err(_) => None,
-        Ok(_) => return literal,
-    };
-    match plan_placeholders(sql, params, forced.as_deref(), current_db, rules) {
-        Ok(Some(p @ ShardPlan::Select { .. })) => Ok(Some(p)),
-        _ => literal,
+    let values = placement_values(params, cs);
+    if let Split::Plan(p) = split_insert(sql, Some(&values), current_db, rules)? {
+        return Ok(Some(*p));
+    }
+    let kept = plan_placeholders(sql, &values, current_db, rules);
+    match kept {
+        Ok(_) => kept,
+        Err(r) => match plan_inner(sql, Some(params), cs, current_db, rules) {
+            Ok(Some(p @ ShardPlan::Select { .. })) => Ok(Some(p)),
+            _ => Err(r),
+        },
     }
 }
 
-/// Plans a prepared SELECT with its placeholders kept (see [`Part::params`]). Each `?` is
-/// tagged with its parameter index (`?3`, which sqlparser keeps as a placeholder and
+/// The values as placement reads them: a non-ASCII string in a client character set
+/// other than UTF-8 is [`ParamValue::Foreign`] (the server converts it before comparing,
+/// so its bytes say nothing about its shard).
+fn placement_values(params: &[ParamValue], cs: &Charset) -> Vec<ParamValue> {
+    params
+        .iter()
+        .map(|v| match v {
+            ParamValue::Bytes(b) if !b.is_ascii() && !cs.utf8_client() => ParamValue::Foreign(b.clone()),
+            v => v.clone(),
+        })
+        .collect()
+}
+
+/// Plans a prepared statement with its placeholders kept (see [`Part::params`]). Each `?`
+/// is tagged with its parameter index (`?3`, which sqlparser keeps as a placeholder and
 /// renders as written) so that every rewrite (helper columns, `AVG` split into `SUM` and
-/// `COUNT`, ORDER BY as positions) keeps track of it; the tags are then read back from
-/// each part's text with the tokenizer and turned into plain `?`.
+/// `COUNT`, ORDER BY as positions) keeps track of it, and the key routing reads its value;
+/// the tags are then read back from each part's text with the tokenizer and turned into
+/// plain `?`.
 fn plan_placeholders(
     sql: &str,
     params: &[ParamValue],
-    forced: Option<&[u32]>,
     current_db: Option<&str>,
     rules: &ShardRules,
 ) -> Result<Option<ShardPlan>, Refusal> {
-    // The same bound as the literal plan's: memory and time in proportion to the size.
-    let size = sql.len() + params.iter().map(written_len).sum::<usize>();
-    if size > rules.max_statement_size() {
-        return Err(Refusal("sluice: statement too large".into()));
+    // The same bound as the text plan's: memory and time in proportion to the size.
+    if sql.len() > rules.max_statement_size() {
+        return Err(Refusal(format!(
+            "sluice: this prepared statement on a sharded table is {} bytes; sluice plans at most {} \
+             (sharding.max_statement_size)",
+            sql.len(),
+            rules.max_statement_size()
+        )));
     }
     let mut tokens = tokenize(sql).map_err(Refusal)?;
     let Some(named) = mentions_tokens(rules, &tokens) else {
@@ -254,7 +271,10 @@ fn plan_placeholders(
     // Only shallow statements: deeper ones keep the literal plan (planned on a thread
     // with a larger stack).
     if depth_bound(&tokens) > INLINE_DEPTH {
-        return Err(Refusal("sluice: deep statement".into()));
+        return Err(Refusal(format!(
+            "sluice: the expressions in this prepared statement on sharded table {named} nest too \
+             deeply (sluice plans at most {INLINE_DEPTH} levels with parameters)"
+        )));
     }
     let mut stmts = parse(tokens.clone()).map_err(|e| {
         Refusal(format!(
@@ -271,36 +291,26 @@ fn plan_placeholders(
         .map(|t| (t.span.start.line, t.span.start.column))
         .collect();
     name_parameter_items(&mut stmt, &tokens, &placeholder_at, &src);
-    let Statement::Query(q) = stmt else {
-        return Ok(None);
-    };
     let ctx = Ctx {
         rules,
         db: current_db,
         src,
         tokens,
         spliceable: true,
-        forced_shards: forced,
+        forced_shards: None,
         values: Some(params),
     };
-    let Some(ShardPlan::Select {
-        mut parts,
-        merge,
-        wildcard_helpers,
-    }) = select::plan_query(*q, &ctx)?
-    else {
-        return Ok(None);
+    let mut planned = plan_statement(stmt, &ctx)?;
+    let parts = match &mut planned {
+        Some(ShardPlan::Select { parts, .. } | ShardPlan::Write { parts, .. }) => parts,
+        None => return Ok(None),
     };
-    for part in &mut parts {
+    for part in parts {
         let (sql, order) = untag(&part.sql, params.len())?;
         part.sql = sql;
         part.params = order;
     }
-    Ok(Some(ShardPlan::Select {
-        parts,
-        merge,
-        wildcard_helpers,
-    }))
+    Ok(planned)
 }
 
 /// A part's text with its tagged placeholders (`?3`) made plain (`?`), and the parameter
@@ -345,12 +355,28 @@ fn plan_inner(
     if rules.is_empty() || !rules.mentioned_in(sql) {
         return Ok(None);
     }
+    // INSERT … VALUES is split from the client's bytes, in one pass, at any size.
+    let mut not_split = None;
+    if params.is_none() {
+        match split_insert(sql, None, current_db, rules)? {
+            Split::Plan(p) => return Ok(Some(*p)),
+            Split::Other(why) => not_split = Some(why),
+        }
+    }
     // Planning costs memory and time in proportion to the statement (tokens, tree, parts):
     // too large a one is refused before it is tokenized.
     let size = sql.len() + params.map_or(0, |p| p.iter().map(written_len).sum());
     if size > rules.max_statement_size() {
         if !names_table_cheaply(sql, rules) {
             return Ok(None);
+        }
+        if let Some(why) = not_split.filter(|_| is_insert(sql)) {
+            return Err(Refusal(format!(
+                "sluice: this INSERT on a sharded table cannot be split row by row ({why}) and is \
+                 {size} bytes; sluice plans other statements of at most {} bytes \
+                 (sharding.max_statement_size)",
+                rules.max_statement_size()
+            )));
         }
         return Err(Refusal(format!(
             "sluice: this statement on a sharded table is {size} bytes (with its parameters written \
@@ -406,6 +432,16 @@ fn plan_inner(
             .map_err(|e| Refusal(format!("sluice: cannot plan this statement now: {e}")))?
             .join()
             .unwrap_or_else(|_| Err(Refusal("sluice: planning this statement failed".into())))
+    })
+}
+
+/// Whether the statement's first word is INSERT or REPLACE (after whitespace and plain
+/// comments).
+fn is_insert(sql: &str) -> bool {
+    let mut lx = super::lex::Lexer::new(sql);
+    lx.next_tok().is_some_and(|t| {
+        let w = &sql[t.start..t.end];
+        w.eq_ignore_ascii_case("INSERT") || w.eq_ignore_ascii_case("REPLACE")
     })
 }
 

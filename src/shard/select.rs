@@ -162,7 +162,11 @@ pub(super) fn plan_select(mut q: Query, ctx: &Ctx<'_>) -> Result<Option<Planned>
         }
     }
 
-    let key = KeyCtx { rule, qualifiers };
+    let key = KeyCtx {
+        rule,
+        qualifiers,
+        values: ctx.values,
+    };
     let shards = match ctx.forced_shards {
         Some(s) => s.to_vec(),
         None => key.route(select_mut(&mut q)?.selection.as_ref()),

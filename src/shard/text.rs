@@ -185,81 +185,24 @@ fn pop(levels: &mut Vec<usize>, sum: &mut usize) {
 }
 
 /// Whether `sql` names one of the sharded tables as an identifier (not inside a string
-/// or a comment), read without tokenizing into memory: used for statements too large to
-/// plan, to tell a refusal (it names a sharded table) from a statement that only mentions
-/// one in a literal or comment and goes to the server untouched. A misreading only ever
-/// sends a statement untouched, never plans it.
+/// or a comment), read with the byte lexer (`lex.rs`), without tokenizing into memory: used
+/// for statements too large to plan, to tell a refusal (it names a sharded table) from a
+/// statement that only mentions one in a literal or comment and goes to the server
+/// untouched. What the lexer cannot read (an executable comment, an unterminated string)
+/// counts as naming one: such a statement is refused, never sent untouched by mistake.
 pub(crate) fn names_table_cheaply(sql: &str, rules: &super::rule::ShardRules) -> bool {
-    let b = sql.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        match c {
-            b'\'' | b'"' => i = skip_quoted(b, i, c, true),
-            b'`' => {
-                let end = skip_quoted(b, i, b'`', false);
-                let inner = sql.get(i + 1..end.saturating_sub(1).max(i + 1)).unwrap_or("");
-                if rules.is_table_name(&inner.replace("``", "`")) {
-                    return true;
-                }
-                i = end;
-            }
-            b'#' => i = line_end(b, i),
-            b'-' if b.get(i + 1) == Some(&b'-')
-                && b.get(i + 2)
-                    .is_none_or(|c| c.is_ascii_whitespace() || c.is_ascii_control()) =>
-            {
-                i = line_end(b, i)
-            }
-            b'/' if b.get(i + 1) == Some(&b'*')
-                && b.get(i + 2) != Some(&b'!')
-                && b.get(i + 2) != Some(&b'M') =>
-            {
-                i = b[i + 2..]
-                    .windows(2)
-                    .position(|w| w == b"*/")
-                    .map_or(b.len(), |p| i + 2 + p + 2);
-            }
-            c if c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80 => {
-                let start = i;
-                while i < b.len()
-                    && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'$' || b[i] >= 0x80)
-                {
-                    i += 1;
-                }
-                if sql.get(start..i).is_some_and(|w| rules.is_table_name(w)) {
-                    return true;
-                }
-            }
-            _ => i += 1,
+    use super::lex::{Kind, Lexer};
+    let mut lx = Lexer::new(sql);
+    while let Some(t) = lx.next_tok() {
+        let named = match t.kind {
+            Kind::Bad => return true,
+            Kind::Word => rules.is_table_name(&sql[t.start..t.end]),
+            Kind::Quoted => rules.is_table_name(&sql[t.start + 1..t.end - 1].replace("``", "`")),
+            _ => false,
+        };
+        if named {
+            return true;
         }
     }
     false
-}
-
-/// The index after the quoted text starting at `b[start]` (a doubled quote stays inside;
-/// a backslash escapes the next byte when `backslash`).
-fn skip_quoted(b: &[u8], start: usize, q: u8, backslash: bool) -> usize {
-    let mut i = start + 1;
-    while i < b.len() {
-        if backslash && b[i] == b'\\' {
-            i += 2;
-        } else if b[i] == q {
-            if b.get(i + 1) == Some(&q) {
-                i += 2;
-            } else {
-                return i + 1;
-            }
-        } else {
-            i += 1;
-        }
-    }
-    b.len()
-}
-
-fn line_end(b: &[u8], i: usize) -> usize {
-    b[i..]
-        .iter()
-        .position(|&c| c == b'\n')
-        .map_or(b.len(), |p| i + p + 1)
 }

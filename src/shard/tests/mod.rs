@@ -12,6 +12,7 @@ mod params;
 mod refusals;
 mod rules;
 mod select;
+mod split;
 mod union;
 mod write;
 
