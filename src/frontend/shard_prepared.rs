@@ -226,9 +226,10 @@ impl Session {
         let (class, sql) = (stmt.class.clone(), stmt.sql.clone());
         let src = crate::router::route::Source::Prepared { params: stmt.params };
         let cursor = payload.get(5).is_some_and(|f| f & CURSOR_READ_ONLY != 0);
-        // String parameters that are not plain ASCII are written with the
-        // session's character set (`crate::shard::Charset`); a backslash in the
-        // text is read as an escape, wrong under NO_BACKSLASH_ESCAPES.
+        // A string parameter that is not ASCII places a row by its bytes only
+        // in a UTF-8 client character set (`crate::shard::Charset`); a
+        // backslash in the text is read as an escape, wrong under
+        // NO_BACKSLASH_ESCAPES.
         let cs = if !text.is_ascii() || text.contains('\\') || values.iter().any(crate::shard::needs_charset)
         {
             self.session_charset().await

@@ -38,6 +38,9 @@ struct Totals {
     status: u16,
     /// Parts applied.
     done: usize,
+    /// DDL: every sub-table answers the same statement, whose warnings (a note that the
+    /// engine ignores DISABLE KEYS) the server gives once for the logical table.
+    ddl: bool,
 }
 
 impl Session {
@@ -84,6 +87,7 @@ impl Session {
             warnings: 0,
             status: self.state.status,
             done: 0,
+            ddl,
         };
         let mut failure = None;
         for &g in &groups {
@@ -144,10 +148,22 @@ impl Session {
     ) -> Result<(), ErrPacket> {
         let log_on = self.rt.config.log.sql_log;
         let label = self.rt.topology.groups[group].master.label.clone();
+        // Under LOCK TABLES, START TRANSACTION would release the session's table
+        // locks: the parts' transaction is opened by turning autocommit off
+        // instead (COMMIT and ROLLBACK keep table locks), and back on after.
+        let locked = self.state.pins.has(crate::router::plan::Pins::LOCK_TABLES);
         let conn = self.group_master(group).await?;
         let mut status = None;
         if wrap {
-            run_ok(conn, "START TRANSACTION").await?;
+            run_ok(
+                conn,
+                if locked {
+                    "SET autocommit = 0"
+                } else {
+                    "START TRANSACTION"
+                },
+            )
+            .await?;
         }
         let mut failure = None;
         for part in parts {
@@ -162,7 +178,11 @@ impl Session {
                         None if ok.last_insert_id != 0 => totals.insert_id = ok.last_insert_id,
                         None => {}
                     }
-                    totals.warnings = totals.warnings.saturating_add(ok.warnings);
+                    totals.warnings = if totals.ddl {
+                        totals.warnings.max(ok.warnings)
+                    } else {
+                        totals.warnings.saturating_add(ok.warnings)
+                    };
                     totals.done += 1;
                     status = Some(ok.status);
                 }
@@ -175,10 +195,17 @@ impl Session {
         }
         if wrap && !conn.broken {
             let end = if failure.is_some() { "ROLLBACK" } else { "COMMIT" };
-            match run_ok(conn, end).await {
-                Ok(ok) => status = Some(ok.status),
-                Err(e) => {
-                    failure.get_or_insert(e);
+            let ends: &[&str] = if locked {
+                &[end, "SET autocommit = 1"]
+            } else {
+                &[end]
+            };
+            for end in ends {
+                match run_ok(conn, end).await {
+                    Ok(ok) => status = Some(ok.status),
+                    Err(e) => {
+                        failure.get_or_insert(e);
+                    }
                 }
             }
         }

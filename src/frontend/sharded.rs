@@ -257,15 +257,12 @@ impl Session {
         }
     }
 
-    /// The session's character set settings and sql_mode (on its master
-    /// connection), for binding string parameters (`crate::shard::Charset`).
-    /// When they cannot be told: nothing known and NO_BACKSLASH_ESCAPES
-    /// assumed, so only plain ASCII strings can be bound.
+    /// The session's client character set and sql_mode (on its master
+    /// connection), for reading statements and placing rows by string
+    /// parameters (`crate::shard::Charset`). When they cannot be told:
+    /// nothing known and NO_BACKSLASH_ESCAPES assumed.
     async fn session_charset(&mut self) -> Charset {
-        const SQL: &str =
-            "SELECT @@character_set_client, @@character_set_connection, @@collation_connection, \
-             @@session.sql_mode, (SELECT DEFAULT_COLLATE_NAME FROM information_schema.CHARACTER_SETS \
-             WHERE CHARACTER_SET_NAME = @@character_set_connection), (SELECT MAXLEN FROM \
+        const SQL: &str = "SELECT @@character_set_client, @@session.sql_mode, (SELECT MAXLEN FROM \
              information_schema.CHARACTER_SETS WHERE CHARACTER_SET_NAME = @@character_set_client)";
         let unknown = Charset {
             no_backslash_escapes: true,
@@ -275,10 +272,10 @@ impl Session {
             return unknown;
         };
         let f = |i: usize| row.get(i).and_then(Option::as_deref).unwrap_or("");
-        if row.len() != 6 {
+        if row.len() != 3 {
             return unknown;
         }
-        Charset::from_session(f(0), f(1), f(2), f(4), f(3), f(5).parse().unwrap_or(0))
+        Charset::from_session(f(0), f(1), f(2).parse().unwrap_or(0))
     }
 
     /// The first row of `sql` run on the session's master connection, each

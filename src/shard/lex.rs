@@ -150,6 +150,25 @@ impl<'a> Lexer<'a> {
     }
 }
 
+/// `t` is the unquoted word `w` (any case).
+pub(crate) fn word_is(sql: &str, t: &Tok, w: &str) -> bool {
+    t.kind == Kind::Word && sql[t.start..t.end].eq_ignore_ascii_case(w)
+}
+
+/// An identifier's name: a word, or a backquoted name with its doubled quotes undone.
+pub(crate) fn ident(sql: &str, t: &Tok) -> Option<String> {
+    match t.kind {
+        Kind::Word => Some(sql[t.start..t.end].to_string()),
+        Kind::Quoted => Some(sql[t.start + 1..t.end - 1].replace("``", "`")),
+        _ => None,
+    }
+}
+
+/// `name` backquoted.
+pub(crate) fn quote_ident(name: &str) -> String {
+    format!("`{}`", name.replace('`', "``"))
+}
+
 /// The end of a number starting at `s`: digits, an optional fraction, an optional
 /// exponent (only when digits follow it).
 fn number_end(b: &[u8], s: usize) -> usize {

@@ -57,9 +57,9 @@ pub(crate) fn literal(e: &Expr) -> Option<Lit> {
     match e {
         Expr::Nested(inner) => literal(inner),
         Expr::Value(v) => value_literal(&v.value),
-        // `_cs X'…'` / `_cs '…'` (how string parameters are bound, see `bind.rs`): its bytes,
-        // when they mean what they would in a plain literal of a UTF-8 session (placement
-        // hashes bytes): ASCII, or UTF-8 or binary introducers. Others are not read.
+        // `_cs X'…'` / `_cs '…'`: its bytes, when they mean what they would in a plain
+        // literal of a UTF-8 session (placement hashes bytes): ASCII, or UTF-8 or binary
+        // introducers. Others are not read.
         Expr::Prefixed { prefix, value } if prefix.quote_style.is_none() => {
             let bytes = match value.as_ref() {
                 Expr::Value(v) => match &v.value {

@@ -1,7 +1,7 @@
 //! Planning one statement against the shard rules: which sub-tables it goes to, the SQL
 //! each receives (rewritten on the AST), and how the answers merge.
 //!
-//! Entry points: [`plan`] for text statements, [`plan_with_params`] for prepared ones.
+//! Entry points: [`plan`] for text statements, [`plan_prepared`] for prepared ones.
 //! `Ok(None)`: the statement touches no sharded table (the caller treats it normally).
 //! `Err(Refusal)`: it does, and sluice cannot answer it exactly; the caller answers with
 //! MySQL error 1235 (`ER_NOT_SUPPORTED_YET`) and the refusal's sentence. Never a wrong or a
@@ -16,13 +16,12 @@ use sqlparser::ast::{
 };
 use sqlparser::tokenizer::{Location, Token, TokenWithSpan};
 
-use super::bind::{written_len, Charset, ParamValue};
+use super::params::{Charset, ParamValue};
 use super::rule::{ShardRule, ShardRules};
 use super::spec::MergeSpec;
 use super::split::{split_insert, Split};
 use super::text::{
-    depth_bound, names_table_cheaply, pad_odd_hex, parse, placeholders, substitute, tokenize, Source,
-    MAX_EXPR_DEPTH,
+    depth_bound, names_table_cheaply, pad_odd_hex, parse, placeholders, tokenize, Source, MAX_EXPR_DEPTH,
 };
 use super::walk::{idents, walk, walk_select, Visit};
 use super::{ddl, dml, select};
@@ -46,7 +45,7 @@ pub struct Part {
     /// Backend group holding the sub-table.
     pub group: usize,
     pub sql: String,
-    /// For a prepared SELECT planned with its placeholders kept ([`plan_with_charset`]):
+    /// For a prepared statement (planned with its placeholders kept, [`plan_prepared`]):
     /// the client's parameter index of each `?` of `sql`, in order. Such a part runs as
     /// a prepared statement on its sub-table with the client's own typed parameters, so
     /// the server computes exactly what it computes for the unsharded statement. Empty:
@@ -152,35 +151,9 @@ fn helper_count(m: &MergeSpec) -> usize {
 /// Plans a text statement (COM_QUERY). `current_db` resolves unqualified table names.
 ///
 /// A statement with `?` placeholders that touches a sharded table is refused here: plan it
-/// with [`plan_with_params`].
+/// with [`plan_prepared`].
 pub fn plan(sql: &str, current_db: Option<&str>, rules: &ShardRules) -> Result<Option<ShardPlan>, Refusal> {
-    plan_inner(sql, None, &Charset::default(), current_db, rules)
-}
-
-/// Plans a prepared statement with its parameter values: each `?` is replaced by the
-/// literal of its value (NULL, a number, a DOUBLE literal with an exponent, a string
-/// escaped for the default `sql_mode`, or `X'…'` for bytes that are not UTF-8) before
-/// planning, so the key routes and the parts carry plain text to run on each shard.
-pub fn plan_with_params(
-    sql: &str,
-    params: &[ParamValue],
-    current_db: Option<&str>,
-    rules: &ShardRules,
-) -> Result<Option<ShardPlan>, Refusal> {
-    plan_with_charset(sql, params, &Charset::default(), current_db, rules)
-}
-
-/// [`plan_with_params`] for a session whose character set settings are known: string
-/// parameters that are not plain ASCII can then be bound (see `bind.rs`); with
-/// `Charset::default()` they are refused.
-pub fn plan_with_charset(
-    sql: &str,
-    params: &[ParamValue],
-    cs: &Charset,
-    current_db: Option<&str>,
-    rules: &ShardRules,
-) -> Result<Option<ShardPlan>, Refusal> {
-    plan_inner(sql, Some(params), cs, current_db, rules)
+    plan_inner(sql, current_db, rules)
 }
 
 /// Plans a prepared statement for execution with its placeholders kept: every part runs
@@ -188,9 +161,10 @@ pub fn plan_with_charset(
 /// ([`Part::params`]), so the server computes (types, lengths, character sets, binary
 /// bytes, DECIMAL arithmetic) exactly what it computes for the unsharded statement. The
 /// values only choose the shards (a key compared with or inserted as a parameter routes
-/// as a literal would). Writes are never planned any other way. A SELECT whose shape needs
-/// a parameter's value in the merge (one in HAVING) is planned as [`plan_with_charset`]
-/// does, with the values written in.
+/// as a literal would) and, where the merge compares with one (HAVING) or counts rows by
+/// it (LIMIT), are read there. A parameter's value is never written into SQL. `cs`: the
+/// session's character set settings (a non-ASCII string in a character set other than
+/// UTF-8 places nothing).
 pub fn plan_prepared(
     sql: &str,
     params: &[ParamValue],
@@ -199,20 +173,13 @@ pub fn plan_prepared(
     rules: &ShardRules,
 ) -> Result<Option<ShardPlan>, Refusal> {
     if params.is_empty() || rules.is_empty() || !rules.mentioned_in(sql) {
-        return plan_inner(sql, None, cs, current_db, rules);
+        return plan_inner(sql, current_db, rules);
     }
     let values = placement_values(params, cs);
     if let Split::Plan(p) = split_insert(sql, Some(&values), current_db, rules)? {
         return Ok(Some(*p));
     }
-    let kept = plan_placeholders(sql, &values, current_db, rules);
-    match kept {
-        Ok(_) => kept,
-        Err(r) => match plan_inner(sql, Some(params), cs, current_db, rules) {
-            Ok(Some(p @ ShardPlan::Select { .. })) => Ok(Some(p)),
-            _ => Err(r),
-        },
-    }
+    plan_placeholders(sql, &values, current_db, rules)
 }
 
 /// The values as placement reads them: a non-ASCII string in a client character set
@@ -301,6 +268,12 @@ fn plan_placeholders(
         values: Some(params),
     };
     let mut planned = plan_statement(stmt, &ctx)?;
+    if let Some(ShardPlan::Write { ddl: true, .. }) = planned {
+        // The server prepares no DDL with parameters.
+        return Err(Refusal(format!(
+            "sluice: cannot rewrite this statement for the sub-tables of sharded table {named}"
+        )));
+    }
     let parts = match &mut planned {
         Some(ShardPlan::Select { parts, .. } | ShardPlan::Write { parts, .. }) => parts,
         None => return Ok(None),
@@ -345,42 +318,37 @@ fn untag(sql: &str, count: usize) -> Result<(String, Vec<u16>), Refusal> {
     Ok((out, order))
 }
 
-fn plan_inner(
-    sql: &str,
-    params: Option<&[ParamValue]>,
-    cs: &Charset,
-    current_db: Option<&str>,
-    rules: &ShardRules,
-) -> Result<Option<ShardPlan>, Refusal> {
+fn plan_inner(sql: &str, current_db: Option<&str>, rules: &ShardRules) -> Result<Option<ShardPlan>, Refusal> {
     if rules.is_empty() || !rules.mentioned_in(sql) {
         return Ok(None);
     }
-    // INSERT … VALUES is split from the client's bytes, in one pass, at any size.
-    let mut not_split = None;
-    if params.is_none() {
-        match split_insert(sql, None, current_db, rules)? {
-            Split::Plan(p) => return Ok(Some(*p)),
-            Split::Other(why) => not_split = Some(why),
-        }
+    // What mariadb-dump writes around the rows (LOCK TABLES, DISABLE KEYS), by tokens.
+    if let Some(p) = super::dump::plan_dump_statement(sql, current_db, rules) {
+        return p.map(Some);
     }
+    // INSERT … VALUES is split from the client's bytes, in one pass, at any size.
+    let not_split = match split_insert(sql, None, current_db, rules)? {
+        Split::Plan(p) => return Ok(Some(*p)),
+        Split::Other(why) => why,
+    };
     // Planning costs memory and time in proportion to the statement (tokens, tree, parts):
     // too large a one is refused before it is tokenized.
-    let size = sql.len() + params.map_or(0, |p| p.iter().map(written_len).sum());
+    let size = sql.len();
     if size > rules.max_statement_size() {
         if !names_table_cheaply(sql, rules) {
             return Ok(None);
         }
-        if let Some(why) = not_split.filter(|_| is_insert(sql)) {
+        if is_insert(sql) {
             return Err(Refusal(format!(
-                "sluice: this INSERT on a sharded table cannot be split row by row ({why}) and is \
+                "sluice: this INSERT on a sharded table cannot be split row by row ({not_split}) and is \
                  {size} bytes; sluice plans other statements of at most {} bytes \
                  (sharding.max_statement_size)",
                 rules.max_statement_size()
             )));
         }
         return Err(Refusal(format!(
-            "sluice: this statement on a sharded table is {size} bytes (with its parameters written \
-             into it); sluice plans at most {} (sharding.max_statement_size)",
+            "sluice: this statement on a sharded table is {size} bytes; sluice plans at most {} \
+             (sharding.max_statement_size)",
             rules.max_statement_size()
         )));
     }
@@ -394,15 +362,7 @@ fn plan_inner(
     };
     let src = Source::new(sql);
     let placeholder_count = placeholders(&tokens);
-    let placeholder_at: Vec<(u64, u64)> = tokens
-        .iter()
-        .filter(|t| matches!(t.token, Token::Placeholder(_)))
-        .map(|t| (t.span.start.line, t.span.start.column))
-        .collect();
-    let mut tokens = match params {
-        Some(p) => substitute(tokens, p, cs)?,
-        None => tokens,
-    };
+    let mut tokens = tokens;
     pad_odd_hex(&mut tokens, &src);
     // Before parsing: the tree must never be deeper than what can be walked and dropped.
     let depth = depth_bound(&tokens);
@@ -417,10 +377,9 @@ fn plan_inner(
         src,
         tokens,
         placeholder_count,
-        placeholder_at,
     };
     if depth <= INLINE_DEPTH {
-        return plan_parsed(parsed, params.is_some(), current_db, rules);
+        return plan_parsed(parsed, current_db, rules);
     }
     // Deeper trees are walked on a thread of their own with a stack sized for
     // MAX_EXPR_DEPTH; only plain data (the plan) comes back.
@@ -428,7 +387,7 @@ fn plan_inner(
         std::thread::Builder::new()
             .name("sluice-plan".into())
             .stack_size(DEEP_STACK)
-            .spawn_scoped(scope, || plan_parsed(parsed, params.is_some(), current_db, rules))
+            .spawn_scoped(scope, || plan_parsed(parsed, current_db, rules))
             .map_err(|e| Refusal(format!("sluice: cannot plan this statement now: {e}")))?
             .join()
             .unwrap_or_else(|_| Err(Refusal("sluice: planning this statement failed".into())))
@@ -454,18 +413,16 @@ pub(super) const INLINE_DEPTH: usize = 128;
 /// only committed as it is used.
 const DEEP_STACK: usize = 64 << 20;
 
-/// A statement tokenized, its parameters substituted, ready to parse.
+/// A statement tokenized, ready to parse.
 struct Parsed<'a> {
     named: String,
     src: Source<'a>,
     tokens: Vec<TokenWithSpan>,
     placeholder_count: usize,
-    placeholder_at: Vec<(u64, u64)>,
 }
 
 fn plan_parsed(
     p: Parsed<'_>,
-    prepared: bool,
     current_db: Option<&str>,
     rules: &ShardRules,
 ) -> Result<Option<ShardPlan>, Refusal> {
@@ -474,14 +431,13 @@ fn plan_parsed(
         src,
         tokens,
         placeholder_count,
-        placeholder_at,
     } = p;
     let mut stmts = parse(tokens.clone()).map_err(|e| {
         Refusal(format!(
             "sluice: cannot parse this statement on sharded table {named}: {e}"
         ))
     })?;
-    let mut stmt = match stmts.len() {
+    let stmt = match stmts.len() {
         0 => return Ok(None),
         1 => stmts.remove(0),
         _ => {
@@ -490,22 +446,17 @@ fn plan_parsed(
             )))
         }
     };
-    if prepared {
-        name_parameter_items(&mut stmt, &tokens, &placeholder_at, &src);
-    }
     let ctx = Ctx {
         rules,
         db: current_db,
         src,
         tokens,
-        spliceable: !prepared || placeholder_count == 0,
+        spliceable: true,
         forced_shards: None,
-        // Prepared (values written in as literals): LIMIT takes their string and
-        // DOUBLE forms too (see `select::parse_limit`).
-        values: prepared.then_some(&[]),
+        values: None,
     };
     let planned = plan_statement(stmt, &ctx)?;
-    if planned.is_some() && !prepared && placeholder_count > 0 {
+    if planned.is_some() && placeholder_count > 0 {
         return Err(Refusal(
             "sluice: a statement with ? placeholders on a sharded table is planned with its \
              parameter values (prepared statements)"
@@ -516,9 +467,8 @@ fn plan_parsed(
 }
 
 /// A select-list expression holding a placeholder is named by the server after the text
-/// the client wrote (`SELECT ?` gives a column `?`); once the parameter is substituted it
-/// would be named after the value, so it gets that text as its alias. `tokens` are the
-/// substituted tokens (a parameter's tokens carry its placeholder's location).
+/// the client wrote (`SELECT ?` gives a column `?`); once the placeholder is tagged it
+/// would be named after its tag (`?3`), so it gets the client's text as its alias.
 fn name_parameter_items(
     stmt: &mut Statement,
     tokens: &[TokenWithSpan],

@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 
 use super::columns::WANTS_COLUMNS;
-use super::lex::{Kind, Lexer, Tok};
+use super::lex::{ident, quote_ident, word_is, Kind, Lexer, Tok};
 use super::literal::{number, param_literal, unescape, Lit};
 use super::plan::{Part, Refusal, ShardPlan};
 use super::rule::{ShardRule, ShardRules};
@@ -54,23 +54,6 @@ struct Head<'r> {
     columns: Option<Vec<String>>,
     /// Offset just after `VALUES` / `VALUE`.
     end: usize,
-}
-
-fn word_is(sql: &str, t: &Tok, w: &str) -> bool {
-    t.kind == Kind::Word && sql[t.start..t.end].eq_ignore_ascii_case(w)
-}
-
-/// An identifier's name: a word, or a backquoted name with its doubled quotes undone.
-fn ident(sql: &str, t: &Tok) -> Option<String> {
-    match t.kind {
-        Kind::Word => Some(sql[t.start..t.end].to_string()),
-        Kind::Quoted => Some(sql[t.start + 1..t.end - 1].replace("``", "`")),
-        _ => None,
-    }
-}
-
-fn quote_ident(name: &str) -> String {
-    format!("`{}`", name.replace('`', "``"))
 }
 
 /// Reads the head; `Err(reason)` when the statement is not one this reader takes.

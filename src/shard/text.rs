@@ -1,13 +1,10 @@
 //! The statement's text and tokens: tokenizing and parsing with the options sluice always
-//! uses, placeholder substitution, mapping token locations back to byte offsets.
+//! uses, mapping token locations back to byte offsets.
 
 use sqlparser::ast::Statement;
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::{Parser, ParserOptions};
 use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
-
-use super::bind::{render, Charset, ParamValue};
-use super::plan::Refusal;
 
 /// Tokenizes with the MySQL dialect, string literals kept byte for byte (no unescaping).
 pub(crate) fn tokenize(sql: &str) -> Result<Vec<TokenWithSpan>, String> {
@@ -56,7 +53,7 @@ impl<'a> Source<'a> {
     }
 }
 
-/// The number of `?` placeholders of a statement as [`super::plan_with_params`] counts them
+/// The number of `?` placeholders of a statement as [`super::plan_prepared`] counts them
 /// (not inside string literals, quoted names or comments); None when the text cannot be
 /// tokenized.
 pub fn count_placeholders(sql: &str) -> Option<usize> {
@@ -69,38 +66,6 @@ pub(crate) fn placeholders(tokens: &[TokenWithSpan]) -> usize {
         .iter()
         .filter(|t| matches!(&t.token, Token::Placeholder(_)))
         .count()
-}
-
-/// Replaces each `?` with its parameter's literal, in order (see `bind.rs` for how each
-/// value is written).
-pub(crate) fn substitute(
-    tokens: Vec<TokenWithSpan>,
-    params: &[ParamValue],
-    cs: &Charset,
-) -> Result<Vec<TokenWithSpan>, Refusal> {
-    let count = placeholders(&tokens);
-    if count != params.len() {
-        return Err(Refusal(format!(
-            "sluice: the statement has {count} placeholders but {} parameters were given",
-            params.len()
-        )));
-    }
-    let mut out = Vec::with_capacity(tokens.len() + 4 * params.len());
-    let mut next = params.iter();
-    for t in tokens {
-        let Token::Placeholder(p) = &t.token else {
-            out.push(t);
-            continue;
-        };
-        if p != "?" {
-            return Err(Refusal(format!("sluice: the placeholder {p} is not supported")));
-        }
-        let Some(param) = next.next() else {
-            return Err(Refusal("sluice: too few parameters".into()));
-        };
-        render(param, cs, t.span, &mut out)?;
-    }
-    Ok(out)
 }
 
 /// `0x141` is a valid MySQL hex literal (an implied leading zero) but the parser renders

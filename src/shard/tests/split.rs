@@ -3,17 +3,6 @@
 
 use super::*;
 
-fn prepared(sql: &str, params: &[ParamValue]) -> Vec<(u32, String, Vec<u16>)> {
-    match plan_prepared(sql, params, &Charset::default(), Some("test"), &rules()) {
-        Ok(Some(p)) => p
-            .parts()
-            .iter()
-            .map(|x| (x.shard, x.sql.clone(), x.params.clone()))
-            .collect(),
-        other => panic!("{sql}: {other:?}"),
-    }
-}
-
 #[test]
 fn rows_are_copied_byte_for_byte() {
     let (parts, _) = write(
@@ -37,7 +26,7 @@ fn rows_are_copied_byte_for_byte() {
 
 #[test]
 fn prepared_rows_keep_their_placeholders_in_order() {
-    let parts = prepared(
+    let parts = prepared_parts(
         "INSERT INTO post_reply (id, tid, s) VALUES (?, ?, ?), (?, 6, ?), (?, ?, 'x') ON DUPLICATE KEY UPDATE s = ?",
         &[
             ParamValue::Int(1),
@@ -49,6 +38,7 @@ fn prepared_rows_keep_their_placeholders_in_order() {
             ParamValue::Int(9),
             ParamValue::Null,
         ],
+        &Charset::default(),
     );
     assert_eq!(
         parts,
