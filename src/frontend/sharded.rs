@@ -230,7 +230,8 @@ impl Session {
         }
         if std::str::from_utf8(sql).is_err() {
             return Some(
-                "sluice: a statement on a sharded table must be valid UTF-8 text (write other bytes \
+                "sluice: a statement on a sharded table must be valid UTF-8 text (mariadb-dump --hex-blob \
+                 writes binary columns so; write other bytes \
                  as X'...' literals or bind them as parameters)",
             );
         }
