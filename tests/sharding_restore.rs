@@ -47,15 +47,6 @@ fn cli(port: u16, user: &str, password: &str, db: &str, input: &[u8]) {
     writer.join().expect("writer").expect("write the dump");
 }
 
-fn vm_hwm_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .expect("status")
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM")
-}
-
 async fn rows(c: &mut Conn, sql: &str) -> Vec<Vec<Value>> {
     let r: Vec<Row> = c.query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
     r.into_iter().map(Row::unwrap).collect()
