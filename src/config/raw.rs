@@ -307,10 +307,21 @@ struct RawSharding {
         deserialize_with = "de::parse::<de::PacketSize, _>"
     )]
     max_statement_size: usize,
+    /// Most bytes of COM_STMT_SEND_LONG_DATA held for one prepared statement on a
+    /// sharded table (see `ShardRules::max_long_data_size`).
+    #[serde(
+        default = "default_max_long_data_size",
+        deserialize_with = "de::parse::<de::PacketSize, _>"
+    )]
+    max_long_data_size: usize,
 }
 
 fn default_max_statement_size() -> usize {
     crate::shard::DEFAULT_MAX_STATEMENT_SIZE
+}
+
+fn default_max_long_data_size() -> usize {
+    crate::shard::DEFAULT_MAX_LONG_DATA_SIZE
 }
 
 /// One Atlas shorthand entry, checked while it is read (so errors name its line).
@@ -416,7 +427,8 @@ impl RawSharding {
         }
         let rules = crate::shard::ShardRules::new(tables)
             .map_err(|e| err(format!("sharding: {e}")))?
-            .with_max_statement_size(self.max_statement_size);
+            .with_max_statement_size(self.max_statement_size)
+            .with_max_long_data_size(self.max_long_data_size);
         Ok(Sharding { rules })
     }
 }

@@ -202,6 +202,16 @@ fn is_root() -> bool {
 
 /// A loopback port that was free a moment ago (bind port 0, read it, release it).
 /// Callers retry on "address in use" since another process may grab it in between.
+/// A process's peak resident set size (VmHWM of /proc/PID/status), in kB.
+pub fn vm_hwm_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .expect("status")
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM")
+}
+
 pub fn free_port() -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
     l.local_addr().expect("local_addr").port()
