@@ -120,6 +120,7 @@ pub async fn run(config: Config, config_path: PathBuf) -> Result<(), Error> {
     start_accounts(&shared).await;
     // Before the listeners: a SIGHUP must never find the default action.
     crate::reload::reload_on_sighup(reloader.clone())?;
+    crate::reload::watch::follow(reloader.clone());
 
     // The client port last: the kernel queues connections as soon as it
     // listens, so a client (or a readiness check) that got in must never

@@ -128,6 +128,25 @@ pub fn changes(running: &Config, new: &Config) -> Vec<String> {
     if running.sharding != new.sharding {
         out.push("sharding changed".to_owned());
     }
+    let (a, b) = (&running.limits, &new.limits);
+    setting(
+        &mut out,
+        "limits.shutdown_timeout",
+        &a.shutdown_timeout,
+        &b.shutdown_timeout,
+    );
+    setting(&mut out, "limits.drain_delay", &a.drain_delay, &b.drain_delay);
+    setting(&mut out, "reload.watch", &running.reload.watch, &new.reload.watch);
+    setting(
+        &mut out,
+        "readiness.require_master",
+        &running.readiness.require_master,
+        &new.readiness.require_master,
+    );
+    // A setting without a phrase of its own must still be published.
+    if out.is_empty() && running != new {
+        out.push("other settings changed".to_owned());
+    }
     out
 }
 
