@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tracing::{info, warn};
@@ -138,35 +139,58 @@ pub async fn run(config: Config, config_path: PathBuf) -> Result<(), Error> {
     tokio::spawn(crate::admin::serve(admin_listener, shared.clone(), reloader));
 
     let serving = tokio::spawn(frontend::serve(listener, shared.clone()));
-    shutdown_signal().await;
-    shut_down(&shared, serving).await;
+    let signal = shutdown_signal().await;
+    shut_down(&shared, serving, signal).await;
     Ok(())
 }
 
-/// Graceful shutdown: stop accepting (the listener is closed, so new
-/// connections are refused), close idle sessions at once, let running
-/// statements finish and their sessions close, for up to
-/// `limits.shutdown_timeout`; then return, which ends every remaining task
-/// and closes its sockets. A second signal cuts the wait short.
-async fn shut_down(shared: &Shared, serving: tokio::task::JoinHandle<()>) {
-    let timeout = shared.runtime().config.limits.shutdown_timeout;
+/// Graceful shutdown (docs/operations.md, "Stopping"): `/readyz` answers
+/// 503 at once; after SIGTERM sluice keeps accepting for
+/// `limits.drain_delay`, so a load balancer stops sending first (SIGINT
+/// skips the delay); then the listener closes (new connections are
+/// refused), idle sessions without a transaction are closed, and running
+/// statements and open transactions may finish, each session closing once
+/// it has no transaction, for up to `limits.shutdown_timeout`; then this
+/// returns, which ends every remaining task and closes its sockets (their
+/// transactions roll back). A second signal exits at once.
+async fn shut_down(shared: &Shared, serving: tokio::task::JoinHandle<()>, signal: Signal) {
+    shared.draining.store(true, std::sync::atomic::Ordering::Release);
+    let limits = shared.runtime().config.limits.clone();
+    let delay = match signal {
+        Signal::Term => limits.drain_delay,
+        Signal::Int => Duration::ZERO,
+    };
+    if !delay.is_zero() {
+        info!(
+            drain_delay = ?delay,
+            "shutting down: /readyz answers 503; still accepting connections for limits.drain_delay"
+        );
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            _ = shutdown_signal() => {
+                warn!("second signal: closing every session now");
+                shared.shutdown.cancel();
+                return;
+            }
+        }
+    }
     info!(
         sessions = shared.clients.in_use(),
-        shutdown_timeout = ?timeout,
-        "shutting down: no new connections; waiting for running statements"
+        shutdown_timeout = ?limits.shutdown_timeout,
+        "shutting down: no new connections; waiting for running statements and open transactions"
     );
     shared.shutdown.cancel();
     // Idle sessions wait on their registry entry, not on the token.
     shared.sessions.wake_all();
     let _ = serving.await;
     tokio::select! {
-        all_done = shared.clients.wait_all_free(timeout) => {
+        all_done = shared.clients.wait_all_free(limits.shutdown_timeout) => {
             if all_done {
                 info!("every session ended; exiting");
             } else {
                 warn!(
                     sessions = shared.clients.in_use(),
-                    "limits.shutdown_timeout passed: closing the sessions still running a statement"
+                    "limits.shutdown_timeout passed: closing the sessions still running a statement or holding a transaction"
                 );
             }
         }
@@ -196,7 +220,16 @@ async fn learn_server_version(shared: &Shared) {
     }
 }
 
-async fn shutdown_signal() {
+/// Which signal asked sluice to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Signal {
+    /// SIGTERM: an orchestrator's stop; `limits.drain_delay` applies.
+    Term,
+    /// SIGINT (Ctrl-C): someone at a terminal; no delay.
+    Int,
+}
+
+async fn shutdown_signal() -> Signal {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
@@ -204,16 +237,17 @@ async fn shutdown_signal() {
             Ok(s) => s,
             Err(_) => {
                 let _ = ctrl_c.await;
-                return;
+                return Signal::Int;
             }
         };
         tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
+            _ = ctrl_c => Signal::Int,
+            _ = term.recv() => Signal::Term,
         }
     }
     #[cfg(not(unix))]
     {
         let _ = ctrl_c.await;
+        Signal::Int
     }
 }
