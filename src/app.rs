@@ -4,7 +4,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::TcpListener;
 use tracing::{info, warn};
 
 use crate::backend::PoolKey;
@@ -126,14 +125,15 @@ pub async fn run(config: Config, config_path: PathBuf) -> Result<(), Error> {
     // The client port last: the kernel queues connections as soon as it
     // listens, so a client (or a readiness check) that got in must never
     // meet a sluice that then exits because the admin port is taken.
-    let admin_listener = TcpListener::bind(admin).await.map_err(|source| Error::Bind {
-        addr: admin.to_string(),
-        source,
-    })?;
-    let listener = TcpListener::bind(listen).await.map_err(|source| Error::Bind {
-        addr: listen.to_string(),
-        source,
-    })?;
+    let reuseport = shared.runtime().config.listen_reuseport;
+    let bind = |addr: std::net::SocketAddr| {
+        frontend::listener::bind(addr, reuseport).map_err(|source| Error::Bind {
+            addr: addr.to_string(),
+            source,
+        })
+    };
+    let admin_listener = bind(admin)?;
+    let listener = bind(listen)?;
     frontend::listener::log_listening(&listener.local_addr()?);
     info!(addr = %admin_listener.local_addr()?, "admin HTTP endpoint (/metrics, /healthz, /readyz, POST /reload)");
     tokio::spawn(crate::admin::serve(admin_listener, shared.clone(), reloader));

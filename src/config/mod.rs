@@ -28,6 +28,9 @@ pub struct Config {
     pub listen: SocketAddr,
     /// HTTP endpoint for /metrics, /healthz, /readyz. Default 127.0.0.1:9033.
     pub admin_listen: SocketAddr,
+    /// SO_REUSEPORT on both listeners, so a new sluice can bind the same
+    /// ports before the old one stops (startup only). Default false.
+    pub listen_reuseport: bool,
     pub log: LogConfig,
     /// Frontend TLS; `None` = TLS not offered to clients.
     pub tls: Option<TlsConfig>,

@@ -38,6 +38,8 @@ pub(super) struct RawConfig {
     )]
     admin_listen: SocketAddr,
     #[serde(default)]
+    listen_reuseport: bool,
+    #[serde(default)]
     log: RawLog,
     #[serde(default)]
     tls: Option<RawTls>,
@@ -115,6 +117,7 @@ impl RawConfig {
             auth,
             listen: self.listen,
             admin_listen: self.admin_listen,
+            listen_reuseport: self.listen_reuseport,
             log: self.log.into(),
             tls: self.tls.map(Into::into),
             users: self.users,

@@ -69,12 +69,15 @@ fn defaults_apply_when_omitted() {
 #[test]
 fn fleet_settings_parse_and_are_checked_where_written() {
     let text = format!(
-        "{MINIMAL}reload:\n  watch: false\nreadiness:\n  require_master: true\nlimits:\n  drain_delay: 5s\n"
+        "{MINIMAL}reload:\n  watch: false\nreadiness:\n  require_master: true\nlimits:\n  drain_delay: 5s\n\
+         listen_reuseport: true\n"
     );
     let config = parse(&text).expect("fleet settings");
     assert!(!config.reload.watch);
     assert!(config.readiness.require_master);
     assert_eq!(config.limits.drain_delay, Duration::from_secs(5));
+    assert!(config.listen_reuseport);
+    assert!(!parse(MINIMAL).expect("minimal").listen_reuseport);
     assert_error(&format!("{MINIMAL}limits:\n  drain_delay: 5\n"), 7, "has no unit");
     assert_error(
         &format!("{MINIMAL}reload:\n  follow: true\n"),

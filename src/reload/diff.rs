@@ -16,6 +16,9 @@ pub fn restart_needed(running: &Config, new: &Config) -> Vec<&'static str> {
     if running.admin_listen != new.admin_listen {
         keys.push("admin_listen");
     }
+    if running.listen_reuseport != new.listen_reuseport {
+        keys.push("listen_reuseport");
+    }
     if running.tls != new.tls {
         keys.push("tls");
     }
@@ -71,6 +74,7 @@ fn running_max_connections(running: &Config, name: &str) -> u32 {
 pub fn keep_running(running: &Config, mut new: Config) -> Config {
     new.listen = running.listen;
     new.admin_listen = running.admin_listen;
+    new.listen_reuseport = running.listen_reuseport;
     new.tls = running.tls.clone();
     new.log.format = running.log.format;
     new.log.level = running.log.level.clone();
