@@ -183,8 +183,17 @@ async fn shut_down(shared: &Shared, serving: tokio::task::JoinHandle<()>, signal
     // Idle sessions wait on their registry entry, not on the token.
     shared.sessions.wake_all();
     let _ = serving.await;
+    // Connections accepted before the listener closed get their greeting and
+    // their login (each within limits.handshake_timeout) before the sessions
+    // are counted: exiting under them would drop them unanswered.
+    let deadline = tokio::time::Instant::now() + limits.shutdown_timeout;
+    let all_done = async {
+        shared.handshakes.wait_all_done(limits.shutdown_timeout).await;
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        shared.clients.wait_all_free(left).await
+    };
     tokio::select! {
-        all_done = shared.clients.wait_all_free(limits.shutdown_timeout) => {
+        all_done = all_done => {
             if all_done {
                 info!("every session ended; exiting");
             } else {
