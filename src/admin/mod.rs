@@ -4,5 +4,6 @@
 //! topology, and triggers reloads; none of them know about it.
 
 pub mod http;
+mod ready;
 
 pub use http::serve;

@@ -6,7 +6,7 @@ use super::de::{self, ListItem};
 use super::{
     AdminConfig, AuthAccount, AuthConfig, AuthMode, Backend, BackendAccount, BackendSettings, BackendTls,
     BackendTlsMode, Config, Credential, Freshness, FreshnessMode, Group, Limits, LogConfig, LogFormat,
-    RuntimeSettings, Sharding, TlsConfig, User,
+    Readiness, ReloadSettings, RuntimeSettings, Sharding, TlsConfig, User,
 };
 use serde::Deserialize;
 use std::net::SocketAddr;
@@ -38,6 +38,8 @@ pub(super) struct RawConfig {
     )]
     admin_listen: SocketAddr,
     #[serde(default)]
+    listen_reuseport: bool,
+    #[serde(default)]
     log: RawLog,
     #[serde(default)]
     tls: Option<RawTls>,
@@ -55,6 +57,10 @@ pub(super) struct RawConfig {
     auth: RawAuth,
     #[serde(default)]
     runtime: RawRuntime,
+    #[serde(default)]
+    reload: RawReload,
+    #[serde(default)]
+    readiness: RawReadiness,
     #[serde(default, deserialize_with = "de::unique_list::<RawUser, _>")]
     users: Vec<User>,
     #[serde(deserialize_with = "de::unique_list::<RawGroup, _>")]
@@ -111,6 +117,7 @@ impl RawConfig {
             auth,
             listen: self.listen,
             admin_listen: self.admin_listen,
+            listen_reuseport: self.listen_reuseport,
             log: self.log.into(),
             tls: self.tls.map(Into::into),
             users: self.users,
@@ -121,6 +128,12 @@ impl RawConfig {
             limits: self.limits.into(),
             admin: self.admin.into(),
             runtime: self.runtime.into(),
+            reload: ReloadSettings {
+                watch: self.reload.watch,
+            },
+            readiness: Readiness {
+                require_master: self.readiness.require_master,
+            },
         })
     }
 }
@@ -859,6 +872,8 @@ struct RawLimits {
         deserialize_with = "de::parse::<de::AnyDuration, _>"
     )]
     shutdown_timeout: Duration,
+    #[serde(default, deserialize_with = "de::parse::<de::AnyDuration, _>")]
+    drain_delay: Duration,
     #[serde(
         default = "default_handshake_timeout",
         deserialize_with = "de::parse::<de::Timeout, _>"
@@ -884,6 +899,7 @@ impl Default for RawLimits {
             max_packet_size: l.max_packet_size,
             idle_client_timeout: l.idle_client_timeout,
             shutdown_timeout: l.shutdown_timeout,
+            drain_delay: l.drain_delay,
             handshake_timeout: l.handshake_timeout,
             max_unauthenticated: l.max_unauthenticated,
             max_unauthenticated_per_address: l.max_unauthenticated_per_address,
@@ -926,11 +942,38 @@ impl From<RawLimits> for Limits {
             max_packet_size: raw.max_packet_size,
             idle_client_timeout: raw.idle_client_timeout,
             shutdown_timeout: raw.shutdown_timeout,
+            drain_delay: raw.drain_delay,
             handshake_timeout: raw.handshake_timeout,
             max_unauthenticated: raw.max_unauthenticated,
             max_unauthenticated_per_address: raw.max_unauthenticated_per_address,
         }
     }
+}
+
+/// `reload:`; see [`ReloadSettings`].
+#[derive(Deserialize)]
+#[serde(default, deny_unknown_fields, expecting = "a mapping such as { watch: true }")]
+struct RawReload {
+    watch: bool,
+}
+
+impl Default for RawReload {
+    fn default() -> Self {
+        RawReload {
+            watch: ReloadSettings::default().watch,
+        }
+    }
+}
+
+/// `readiness:`; see [`Readiness`].
+#[derive(Deserialize, Default)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping such as { require_master: false }"
+)]
+struct RawReadiness {
+    #[serde(default)]
+    require_master: bool,
 }
 
 /// `runtime:`; see [`RuntimeSettings`] (every field optional).

@@ -61,6 +61,29 @@ fn defaults_apply_when_omitted() {
     assert_eq!(config.freshness.rise, 2);
     assert_eq!(config.freshness.fall, 3);
     assert_eq!(config.backend.replica_read_timeout, Duration::ZERO);
+    assert!(config.reload.watch, "reload.watch is on by default");
+    assert!(!config.readiness.require_master);
+    assert_eq!(config.limits.drain_delay, Duration::ZERO);
+}
+
+#[test]
+fn fleet_settings_parse_and_are_checked_where_written() {
+    let text = format!(
+        "{MINIMAL}reload:\n  watch: false\nreadiness:\n  require_master: true\nlimits:\n  drain_delay: 5s\n\
+         listen_reuseport: true\n"
+    );
+    let config = parse(&text).expect("fleet settings");
+    assert!(!config.reload.watch);
+    assert!(config.readiness.require_master);
+    assert_eq!(config.limits.drain_delay, Duration::from_secs(5));
+    assert!(config.listen_reuseport);
+    assert!(!parse(MINIMAL).expect("minimal").listen_reuseport);
+    assert_error(&format!("{MINIMAL}limits:\n  drain_delay: 5\n"), 7, "has no unit");
+    assert_error(
+        &format!("{MINIMAL}reload:\n  follow: true\n"),
+        7,
+        "unknown field `follow`",
+    );
 }
 
 #[test]
@@ -77,6 +100,8 @@ fn example_file_is_valid() {
     // The example documents the defaults.
     assert_eq!(config.freshness, Freshness::default());
     assert_eq!(config.limits, Limits::default());
+    assert_eq!(config.reload, ReloadSettings::default());
+    assert_eq!(config.readiness, Readiness::default());
 }
 
 #[test]

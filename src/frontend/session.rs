@@ -272,12 +272,14 @@ impl Session {
             // hook(wait_timeout, kill): the session's idle limit; killed while idle.
             let idle =
                 super::wait::idle_limit(self.rt.config.limits.idle_client_timeout, self.state.wait_timeout);
+            let in_tx = self.transaction_open();
             let pkt = match super::wait::next_command(
                 &mut self.client,
                 &self.shared,
                 idle,
                 &self.proc,
                 &mut self.idle_timer,
+                in_tx,
             )
             .await
             {
