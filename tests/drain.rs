@@ -220,7 +220,7 @@ async fn readyz_wants_a_server_that_can_serve_each_group() {
     let dead = format!("127.0.0.1:{}", free_port());
     let config = |readiness: &str, mode: &str, replicas: &str| {
         format!(
-            "users:\n  - {{ name: {APP_USER}, password: {APP_PASSWORD} }}\n\
+            "users:\n  - {{ name: {APP_USER}, password: {APP_PASSWORD}, backend: group }}\n\
              backend:\n  connect_timeout: 500ms\n\
              freshness:\n  mode: {mode}\n  probe_interval: 20ms\n\
              readiness:\n  require_master: {readiness}\n\

@@ -560,7 +560,7 @@ enum RawFreshnessMode {
 #[derive(Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a user mapping such as { name: app, password: secret }"
+    expecting = "a user mapping such as { name: app, password: secret, backend: group }"
 )]
 struct RawUser {
     #[serde(deserialize_with = "de::parse::<de::Name, _>")]
