@@ -4,5 +4,6 @@
 //! topology, and triggers reloads; none of them know about it.
 
 pub mod http;
+pub mod topology;
 
 pub use http::serve;

@@ -135,7 +135,7 @@ impl Login {
                 Ok(out)
             }
             (Secret::NativeStage1(h1), AuthPlugin::MysqlNativePassword) => {
-                Ok(crate::auth::native::scramble_with_stage1(h1, nonce).to_vec())
+                Ok(crate::protocol::native_password::scramble_with_stage1(h1, nonce).to_vec())
             }
             (Secret::NativeStage1(_), other) => Err(BackendError::Unsupported(format!(
                 "backend asks account `{}` for {}; sluice can log in server accounts with                  mysql_native_password only",

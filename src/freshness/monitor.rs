@@ -81,8 +81,8 @@ pub struct ReplicaMonitor {
     pub lag_writes: AtomicU64,
     pub probe_failures: AtomicU64,
     pub last_probe_us: AtomicU64,
-    /// Probe round trips, exported by `metrics::topology` at scrape time.
-    pub probe_seconds: crate::metrics::AtomicHistogram,
+    /// Probe round trips, exported by `admin::topology` at scrape time.
+    pub probe_seconds: crate::stats::AtomicHistogram,
 }
 
 impl ReplicaMonitor {
@@ -318,7 +318,7 @@ impl GroupMonitor {
                 lag_writes: AtomicU64::new(0),
                 probe_failures: AtomicU64::new(0),
                 last_probe_us: AtomicU64::new(0),
-                probe_seconds: crate::metrics::AtomicHistogram::default(), // metrics
+                probe_seconds: crate::stats::AtomicHistogram::default(), // metrics
             })
             .collect();
         Arc::new(GroupMonitor {

@@ -349,7 +349,7 @@ impl Session {
         self.shared.metrics.shard_fanout(plan.parts().len(), "sharded");
         let routed = route::plan(c, sql, src, &self.state.view());
         let was_in_server_tx = self.state.in_server_transaction();
-        let hide = self.rt.config.log.sql_log && crate::metrics::slow::may_hold_password(sql);
+        let hide = self.rt.config.log.sql_log && crate::logging::may_hold_password(sql);
         let run = async {
             match plan {
                 ShardPlan::Write {

@@ -10,9 +10,9 @@ use prometheus::core::{Collector, Desc};
 use prometheus::proto::{self, MetricType};
 use prometheus::IntCounterVec;
 
-use super::sharded::{ShardedCounter, ShardedHistogram};
-use super::topology::{descs, family, finish, Family, Samples};
+use super::family::{descs, family, finish, Family, Samples};
 use super::{Destination, LATENCY_BUCKETS, REASONS};
+use crate::stats::{ShardedCounter, ShardedHistogram};
 
 const ROUTED: usize = 0;
 const RECEIVED: usize = 1;

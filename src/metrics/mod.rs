@@ -6,33 +6,25 @@
 //! and then costs a few relaxed atomic adds, to cells of the calling thread
 //! (`hot.rs`, `sharded.rs`: no cache line that other cores' statements
 //! write); nothing is allocated or looked up by label strings per statement. Per-replica and per-pool values are not
-//! pushed at all: [`topology::TopologyCollector`] reads the freshness
+//! pushed at all: the admin endpoint's collector (`admin::topology`) reads the freshness
 //! monitors' and pools' atomics when Prometheus scrapes.
 //!
 //! Labels are bounded: group and backend names come from the configuration,
 //! destinations, reasons and error kinds are fixed sets. Never SQL text or
 //! client addresses.
 
-pub mod atomic;
+pub mod family;
 mod hot;
-pub mod sharded;
 pub mod slow;
-pub mod topology;
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use prometheus::{Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry};
-use tracing::warn;
 
-use crate::backend::Conn;
-use crate::backend::Topology;
-use crate::freshness::monitor::GroupMonitor;
 use crate::protocol::consts::{errcode, MAX_FRAME};
-
-pub use atomic::{AtomicHistogram, WaitStats};
+use crate::stats::ShardedHistogram;
 
 /// Where a statement went (the `destination` label).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,6 +186,11 @@ fn reason_index(reason: &str) -> Option<usize> {
     })
 }
 
+/// Which backend of a group: 0 the master, 1 + i replica i (what
+/// `backend::Conn` converts to, so this layer needs no backend types).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BackendIndex(pub usize);
+
 /// Statement latency buckets (seconds): 100 µs to 10 s.
 pub const LATENCY_BUCKETS: &[f64] = &[
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
@@ -208,7 +205,7 @@ struct BackendHandles {
     /// slow-query log, never a metric label).
     label: String,
     destination: Destination,
-    latency: Arc<sharded::ShardedHistogram>,
+    latency: Arc<ShardedHistogram>,
 }
 
 pub struct Metrics {
@@ -228,13 +225,10 @@ pub struct Metrics {
     account_labels: std::sync::Mutex<std::collections::HashSet<String>>,
     errors: [IntCounter; ErrorKind::ALL.len()],
     /// [group][0 = master, 1 + i = replica i] of the running topology, set
-    /// by [`Metrics::attach`] and [`Metrics::retarget`]. (A session still on
+    /// by [`Metrics::retarget`]. (A session still on
     /// the snapshot before a reload that moved replicas records a statement
     /// or two under the new positions' labels.)
     backends: ArcSwap<Vec<Vec<BackendHandles>>>,
-    /// The groups the scrape-time collector reads.
-    views: topology::Views,
-    attached: AtomicBool,
     shard_fanout: Histogram,
     merged_rows: IntCounter,
     /// Configuration reloads by result ([ok, error]).
@@ -357,8 +351,6 @@ impl Metrics {
             account_labels: Default::default(),
             errors,
             backends: ArcSwap::from_pointee(Vec::new()),
-            views: Arc::new(ArcSwap::from_pointee(Vec::new())),
-            attached: AtomicBool::new(false),
             shard_fanout,
             merged_rows,
             reloads,
@@ -366,44 +358,31 @@ impl Metrics {
         }
     }
 
-    /// Connect the metrics to the live topology: resolve the per-backend
-    /// latency series and register the scrape-time collector of replica
-    /// freshness and pool state. Called once at startup (`app::run`); later
-    /// calls only retarget.
-    pub fn attach(&self, topology: &Topology, monitors: &[Arc<GroupMonitor>]) {
-        self.retarget(topology, monitors);
-        if self.attached.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let collector = topology::TopologyCollector::new(self.views.clone());
-        if let Err(e) = self.registry.register(Box::new(collector)) {
-            warn!(error = %e, "cannot register the replica and pool metrics");
-        }
-    }
-
-    /// Point the per-backend series at `topology` (after a reload).
-    pub fn retarget(&self, topology: &Topology, monitors: &[Arc<GroupMonitor>]) {
-        let handles = topology
-            .groups
-            .iter()
-            .map(|g| {
-                let mut v = Vec::with_capacity(1 + g.replicas.len());
-                let mut add = |label: &str, destination: Destination, backend: &str| {
-                    v.push(BackendHandles {
-                        label: label.to_owned(),
-                        destination,
-                        latency: self.hot.duration(&g.name, destination, backend),
-                    });
-                };
-                add(&g.master.label, Destination::Master, "master");
-                for (i, r) in g.replicas.iter().enumerate() {
-                    add(&r.pool.label, Destination::Replica, &topology::replica_name(i));
-                }
-                v
+    /// Point the per-backend series at the running topology (at startup and
+    /// after a reload): per group its name and its backends' pool labels,
+    /// the master's first, then each replica's (`backend::Topology::labels`).
+    pub fn retarget<'a>(&self, groups: impl IntoIterator<Item = (&'a str, Vec<&'a str>)>) {
+        let handles = groups
+            .into_iter()
+            .map(|(group, labels)| {
+                labels
+                    .iter()
+                    .enumerate()
+                    .map(|(i, label)| {
+                        let (destination, backend) = match i {
+                            0 => (Destination::Master, "master".to_owned()),
+                            _ => (Destination::Replica, family::replica_name(i - 1)),
+                        };
+                        BackendHandles {
+                            label: (*label).to_owned(),
+                            destination,
+                            latency: self.hot.duration(group, destination, &backend),
+                        }
+                    })
+                    .collect()
             })
             .collect();
         self.backends.store(Arc::new(handles));
-        self.views.store(Arc::new(topology::views(topology, monitors)));
     }
 
     /// A configuration reload finished; `generation` is the one now running.
@@ -434,17 +413,14 @@ impl Metrics {
     pub fn command_done(
         &self,
         group: usize,
-        conn: Conn,
+        conn: impl Into<BackendIndex>,
         started: Instant,
         failed: bool,
         payload: &[u8],
         slow_query: Duration,
     ) {
         let elapsed = started.elapsed();
-        let index = match conn {
-            Conn::Master => 0,
-            Conn::Replica(i) => i + 1,
-        };
+        let BackendIndex(index) = conn.into();
         let backends = self.backends.load();
         let backend = backends.get(group).and_then(|b| b.get(index));
         if let Some(b) = backend {
@@ -454,10 +430,10 @@ impl Metrics {
             self.error(ErrorKind::ServerError);
         }
         if !slow_query.is_zero() && elapsed >= slow_query {
-            let (dest, label) = match (backend, conn) {
+            let (dest, label) = match (backend, index) {
                 (Some(b), _) => (b.destination, b.label.as_str()),
-                (None, Conn::Master) => (Destination::Master, ""),
-                (None, Conn::Replica(_)) => (Destination::Replica, ""),
+                (None, 0) => (Destination::Master, ""),
+                (None, _) => (Destination::Replica, ""),
             };
             slow::log(elapsed, dest.as_str(), label, payload);
         }
