@@ -22,7 +22,7 @@ pub fn recover_stage1(h2: &[u8; 20], nonce: &[u8], response: &[u8]) -> Option<[u
         h1[i] = response[i] ^ mix[i];
     }
     let check = sha1(&[&h1]);
-    let same = check.iter().zip(h2).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0;
+    let same: bool = subtle::ConstantTimeEq::ct_eq(&check[..], &h2[..]).into();
     same.then_some(h1)
 }
 

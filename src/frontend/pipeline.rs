@@ -134,7 +134,10 @@ impl Session {
         // connection, like NEXTVAL() in the text (which the plan pins).
         if on_master
             && plan.is_write
-            && plan.effects.pin & (Pins::SESSION_STATE | Pins::CONNECTION_STATE) == 0
+            && !plan
+                .effects
+                .pin
+                .intersects(Pins::SESSION_STATE | Pins::CONNECTION_STATE)
             && !self.keeps_connection_state()
             && self.writes_sequence_user(sql).await
         {
@@ -231,7 +234,7 @@ impl Session {
         // the previous statement's, SET @x in a read-only transaction there)
         // moves to the master; that connection is never pooled again.
         // (A variable assignment is a pin effect: route::effects.)
-        if matches!(conn, Conn::Replica(_)) && plan.effects.pin != 0 {
+        if matches!(conn, Conn::Replica(_)) && !plan.effects.pin.is_empty() {
             if let Err(e) = self.take_state_from_replica(conn, sql).await {
                 tracing::warn!(error = %e.message, "cannot move user variables from a replica connection to the master");
             }
@@ -615,7 +618,7 @@ impl Session {
             // its master connection.
             if on_master {
                 self.pin_all(e.pin);
-                self.state.pins.clear(e.unpin);
+                self.state.pins.remove(e.unpin);
                 if e.next_transaction {
                     self.pin(Pins::NEXT_TRANSACTION);
                 }
@@ -634,7 +637,7 @@ impl Session {
         }
         // `SET TRANSACTION ...` applies to the connection's next transaction.
         if was_next_tx && !(ok && e.next_transaction) && !self.in_transaction() {
-            self.state.pins.clear(Pins::NEXT_TRANSACTION);
+            self.state.pins.remove(Pins::NEXT_TRANSACTION);
         }
         if let Conn::Replica(_) = conn {
             if self.state.ro_tx.is_some()

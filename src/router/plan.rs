@@ -52,14 +52,14 @@ pub enum WriteSet {
     Everything,
 }
 
-/// What a statement does to the session when it succeeds. Pins are bits of
-/// [`Pins`]; the rest are typed flags.
+/// What a statement does to the session when it succeeds: pins taken and
+/// lifted, and typed flags.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Effects {
     /// Pins taken.
-    pub pin: u16,
+    pub pin: Pins,
     /// Pins lifted.
-    pub unpin: u16,
+    pub unpin: Pins,
     /// The text is a SET to replay on every backend connection the session uses.
     pub replay_set: bool,
     /// The session's default database becomes this (`USE db`).
@@ -110,20 +110,23 @@ impl Plan<'_> {
     }
 }
 
-/// Why a session must stay on its master connection (bits).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Pins(u16);
+bitflags::bitflags! {
+    /// Why a session must stay on its master connection.
+    #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+    pub struct Pins: u16 {
+        const TEMP_TABLE = 1;
+        const USER_VARIABLE = 1 << 1;
+        const LOCK_TABLES = 1 << 2;
+        const NAMED_LOCK = 1 << 3;
+        const SESSION_STATE = 1 << 4;
+        const SET_OPTION = 1 << 5;
+        const CONNECTION_STATE = 1 << 6;
+        const NEXT_TRANSACTION = 1 << 7;
+    }
+}
 
 impl Pins {
-    pub const TEMP_TABLE: u16 = 1;
-    pub const USER_VARIABLE: u16 = 1 << 1;
-    pub const LOCK_TABLES: u16 = 1 << 2;
-    pub const NAMED_LOCK: u16 = 1 << 3;
-    pub const SESSION_STATE: u16 = 1 << 4;
-    pub const SET_OPTION: u16 = 1 << 5;
-    pub const CONNECTION_STATE: u16 = 1 << 6;
-    pub const NEXT_TRANSACTION: u16 = 1 << 7;
-
+    /// The metric labels, in the order of the bits.
     const NAMES: [&'static str; 8] = [
         "temporary_table",
         "user_variable",
@@ -135,26 +138,19 @@ impl Pins {
         "next_transaction",
     ];
 
-    pub fn set(&mut self, bit: u16) {
-        self.0 |= bit;
-    }
-
-    pub fn clear(&mut self, bit: u16) {
-        self.0 &= !bit;
-    }
-
-    pub fn has(&self, bit: u16) -> bool {
-        self.0 & bit != 0
+    /// Is any pin of `bits` taken?
+    pub fn has(&self, bits: Pins) -> bool {
+        self.intersects(bits)
     }
 
     /// The metric label of one pin bit.
-    pub fn name(bit: u16) -> &'static str {
-        Self::NAMES[(bit.trailing_zeros() as usize).min(Self::NAMES.len() - 1)]
+    pub fn name(bit: Pins) -> &'static str {
+        Self::NAMES[(bit.bits().trailing_zeros() as usize).min(Self::NAMES.len() - 1)]
     }
 
     /// The reason of the lowest pin (a metric label), if pinned.
     pub fn reason(&self) -> Option<&'static str> {
-        (self.0 != 0).then(|| Self::NAMES[self.0.trailing_zeros() as usize])
+        (!self.is_empty()).then(|| Self::NAMES[self.bits().trailing_zeros() as usize])
     }
 }
 
@@ -166,12 +162,12 @@ mod tests {
     fn pins_report_their_reason() {
         let mut p = Pins::default();
         assert_eq!(p.reason(), None);
-        p.set(Pins::NAMED_LOCK);
-        p.set(Pins::NEXT_TRANSACTION);
+        p.insert(Pins::NAMED_LOCK);
+        p.insert(Pins::NEXT_TRANSACTION);
         assert_eq!(p.reason(), Some("named_lock"));
         assert_eq!(Pins::name(Pins::NEXT_TRANSACTION), "next_transaction");
         assert_eq!(Pins::name(Pins::TEMP_TABLE), "temporary_table");
-        p.clear(Pins::NAMED_LOCK);
+        p.remove(Pins::NAMED_LOCK);
         assert_eq!(p.reason(), Some("next_transaction"));
         assert!(p.has(Pins::NEXT_TRANSACTION));
     }

@@ -219,11 +219,11 @@ pub fn is_opaque(c: &Classified, sql: &[u8]) -> bool {
 /// fresh connection shows a NULL binary). (`SELECT ... INTO @v` creates
 /// nothing at PREPARE; it is pinned with the rest, to keep one rule with
 /// [`effects`].)
-pub fn prepare_pins(c: &Classified) -> u16 {
+pub fn prepare_pins(c: &Classified) -> Pins {
     if assigns_user_variable(c) {
         Pins::USER_VARIABLE
     } else {
-        0
+        Pins::empty()
     }
 }
 
@@ -489,8 +489,8 @@ mod tests {
             pins("UPDATE t SET v = (@old := v) + ? WHERE id = 1"),
             Pins::USER_VARIABLE
         );
-        assert_eq!(pins("SELECT @v"), 0);
-        assert_eq!(pins("SELECT ? AS x"), 0);
+        assert_eq!(pins("SELECT @v"), Pins::empty());
+        assert_eq!(pins("SELECT ? AS x"), Pins::empty());
     }
 
     #[test]
@@ -503,7 +503,7 @@ mod tests {
         let (t, _, e) = p("HANDLER t OPEN", Source::Text, ro);
         assert_eq!(t, Target::Master);
         assert!(!e.mirror_on_master);
-        assert_ne!(e.pin & Pins::CONNECTION_STATE, 0);
+        assert!(e.pin.contains(Pins::CONNECTION_STATE));
         for sql in [
             "PREPARE s FROM 'SELECT 1'",
             "DEALLOCATE PREPARE s",
@@ -588,17 +588,17 @@ mod tests {
         let (t, _, e) = p("SET time_zone = ?", prepared, View::default());
         assert_eq!(t, Target::Master);
         assert!(!e.replay_set);
-        assert_ne!(e.pin & Pins::SESSION_STATE, 0);
+        assert!(e.pin.contains(Pins::SESSION_STATE));
         let (_, _, e) = p("SET time_zone = '+01:00'", Source::Text, View::default());
         assert!(e.replay_set);
-        assert_eq!(e.pin, 0);
+        assert_eq!(e.pin, Pins::empty());
         let (_, _, e) = p("SET @v = ?", prepared, View::default());
-        assert_ne!(e.pin & Pins::USER_VARIABLE, 0);
+        assert!(e.pin.contains(Pins::USER_VARIABLE));
         let (t, _, e) = p("SELECT GET_LOCK(?, 0)", prepared, View::default());
         assert_eq!(t, Target::Master);
-        assert_ne!(e.pin & Pins::NAMED_LOCK, 0);
+        assert!(e.pin.contains(Pins::NAMED_LOCK));
         let (_, _, e) = p("CREATE TEMPORARY TABLE tt (a INT)", prepared, View::default());
-        assert_ne!(e.pin & Pins::TEMP_TABLE, 0);
+        assert!(e.pin.contains(Pins::TEMP_TABLE));
         for opaque in [
             "CALL p()",
             "EXECUTE IMMEDIATE 'SET @a = 1'",
@@ -612,14 +612,14 @@ mod tests {
         ] {
             let (t, _, e) = text(opaque);
             assert_eq!(t, Target::Master, "{opaque}");
-            assert_ne!(e.pin & Pins::CONNECTION_STATE, 0, "{opaque}");
+            assert!(e.pin.contains(Pins::CONNECTION_STATE), "{opaque}");
         }
         let (_, _, e) = text("SELECT NEXTVAL(sq)");
-        assert_ne!(e.pin & Pins::SESSION_STATE, 0);
+        assert!(e.pin.contains(Pins::SESSION_STATE));
         let (_, _, e) = text("INSERT INTO t VALUES (NEXT VALUE FOR sq)");
-        assert_ne!(e.pin & Pins::SESSION_STATE, 0);
+        assert!(e.pin.contains(Pins::SESSION_STATE));
         let (_, _, e) = text("SELECT RELEASE_ALL_LOCKS()");
-        assert_ne!(e.unpin & Pins::NAMED_LOCK, 0);
+        assert!(e.unpin.contains(Pins::NAMED_LOCK));
         let (_, _, e) = text("SET sql_mode = 'ANSI_QUOTES'");
         assert!(e.sql_mode && e.replay_set);
         let (_, _, e) = text("SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
