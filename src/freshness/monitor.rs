@@ -20,7 +20,6 @@ use super::health::{Health, HealthFlags};
 use super::state::{gtid_at_least, Counters, LagHistory, Scope, EPOCH_ROW};
 use super::triggers::{CounterTables, Event};
 
-#[path = "strict.rs"]
 mod strict;
 pub use strict::{strict_probe_sql, Provisional};
 

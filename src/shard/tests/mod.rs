@@ -12,6 +12,7 @@ mod params;
 mod refusals;
 mod rules;
 mod select;
+mod select_merge;
 mod union;
 mod write;
 
