@@ -14,6 +14,7 @@ use rand::Rng;
 use tracing::{info, warn};
 
 use crate::config::{self, Freshness, FreshnessMode};
+use crate::router::plan::RouteReason;
 
 use super::flight::Flight;
 use super::health::{Health, HealthFlags};
@@ -50,14 +51,14 @@ pub enum Fallback {
 }
 
 impl Fallback {
-    pub fn as_str(&self) -> &'static str {
+    pub fn reason(&self) -> RouteReason {
         match self {
-            Fallback::NoReplica => "no_replica",
-            Fallback::Stale => "stale",
-            Fallback::Down => "replica_down",
-            Fallback::Untracked => "untracked_table",
-            Fallback::MasterProbeFailed => "master_probe_failed",
-            Fallback::Unmarked => "unmarked_write",
+            Fallback::NoReplica => RouteReason::NoReplica,
+            Fallback::Stale => RouteReason::Stale,
+            Fallback::Down => RouteReason::ReplicaDown,
+            Fallback::Untracked => RouteReason::UntrackedTable,
+            Fallback::MasterProbeFailed => RouteReason::MasterProbeFailed,
+            Fallback::Unmarked => RouteReason::UnmarkedWrite,
         }
     }
 }

@@ -27,7 +27,7 @@ use crate::protocol::response::{ResponseKind, ResponseTracker};
 use crate::router::classify::{self, Classified, Kind, MasterReason};
 use crate::router::lexer::LexOptions;
 use crate::router::memo;
-use crate::router::plan::{Pins, Plan, ReadSet, Target, WriteSet};
+use crate::router::plan::{Pins, Plan, ReadSet, RouteReason, Target, WriteSet};
 use crate::router::previous;
 use crate::router::route::{self, Source};
 
@@ -95,7 +95,7 @@ impl Session {
         let route = if long_data {
             Route {
                 conn: Conn::Master,
-                reason: "long_data",
+                reason: RouteReason::LongData,
             }
         } else if rerunnable && plan.target == Target::FreshReplica {
             let (r, p) = self.pick_replica_overlapped(plan.read_set.tables()).await;
@@ -361,7 +361,7 @@ impl Session {
                     self.move_read_only_tx_to_master().await?;
                     return Ok(Route {
                         conn: Conn::Master,
-                        reason: "stale_replica",
+                        reason: RouteReason::StaleReplica,
                     });
                 }
                 Route {
@@ -376,7 +376,7 @@ impl Session {
                     if !self.replica_fresh_for(i, plan.read_set.tables()).await {
                         return Ok(Route {
                             conn: Conn::Master,
-                            reason: "stale_replica",
+                            reason: RouteReason::StaleReplica,
                         });
                     }
                 }
@@ -468,11 +468,11 @@ impl Session {
         match self.pick_for(tables, current).await {
             Ok(i) => Route {
                 conn: Conn::Replica(i),
-                reason: "fresh_replica",
+                reason: RouteReason::FreshReplica,
             },
             Err(f) => Route {
                 conn: Conn::Master,
-                reason: f.as_str(),
+                reason: f.reason(),
             },
         }
     }
@@ -493,14 +493,14 @@ impl Session {
             Ok((i, p)) => (
                 Route {
                     conn: Conn::Replica(i),
-                    reason: "fresh_replica",
+                    reason: RouteReason::FreshReplica,
                 },
                 p,
             ),
             Err(f) => (
                 Route {
                     conn: Conn::Master,
-                    reason: f.as_str(),
+                    reason: f.reason(),
                 },
                 None,
             ),
@@ -733,7 +733,7 @@ impl Session {
                     let reason = if checked { Fallback::Stale } else { Fallback::Down };
                     route = Route {
                         conn: Conn::Master,
-                        reason: reason.as_str(),
+                        reason: reason.reason(),
                     };
                 }
             }

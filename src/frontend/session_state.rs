@@ -228,7 +228,10 @@ mod tests {
         assert_eq!(s.view().ro_tx, Some(1));
         assert!(s.holds_replica() && !s.holds_master());
         s.pins.insert(Pins::TEMP_TABLE);
-        assert_eq!(s.view().pinned, Some("temporary_table"));
+        assert_eq!(
+            s.view().pinned,
+            Some(crate::router::plan::RouteReason::TemporaryTable)
+        );
         s.master_status(SERVER_STATUS_AUTOCOMMIT);
         s.replica_lost();
         assert!(s.holds_master() && !s.holds_replica());

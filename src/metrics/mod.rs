@@ -24,6 +24,7 @@ use arc_swap::ArcSwap;
 use prometheus::{Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry};
 
 use crate::protocol::consts::{errcode, MAX_FRAME};
+use crate::router::plan::RouteReason;
 use crate::stats::ShardedHistogram;
 
 /// Where a statement went (the `destination` label).
@@ -111,80 +112,10 @@ impl ErrorKind {
     }
 }
 
-/// Every routing reason the router uses (`route.reason` in the session,
-/// [`crate::freshness::monitor::Fallback::as_str`],
-/// [`crate::router::classify::MasterReason::as_str`]). Known reasons get a
-/// pre-resolved counter; an unknown one still counts, through a label lookup.
-pub const REASONS: [&str; 30] = [
-    "write",
-    "transaction",
-    "session_state",
-    "command",
-    "prepare",
-    "statement",
-    "long_data",
-    "fresh_replica",
-    "read_only_transaction",
-    "user_variable",
-    "temporary_table",
-    "lock_tables",
-    "named_lock",
-    "set_option",
-    "no_replica",
-    "stale",
-    "replica_down",
-    "untracked_table",
-    "master_probe_failed",
-    "locking_read",
-    "select_into",
-    "lock_function",
-    "last_insert_id",
-    "found_rows",
-    "sequence",
-    "hint",
-    "multi_statement",
-    "side_effect",
-    "stored_function",
-    "unmarked_write",
-];
-
-/// Index into [`REASONS`]: a `match` on the string (length, then bytes), no
-/// hashing. Kept in the same order as [`REASONS`] (checked by a test).
-fn reason_index(reason: &str) -> Option<usize> {
-    Some(match reason {
-        "write" => 0,
-        "transaction" => 1,
-        "session_state" => 2,
-        "command" => 3,
-        "prepare" => 4,
-        "statement" => 5,
-        "long_data" => 6,
-        "fresh_replica" => 7,
-        "read_only_transaction" => 8,
-        "user_variable" => 9,
-        "temporary_table" => 10,
-        "lock_tables" => 11,
-        "named_lock" => 12,
-        "set_option" => 13,
-        "no_replica" => 14,
-        "stale" => 15,
-        "replica_down" => 16,
-        "untracked_table" => 17,
-        "master_probe_failed" => 18,
-        "locking_read" => 19,
-        "select_into" => 20,
-        "lock_function" => 21,
-        "last_insert_id" => 22,
-        "found_rows" => 23,
-        "sequence" => 24,
-        "hint" => 25,
-        "multi_statement" => 26,
-        "side_effect" => 27,
-        "stored_function" => 28,
-        "unmarked_write" => 29,
-        _ => return None,
-    })
-}
+/// Every routing reason, the labels of `sluice_routed_statements_total`:
+/// each has a pre-resolved counter cell (`hot.rs`), indexed by
+/// `reason as usize`.
+pub const REASONS: [RouteReason; RouteReason::ALL.len()] = RouteReason::ALL;
 
 /// Which backend of a group: 0 the master, 1 + i replica i (what
 /// `backend::Conn` converts to, so this layer needs no backend types).
@@ -392,7 +323,7 @@ impl Metrics {
     }
 
     /// Count one routing decision to the master or a replica.
-    pub fn route(&self, to_master: bool, reason: &'static str) {
+    pub fn route(&self, to_master: bool, reason: RouteReason) {
         let dest = if to_master {
             Destination::Master
         } else {
@@ -401,9 +332,9 @@ impl Metrics {
         self.route_to(dest, reason);
     }
 
-    /// Count one routing decision. Reasons are static labels; the ones in
-    /// [`REASONS`] cost an atomic load and add.
-    pub fn route_to(&self, dest: Destination, reason: &'static str) {
+    /// Count one routing decision: an atomic add to the calling thread's
+    /// cell.
+    pub fn route_to(&self, dest: Destination, reason: RouteReason) {
         self.hot.route(dest, reason);
     }
 
@@ -530,7 +461,7 @@ impl Metrics {
 
     /// A sharded statement was sent to `shards` shards (called by the
     /// sharding layer; counts the routing decision too).
-    pub fn shard_fanout(&self, shards: usize, reason: &'static str) {
+    pub fn shard_fanout(&self, shards: usize, reason: RouteReason) {
         self.shard_fanout.observe(shards as f64);
         self.route_to(Destination::Shards, reason);
     }
@@ -566,59 +497,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reason_index_matches_reasons() {
+    fn every_reason_has_its_cell_and_label() {
         for (i, r) in REASONS.iter().enumerate() {
-            assert_eq!(reason_index(r), Some(i), "{r}");
+            assert_eq!(*r as usize, i, "{r}");
         }
-        assert_eq!(reason_index("no_such_reason"), None);
-    }
-
-    #[test]
-    fn router_reasons_are_all_known() {
-        use crate::freshness::monitor::Fallback;
-        for f in [
-            Fallback::NoReplica,
-            Fallback::Stale,
-            Fallback::Down,
-            Fallback::Untracked,
-            Fallback::MasterProbeFailed,
-        ] {
-            assert!(reason_index(f.as_str()).is_some(), "{}", f.as_str());
-        }
-        use crate::router::classify::MasterReason as M;
-        for r in [
-            M::LockingRead,
-            M::SelectInto,
-            M::LockFunction,
-            M::LastInsertId,
-            M::FoundRows,
-            M::Sequence,
-            M::UserVariable,
-            M::Hint,
-            M::MultiStatement,
-            M::SideEffect,
-        ] {
-            assert!(reason_index(r.as_str()).is_some(), "{}", r.as_str());
-        }
+        let labels: std::collections::BTreeSet<_> = REASONS.iter().map(|r| r.as_str()).collect();
+        assert_eq!(labels.len(), REASONS.len(), "two reasons share a label");
     }
 
     #[test]
     fn routes_and_errors_are_exported() {
         let m = Metrics::new();
-        m.route(true, "write");
-        m.route(true, "write");
-        m.route(false, "fresh_replica");
-        m.route(true, "some_new_reason");
+        m.route(true, RouteReason::Write);
+        m.route(true, RouteReason::Write);
+        m.route(false, RouteReason::FreshReplica);
+        m.route(true, RouteReason::PreviousStatement);
         m.error_code(errcode::ER_NET_READ_ERROR);
         m.login_refused(errcode::ER_ACCESS_DENIED_ERROR);
         m.client_bytes_in(10);
-        m.shard_fanout(3, "sharded");
+        m.shard_fanout(3, RouteReason::Sharded);
         m.merged_rows(7);
         let text = m.render();
         for line in [
             "sluice_routed_statements_total{destination=\"master\",reason=\"write\"} 2",
             "sluice_routed_statements_total{destination=\"replica\",reason=\"fresh_replica\"} 1",
-            "sluice_routed_statements_total{destination=\"master\",reason=\"some_new_reason\"} 1",
+            "sluice_routed_statements_total{destination=\"master\",reason=\"previous_statement\"} 1",
             "sluice_routed_statements_total{destination=\"shards\",reason=\"sharded\"} 1",
             "sluice_errors_total{kind=\"backend_lost\"} 1",
             "sluice_errors_total{kind=\"access_denied\"} 1",

@@ -95,7 +95,7 @@ pub struct Effects {
 pub struct Plan<'a> {
     pub target: Target,
     /// Why (a metric label).
-    pub reason: &'static str,
+    pub reason: RouteReason,
     pub read_set: ReadSet<'a>,
     pub write_set: WriteSet,
     pub effects: Effects,
@@ -107,6 +107,142 @@ pub struct Plan<'a> {
 impl Plan<'_> {
     pub fn on_master(&self) -> bool {
         self.target == Target::Master
+    }
+}
+
+/// Why a statement goes where it goes: the `reason` label of
+/// `sluice_routed_statements_total` (`metrics::REASONS` is [`RouteReason::ALL`],
+/// so every reason has its counter cell and none can be left out).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RouteReason {
+    Write,
+    Transaction,
+    SessionState,
+    Command,
+    Prepare,
+    Statement,
+    LongData,
+    FreshReplica,
+    ReadOnlyTransaction,
+    UserVariable,
+    TemporaryTable,
+    LockTables,
+    NamedLock,
+    SetOption,
+    NoReplica,
+    Stale,
+    ReplicaDown,
+    UntrackedTable,
+    MasterProbeFailed,
+    LockingRead,
+    SelectInto,
+    LockFunction,
+    LastInsertId,
+    FoundRows,
+    Sequence,
+    Hint,
+    MultiStatement,
+    SideEffect,
+    StoredFunction,
+    UnmarkedWrite,
+    Handler,
+    PreviousStatement,
+    StaleReplica,
+    ReplicaFailed,
+    ConnectionState,
+    NextTransaction,
+    Sharded,
+}
+
+impl RouteReason {
+    /// Every reason, in the order of their discriminants (`reason as usize`).
+    pub const ALL: [RouteReason; 37] = [
+        RouteReason::Write,
+        RouteReason::Transaction,
+        RouteReason::SessionState,
+        RouteReason::Command,
+        RouteReason::Prepare,
+        RouteReason::Statement,
+        RouteReason::LongData,
+        RouteReason::FreshReplica,
+        RouteReason::ReadOnlyTransaction,
+        RouteReason::UserVariable,
+        RouteReason::TemporaryTable,
+        RouteReason::LockTables,
+        RouteReason::NamedLock,
+        RouteReason::SetOption,
+        RouteReason::NoReplica,
+        RouteReason::Stale,
+        RouteReason::ReplicaDown,
+        RouteReason::UntrackedTable,
+        RouteReason::MasterProbeFailed,
+        RouteReason::LockingRead,
+        RouteReason::SelectInto,
+        RouteReason::LockFunction,
+        RouteReason::LastInsertId,
+        RouteReason::FoundRows,
+        RouteReason::Sequence,
+        RouteReason::Hint,
+        RouteReason::MultiStatement,
+        RouteReason::SideEffect,
+        RouteReason::StoredFunction,
+        RouteReason::UnmarkedWrite,
+        RouteReason::Handler,
+        RouteReason::PreviousStatement,
+        RouteReason::StaleReplica,
+        RouteReason::ReplicaFailed,
+        RouteReason::ConnectionState,
+        RouteReason::NextTransaction,
+        RouteReason::Sharded,
+    ];
+
+    /// The metric label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RouteReason::Write => "write",
+            RouteReason::Transaction => "transaction",
+            RouteReason::SessionState => "session_state",
+            RouteReason::Command => "command",
+            RouteReason::Prepare => "prepare",
+            RouteReason::Statement => "statement",
+            RouteReason::LongData => "long_data",
+            RouteReason::FreshReplica => "fresh_replica",
+            RouteReason::ReadOnlyTransaction => "read_only_transaction",
+            RouteReason::UserVariable => "user_variable",
+            RouteReason::TemporaryTable => "temporary_table",
+            RouteReason::LockTables => "lock_tables",
+            RouteReason::NamedLock => "named_lock",
+            RouteReason::SetOption => "set_option",
+            RouteReason::NoReplica => "no_replica",
+            RouteReason::Stale => "stale",
+            RouteReason::ReplicaDown => "replica_down",
+            RouteReason::UntrackedTable => "untracked_table",
+            RouteReason::MasterProbeFailed => "master_probe_failed",
+            RouteReason::LockingRead => "locking_read",
+            RouteReason::SelectInto => "select_into",
+            RouteReason::LockFunction => "lock_function",
+            RouteReason::LastInsertId => "last_insert_id",
+            RouteReason::FoundRows => "found_rows",
+            RouteReason::Sequence => "sequence",
+            RouteReason::Hint => "hint",
+            RouteReason::MultiStatement => "multi_statement",
+            RouteReason::SideEffect => "side_effect",
+            RouteReason::StoredFunction => "stored_function",
+            RouteReason::UnmarkedWrite => "unmarked_write",
+            RouteReason::Handler => "handler",
+            RouteReason::PreviousStatement => "previous_statement",
+            RouteReason::StaleReplica => "stale_replica",
+            RouteReason::ReplicaFailed => "replica_failed",
+            RouteReason::ConnectionState => "connection_state",
+            RouteReason::NextTransaction => "next_transaction",
+            RouteReason::Sharded => "sharded",
+        }
+    }
+}
+
+impl std::fmt::Display for RouteReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -148,9 +284,19 @@ impl Pins {
         Self::NAMES[(bit.bits().trailing_zeros() as usize).min(Self::NAMES.len() - 1)]
     }
 
-    /// The reason of the lowest pin (a metric label), if pinned.
-    pub fn reason(&self) -> Option<&'static str> {
-        (!self.is_empty()).then(|| Self::NAMES[self.bits().trailing_zeros() as usize])
+    /// The route reason of the lowest pin, if pinned.
+    pub fn reason(&self) -> Option<RouteReason> {
+        const REASONS: [RouteReason; 8] = [
+            RouteReason::TemporaryTable,
+            RouteReason::UserVariable,
+            RouteReason::LockTables,
+            RouteReason::NamedLock,
+            RouteReason::SessionState,
+            RouteReason::SetOption,
+            RouteReason::ConnectionState,
+            RouteReason::NextTransaction,
+        ];
+        (!self.is_empty()).then(|| REASONS[self.bits().trailing_zeros() as usize])
     }
 }
 
@@ -164,11 +310,11 @@ mod tests {
         assert_eq!(p.reason(), None);
         p.insert(Pins::NAMED_LOCK);
         p.insert(Pins::NEXT_TRANSACTION);
-        assert_eq!(p.reason(), Some("named_lock"));
+        assert_eq!(p.reason(), Some(RouteReason::NamedLock));
         assert_eq!(Pins::name(Pins::NEXT_TRANSACTION), "next_transaction");
         assert_eq!(Pins::name(Pins::TEMP_TABLE), "temporary_table");
         p.remove(Pins::NAMED_LOCK);
-        assert_eq!(p.reason(), Some("next_transaction"));
+        assert_eq!(p.reason(), Some(RouteReason::NextTransaction));
         assert!(p.has(Pins::NEXT_TRANSACTION));
     }
 }
