@@ -39,10 +39,6 @@ const LONG_FILES: &[(&str, &str)] = &[
         "config/raw.rs",
         "#[serde(default)] on the Raw structs replaces the default_* functions",
     ),
-    (
-        "backend/conn.rs",
-        "the login exchange leaves conn.rs (auth_guard shares the TLS upgrade)",
-    ),
 ];
 
 /// Files with a `#[path]` attribute today, and the step that removes it.
