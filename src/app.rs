@@ -112,7 +112,8 @@ pub async fn run(config: Config, config_path: PathBuf) -> Result<(), Error> {
     let reloader = Arc::new(crate::reload::Reloader::new(config_path, shared.clone()));
     let rt = shared.runtime();
     // metrics: per-backend series, and the collector of replica and pool state
-    shared.metrics.attach(&rt.topology, &rt.monitors);
+    shared.metrics.retarget(rt.topology.labels());
+    crate::admin::topology::register(&shared);
 
     learn_server_version(&shared).await;
     rt.start(&shared.replica_down_hook());

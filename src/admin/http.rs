@@ -2,7 +2,7 @@
 //! `POST /reload` (hot reload of the configuration file: 200 with what
 //! changed, 400 with the file's error and the running configuration kept).
 //!
-//! Protection (see README, Threat model): the reads stay open, as Prometheus
+//! Protection (see docs/accounts.md, Threat model): the reads stay open, as Prometheus
 //! expects; every other method needs the admin token (`Authorization:
 //! Bearer TOKEN`), so a cross-site request from a browser cannot reload
 //! sluice; a `Host` header that names anything but an IP address,

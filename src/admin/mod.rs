@@ -5,5 +5,6 @@
 
 pub mod http;
 mod ready;
+pub mod topology;
 
 pub use http::serve;

@@ -375,7 +375,7 @@ pub struct BackendPool {
     own: Arc<Login>,
     registry: Arc<Registry>,
     /// Checkouts that waited, for metrics (read at scrape time).
-    pub waits: crate::metrics::WaitStats,
+    pub waits: crate::stats::WaitStats,
     /// A reload removed this backend (see [`BackendPool::close`]).
     closed: AtomicBool,
     /// Checkouts that moved their connection to the borrower's session

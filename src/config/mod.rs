@@ -313,11 +313,8 @@ pub struct Sharding {
     pub rules: crate::shard::ShardRules,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogFormat {
-    Text,
-    Json,
-}
+/// `log.format` (defined with the logger that uses it).
+pub use crate::logging::LogFormat;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct LogConfig {

@@ -36,6 +36,7 @@ use crate::protocol::consts::*;
 use crate::protocol::packets::{ok_packet, ErrPacket};
 use crate::protocol::response::{ResponseKind, ResponseTracker};
 use crate::protocol::{PacketStream, ProtocolError};
+use crate::router::plan::RouteReason;
 use crate::router::route::Source;
 use crate::runtime::Runtime;
 use pipeline::Exec;
@@ -137,7 +138,7 @@ pub struct Stale;
 #[derive(Debug, Clone, Copy)]
 struct Route {
     conn: Conn,
-    reason: &'static str,
+    reason: RouteReason,
 }
 
 /// The backend connections serving a session (its master and at most one
@@ -421,7 +422,7 @@ impl Session {
         let db = String::from_utf8_lossy(&payload[1..]).into_owned();
         let route = Route {
             conn: Conn::Master,
-            reason: "session_state",
+            reason: RouteReason::SessionState,
         };
         let Some(tracker) = self
             .run_on(route, payload, ResponseKind::Single, false, None)
@@ -438,7 +439,7 @@ impl Session {
     async fn simple(&mut self, payload: &[u8], kind: ResponseKind) -> CmdResult {
         let route = Route {
             conn: Conn::Master,
-            reason: "command",
+            reason: RouteReason::Command,
         };
         self.run_on(route, payload, kind, false, None).await.map(drop)
     }
@@ -489,7 +490,7 @@ impl Session {
         if self.backends.master.is_some() {
             let route = Route {
                 conn: Conn::Master,
-                reason: "session_state",
+                reason: RouteReason::SessionState,
             };
             let r = self
                 .run_on(route, payload, ResponseKind::Single, false, None)
@@ -809,7 +810,7 @@ impl Session {
             };
             if checked {
                 match verdict {
-                    Some(false) => self.shared.metrics.route(true, Fallback::Stale.as_str()),
+                    Some(false) => self.shared.metrics.route(true, Fallback::Stale.reason()),
                     // (None: the send failed before the check; counted as
                     // the plain gate counts it.)
                     Some(true) | None => self.shared.metrics.route(false, route.reason),

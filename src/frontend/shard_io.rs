@@ -55,7 +55,7 @@ impl PartLog {
             started: Instant::now(),
             // Escaped, capped, and hidden when it may hold a password.
             sql: if HIDE_PART_SQL.try_with(|h| *h).unwrap_or(false) {
-                crate::metrics::slow::REDACTED.to_owned()
+                crate::logging::REDACTED.to_owned()
             } else {
                 crate::logging::loggable_sql(sql)
             },

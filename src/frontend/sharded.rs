@@ -12,7 +12,7 @@
 
 use crate::protocol::response::{ResponseKind, ResponseTracker};
 use crate::router::classify::Classified;
-use crate::router::plan::Pins;
+use crate::router::plan::{Pins, RouteReason};
 use crate::router::route::{self, Source};
 use crate::shard::{Charset, ParamValue, Refusal, ShardPlan};
 
@@ -343,10 +343,12 @@ impl Session {
                     .await;
             }
         }
-        self.shared.metrics.shard_fanout(plan.parts().len(), "sharded");
+        self.shared
+            .metrics
+            .shard_fanout(plan.parts().len(), RouteReason::Sharded);
         let routed = route::plan(c, sql, src, &self.state.view());
         let was_in_server_tx = self.state.in_server_transaction();
-        let hide = self.rt.config.log.sql_log && crate::metrics::slow::may_hold_password(sql);
+        let hide = self.rt.config.log.sql_log && crate::logging::may_hold_password(sql);
         let run = async {
             match plan {
                 ShardPlan::Write {

@@ -140,7 +140,7 @@ impl Shared {
     /// Make `rt` the newest snapshot (after a reload started its monitors),
     /// and point the scrape-time metrics at it.
     pub fn publish(&self, rt: Arc<Runtime>) {
-        self.metrics.retarget(&rt.topology, &rt.monitors);
+        self.metrics.retarget(rt.topology.labels());
         self.runtime.store(rt);
     }
 

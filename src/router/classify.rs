@@ -157,20 +157,21 @@ pub enum MasterReason {
 }
 
 impl MasterReason {
-    /// A snake_case label for metrics.
-    pub fn as_str(&self) -> &'static str {
+    /// The route reason (the metric's label).
+    pub fn reason(self) -> super::plan::RouteReason {
+        use super::plan::RouteReason as R;
         match self {
-            MasterReason::LockingRead => "locking_read",
-            MasterReason::SelectInto => "select_into",
-            MasterReason::LockFunction => "lock_function",
-            MasterReason::LastInsertId => "last_insert_id",
-            MasterReason::FoundRows => "found_rows",
-            MasterReason::Sequence => "sequence",
-            MasterReason::UserVariable => "user_variable",
-            MasterReason::Hint => "hint",
-            MasterReason::MultiStatement => "multi_statement",
-            MasterReason::SideEffect => "side_effect",
-            MasterReason::StoredFunction => "stored_function",
+            MasterReason::LockingRead => R::LockingRead,
+            MasterReason::SelectInto => R::SelectInto,
+            MasterReason::LockFunction => R::LockFunction,
+            MasterReason::LastInsertId => R::LastInsertId,
+            MasterReason::FoundRows => R::FoundRows,
+            MasterReason::Sequence => R::Sequence,
+            MasterReason::UserVariable => R::UserVariable,
+            MasterReason::Hint => R::Hint,
+            MasterReason::MultiStatement => R::MultiStatement,
+            MasterReason::SideEffect => R::SideEffect,
+            MasterReason::StoredFunction => R::StoredFunction,
         }
     }
 }
@@ -3031,7 +3032,7 @@ mod tests {
             (R::SideEffect, "side_effect"),
         ];
         for (r, label) in all {
-            assert_eq!(r.as_str(), label);
+            assert_eq!(r.reason().as_str(), label);
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use super::classify::{Classified, Kind, MasterReason, SetScope};
 use super::lexer::{first_word, LexOptions, Token, Tokens};
-use super::plan::{Effects, Pins, Plan, ReadSet, Target, WriteSet};
+use super::plan::{Effects, Pins, Plan, ReadSet, RouteReason, Target, WriteSet};
 
 /// How the statement reached sluice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,7 +22,7 @@ pub struct View {
     /// The replica running the session's read-only transaction.
     pub ro_tx: Option<usize>,
     /// Why the session is pinned to its master connection, if it is.
-    pub pinned: Option<&'static str>,
+    pub pinned: Option<RouteReason>,
     /// A transaction is open (or autocommit is off).
     pub in_transaction: bool,
 }
@@ -43,7 +43,7 @@ pub fn plan<'a>(c: &'a Classified, sql: &[u8], src: Source, v: &View) -> Plan<'a
             // A HANDLER's cursor is read where the session keeps it: opened on
             // the master (HANDLER reads are not snapshot reads, so the
             // transaction's snapshot does not apply to them).
-            "HANDLER" => (target, reason) = (Target::Master, "handler"),
+            "HANDLER" => (target, reason) = (Target::Master, RouteReason::Handler),
             // A named statement (PREPARE / DEALLOCATE PREPARE) is made on the
             // replica, where the transaction's EXECUTEs run, and on the
             // master, where those after it run.
@@ -74,7 +74,7 @@ pub fn plan<'a>(c: &'a Classified, sql: &[u8], src: Source, v: &View) -> Plan<'a
     }
 }
 
-fn target(c: &Classified, v: &View) -> (Target, &'static str) {
+fn target(c: &Classified, v: &View) -> (Target, RouteReason) {
     // FOUND_ROWS() stays with the master, as the routing contract says
     // (SQL_CALC_FOUND_ROWS reads are sent there too).
     if c.refers_to_previous && c.force_master != Some(MasterReason::FoundRows) && v.ro_tx.is_none() {
@@ -82,17 +82,17 @@ fn target(c: &Classified, v: &View) -> (Target, &'static str) {
         // connection that ran the previous statement. (A pinned session's
         // previous statement ran on the master, but for the one that took
         // the pin on a replica: GET DIAGNOSTICS @n about a replica read.)
-        return (Target::Previous, "previous_statement");
+        return (Target::Previous, RouteReason::PreviousStatement);
     }
     match &c.kind {
         Kind::Read => match c.force_master {
-            Some(r) if v.ro_tx.is_none() => (Target::Master, r.as_str()),
+            Some(r) if v.ro_tx.is_none() => (Target::Master, r.reason()),
             // GET_LOCK() & co. in a read-only transaction on a replica: a
             // named lock is the master's (where the other clients take it),
             // and it is no part of the transaction. (With a table read too,
             // the read needs the transaction's snapshot: it stays there.)
             Some(MasterReason::LockFunction) if c.tables.as_ref().is_some_and(|t| t.is_empty()) => {
-                (Target::Master, MasterReason::LockFunction.as_str())
+                (Target::Master, RouteReason::LockFunction)
             }
             _ => read_target(v),
         },
@@ -100,24 +100,24 @@ fn target(c: &Classified, v: &View) -> (Target, &'static str) {
         // Inside a read-only transaction on a replica, everything stays
         // there until it ends (a write fails there as it would anywhere).
         _ if v.ro_tx.is_some() => read_target(v),
-        Kind::SessionSet(_) | Kind::Use(_) => (Target::Master, "session_state"),
-        Kind::Begin { .. } | Kind::Commit | Kind::Rollback => (Target::Master, "transaction"),
-        _ => (Target::Master, "write"),
+        Kind::SessionSet(_) | Kind::Use(_) => (Target::Master, RouteReason::SessionState),
+        Kind::Begin { .. } | Kind::Commit | Kind::Rollback => (Target::Master, RouteReason::Transaction),
+        _ => (Target::Master, RouteReason::Write),
     }
 }
 
 /// Where a read that its text allows on a replica goes, given the session.
-pub fn read_target(v: &View) -> (Target, &'static str) {
+pub fn read_target(v: &View) -> (Target, RouteReason) {
     if let Some(i) = v.ro_tx {
-        return (Target::Replica(i), "read_only_transaction");
+        return (Target::Replica(i), RouteReason::ReadOnlyTransaction);
     }
     if let Some(pin) = v.pinned {
         return (Target::Master, pin);
     }
     if v.in_transaction {
-        return (Target::Master, "transaction");
+        return (Target::Master, RouteReason::Transaction);
     }
-    (Target::FreshReplica, "fresh_replica")
+    (Target::FreshReplica, RouteReason::FreshReplica)
 }
 
 /// First words of statements whose effects on the session and on the data
@@ -219,11 +219,11 @@ pub fn is_opaque(c: &Classified, sql: &[u8]) -> bool {
 /// fresh connection shows a NULL binary). (`SELECT ... INTO @v` creates
 /// nothing at PREPARE; it is pinned with the rest, to keep one rule with
 /// [`effects`].)
-pub fn prepare_pins(c: &Classified) -> u16 {
+pub fn prepare_pins(c: &Classified) -> Pins {
     if assigns_user_variable(c) {
         Pins::USER_VARIABLE
     } else {
-        0
+        Pins::empty()
     }
 }
 
@@ -512,8 +512,8 @@ mod tests {
             pins("UPDATE t SET v = (@old := v) + ? WHERE id = 1"),
             Pins::USER_VARIABLE
         );
-        assert_eq!(pins("SELECT @v"), 0);
-        assert_eq!(pins("SELECT ? AS x"), 0);
+        assert_eq!(pins("SELECT @v"), Pins::empty());
+        assert_eq!(pins("SELECT ? AS x"), Pins::empty());
     }
 
     #[test]
@@ -526,7 +526,7 @@ mod tests {
         let (t, _, e) = p("HANDLER t OPEN", Source::Text, ro);
         assert_eq!(t, Target::Master);
         assert!(!e.mirror_on_master);
-        assert_ne!(e.pin & Pins::CONNECTION_STATE, 0);
+        assert!(e.pin.contains(Pins::CONNECTION_STATE));
         for sql in [
             "PREPARE s FROM 'SELECT 1'",
             "DEALLOCATE PREPARE s",
@@ -586,7 +586,7 @@ mod tests {
         };
         assert_eq!(p("SELECT 1", Source::Text, tx).0, Target::Master);
         let pinned = View {
-            pinned: Some("user_variable"),
+            pinned: Some(RouteReason::UserVariable),
             ..View::default()
         };
         assert_eq!(p("SELECT * FROM t", Source::Text, pinned).0, Target::Master);
@@ -611,17 +611,17 @@ mod tests {
         let (t, _, e) = p("SET time_zone = ?", prepared, View::default());
         assert_eq!(t, Target::Master);
         assert!(!e.replay_set);
-        assert_ne!(e.pin & Pins::SESSION_STATE, 0);
+        assert!(e.pin.contains(Pins::SESSION_STATE));
         let (_, _, e) = p("SET time_zone = '+01:00'", Source::Text, View::default());
         assert!(e.replay_set);
-        assert_eq!(e.pin, 0);
+        assert_eq!(e.pin, Pins::empty());
         let (_, _, e) = p("SET @v = ?", prepared, View::default());
-        assert_ne!(e.pin & Pins::USER_VARIABLE, 0);
+        assert!(e.pin.contains(Pins::USER_VARIABLE));
         let (t, _, e) = p("SELECT GET_LOCK(?, 0)", prepared, View::default());
         assert_eq!(t, Target::Master);
-        assert_ne!(e.pin & Pins::NAMED_LOCK, 0);
+        assert!(e.pin.contains(Pins::NAMED_LOCK));
         let (_, _, e) = p("CREATE TEMPORARY TABLE tt (a INT)", prepared, View::default());
-        assert_ne!(e.pin & Pins::TEMP_TABLE, 0);
+        assert!(e.pin.contains(Pins::TEMP_TABLE));
         for opaque in [
             "CALL p()",
             "EXECUTE IMMEDIATE 'SET @a = 1'",
@@ -635,14 +635,14 @@ mod tests {
         ] {
             let (t, _, e) = text(opaque);
             assert_eq!(t, Target::Master, "{opaque}");
-            assert_ne!(e.pin & Pins::CONNECTION_STATE, 0, "{opaque}");
+            assert!(e.pin.contains(Pins::CONNECTION_STATE), "{opaque}");
         }
         let (_, _, e) = text("SELECT NEXTVAL(sq)");
-        assert_ne!(e.pin & Pins::SESSION_STATE, 0);
+        assert!(e.pin.contains(Pins::SESSION_STATE));
         let (_, _, e) = text("INSERT INTO t VALUES (NEXT VALUE FOR sq)");
-        assert_ne!(e.pin & Pins::SESSION_STATE, 0);
+        assert!(e.pin.contains(Pins::SESSION_STATE));
         let (_, _, e) = text("SELECT RELEASE_ALL_LOCKS()");
-        assert_ne!(e.unpin & Pins::NAMED_LOCK, 0);
+        assert!(e.unpin.contains(Pins::NAMED_LOCK));
         let (_, _, e) = text("SET sql_mode = 'ANSI_QUOTES'");
         assert!(e.sql_mode && e.replay_set);
         let (_, _, e) = text("SET TRANSACTION ISOLATION LEVEL READ COMMITTED");

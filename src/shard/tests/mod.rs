@@ -13,6 +13,7 @@ mod params;
 mod refusals;
 mod rules;
 mod select;
+mod select_merge;
 mod split;
 mod union;
 mod write;
