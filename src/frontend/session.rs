@@ -497,6 +497,10 @@ impl Session {
                 // version-dependent: make the next command re-sync it.
                 m.conn.db = None;
                 m.conn.state.forget();
+                // The reset released the counter slot (`backend::slot`).
+                if m.conn.claim_slot().await.is_err() {
+                    m.conn.broken = true;
+                }
             }
             self.clear_state();
             if r.is_some_and(|t| t.error) {
