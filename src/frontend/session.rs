@@ -761,6 +761,9 @@ impl Session {
                 entry: &self.proc,
                 pool,
                 thread: h.conn.thread_id,
+                finish_if_gone: conn == Conn::Master
+                    && h.conn.status & crate::protocol::consts::SERVER_STATUS_AUTOCOMMIT != 0
+                    && !h.conn.in_transaction(),
             });
             let mut verdict = None;
             let checked = provisional.is_some();
