@@ -350,6 +350,18 @@ pub fn writes_unknown_tables(c: &Classified, sql: &[u8]) -> bool {
     )
 }
 
+/// [`classify_with`] under a known sql_mode, and, where a double-byte
+/// client character set may read the text differently (issue 40, see
+/// `lexer::multibyte_view`), that reading too: when the two differ, the
+/// statement goes to the master with the effects of both ([`disagreement`]).
+pub fn classify_in_mode(sql: &[u8], opts: LexOptions) -> Classified {
+    let c = classify_with(sql, opts);
+    match super::lexer::multibyte_view(sql).map(|v| classify_with(&v, opts)) {
+        Some(other) if other != c => disagreement(c, other),
+        _ => c,
+    }
+}
+
 /// `DELETE HISTORY FROM t` (after `DELETE`): it purges the historical rows
 /// of a system-versioned table without firing a trigger, so it counts like
 /// TRUNCATE. An executable comment where the next word should be counts too
@@ -373,14 +385,22 @@ fn deletes_history(mut rest: &[u8]) -> bool {
 /// same and this costs nothing extra.
 pub fn classify_any_mode(sql: &[u8]) -> Classified {
     let c = classify(sql);
+    // A double-byte client character set reads some texts differently
+    // (issue 40, see `multibyte_view`): when it does, both readings.
+    let mut out = c.clone();
+    if let Some(view) = super::lexer::multibyte_view(sql) {
+        let other = classify(&view);
+        if other != c {
+            out = disagreement(out, other);
+        }
+    }
     if !sql.contains(&b'\\') {
-        return c;
+        return out;
     }
     // With a backslash, a double quote also ends differently under
     // ANSI_QUOTES (an identifier has no escapes): read those ways too.
     let ansi = sql.contains(&b'"');
     let modes = [(false, true), (true, false), (true, true)];
-    let mut out = c.clone();
     for (ansi_quotes, no_backslash_escapes) in modes {
         if ansi_quotes && !ansi {
             continue;
