@@ -243,8 +243,9 @@ async fn open_transactions_and_opposite_order_pairs_never_wait_on_counter_rows()
     }
     // Every write through sluice was counted, each transaction in its own rows.
     let rows = cluster.master.sql(&format!(
-        "SELECT COUNT(*), SUM(n) FROM sluice.counters WHERE tbl = '{tracked}.t' AND slot >= 16"
+        "SELECT COUNT(*), SUM(n), MAX(slot) FROM sluice.counters WHERE tbl = '{tracked}.t' AND slot >= 16"
     ));
+    eprintln!("rows of sluice's connections (count, sum, highest slot): {rows}");
     let mut cols = rows.split('\t');
     let (count, sum): (u64, u64) = (
         cols.next().and_then(|v| v.parse().ok()).unwrap_or(0),

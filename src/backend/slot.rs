@@ -33,11 +33,15 @@ const VARIABLE: &str = "@sluice_slot";
 /// Slots are `0..LIMIT` (the trigger falls back to the connection id for
 /// anything else: `freshness::triggers::SLUICE_SLOTS`).
 const LIMIT: u16 = 4096;
-/// Numbers tried per statement, and statements per claim: a claim fails
-/// (the connection falls back to `CONNECTION_ID() % slots`) only when 64
-/// numbers in a row are held by other processes' connections.
+/// Numbers tried per statement after the first, which tries one (the
+/// lowest this process does not hold, nearly always free when one sluice
+/// runs: concurrent claims then get consecutive numbers, where reserving 16
+/// each spread 64 connections over slots up to 1,000), and statements per
+/// claim: a claim fails (the connection falls back to
+/// `CONNECTION_ID() % slots`) only when 65 numbers are held by other
+/// processes' connections.
 const PER_STATEMENT: usize = 16;
-const STATEMENTS: usize = 4;
+const STATEMENTS: usize = 5;
 
 /// Numbers held, or being claimed, by this process's connections, per server.
 static HELD: LazyLock<Mutex<HashMap<Arc<str>, BTreeSet<u16>>>> = LazyLock::new(Default::default);
@@ -127,8 +131,9 @@ impl BackendConn {
         let prefer = slot.release();
         let server = slot.server.clone();
         let mut tried = BTreeSet::new();
-        for _ in 0..STATEMENTS {
-            let numbers = reserve(&server, prefer, &tried, PER_STATEMENT);
+        for attempt in 0..STATEMENTS {
+            let count = if attempt == 0 { 1 } else { PER_STATEMENT };
+            let numbers = reserve(&server, prefer, &tried, count);
             if numbers.is_empty() {
                 break;
             }
