@@ -142,6 +142,7 @@ impl Session {
         }
         // ROW_COUNT()/FOUND_ROWS() on the connection are not the session's.
         let prev_foreign = borrowed
+            || self.state.prev_clobbered == super::session_state::PREV_EVERYWHERE
             || (self.state.prev_clobbered != 0 && self.state.prev_clobbered == self.gen_of(route.conn));
         let lid_sensitive = on_master && plan.effects.last_insert_id;
         if lid_sensitive {
@@ -239,7 +240,10 @@ impl Session {
         self.note_previous(&tracker);
         // A result set from that connection makes its FOUND_ROWS() the
         // session's again (and ROW_COUNT() is -1 after it either way).
-        if tracker.result_set && self.state.prev_clobbered == self.gen_of(conn) {
+        if tracker.result_set
+            && (self.state.prev_clobbered == self.gen_of(conn)
+                || self.state.prev_clobbered == super::session_state::PREV_EVERYWHERE)
+        {
             self.state.prev_clobbered = 0;
         }
         // A statement that reads no table (SHOW WARNINGS, @@warning_count,

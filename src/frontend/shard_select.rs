@@ -455,6 +455,9 @@ impl Session {
             }
         }
         self.shared.metrics.merged_rows(merger.rows_merged());
+        // FOUND_ROWS() next is the merged statement's, on whichever connection it runs.
+        self.state.prev.found_rows = merger.found_rows();
+        self.state.prev_clobbered = crate::frontend::session::session_state::PREV_EVERYWHERE;
         let (cut_rows, cuts) = merger.cut_warnings();
         if cuts > 0 {
             let plant = plant_cut_warnings(cut_rows, cuts);

@@ -362,6 +362,13 @@ impl<S: RowSource> Merger<S> {
         self.kmerge.rows_pulled()
     }
 
+    /// What the server's `FOUND_ROWS()` says after the statement (without
+    /// SQL_CALC_FOUND_ROWS): the rows it produced up to the LIMIT, those OFFSET skipped
+    /// included.
+    pub fn found_rows(&self) -> u64 {
+        self.skipped + self.emitted
+    }
+
     /// Rows returned to the client so far.
     pub fn rows_returned(&self) -> u64 {
         self.emitted

@@ -15,7 +15,7 @@
 //! * Parsing always uses the MySQL dialect with unescaping off, so string literals reach the
 //!   shards byte for byte. The per-shard text of queries and writes is the rendering of the
 //!   rewritten AST (comments other than `/*+ hints */` and `/*! … */` contents are dropped;
-//!   `0x141` becomes `X'0141'`, `_utf8mb4'a'` becomes `_utf8mb4 'a'`, adjacent literals are
+//!   `0x141` stays as written (a hex hybrid, not the string `X'0141'`), `_utf8mb4'a'` becomes `_utf8mb4 'a'`, adjacent literals are
 //!   joined). DDL keeps the client's text with only the table name token replaced (see
 //!   `ddl.rs`: sqlparser renders some DDL wrongly).
 //! * A statement routed to one shard is sent as written (table renamed, IN lists pruned) with

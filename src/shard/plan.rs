@@ -11,17 +11,15 @@
 //! client's statement unchanged except for the sub-table name and pruned IN lists, with a
 //! plain `MergeSpec` (no order, limit or grouping): their result can be relayed as is.
 
-use sqlparser::ast::{
-    Ident, ObjectName, OrderBy, Query, SelectItem, SetExpr, Spanned, Statement, TableFactor,
-};
+use sqlparser::ast::{Expr, Ident, ObjectName, OrderBy, Query, SelectItem, SetExpr, Statement, TableFactor};
 use sqlparser::tokenizer::{Location, Token, TokenWithSpan};
 
 use super::bind::{written_len, Charset, ParamValue};
 use super::rule::{ShardRule, ShardRules};
 use super::spec::MergeSpec;
 use super::text::{
-    depth_bound, names_table_cheaply, pad_odd_hex, parse, placeholders, substitute, tokenize, Source,
-    MAX_EXPR_DEPTH,
+    depth_bound, has_executable_comment, keep_0x_hex, names_table_cheaply, parse, placeholders, substitute,
+    tokenize, Source, MAX_EXPR_DEPTH,
 };
 use super::walk::{idents, walk, walk_select, Visit};
 use super::{ddl, dml, select};
@@ -250,7 +248,7 @@ fn plan_placeholders(
         return Err(Refusal("sluice: parameter count mismatch".into()));
     }
     let src = Source::new(sql);
-    pad_odd_hex(&mut tokens, &src);
+    keep_0x_hex(&mut tokens, &src);
     // Only shallow statements: deeper ones keep the literal plan (planned on a thread
     // with a larger stack).
     if depth_bound(&tokens) > INLINE_DEPTH {
@@ -265,15 +263,14 @@ fn plan_placeholders(
         return Err(Refusal("sluice: not one statement".into()));
     }
     let mut stmt = stmts.remove(0);
-    let placeholder_at: Vec<(u64, u64)> = tokens
-        .iter()
-        .filter(|t| matches!(t.token, Token::Placeholder(_)))
-        .map(|t| (t.span.start.line, t.span.start.column))
-        .collect();
-    name_parameter_items(&mut stmt, &tokens, &placeholder_at, &src);
+    name_items_as_written(&mut stmt, &tokens, &src);
     let Statement::Query(q) = stmt else {
         return Ok(None);
     };
+    // What the literal plan refuses (executable comments, `:=` across shards): left to it.
+    if has_executable_comment(sql) || tokens.iter().any(|t| matches!(t.token, Token::Assignment)) {
+        return Err(Refusal("sluice: planned with literals".into()));
+    }
     let ctx = Ctx {
         rules,
         db: current_db,
@@ -368,16 +365,11 @@ fn plan_inner(
     };
     let src = Source::new(sql);
     let placeholder_count = placeholders(&tokens);
-    let placeholder_at: Vec<(u64, u64)> = tokens
-        .iter()
-        .filter(|t| matches!(t.token, Token::Placeholder(_)))
-        .map(|t| (t.span.start.line, t.span.start.column))
-        .collect();
     let mut tokens = match params {
         Some(p) => substitute(tokens, p, cs)?,
         None => tokens,
     };
-    pad_odd_hex(&mut tokens, &src);
+    keep_0x_hex(&mut tokens, &src);
     // Before parsing: the tree must never be deeper than what can be walked and dropped.
     let depth = depth_bound(&tokens);
     if depth > MAX_EXPR_DEPTH {
@@ -391,7 +383,6 @@ fn plan_inner(
         src,
         tokens,
         placeholder_count,
-        placeholder_at,
     };
     if depth <= INLINE_DEPTH {
         return plan_parsed(parsed, params.is_some(), current_db, rules);
@@ -424,7 +415,6 @@ struct Parsed<'a> {
     src: Source<'a>,
     tokens: Vec<TokenWithSpan>,
     placeholder_count: usize,
-    placeholder_at: Vec<(u64, u64)>,
 }
 
 fn plan_parsed(
@@ -438,7 +428,6 @@ fn plan_parsed(
         src,
         tokens,
         placeholder_count,
-        placeholder_at,
     } = p;
     let mut stmts = parse(tokens.clone()).map_err(|e| {
         Refusal(format!(
@@ -454,9 +443,7 @@ fn plan_parsed(
             )))
         }
     };
-    if prepared {
-        name_parameter_items(&mut stmt, &tokens, &placeholder_at, &src);
-    }
+    name_items_as_written(&mut stmt, &tokens, &src);
     let ctx = Ctx {
         rules,
         db: current_db,
@@ -468,7 +455,21 @@ fn plan_parsed(
         // DOUBLE forms too (see `select::parse_limit`).
         values: prepared.then_some(&[]),
     };
+    let is_query = matches!(stmt, Statement::Query(_));
+    if is_query && has_executable_comment(ctx.src.text) {
+        return Err(Refusal(format!(
+            "sluice: executable comments (/*! … */, /*M! … */) in a SELECT on sharded table {named} are \
+             not supported (sluice would not read them as MariaDB runs them)"
+        )));
+    }
+    let assigns = is_query && ctx.tokens.iter().any(|t| matches!(t.token, Token::Assignment));
     let planned = plan_statement(stmt, &ctx)?;
+    if assigns && planned.as_ref().is_some_and(|p| p.parts().len() > 1) {
+        return Err(Refusal(format!(
+            "sluice: assigning a user variable (:=) in a SELECT on sharded table {named} that reads \
+             several sub-tables is not supported (each sub-table would assign it on its own rows)"
+        )));
+    }
     if planned.is_some() && !prepared && placeholder_count > 0 {
         return Err(Refusal(
             "sluice: a statement with ? placeholders on a sharded table is planned with its \
@@ -479,32 +480,35 @@ fn plan_parsed(
     Ok(planned)
 }
 
-/// A select-list expression holding a placeholder is named by the server after the text
-/// the client wrote (`SELECT ?` gives a column `?`); once the parameter is substituted it
-/// would be named after the value, so it gets that text as its alias. `tokens` are the
+/// The server names a select-list expression after the text the client wrote (`k  +  1`,
+/// `SELECT ?` gives a column `?`); the rendered tree spells it otherwise (`k + 1`), and a
+/// substituted parameter would be named after its value: such an item gets the client's
+/// own text as its alias. Column references keep their names (the server names them by
+/// the column), as do items whose rendering is the client's text. `tokens` are the
 /// substituted tokens (a parameter's tokens carry its placeholder's location).
-fn name_parameter_items(
-    stmt: &mut Statement,
-    tokens: &[TokenWithSpan],
-    placeholder_at: &[(u64, u64)],
-    src: &Source<'_>,
-) {
+fn name_items_as_written(stmt: &mut Statement, tokens: &[TokenWithSpan], src: &Source<'_>) {
     let Statement::Query(q) = stmt else { return };
     let SetExpr::Select(sel) = q.body.as_mut() else {
         return;
     };
-    for item in &mut sel.projection {
+    // Expression spans of sqlparser 0.64 do not always start where the item does
+    // (`CAST(x AS CHAR)` starts at x): the items are found on the tokens.
+    let Some(starts) = item_starts(tokens) else {
+        return;
+    };
+    if starts.len() != sel.projection.len() {
+        return;
+    }
+    for (item, start) in sel.projection.iter_mut().zip(starts) {
         let SelectItem::UnnamedExpr(e) = item else {
             continue;
         };
-        let start = e.span().start;
+        if matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) {
+            continue;
+        }
         let Some(end) = item_end(tokens, start) else {
             continue;
         };
-        let (from, to) = ((start.line, start.column), (end.line, end.column));
-        if from.0 == 0 || !placeholder_at.iter().any(|p| *p >= from && *p < to) {
-            continue;
-        }
         let Some(text) = src
             .offset(start)
             .zip(src.offset(end))
@@ -512,12 +516,80 @@ fn name_parameter_items(
         else {
             continue;
         };
+        // Longer names the server cuts (aliases it would refuse): left as they were.
+        if text.chars().count() > MAX_ITEM_NAME || e.to_string() == text {
+            continue;
+        }
         *item = SelectItem::ExprWithAlias {
             expr: e.clone(),
             alias: Ident::with_quote('`', text),
         };
     }
 }
+
+/// Where each select-list item of a statement that starts with `SELECT` begins (its
+/// first token after the modifiers, or after the comma before it); `None` for other
+/// shapes (`(SELECT …)`, `WITH`).
+fn item_starts(tokens: &[TokenWithSpan]) -> Option<Vec<Location>> {
+    use sqlparser::keywords::Keyword as K;
+    let mut it = tokens
+        .iter()
+        .filter(|t| !matches!(t.token, Token::Whitespace(_)))
+        .peekable();
+    match &it.next()?.token {
+        Token::Word(w) if w.keyword == K::SELECT && w.quote_style.is_none() => {}
+        _ => return None,
+    }
+    while let Some(t) = it.peek() {
+        match &t.token {
+            Token::Word(w)
+                if w.quote_style.is_none()
+                    && matches!(
+                        w.keyword,
+                        K::DISTINCT
+                            | K::ALL
+                            | K::DISTINCTROW
+                            | K::HIGH_PRIORITY
+                            | K::STRAIGHT_JOIN
+                            | K::SQL_SMALL_RESULT
+                            | K::SQL_BIG_RESULT
+                            | K::SQL_BUFFER_RESULT
+                            | K::SQL_NO_CACHE
+                            | K::SQL_CALC_FOUND_ROWS
+                    ) =>
+            {
+                it.next();
+            }
+            _ => break,
+        }
+    }
+    let mut starts = vec![it.peek()?.span.start];
+    let mut depth = 0u32;
+    for t in it {
+        match &t.token {
+            Token::LParen => depth += 1,
+            Token::RParen if depth == 0 => return None,
+            Token::RParen => depth -= 1,
+            Token::Comma if depth == 0 => starts.push(Location::new(0, 0)),
+            Token::Word(w)
+                if depth == 0
+                    && w.quote_style.is_none()
+                    && matches!(w.keyword, K::FROM | K::INTO | K::UNION | K::EXCEPT | K::INTERSECT) =>
+            {
+                break
+            }
+            _ => {
+                if let Some(last) = starts.last_mut().filter(|l| l.line == 0) {
+                    *last = t.span.start;
+                }
+            }
+        }
+    }
+    starts.iter().all(|l| l.line != 0).then_some(starts)
+}
+
+/// Select-list names longer than this are not given the client's text as an alias.
+const MAX_ITEM_NAME: usize = 64;
 
 /// Where the select-list item starting at `start` ends: the end of its last token before
 /// a `,`, `)` or clause keyword at its own parenthesis depth (expression spans of sqlparser

@@ -399,11 +399,12 @@ fn byte_for_byte_literals() {
 }
 
 #[test]
-fn odd_hex_literal_stays_valid() {
-    let (parts, _, _) = select("SELECT id FROM post_reply WHERE tid = 1 AND x = 0x141");
+fn hex_hybrid_literal_stays_as_written() {
+    // `0x141` (a number in numeric context) is not `X'0141'` (a string).
+    let (parts, _, _) = select("SELECT id FROM post_reply WHERE tid = 1 AND x = 0x141 AND y = X'05'");
     assert_eq!(
         parts[0].1,
-        "SELECT id FROM post_reply_1 AS post_reply WHERE tid = 1 AND x = X'0141'"
+        "SELECT id FROM post_reply_1 AS post_reply WHERE tid = 1 AND x = 0x141 AND y = X'05'"
     );
 }
 
