@@ -44,6 +44,14 @@ pub(in crate::frontend::session) enum RowFormat {
     Binary,
 }
 
+/// What the merge of a statement needs of the client's request besides the rows.
+#[derive(Clone, Copy)]
+struct MergeCtx<'a> {
+    format: RowFormat,
+    params: &'a [RawParam],
+    original: Original<'a>,
+}
+
 /// The client's statement, whose result column definitions the merged result must carry.
 #[derive(Debug, Clone, Copy)]
 pub(in crate::frontend::session) struct Original<'a> {
@@ -71,7 +79,15 @@ impl Session {
         let described = self.described(&merge, format, params, original).await;
         if self.in_transaction() || self.state.pins.reason().is_some() || self.state.ro_tx.is_some() {
             return self
-                .select_buffered(parts, merge, wildcard_helpers, format, params, described)
+                .select_buffered(
+                    parts,
+                    merge,
+                    wildcard_helpers,
+                    format,
+                    params,
+                    described,
+                    original,
+                )
                 .await;
         }
         // Scatter: one connection per part, all queries sent before any is read.
@@ -129,7 +145,12 @@ impl Session {
             })
             .collect();
         let origin = parts[0].group;
-        self.stream_merge(sources, defs, origin, merge, wildcard_helpers, format, described)
+        let ctx = MergeCtx {
+            format,
+            params,
+            original,
+        };
+        self.stream_merge(sources, defs, origin, merge, wildcard_helpers, ctx, described)
             .await
     }
 
@@ -154,7 +175,10 @@ impl Session {
         params: &[RawParam],
         original: Original<'_>,
     ) -> Option<Arc<[Bytes]>> {
-        let needed = merge.group.is_some() || merge.distinct || crate::shard::has_union(original.sql);
+        let needed = merge.group.is_some()
+            || merge.distinct
+            || crate::shard::has_union(original.sql)
+            || crate::shard::has_join(original.sql);
         if !needed || !original.rerunnable {
             return None;
         }
@@ -187,6 +211,44 @@ impl Session {
             .map(|c| crate::shard::logical_names(&c, rules).map_or(c, Bytes::from))
             .collect();
         rules.learn_description(db.as_deref(), original.sql, ctx, columns.clone());
+        Some(columns)
+    }
+
+    /// The server's own collation of every result column of the client's statement: its
+    /// column definitions under `character_set_results = NULL` (which then carry each
+    /// column's collation, not the connection's), learned as `described` learns the
+    /// definitions (the original statement on sub-table 0, cached per text and context).
+    /// `None` when the statement may not run again or the server did not answer.
+    async fn result_collations(&mut self, ctx: MergeCtx<'_>) -> Option<Arc<[Bytes]>> {
+        if !ctx.original.rerunnable {
+            return None;
+        }
+        // A cache key apart from the definitions `described` keeps for the same text.
+        const SALT: u64 = 0x636f_6c6c_6174_696f;
+        let key = self.description_context(ctx.format, ctx.params) ^ SALT;
+        let rt = self.rt.clone();
+        let rules = &rt.shard_rules;
+        let db = self.state.db.clone();
+        if let Some(d) = rules.described_columns(db.as_deref(), ctx.original.sql, key) {
+            return Some(d);
+        }
+        let d = crate::shard::describe(ctx.original.sql, db.as_deref(), rules)?;
+        let sql = format!("SET STATEMENT character_set_results = NULL FOR {}", d.sql);
+        let binary = (ctx.format == RowFormat::Binary).then_some(ctx.params);
+        let columns =
+            if self.in_transaction() || self.state.pins.reason().is_some() || self.state.ro_tx.is_some() {
+                let r = match self.group_master(d.group).await {
+                    Ok(conn) => run_for_columns(conn, &sql, binary).await,
+                    Err(_) => None,
+                };
+                self.drop_broken(d.group);
+                r
+            } else {
+                let (mut conn, _) = self.scatter_conn(d.group, false).await.ok()?;
+                run_for_columns(&mut conn, &sql, binary).await
+            }?;
+        let columns: Arc<[Bytes]> = columns.into();
+        rules.learn_description(db.as_deref(), ctx.original.sql, key, columns.clone());
         Some(columns)
     }
 
@@ -243,6 +305,7 @@ impl Session {
     /// Inside a transaction: the parts run one by one on the session's
     /// master connection of their group (they must see the transaction's
     /// writes), their rows buffered, then merged.
+    #[allow(clippy::too_many_arguments)]
     async fn select_buffered(
         &mut self,
         parts: Vec<Part>,
@@ -251,6 +314,7 @@ impl Session {
         format: RowFormat,
         params: &[RawParam],
         described: Option<Arc<[Bytes]>>,
+        original: Original<'_>,
     ) -> CmdResult {
         let log_on = self.rt.config.log.sql_log;
         let mut defs = None;
@@ -288,13 +352,18 @@ impl Session {
         if let Some(e) = failure {
             return self.send_err(&e).await;
         }
+        let ctx = MergeCtx {
+            format,
+            params,
+            original,
+        };
         self.stream_merge(
             sources,
             defs.unwrap_or_default(),
             parts[0].group,
             merge,
             wildcard_helpers,
-            format,
+            ctx,
             described,
         )
         .await
@@ -313,31 +382,36 @@ impl Session {
         origin: usize,
         merge: merge::MergeSpec,
         wildcard_helpers: Option<usize>,
-        format: RowFormat,
+        ctx: MergeCtx<'_>,
         described: Option<Arc<[Bytes]>>,
     ) -> CmdResult {
+        let format = ctx.format;
         let spec = match crate::shard::bind_merge(&merge, wildcard_helpers, defs.len()) {
             Ok(s) => s,
             Err(r) => return self.send_err(&not_supported(r.0)).await,
         };
         let monitor = self.rt.monitors[origin].clone();
         let mut metas = Vec::with_capacity(defs.len());
+        let mut collation_known = Vec::with_capacity(defs.len());
         for d in &defs {
             let Some(mut m) = merge::parse_column_def(d) else {
                 return self.send_err(&lost("malformed column definition")).await;
             };
             // Result metadata carries the connection's collation; strings
             // must be compared under the column's own.
+            let mut known = !is_text(&m);
             if is_text(&m) {
                 if let Some((schema, table, column)) = merge::column_origin(d) {
                     if !table.is_empty() && !column.is_empty() {
                         if let Some(id) = monitor.column_collation(&schema, &table, &column).await {
                             m.collation = id;
+                            known = true;
                         }
                     }
                 }
             }
             metas.push(m);
+            collation_known.push(known);
         }
         // Computed columns the planner knows to hold a table column (see
         // `merge::CollationOf`); refused when that collation cannot be read.
@@ -345,7 +419,12 @@ impl Session {
         for h in tagged.iter().flat_map(|t| &t.collation_of) {
             if let Some(m) = metas.get_mut(h.col).filter(|m| is_text(m)) {
                 match monitor.column_collation(&h.schema, &h.table, &h.column).await {
-                    Some(id) => m.collation = id,
+                    Some(id) => {
+                        m.collation = id;
+                        if let Some(k) = collation_known.get_mut(h.col) {
+                            *k = true;
+                        }
+                    }
                     None => {
                         return self
                             .send_err(&not_supported(format!(
@@ -356,6 +435,80 @@ impl Session {
                     }
                 }
             }
+        }
+        // Compared strings computed by expressions (`LOWER(u)`, `CONCAT(l, '')`, MIN/MAX,
+        // UNION columns): their collation is the server's, learned from its own column
+        // definitions of the statement (see `result_collations`); refused without it.
+        let mut unknown: Vec<usize> = compared_columns(&spec)
+            .into_iter()
+            .filter(|&c| !collation_known.get(c).copied().unwrap_or(true))
+            .collect();
+        unknown.sort_unstable();
+        unknown.dedup();
+        if !unknown.is_empty() {
+            let real = self.result_collations(ctx).await;
+            for c in unknown {
+                let id = real
+                    .as_ref()
+                    .and_then(|r| r.get(c))
+                    .and_then(|d| merge::parse_column_def(d))
+                    .map(|x| x.collation);
+                match (id, metas.get_mut(c)) {
+                    (Some(id), Some(m)) => m.collation = id,
+                    _ => {
+                        return self
+                            .send_err(&not_supported(format!(
+                            "sluice: ordering, grouping or comparing the computed string column {} across \
+                                 shards needs its collation, which sluice could not learn from the server",
+                            c + 1
+                        )))
+                            .await
+                    }
+                }
+            }
+        }
+        // MIN/MAX of a BIT column: the server sends its bytes, or (aggregating through a
+        // temporary table, beside COUNT(DISTINCT …)) its number as text, by plan.
+        let bit_extreme = spec.group.as_ref().is_some_and(|g| {
+            g.aggs.iter().any(|a| {
+                matches!(a.kind, merge::AggKind::Min | merge::AggKind::Max)
+                    && metas
+                        .get(a.col)
+                        .is_some_and(|m| m.column_type == merge::types::BIT)
+            })
+        });
+        if bit_extreme {
+            return self
+                .send_err(&not_supported(
+                    "sluice: MIN/MAX of a BIT column across shards is not supported (the server's text \
+                     for it depends on its plan)"
+                        .to_string(),
+                ))
+                .await;
+        }
+        // The server compares only the first max_sort_length bytes of strings when it
+        // sorts (ORDER BY, and GROUP BY / DISTINCT done by sorting), all of them when it
+        // reads an index or a temporary table's key: a session value other than the
+        // default makes that choice visible on ordinary values.
+        let sort_length_set = self
+            .state
+            .sets
+            .iter()
+            .any(|s| s.windows(15).any(|w| w.eq_ignore_ascii_case(b"max_sort_length")));
+        if sort_length_set
+            && compared_columns(&spec).into_iter().any(|c| {
+                metas
+                    .get(c)
+                    .is_some_and(|m| matches!(m.column_type, 15 | 249..=254))
+            })
+        {
+            return self
+                .send_err(&not_supported(
+                    "sluice: ordering, grouping or comparing strings across shards after SET max_sort_length \
+                     is not supported (the server compares a prefix or the whole value depending on its plan)"
+                        .to_string(),
+                ))
+                .await;
         }
         if let Some(col) = compared_columns(&spec)
             .into_iter()

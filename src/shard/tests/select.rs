@@ -961,3 +961,44 @@ fn group_concat_is_merged_per_sub_group() {
     let c = merge.group.and_then(|g| g.concat).expect("concat");
     assert_eq!(c.items[0].distinct_col, Some(1));
 }
+
+#[test]
+fn expression_columns_keep_the_clients_names() {
+    for (item, alias) in [
+        ("tid  +  1", Some("`tid  +  1`")),
+        ("cast(tid as char)", Some("`cast(tid as char)`")),
+        ("CAST(tid AS CHAR)", None),
+        ("tid /* c */ + 1", Some("`tid /* c */ + 1`")),
+        ("tid + 1", None),
+        ("'it''s'", None),
+        ("tid", None),
+    ] {
+        let (parts, _, _) = select(&format!("SELECT id, {item} FROM post_reply WHERE tid = 1"));
+        let sql = &parts[0].1;
+        match alias {
+            Some(a) => assert!(sql.contains(&format!(" AS {a}")), "{item}: {sql}"),
+            None => assert!(!sql.contains(" AS `"), "{item}: {sql}"),
+        }
+    }
+}
+
+#[test]
+fn executable_comments_and_assignments_across_shards_are_refused() {
+    let m = refused("SELECT id FROM post_reply WHERE tid = 1 /*!50700 OR tid = 2 */");
+    assert!(m.contains("executable comments"), "{m}");
+    let m = refused("SELECT id FROM post_reply WHERE tid = 1 /*M!100000 OR tid = 2 */");
+    assert!(m.contains("executable comments"), "{m}");
+    let m = refused("SELECT id, @rn := @rn + 1 FROM post_reply");
+    assert!(m.contains("user variable"), "{m}");
+    // One sub-table numbers every row itself; a plain comment changes nothing.
+    assert_eq!(
+        select("SELECT id, @rn := @rn + 1 FROM post_reply WHERE tid = 1")
+            .0
+            .len(),
+        1
+    );
+    assert_eq!(
+        select("SELECT id FROM post_reply /* t */ WHERE tid = 1").0.len(),
+        1
+    );
+}
