@@ -50,6 +50,9 @@ struct MergeCtx<'a> {
     format: RowFormat,
     params: &'a [RawParam],
     original: Original<'a>,
+    /// The merge sees every row the server's FOUND_ROWS() counts: several parts whose
+    /// LIMIT the merge applies (not a UNION's), or no LIMIT at all.
+    found_rows_known: bool,
 }
 
 /// The client's statement, whose result column definitions the merged result must carry.
@@ -149,6 +152,7 @@ impl Session {
             format,
             params,
             original,
+            found_rows_known: found_rows_known(parts.len(), original.sql),
         };
         self.stream_merge(sources, defs, origin, merge, wildcard_helpers, ctx, described)
             .await
@@ -356,6 +360,7 @@ impl Session {
             format,
             params,
             original,
+            found_rows_known: found_rows_known(parts.len(), original.sql),
         };
         self.stream_merge(
             sources,
@@ -399,8 +404,8 @@ impl Session {
             };
             // Result metadata carries the connection's collation; strings
             // must be compared under the column's own.
-            let mut known = !is_text(&m);
-            if is_text(&m) {
+            let mut known = !merge::is_text(&m);
+            if merge::is_text(&m) {
                 if let Some((schema, table, column)) = merge::column_origin(d) {
                     if !table.is_empty() && !column.is_empty() {
                         if let Some(id) = monitor.column_collation(&schema, &table, &column).await {
@@ -417,7 +422,7 @@ impl Session {
         // `merge::CollationOf`); refused when that collation cannot be read.
         let tagged = spec.group.as_ref().and_then(|g| g.tagged.as_deref());
         for h in tagged.iter().flat_map(|t| &t.collation_of) {
-            if let Some(m) = metas.get_mut(h.col).filter(|m| is_text(m)) {
+            if let Some(m) = metas.get_mut(h.col).filter(|m| merge::is_text(m)) {
                 match monitor.column_collation(&h.schema, &h.table, &h.column).await {
                     Some(id) => {
                         m.collation = id;
@@ -439,7 +444,7 @@ impl Session {
         // Compared strings computed by expressions (`LOWER(u)`, `CONCAT(l, '')`, MIN/MAX,
         // UNION columns): their collation is the server's, learned from its own column
         // definitions of the statement (see `result_collations`); refused without it.
-        let mut unknown: Vec<usize> = compared_columns(&spec)
+        let mut unknown: Vec<usize> = merge::compared_columns(&spec)
             .into_iter()
             .filter(|&c| !collation_known.get(c).copied().unwrap_or(true))
             .collect();
@@ -467,50 +472,20 @@ impl Session {
                 }
             }
         }
-        // MIN/MAX of a BIT column: the server sends its bytes, or (aggregating through a
-        // temporary table, beside COUNT(DISTINCT …)) its number as text, by plan.
-        let bit_extreme = spec.group.as_ref().is_some_and(|g| {
-            g.aggs.iter().any(|a| {
-                matches!(a.kind, merge::AggKind::Min | merge::AggKind::Max)
-                    && metas
-                        .get(a.col)
-                        .is_some_and(|m| m.column_type == merge::types::BIT)
-            })
-        });
-        if bit_extreme {
-            return self
-                .send_err(&not_supported(
-                    "sluice: MIN/MAX of a BIT column across shards is not supported (the server's text \
-                     for it depends on its plan)"
-                        .to_string(),
-                ))
-                .await;
-        }
-        // The server compares only the first max_sort_length bytes of strings when it
-        // sorts (ORDER BY, and GROUP BY / DISTINCT done by sorting), all of them when it
-        // reads an index or a temporary table's key: a session value other than the
-        // default makes that choice visible on ordinary values.
+        // What sluice would compare otherwise than the server: refused.
         let sort_length_set = self
             .state
             .sets
             .iter()
             .any(|s| s.windows(15).any(|w| w.eq_ignore_ascii_case(b"max_sort_length")));
-        if sort_length_set
-            && compared_columns(&spec).into_iter().any(|c| {
-                metas
-                    .get(c)
-                    .is_some_and(|m| matches!(m.column_type, 15 | 249..=254))
-            })
-        {
-            return self
-                .send_err(&not_supported(
-                    "sluice: ordering, grouping or comparing strings across shards after SET max_sort_length \
-                     is not supported (the server compares a prefix or the whole value depending on its plan)"
-                        .to_string(),
-                ))
-                .await;
+        let sent: Vec<Option<u16>> = defs
+            .iter()
+            .map(|d| merge::parse_column_def(d).map(|m| m.collation))
+            .collect();
+        if let Some(why) = merge::inexact_comparison(&spec, &metas, &sent, sort_length_set) {
+            return self.send_err(&not_supported(why)).await;
         }
-        if let Some(col) = compared_columns(&spec)
+        if let Some(col) = merge::compared_columns(&spec)
             .into_iter()
             .find(|&c| metas.get(c).is_some_and(|m| !merge::exact_order(m)))
         {
@@ -553,12 +528,24 @@ impl Session {
         let mut count = BytesMut::new();
         put_lenenc(&mut count, visible as u64);
         self.client.queue(&mut seq, &count);
-        let described = described.filter(|d| {
-            d.len() == visible
+        // The server describes the statement's columns with other types than the merge
+        // produces (a BIT the parts' grouping turns into an integer): the rows would not
+        // be the server's either.
+        if let Some(d) = &described {
+            let agrees = d.len() == visible
                 && d.iter()
                     .zip(&out_metas)
-                    .all(|(d, m)| merge::parse_column_def(d).is_some_and(|x| x.column_type == m.column_type))
-        });
+                    .all(|(d, m)| merge::parse_column_def(d).is_some_and(|x| x.column_type == m.column_type));
+            if !agrees {
+                return self
+                    .send_err(&not_supported(
+                        "sluice: this statement's merged columns would not have the types the server gives \
+                         them, so it is not supported across shards"
+                            .to_string(),
+                    ))
+                    .await;
+            }
+        }
         if let Some(described) = &described {
             for d in described.iter() {
                 self.client.queue(&mut seq, d);
@@ -609,8 +596,10 @@ impl Session {
         }
         self.shared.metrics.merged_rows(merger.rows_merged());
         // FOUND_ROWS() next is the merged statement's, on whichever connection it runs.
-        self.state.prev.found_rows = merger.found_rows();
-        self.state.prev_clobbered = crate::frontend::session::session_state::PREV_EVERYWHERE;
+        if ctx.found_rows_known {
+            self.state.prev.found_rows = merger.found_rows();
+            self.state.prev_clobbered = crate::frontend::session::session_state::PREV_EVERYWHERE;
+        }
         let (cut_rows, cuts) = merger.cut_warnings();
         if cuts > 0 {
             let plant = plant_cut_warnings(cut_rows, cuts);
@@ -668,6 +657,11 @@ fn plant_cut_warnings(rows: &[u64], total: u64) -> String {
     }
     sql.push_str(&format!(" FROM seq_1_to_{n}"));
     sql
+}
+
+/// See [`MergeCtx::found_rows_known`].
+fn found_rows_known(parts: usize, sql: &str) -> bool {
+    !crate::shard::has_limit(sql) || (parts > 1 && !crate::shard::has_union(sql))
 }
 
 /// The aggregate merged into column `col`, if any.
@@ -733,33 +727,6 @@ fn merge_error_packet(e: MergeError) -> ErrPacket {
         MergeError::Unsupported(why) => not_supported(format!("sluice: {why}")),
         other => lost(&other.to_string()),
     }
-}
-
-/// The columns whose values the merge compares (sort keys, group keys,
-/// MIN/MAX and COUNT(DISTINCT) arguments, all visible columns for DISTINCT).
-fn compared_columns(spec: &merge::MergeSpec) -> Vec<usize> {
-    let mut cols: Vec<usize> = spec.order_by.iter().map(|k| k.col).collect();
-    if let Some(g) = &spec.group {
-        cols.extend(&g.keys);
-        cols.extend(g.order_after.iter().map(|k| k.col));
-        cols.extend(
-            g.aggs
-                .iter()
-                .filter(|a| matches!(a.kind, merge::AggKind::Min | merge::AggKind::Max))
-                .map(|a| a.col),
-        );
-        cols.extend(g.aggs.iter().filter_map(|a| a.kind.distinct_arg(a.col)));
-    }
-    if spec.distinct {
-        cols.extend(0..spec.visible);
-    }
-    cols
-}
-
-/// A non-binary string column (its collation decides comparisons).
-fn is_text(m: &merge::ColumnMeta) -> bool {
-    const BINARY_COLLATION: u16 = 63;
-    matches!(m.column_type, 15 | 249..=254) && m.collation != BINARY_COLLATION
 }
 
 /// Run `sql` (the original statement on sub-table 0) on `conn`, as text, or with

@@ -315,6 +315,7 @@ impl<S: RowSource> Merger<S> {
         }
         if let Some(h) = &g.having {
             check_expr(h, n)?;
+            having::check_exact(h, out_metas)?;
         }
         for k in &g.order_after {
             let m = out_metas

@@ -168,6 +168,11 @@ pub fn has_join(sql: &str) -> bool {
     has_word(sql, b"join") || has_word(sql, b"straight_join")
 }
 
+/// Whether `sql` may hold a LIMIT (a false positive only leaves FOUND_ROWS() alone).
+pub fn has_limit(sql: &str) -> bool {
+    has_word(sql, b"limit")
+}
+
 fn has_word(sql: &str, word: &[u8]) -> bool {
     let b = sql.as_bytes();
     let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80;

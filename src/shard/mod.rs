@@ -61,7 +61,7 @@ use crate::merge as spec;
 
 pub use bind::{needs_charset, Charset, ParamValue, Temporal};
 pub use columns::{columns_needed, columns_query, wants_columns, NeedColumns};
-pub use describe::{describe, has_join, has_union, logical_names, Describe};
+pub use describe::{describe, has_join, has_limit, has_union, logical_names, Describe};
 pub use plan::{
     bind_merge, plan, plan_prepared, plan_with_charset, plan_with_params, Part, Refusal, ShardPlan,
 };

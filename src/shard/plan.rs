@@ -362,7 +362,7 @@ fn plan_inner(
         ))
     })?;
     let Some(named) = mentions_tokens(rules, &tokens) else {
-        return Ok(None);
+        return refuse_prepared_text(&tokens, rules);
     };
     let src = Source::new(sql);
     let placeholder_count = placeholders(&tokens);
@@ -535,6 +535,38 @@ fn statement_kind(tokens: &[TokenWithSpan]) -> String {
 }
 
 /// The first sharded table name that appears as an identifier token.
+/// `PREPARE s FROM '…'` and `EXECUTE IMMEDIATE '…'` whose text names a sharded table: the
+/// server would run that text on the logical table (1146, or another table of that name),
+/// which sluice never planned. Refused; other statements that only mention a name in a
+/// string go to the server untouched.
+fn refuse_prepared_text(tokens: &[TokenWithSpan], rules: &ShardRules) -> Result<Option<ShardPlan>, Refusal> {
+    use sqlparser::keywords::Keyword as K;
+    let words: Vec<&Token> = tokens
+        .iter()
+        .map(|t| &t.token)
+        .filter(|t| !matches!(t, Token::Whitespace(_)))
+        .take(2)
+        .collect();
+    let kw = |t: Option<&&Token>, k: K| matches!(t, Some(Token::Word(w)) if w.keyword == k && w.quote_style.is_none());
+    let prepares =
+        kw(words.first(), K::PREPARE) || (kw(words.first(), K::EXECUTE) && kw(words.get(1), K::IMMEDIATE));
+    if !prepares {
+        return Ok(None);
+    }
+    let names = tokens.iter().any(|t| match &t.token {
+        Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) => names_table_cheaply(s, rules),
+        _ => false,
+    });
+    if names {
+        return Err(Refusal(
+            "sluice: PREPARE … FROM and EXECUTE IMMEDIATE of a statement on a sharded table are not \
+             supported (prepare it through the protocol, or run it as a statement)"
+                .into(),
+        ));
+    }
+    Ok(None)
+}
+
 fn mentions_tokens(rules: &ShardRules, tokens: &[TokenWithSpan]) -> Option<String> {
     tokens.iter().find_map(|t| match &t.token {
         Token::Word(w) if rules.is_table_name(&w.value) => Some(w.value.clone()),

@@ -52,6 +52,14 @@ pub fn def(c: &Column) -> String {
 fn seen(w: &mut Wire, r: Reply) -> Seen {
     let raw = std::mem::take(&mut w.raw_rows);
     match r {
+        // Rows then an error (the server met an overflow midway): an error, as a client
+        // sees it.
+        Reply::Parts(p) if p.iter().any(|x| matches!(x, Part::Err(_))) => {
+            match p.into_iter().find(|x| matches!(x, Part::Err(_))) {
+                Some(Part::Err(e)) => Seen::Err(e.code, e.message),
+                _ => Seen::Other("error".into()),
+            }
+        }
         Reply::Parts(p) => match p.into_iter().next() {
             Some(Part::Rows(rs)) => Seen::Rows {
                 columns: rs.columns.iter().map(def).collect(),

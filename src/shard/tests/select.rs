@@ -1002,3 +1002,13 @@ fn executable_comments_and_assignments_across_shards_are_refused() {
         1
     );
 }
+
+#[test]
+fn sql_prepare_of_a_sharded_statement_is_refused() {
+    let m = refused("PREPARE s FROM 'SELECT * FROM post_reply WHERE tid = ?'");
+    assert!(m.contains("PREPARE"), "{m}");
+    let m = refused("EXECUTE IMMEDIATE 'SELECT COUNT(*) FROM post_reply'");
+    assert!(m.contains("EXECUTE IMMEDIATE"), "{m}");
+    assert!(run("SELECT 'post_reply' FROM other").unwrap().is_none());
+    assert!(run("PREPARE s FROM 'SELECT 1'").unwrap().is_none());
+}
