@@ -153,6 +153,23 @@ impl Session {
                 return self.send_err(&e).await;
             }
         }
+        // FOUND_ROWS() after a sharded read whose count the merge did not see (one
+        // sub-table's LIMIT, a UNION's): refused rather than another statement's count.
+        if c.refers_to_previous && self.state.found_rows_unknown {
+            let text = match &exec {
+                Exec::Text { payload } => payload.get(1..).unwrap_or_default(),
+                _ => &[][..],
+            };
+            if text.windows(10).any(|w| w.eq_ignore_ascii_case(b"found_rows")) {
+                let e = ErrPacket::new(
+                    crate::protocol::consts::errcode::ER_NOT_SUPPORTED_YET,
+                    "42000",
+                    "sluice: FOUND_ROWS() after a SELECT on a sharded table with a LIMIT on one sub-table \
+                     or a UNION with a LIMIT is not supported (sluice does not see the rows it counts)",
+                );
+                return self.send_err(&e).await;
+            }
+        }
         // ROW_COUNT()/FOUND_ROWS() on a connection that ran other sessions'
         // statements since this session's last one: the session's own values.
         let rewritten;
@@ -240,6 +257,9 @@ impl Session {
         self.note_previous(&tracker);
         // A result set from that connection makes its FOUND_ROWS() the
         // session's again (and ROW_COUNT() is -1 after it either way).
+        if tracker.result_set {
+            self.state.found_rows_unknown = false;
+        }
         if tracker.result_set
             && (self.state.prev_clobbered == self.gen_of(conn)
                 || self.state.prev_clobbered == super::session_state::PREV_EVERYWHERE)

@@ -69,6 +69,9 @@ pub(super) struct SessionState {
     /// [`PREV_EVERYWHERE`]: the previous statement was a sharded read, so no
     /// connection's own values are the session's.
     pub prev_clobbered: u64,
+    /// The previous statement was a sharded read whose FOUND_ROWS() sluice does not
+    /// know (see `shard_select::MergeCtx::found_rows_known`).
+    pub found_rows_unknown: bool,
     /// The session's copies of which tables use sequences (sequence_users).
     pub sequences: crate::frontend::sequence_users::Local,
     /// The session's `wait_timeout` once it set one.
@@ -100,6 +103,7 @@ impl SessionState {
             read_committed: None,
             prev: Previous::default(),
             prev_clobbered: 0,
+            found_rows_unknown: false,
             sequences: Default::default(),
             wait_timeout: None,
             qualified: None,

@@ -79,6 +79,8 @@ impl Session {
         // Even one part with nothing to merge is read here rather than relayed as
         // it is: its column definitions name the sub-table (org_table
         // `post_reply_2`), which the client must see as the logical table.
+        // Until the merge ends well, FOUND_ROWS() has no answer sluice knows.
+        self.state.found_rows_unknown = true;
         let described = self.described(&merge, format, params, original).await;
         if self.in_transaction() || self.state.pins.reason().is_some() || self.state.ro_tx.is_some() {
             return self
@@ -485,6 +487,13 @@ impl Session {
         if let Some(why) = merge::inexact_comparison(&spec, &metas, &sent, sort_length_set) {
             return self.send_err(&not_supported(why)).await;
         }
+        let div_precision_set = (self.state.sets.iter()).any(|s| {
+            s.windows(23)
+                .any(|w| w.eq_ignore_ascii_case(b"div_precision_increment"))
+        });
+        if let Some(why) = merge::inexact_avg(&spec, div_precision_set) {
+            return self.send_err(&not_supported(why)).await;
+        }
         if let Some(col) = merge::compared_columns(&spec)
             .into_iter()
             .find(|&c| metas.get(c).is_some_and(|m| !merge::exact_order(m)))
@@ -524,10 +533,6 @@ impl Session {
         // Result header: visible columns, with the types the merge produces.
         let visible = merger.visible();
         let out_metas: Vec<merge::ColumnMeta> = merger.output_metas().to_vec();
-        let mut seq = self.reply_seq;
-        let mut count = BytesMut::new();
-        put_lenenc(&mut count, visible as u64);
-        self.client.queue(&mut seq, &count);
         // The server describes the statement's columns with other types than the merge
         // produces (a BIT the parts' grouping turns into an integer): the rows would not
         // be the server's either.
@@ -546,6 +551,10 @@ impl Session {
                     .await;
             }
         }
+        let mut seq = self.reply_seq;
+        let mut count = BytesMut::new();
+        put_lenenc(&mut count, visible as u64);
+        self.client.queue(&mut seq, &count);
         if let Some(described) = &described {
             for d in described.iter() {
                 self.client.queue(&mut seq, d);
@@ -600,6 +609,7 @@ impl Session {
             self.state.prev.found_rows = merger.found_rows();
             self.state.prev_clobbered = crate::frontend::session::session_state::PREV_EVERYWHERE;
         }
+        self.state.found_rows_unknown = !ctx.found_rows_known;
         let (cut_rows, cuts) = merger.cut_warnings();
         if cuts > 0 {
             let plant = plant_cut_warnings(cut_rows, cuts);

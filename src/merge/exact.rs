@@ -87,3 +87,19 @@ pub fn inexact_comparison(
     }
     None
 }
+
+/// Why the merged AVG would not be the server's, if so: the merge divides with the
+/// server's default `div_precision_increment` (4), so a session that set another is
+/// refused.
+pub fn inexact_avg(spec: &MergeSpec, div_precision_set: bool) -> Option<String> {
+    let avg = spec.group.as_ref().is_some_and(|g| {
+        g.aggs
+            .iter()
+            .any(|a| matches!(a.kind, AggKind::Avg { .. } | AggKind::AvgDistinct { .. }))
+    });
+    (avg && div_precision_set).then(|| {
+        "sluice: AVG across shards after SET div_precision_increment is not supported (the merge divides \
+         with the default increment of 4)"
+            .to_string()
+    })
+}
