@@ -53,7 +53,7 @@ log:
   format: text
   level: warn
 users:
-  - { name: sbtest, password: sbtest }
+  - { name: sbtest, password: sbtest, backend: group }
 groups:
   - name: main
     master: { addr: 127.0.0.1:$MPORT, user: sluicebe, password: sluicebe }

@@ -99,7 +99,7 @@ limits:
   max_unauthenticated_per_address: $((THREADS + IDLE + 100))
   handshake_timeout: 30s
 users:
-  - { name: sbtest, password: sbtest }
+  - { name: sbtest, password: sbtest, backend: group }
 groups:
   - name: main
     master: { addr: 127.0.0.1:$MPORT, user: sluicebe, password: sluicebe }

@@ -87,7 +87,7 @@ log:
 freshness:
   mode: $FRESH
 users:
-  - { name: sbtest, password: sbtest }
+  - { name: sbtest, password: sbtest, backend: group }
 groups:
   - name: main
     master: { addr: 127.0.0.1:$MPORT, user: sluice, password: sluice }

@@ -120,7 +120,7 @@ freshness:
 sharding:
   tables: ["bench.post_reply.tid.4"]
 users:
-  - { name: app, password: app }
+  - { name: app, password: app, backend: group }
 groups:
   - name: main
     master: { addr: "127.0.0.1:$MPORT", user: sluice, password: sluice }

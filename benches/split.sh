@@ -354,7 +354,7 @@ freshness:
   # not put them back (the default, on when the account may create triggers, would).
   auto_install: false
 users:
-  - { name: sbtest, password: sbtest }
+  - { name: sbtest, password: sbtest, backend: group }
 groups:
   - name: main
     master: { addr: 127.0.0.1:$MPORT, user: sluice, password: sluice }

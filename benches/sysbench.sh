@@ -126,7 +126,7 @@ backend:
   # client 257 with "pool: timed out waiting for a connection").
   pool_max: $SLUICE_POOL_MAX
 users:
-  - { name: sbtest, password: sbtest }
+  - { name: sbtest, password: sbtest, backend: group }
 groups:
   - name: main
     master: { addr: 127.0.0.1:$MPORT, user: sluicebe, password: sluicebe }

@@ -56,7 +56,7 @@ def main():
     with open(config, "w") as f:
         f.write(
             f"listen: 127.0.0.1:{port}\nadmin_listen: 127.0.0.1:{admin}\n"
-            "users:\n  - { name: app, password: app }\n"
+            "users:\n  - { name: app, password: app, backend: group }\n"
             "groups:\n  - name: main\n"
             f"    master: {{ addr: 127.0.0.1:{master_port}, user: sluice, password: sluice }}\n"
             "    replicas: []\n"

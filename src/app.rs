@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
-use tokio::net::TcpListener;
 use tracing::{info, warn};
 
 use crate::backend::PoolKey;
@@ -112,7 +112,8 @@ pub async fn run(config: Config, config_path: PathBuf) -> Result<(), Error> {
     let reloader = Arc::new(crate::reload::Reloader::new(config_path, shared.clone()));
     let rt = shared.runtime();
     // metrics: per-backend series, and the collector of replica and pool state
-    shared.metrics.attach(&rt.topology, &rt.monitors);
+    shared.metrics.retarget(rt.topology.labels());
+    crate::admin::topology::register(&shared);
 
     learn_server_version(&shared).await;
     rt.start(&shared.replica_down_hook());
@@ -120,52 +121,86 @@ pub async fn run(config: Config, config_path: PathBuf) -> Result<(), Error> {
     start_accounts(&shared).await;
     // Before the listeners: a SIGHUP must never find the default action.
     crate::reload::reload_on_sighup(reloader.clone())?;
+    crate::reload::watch::follow(reloader.clone());
 
     // The client port last: the kernel queues connections as soon as it
     // listens, so a client (or a readiness check) that got in must never
     // meet a sluice that then exits because the admin port is taken.
-    let admin_listener = TcpListener::bind(admin).await.map_err(|source| Error::Bind {
-        addr: admin.to_string(),
-        source,
-    })?;
-    let listener = TcpListener::bind(listen).await.map_err(|source| Error::Bind {
-        addr: listen.to_string(),
-        source,
-    })?;
+    let reuseport = shared.runtime().config.listen_reuseport;
+    let bind = |addr: std::net::SocketAddr| {
+        frontend::listener::bind(addr, reuseport).map_err(|source| Error::Bind {
+            addr: addr.to_string(),
+            source,
+        })
+    };
+    let admin_listener = bind(admin)?;
+    let listener = bind(listen)?;
     frontend::listener::log_listening(&listener.local_addr()?);
     info!(addr = %admin_listener.local_addr()?, "admin HTTP endpoint (/metrics, /healthz, /readyz, POST /reload)");
     tokio::spawn(crate::admin::serve(admin_listener, shared.clone(), reloader));
 
     let serving = tokio::spawn(frontend::serve(listener, shared.clone()));
-    shutdown_signal().await;
-    shut_down(&shared, serving).await;
+    let signal = shutdown_signal().await;
+    shut_down(&shared, serving, signal).await;
     Ok(())
 }
 
-/// Graceful shutdown: stop accepting (the listener is closed, so new
-/// connections are refused), close idle sessions at once, let running
-/// statements finish and their sessions close, for up to
-/// `limits.shutdown_timeout`; then return, which ends every remaining task
-/// and closes its sockets. A second signal cuts the wait short.
-async fn shut_down(shared: &Shared, serving: tokio::task::JoinHandle<()>) {
-    let timeout = shared.runtime().config.limits.shutdown_timeout;
+/// Graceful shutdown (docs/operations.md, "Stopping"): `/readyz` answers
+/// 503 at once; after SIGTERM sluice keeps accepting for
+/// `limits.drain_delay`, so a load balancer stops sending first (SIGINT
+/// skips the delay); then the listener closes (new connections are
+/// refused), idle sessions without a transaction are closed, and running
+/// statements and open transactions may finish, each session closing once
+/// it has no transaction, for up to `limits.shutdown_timeout`; then this
+/// returns, which ends every remaining task and closes its sockets (their
+/// transactions roll back). A second signal exits at once.
+async fn shut_down(shared: &Shared, serving: tokio::task::JoinHandle<()>, signal: Signal) {
+    shared.draining.store(true, std::sync::atomic::Ordering::Release);
+    let limits = shared.runtime().config.limits.clone();
+    let delay = match signal {
+        Signal::Term => limits.drain_delay,
+        Signal::Int => Duration::ZERO,
+    };
+    if !delay.is_zero() {
+        info!(
+            drain_delay = ?delay,
+            "shutting down: /readyz answers 503; still accepting connections for limits.drain_delay"
+        );
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            _ = shutdown_signal() => {
+                warn!("second signal: closing every session now");
+                shared.shutdown.cancel();
+                return;
+            }
+        }
+    }
     info!(
         sessions = shared.clients.in_use(),
-        shutdown_timeout = ?timeout,
-        "shutting down: no new connections; waiting for running statements"
+        shutdown_timeout = ?limits.shutdown_timeout,
+        "shutting down: no new connections; waiting for running statements and open transactions"
     );
     shared.shutdown.cancel();
     // Idle sessions wait on their registry entry, not on the token.
     shared.sessions.wake_all();
     let _ = serving.await;
+    // Connections accepted before the listener closed get their greeting and
+    // their login (each within limits.handshake_timeout) before the sessions
+    // are counted: exiting under them would drop them unanswered.
+    let deadline = tokio::time::Instant::now() + limits.shutdown_timeout;
+    let all_done = async {
+        shared.handshakes.wait_all_done(limits.shutdown_timeout).await;
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        shared.clients.wait_all_free(left).await
+    };
     tokio::select! {
-        all_done = shared.clients.wait_all_free(timeout) => {
+        all_done = all_done => {
             if all_done {
                 info!("every session ended; exiting");
             } else {
                 warn!(
                     sessions = shared.clients.in_use(),
-                    "limits.shutdown_timeout passed: closing the sessions still running a statement"
+                    "limits.shutdown_timeout passed: closing the sessions still running a statement or holding a transaction"
                 );
             }
         }
@@ -195,7 +230,16 @@ async fn learn_server_version(shared: &Shared) {
     }
 }
 
-async fn shutdown_signal() {
+/// Which signal asked sluice to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Signal {
+    /// SIGTERM: an orchestrator's stop; `limits.drain_delay` applies.
+    Term,
+    /// SIGINT (Ctrl-C): someone at a terminal; no delay.
+    Int,
+}
+
+async fn shutdown_signal() -> Signal {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
@@ -203,16 +247,17 @@ async fn shutdown_signal() {
             Ok(s) => s,
             Err(_) => {
                 let _ = ctrl_c.await;
-                return;
+                return Signal::Int;
             }
         };
         tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
+            _ = ctrl_c => Signal::Int,
+            _ = term.recv() => Signal::Term,
         }
     }
     #[cfg(not(unix))]
     {
         let _ = ctrl_c.await;
+        Signal::Int
     }
 }

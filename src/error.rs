@@ -128,8 +128,9 @@ pub fn no_open_cursor(id: u32) -> ErrPacket {
     )
 }
 
-/// A COM_STMT_EXECUTE whose parameters sluice cannot read.
-pub fn bad_params(e: &crate::frontend::params::ParamError) -> ErrPacket {
+/// A COM_STMT_EXECUTE whose parameters sluice cannot read; `e` says why
+/// (the session's `ParamError`).
+pub fn bad_params(e: &impl std::fmt::Display) -> ErrPacket {
     ErrPacket::new(
         errcode::ER_WRONG_ARGUMENTS,
         "HY000",

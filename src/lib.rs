@@ -23,3 +23,4 @@ pub mod reload;
 pub mod router;
 pub mod runtime;
 pub mod shard;
+pub mod stats;

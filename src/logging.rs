@@ -1,8 +1,14 @@
 //! Process-wide logging: `tracing` events to stderr, as text or JSON.
 
-use crate::config::LogFormat;
 use std::io::IsTerminal;
 use tracing_subscriber::EnvFilter;
+
+/// `log.format`: one line of text, or one JSON object, per event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
 
 /// Installs the global subscriber. `level` is an `EnvFilter` directive
 /// ("info", "sluice=debug,warn"); a non-empty `RUST_LOG` overrides it, so an
@@ -96,12 +102,22 @@ impl std::fmt::Display for Escaped<'_> {
     }
 }
 
+/// Shown instead of a statement that mentions IDENTIFIED or PASSWORD.
+pub const REDACTED: &str = "(text not logged: it may contain a password)";
+
+/// `CREATE USER … IDENTIFIED BY`, `SET PASSWORD`, `PASSWORD('…')`, …: any
+/// mention, in any case, anywhere in the statement.
+pub fn may_hold_password(sql: &[u8]) -> bool {
+    use crate::router::route::mentions;
+    mentions(sql, b"IDENTIFIED") || mentions(sql, b"PASSWORD")
+}
+
 /// SQL text for the query log (`log.sql_log`): escaped and cut to
 /// `log.max_sql_length`, or a placeholder for statements that mention a
 /// password (their values, parameters included, are never logged).
 pub fn loggable_sql(sql: &str) -> String {
-    if crate::metrics::slow::may_hold_password(sql.as_bytes()) {
-        return crate::metrics::slow::REDACTED.to_owned();
+    if may_hold_password(sql.as_bytes()) {
+        return REDACTED.to_owned();
     }
     escaped(sql, MAX_SQL_LENGTH.load(std::sync::atomic::Ordering::Relaxed)).to_string()
 }
@@ -128,10 +144,7 @@ mod tests {
 
     #[test]
     fn query_log_hides_statements_with_passwords() {
-        assert_eq!(
-            loggable_sql("SET PASSWORD FOR u = PASSWORD('x')"),
-            crate::metrics::slow::REDACTED
-        );
+        assert_eq!(loggable_sql("SET PASSWORD FOR u = PASSWORD('x')"), REDACTED);
         assert_eq!(
             loggable_sql("INSERT INTO t_1 VALUES ('a\nb')"),
             "INSERT INTO t_1 VALUES ('a\\nb')"

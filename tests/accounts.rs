@@ -7,74 +7,10 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::accounts::*;
 use common::cluster::*;
-use mysql_async::prelude::*;
-use mysql_async::{Conn, OptsBuilder};
-
-/// What a client sees of a login or a statement: Ok (with the first column of the
-/// first row, as text, for queries) or the server error.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Seen {
-    Ok(Option<String>),
-    Err(u16, String),
-}
-
-fn seen_err(e: &mysql_async::Error) -> Seen {
-    match e {
-        mysql_async::Error::Server(s) => Seen::Err(s.code, s.message.clone()),
-        other => Seen::Err(0, format!("not a server error: {other}")),
-    }
-}
-
-fn opts(port: u16, user: &str, password: &str, db: Option<&str>) -> OptsBuilder {
-    OptsBuilder::default()
-        .ip_or_hostname("127.0.0.1")
-        .tcp_port(port)
-        .user(Some(user))
-        .pass(Some(password))
-        .db_name(db)
-        .prefer_socket(false)
-}
-
-fn master_port() -> u16 {
-    port_of(&shared_cluster().master.addr())
-}
-
-fn port_of(addr: &str) -> u16 {
-    addr.rsplit(':')
-        .next()
-        .and_then(|p| p.parse().ok())
-        .expect("port of an address")
-}
-
-async fn login(port: u16, user: &str, password: &str, db: Option<&str>) -> Result<Conn, Seen> {
-    Conn::new(opts(port, user, password, db))
-        .await
-        .map_err(|e| seen_err(&e))
-}
-
-async fn run(c: &mut Conn, sql: &str) -> Seen {
-    match c.query_first::<mysql_async::Row, _>(sql).await {
-        Ok(row) => Seen::Ok(
-            row.and_then(|r| r.get_opt::<Option<String>, _>(0))
-                .and_then(|v| v.ok())
-                .flatten(),
-        ),
-        Err(e) => seen_err(&e),
-    }
-}
-
-/// sluice in front of the shared cluster, reading the server's accounts with the
-/// `sluice` account (no `users:` at all: `auth.mode` defaults to `server`).
-fn sluice_with_accounts(extra: &str) -> Sluice {
-    let cluster = shared_cluster();
-    Sluice::start(&format!(
-        "auth:\n  account: {{ user: {SLUICE_USER}, password: {SLUICE_PASSWORD} }}\n{extra}groups:\n{}",
-        Sluice::group_yaml("main", cluster)
-    ))
-}
 
 /// A database with a table `t` of two rows, and accounts (unique names) for it:
 /// `rw` (ALL on the database), `ro` (SELECT only), `locked` (ALL, ACCOUNT LOCK).
@@ -85,8 +21,6 @@ struct Fixture {
     ro: String,
     locked: String,
 }
-
-const PW: &str = "Pw-7x!q";
 
 fn fixture(prefix: &str) -> Fixture {
     let db = unique_name(prefix);
@@ -121,21 +55,6 @@ fn master_count(db: &str) -> String {
         .sql(&format!("SELECT COUNT(*), SUM(v) FROM {db}.t"))
         .trim()
         .to_owned()
-}
-
-/// Wait until sluice has read the accounts created by `fixture` (its refresh).
-async fn until_known(s: &Sluice, user: &str, db: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match login(s.port, user, PW, Some(db)).await {
-            Ok(c) => {
-                let _ = c.disconnect().await;
-                return;
-            }
-            Err(e) if Instant::now() > deadline => panic!("{user} never accepted by sluice: {e:?}"),
-            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
-    }
 }
 
 #[tokio::test]
@@ -295,20 +214,6 @@ async fn the_group_account_is_never_observable() {
     }
     let me = run(&mut through, "SELECT CURRENT_USER()").await;
     assert_eq!(me, Seen::Ok(Some(format!("{}@%", f.rw))));
-}
-
-/// Time from a change on the server until sluice shows it, polling every 50 ms.
-async fn until(what: &str, limit: Duration, mut ok: impl AsyncFnMut() -> bool) -> Duration {
-    let start = Instant::now();
-    loop {
-        if ok().await {
-            let took = start.elapsed();
-            println!("{what}: {took:?}");
-            return took;
-        }
-        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 #[tokio::test]

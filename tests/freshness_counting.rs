@@ -15,7 +15,7 @@
 //! - the shared-slot deadlock: two transactions on unrelated rows of two tables, in
 //!   opposite order, on connections whose ids share a counter slot, deadlock (1213) on
 //!   the counter rows where without triggers they do not conflict (documented in the
-//!   README with its probability).
+//!   docs/guarantees.md with its probability).
 
 mod common;
 

@@ -20,7 +20,7 @@ async fn causal_cross_instance_window_is_about_one_probe_interval() {
     let cluster = Cluster::start(1);
     let db = tracked_db(&cluster, "fm_causal").await;
     let master_id = server_id(&cluster.master);
-    // The default probe interval: the figure the README states.
+    // The default probe interval: the figure docs/configuration.md states.
     let interval = Duration::from_millis(50);
     let yaml = "freshness:\n  mode: causal\n  probe_interval: 50ms\n  probe_timeout: 500ms\n";
     let a = Sluice::start_for(&cluster, yaml);

@@ -187,7 +187,7 @@ async fn idle_client_timeout_closes_silent_sessions_only() {
 #[tokio::test]
 async fn per_user_max_connections_answers_1226_and_frees_on_exit() {
     let users = format!(
-        "  - {{ name: {APP_USER}, password: {APP_PASSWORD}, max_connections: 2 }}\n  - {{ name: {HASH_USER}, password: {HASH_PASSWORD} }}\n"
+        "  - {{ name: {APP_USER}, password: {APP_PASSWORD}, max_connections: 2, backend: group }}\n  - {{ name: {HASH_USER}, password: {HASH_PASSWORD}, backend: group }}\n"
     );
     let s = Sluice::start(&config_with_users(&users, ""));
     let mut a = connect(&s).await;

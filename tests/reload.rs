@@ -43,16 +43,16 @@ fn body(users: &str, freshness: &str, group: &str) -> String {
 }
 
 fn user(name: &str, password: &str) -> String {
-    format!("  - {{ name: {name}, password: {password} }}\n")
+    format!("  - {{ name: {name}, password: {password}, backend: group }}\n")
 }
 
 /// Replace the configuration file, keeping the listen addresses sluice runs on.
 /// A new configuration for `s`, with the harness' defaults (see
-/// `without_auto_install`) as at its start, so only what `body` changes differs.
+/// `harness_defaults`) as at its start, so only what `body` changes differs.
 fn rewrite(s: &Sluice, body: &str) {
     rewrite_raw(
         s,
-        &without_auto_install(format!(
+        &harness_defaults(format!(
             "listen: 127.0.0.1:{}\nadmin_listen: 127.0.0.1:{}\n{body}",
             s.port, s.admin_port
         )),

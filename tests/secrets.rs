@@ -63,7 +63,7 @@ async fn passwords_never_reach_the_log_at_trace_level() {
     // to authenticate (the master serves the reads instead).
     let replica = &cluster.replicas[0];
     let config = format!(
-        "users:\n  - {{ name: alice, password: {CLIENT_PW} }}\ngroups:\n  - name: main\n    master: {{ addr: {}, user: {backend_user}, password: {BACKEND_PW} }}\n    replicas:\n      - {{ addr: {}, user: {backend_user}, password: {WRONG_BACKEND_PW} }}\nlog: {{ level: trace, slow_query: 1us }}\nfreshness: {{ mode: off }}\n",
+        "users:\n  - {{ name: alice, password: {CLIENT_PW}, backend: group }}\ngroups:\n  - name: main\n    master: {{ addr: {}, user: {backend_user}, password: {BACKEND_PW} }}\n    replicas:\n      - {{ addr: {}, user: {backend_user}, password: {WRONG_BACKEND_PW} }}\nlog: {{ level: trace, slow_query: 1us }}\nfreshness: {{ mode: off }}\n",
         cluster.master.addr(),
         replica.addr()
     );
@@ -119,17 +119,17 @@ fn configuration_errors_do_not_echo_passwords() {
     let dir = tempfile::tempdir().expect("temp dir");
     let group = "groups:\n  - { name: m, master: { addr: 127.0.0.1:1, user: u } }\n";
     let cases = [
-        format!("users:\n  - {{ name: a, password_hash: '{CLIENT_PW}' }}\n{group}"),
-        format!("users:\n  - {{ name: a, password: {{ x: '{CLIENT_PW}' }} }}\n{group}"),
-        format!("users:\n  - {{ name: a, password: ['{CLIENT_PW}'] }}\n{group}"),
-        format!("users:\n  - {{ name: a, password: x, passwrd: '{CLIENT_PW}' }}\n{group}"),
+        format!("users:\n  - {{ name: a, password_hash: '{CLIENT_PW}', backend: group }}\n{group}"),
+        format!("users:\n  - {{ name: a, password: {{ x: '{CLIENT_PW}' }}, backend: group }}\n{group}"),
+        format!("users:\n  - {{ name: a, password: ['{CLIENT_PW}'], backend: group }}\n{group}"),
+        format!("users:\n  - {{ name: a, password: x, passwrd: '{CLIENT_PW}', backend: group }}\n{group}"),
         format!("users:\n  - name: a\n    password: x\n    password: '{CLIENT_PW}'\n{group}"),
         format!("users:\n  - {{ name: a, password: '{CLIENT_PW}\n{group}"),
         format!(
-            "users:\n  - {{ name: a, password: x }}\ngroups:\n  - {{ name: m, master: {{ addr: h:1, user: u, password: '{BACKEND_PW}', weight: 2 }} }}\n"
+            "users:\n  - {{ name: a, password: x, backend: group }}\ngroups:\n  - {{ name: m, master: {{ addr: h:1, user: u, password: '{BACKEND_PW}', weight: 2 }} }}\n"
         ),
         format!(
-            "users:\n  - {{ name: a, password: '{CLIENT_PW}', password_hash: '*14E65567ABDB5135D0CFD9A70B3032C179A49EE7' }}\n{group}"
+            "users:\n  - {{ name: a, password: '{CLIENT_PW}', password_hash: '*14E65567ABDB5135D0CFD9A70B3032C179A49EE7', backend: group }}\n{group}"
         ),
     ];
     for (i, text) in cases.iter().enumerate() {

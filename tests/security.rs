@@ -376,8 +376,8 @@ async fn tls_can_be_required_globally_and_per_user() {
     // Per user: only `app` must use TLS.
     let cluster = shared_cluster();
     let users = Sluice::users_yaml().replace(
-        &format!("password: {APP_PASSWORD} }}"),
-        &format!("password: {APP_PASSWORD}, require_tls: true }}"),
+        &format!("password: {APP_PASSWORD},"),
+        &format!("password: {APP_PASSWORD}, require_tls: true,"),
     );
     assert!(users.contains("require_tls"), "{users}");
     let per_user = Sluice::start(&format!(

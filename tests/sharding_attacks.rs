@@ -195,15 +195,6 @@ async fn deep_expressions_are_refused_and_sluice_keeps_serving() {
     assert_eq!(n, Some(41));
 }
 
-fn rss_peak_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .expect("status")
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM")
-}
-
 fn cpu_ticks(pid: u32) -> u64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
     let after = &stat[stat.rfind(')').expect("comm") + 2..];
@@ -217,7 +208,7 @@ async fn huge_in_lists_are_refused_in_bounded_memory() {
     let db = unique_name("shard_big");
     let s = Sluice::start_for(cluster, &yaml(&db));
     let (mut sl, _direct) = setup(cluster, &s, &db).await;
-    let before = rss_peak_kib(s.pid());
+    let before = vm_hwm_kib(s.pid());
     let cpu0 = cpu_ticks(s.pid());
     let list = vec!["1"; 1_000_000].join(",");
     let sql = format!("SELECT id FROM pr WHERE tid IN ({list})");
@@ -232,7 +223,7 @@ async fn huge_in_lists_are_refused_in_bounded_memory() {
         .await
         .expect("240 KB IN list");
     assert_eq!(n.len(), 6);
-    let after = rss_peak_kib(s.pid());
+    let after = vm_hwm_kib(s.pid());
     let cpu = cpu_ticks(s.pid()) - cpu0;
     eprintln!("sluice peak RSS {before} kB before, {after} kB after; CPU {cpu} ticks (1/100 s)");
     assert!(
@@ -241,8 +232,8 @@ async fn huge_in_lists_are_refused_in_bounded_memory() {
     );
 }
 
-/// COM_STMT_SEND_LONG_DATA on a sharded statement is capped at `sharding.max_statement_size`
-/// (beyond it the statement cannot be planned), with MariaDB's max_long_data_size
+/// COM_STMT_SEND_LONG_DATA on a sharded statement is capped at `sharding.max_long_data_size`
+/// (sluice holds it until the EXECUTE says where it goes), with MariaDB's max_long_data_size
 /// semantics: past the cap the bytes are dropped and the EXECUTE fails, instead of
 /// sluice's memory growing by what the client sends.
 #[tokio::test]
@@ -251,7 +242,7 @@ async fn long_data_is_capped() {
     let db = unique_name("shard_long");
     let s = Sluice::start_for(cluster, &yaml(&db));
     let (mut sl, _direct) = setup(cluster, &s, &db).await;
-    let before = rss_peak_kib(s.pid());
+    let before = vm_hwm_kib(s.pid());
     // mysql_async sends a parameter this large with COM_STMT_SEND_LONG_DATA, in chunks.
     // Two 40 MiB parameters: held, they would add 80 MiB on top of the packet being read.
     let blob = vec![b'x'; 40 << 20];
@@ -265,10 +256,10 @@ async fn long_data_is_capped() {
         .unwrap_err();
     assert_eq!(e.0, NOT_SUPPORTED, "{e:?}");
     assert!(
-        e.1.contains("long data") && e.1.contains("sharding.max_statement_size"),
+        e.1.contains("long data") && e.1.contains("sharding.max_long_data_size"),
         "{e:?}"
     );
-    let after = rss_peak_kib(s.pid());
+    let after = vm_hwm_kib(s.pid());
     eprintln!("long data: sluice peak RSS {before} kB before, {after} kB after 80 MiB of long data");
     // What remains is the one packet being read (up to limits.max_packet_size), held once:
     // a packet of 16 MiB or more is read straight into its payload, not also into the

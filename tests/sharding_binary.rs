@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::cluster::*;
-use common::wire::{self, Column, Param, Part, Reply as WReply, Wire};
+use common::wire::{self, lenenc_value as lenenc, raw, Column, Param, Part, Reply as WReply, Wire};
 use gen::*;
 
 /// Rows loaded: fewer than the text run (every statement here costs a prepare, an
@@ -68,26 +68,6 @@ const BLOB: u8 = 0xfc;
 const VAR_STRING: u8 = 0xfd;
 const STRING: u8 = 0xfe;
 
-fn lenenc(b: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(b.len() + 9);
-    match b.len() {
-        n @ 0..=250 => v.push(n as u8),
-        n @ 251..=0xffff => {
-            v.push(0xfc);
-            v.extend_from_slice(&(n as u16).to_le_bytes());
-        }
-        n => {
-            v.push(0xfd);
-            v.extend_from_slice(&(n as u32).to_le_bytes()[..3]);
-        }
-    }
-    v.extend_from_slice(b);
-    v
-}
-
-fn raw(ty: u8, unsigned: bool, value: Vec<u8>) -> Param {
-    Param::Raw { ty, unsigned, value }
-}
 fn p_str(ty: u8, s: &[u8]) -> Param {
     raw(ty, false, lenenc(s))
 }

@@ -392,7 +392,7 @@ async fn group_concat_matches_the_server() {
             compared += 1;
             // TEXT/BLOB arguments: the server numbers its cuts by the order rows reach it
             // (its scan), not by the GROUP_CONCAT's order; sluice does not reproduce that
-            // numbering (README), so only the warnings' count and codes are compared.
+            // numbering (docs/sharding.md), so only the warnings' count and codes are compared.
             if what.contains("body") {
                 for s in [&mut got, &mut want] {
                     if let Seen::Rows { show_warnings, .. } = s {

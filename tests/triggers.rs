@@ -426,7 +426,7 @@ async fn cli_installs_reports_and_prints_sql() {
     std::fs::write(
         &config,
         format!(
-            "users:\n  - {{ name: app, password: app }}\ngroups:\n  - name: other\n    \
+            "users:\n  - {{ name: app, password: app, backend: group }}\ngroups:\n  - name: other\n    \
              master: {{ addr: 127.0.0.1:1, user: nobody }}\n  - name: main\n    \
              master: {{ addr: {}, user: {SLUICE_USER}, password: {SLUICE_PASSWORD} }}\n\
              freshness: {{ schema: {ctr}, slots: 2 }}\n",

@@ -2,7 +2,7 @@
 //! `POST /reload` (hot reload of the configuration file: 200 with what
 //! changed, 400 with the file's error and the running configuration kept).
 //!
-//! Protection (see README, Threat model): the reads stay open, as Prometheus
+//! Protection (see docs/accounts.md, Threat model): the reads stay open, as Prometheus
 //! expects; every other method needs the admin token (`Authorization:
 //! Bearer TOKEN`), so a cross-site request from a browser cannot reload
 //! sluice; a `Host` header that names anything but an IP address,
@@ -204,27 +204,12 @@ async fn handle(
     })
 }
 
-/// Ready when the master of every group accepts a connection.
+/// 200 when sluice may get new clients, 503 with the reason otherwise
+/// (`ready.rs`).
 async fn readyz(shared: &Shared) -> Response<Full<Bytes>> {
-    let mut failures = Vec::new();
-    for g in &shared.runtime().topology.groups {
-        let key = crate::backend::PoolKey::sluice_own();
-        match g.master.get(key).await {
-            Ok(mut c) => {
-                if let Err(e) = c.ping().await {
-                    failures.push(format!("{}: {e}", g.master.label));
-                }
-            }
-            Err(e) => failures.push(format!("{}: {e}", g.master.label)),
-        }
-    }
-    if failures.is_empty() {
-        text(StatusCode::OK, "ready\n".into())
-    } else {
-        text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("not ready: {}\n", failures.join("; ")),
-        )
+    match super::ready::check(shared).await {
+        Ok(()) => text(StatusCode::OK, "ready\n".into()),
+        Err(why) => text(StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {why}\n")),
     }
 }
 

@@ -4,5 +4,7 @@
 //! topology, and triggers reloads; none of them know about it.
 
 pub mod http;
+mod ready;
+pub mod topology;
 
 pub use http::serve;

@@ -12,6 +12,7 @@ use arc_swap::ArcSwap;
 use tokio::sync::{watch, Notify};
 
 use super::host::{account_sort, HostPattern};
+use super::rights::{Digest, Grants, TlsRequirement};
 use crate::backend::Login;
 
 /// How an account proves its password, as far as sluice can check it.
@@ -37,6 +38,11 @@ pub struct Account {
     pub locked: bool,
     /// `MAX_USER_CONNECTIONS` (0: no limit).
     pub max_user_connections: u32,
+    /// What the account demands of a login's transport (`REQUIRE …`).
+    pub tls: TlsRequirement,
+    /// The login-time rights (see `rights`): part of the account's
+    /// identity, so a change gives it a new backend login and pools.
+    rights: Digest,
     /// The backend login, made at the account's first successful login
     /// (every later one proves the same `SHA1(pw)`); kept across refreshes
     /// while the account is unchanged, so its sessions share one pool.
@@ -54,21 +60,17 @@ impl std::fmt::Debug for Account {
 }
 
 impl Account {
-    pub fn new(
-        user: String,
-        host: String,
-        method: Method,
-        locked: bool,
-        max_user_connections: u32,
-    ) -> Account {
+    fn new(row: Row) -> Account {
         Account {
-            sort: account_sort(&host, &user),
-            host: HostPattern::parse(&host),
-            host_text: host,
-            user,
-            method,
-            locked,
-            max_user_connections,
+            sort: account_sort(&row.host, &row.user),
+            host: HostPattern::parse(&row.host),
+            method: method_of(&row),
+            host_text: row.host,
+            user: row.user,
+            locked: row.locked,
+            max_user_connections: row.max_user_connections,
+            tls: row.tls,
+            rights: row.rights,
             login: OnceLock::new(),
         }
     }
@@ -84,6 +86,8 @@ impl Account {
             && self.method == other.method
             && self.locked == other.locked
             && self.max_user_connections == other.max_user_connections
+            && self.tls == other.tls
+            && self.rights == other.rights
     }
 
     /// The backend login of this account; `make` builds it the first time.
@@ -104,6 +108,8 @@ pub struct Row {
     pub locked: bool,
     pub max_user_connections: u32,
     pub is_role: bool,
+    pub tls: TlsRequirement,
+    pub rights: Digest,
 }
 
 /// The method sluice uses for a row: the first mysql_native_password
@@ -157,8 +163,7 @@ impl Snapshot {
             .into_iter()
             .filter(|r| !r.is_role)
             .map(|r| {
-                let method = method_of(&r);
-                let a = Account::new(r.user, r.host, method, r.locked, r.max_user_connections);
+                let a = Account::new(r);
                 match previous.accounts.iter().find(|p| p.same(&a)) {
                     Some(p) => p.clone(),
                     None => Arc::new(a),
@@ -272,7 +277,8 @@ const QUERY: &str = "SELECT User, Host, \
     JSON_LENGTH(Priv, '$.auth_or'), \
     IFNULL(JSON_VALUE(Priv, '$.account_locked'), 'false'), \
     IFNULL(JSON_VALUE(Priv, '$.max_user_connections'), '0'), \
-    IFNULL(JSON_VALUE(Priv, '$.is_role'), 'false') \
+    IFNULL(JSON_VALUE(Priv, '$.is_role'), 'false'), \
+    JSON_VALUE(Priv, '$.ssl_type'), Priv \
     FROM mysql.global_priv";
 
 fn opts(src: &Source) -> mysql_async::Opts {
@@ -306,15 +312,29 @@ pub async fn read(conn: &mut mysql_async::Conn) -> Result<(Vec<Row>, bool), Stri
     let text = |r: &mysql_async::Row, i: usize| -> Option<String> {
         r.get_opt::<Option<String>, _>(i).and_then(|v| v.ok()).flatten()
     };
+    let privs: Vec<(String, String)> = rows
+        .iter()
+        .map(|r| (text(r, 0).unwrap_or_default(), text(r, 15).unwrap_or_default()))
+        .collect();
+    let role_privs: Vec<(&str, &str)> = rows
+        .iter()
+        .zip(&privs)
+        .filter(|(r, _)| is_true(text(r, 13)))
+        .map(|(_, (u, p))| (u.as_str(), p.as_str()))
+        .collect();
+    let grants = Grants::read(conn, &role_privs).await;
     let mut out = Vec::with_capacity(rows.len());
-    for r in &rows {
+    for (r, (_, privs)) in rows.iter().zip(&privs) {
+        let (user, host) = (text(r, 0).unwrap_or_default(), text(r, 1).unwrap_or_default());
         let n_or = text(r, 10).and_then(|n| n.parse::<usize>().ok()).unwrap_or(0);
         let auth_or = (0..n_or.min(3))
             .map(|i| (text(r, 4 + 2 * i), text(r, 5 + 2 * i)))
             .collect();
         out.push(Row {
-            user: text(r, 0).unwrap_or_default(),
-            host: text(r, 1).unwrap_or_default(),
+            rights: grants.digest(&user, &host, privs),
+            tls: TlsRequirement::from_ssl_type(text(r, 14).as_deref()),
+            user,
+            host,
             top: (text(r, 2), text(r, 3)),
             auth_or,
             locked: is_true(text(r, 11)),
@@ -415,6 +435,8 @@ mod tests {
             locked: false,
             max_user_connections: 0,
             is_role: false,
+            tls: TlsRequirement::None,
+            rights: [0; 20],
         }
     }
 

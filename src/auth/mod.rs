@@ -6,5 +6,6 @@
 pub mod catalog;
 pub mod host;
 pub mod native;
+pub mod rights;
 
 pub use catalog::{Account, Catalog, Method, Snapshot};

@@ -8,15 +8,7 @@
 //! plugin (not for others), so it lives only in memory, in the account's
 //! backend login, and is never written anywhere.
 
-use sha1::{Digest, Sha1};
-
-fn sha1(parts: &[&[u8]]) -> [u8; 20] {
-    let mut h = Sha1::new();
-    for p in parts {
-        h.update(p);
-    }
-    h.finalize().into()
-}
+use crate::protocol::native_password::sha1;
 
 /// `h1` from a client's 20-byte answer to `nonce`, if it proves the
 /// password whose stored hash is `h2`; `None` when it does not.
@@ -30,19 +22,8 @@ pub fn recover_stage1(h2: &[u8; 20], nonce: &[u8], response: &[u8]) -> Option<[u
         h1[i] = response[i] ^ mix[i];
     }
     let check = sha1(&[&h1]);
-    let same = check.iter().zip(h2).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0;
+    let same: bool = subtle::ConstantTimeEq::ct_eq(&check[..], &h2[..]).into();
     same.then_some(h1)
-}
-
-/// The answer to `nonce` for the account whose `SHA1(pw)` is `h1`.
-pub fn scramble_with_stage1(h1: &[u8; 20], nonce: &[u8]) -> [u8; 20] {
-    let h2 = sha1(&[h1]);
-    let mix = sha1(&[nonce, &h2]);
-    let mut out = [0u8; 20];
-    for i in 0..20 {
-        out[i] = h1[i] ^ mix[i];
-    }
-    out
 }
 
 /// Decode a `*HEX40` mysql_native_password authentication string.
@@ -61,6 +42,7 @@ pub fn parse_hash(s: &str) -> Option<[u8; 20]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::native_password::scramble_with_stage1;
 
     #[test]
     fn derive_the_backend_answer_from_the_client_answer() {

@@ -20,3 +20,13 @@ pub enum Conn {
     Master,
     Replica(usize),
 }
+
+/// The per-backend metric series of a group are indexed the same way.
+impl From<Conn> for crate::metrics::BackendIndex {
+    fn from(c: Conn) -> Self {
+        crate::metrics::BackendIndex(match c {
+            Conn::Master => 0,
+            Conn::Replica(i) => i + 1,
+        })
+    }
+}

@@ -191,9 +191,10 @@ impl Drop for WaitingFor<'_> {
 /// quiet since it was parked (what deadpool's recycle checks). One the
 /// server closed is closed; a TLS one with records waiting (a session
 /// ticket, or the server's close) goes back to the pool, whose recycle
-/// proves it with a round trip before anyone uses it.
-fn usable(mut c: Pooled) -> Option<Pooled> {
-    if c.broken {
+/// proves it with a round trip before anyone uses it. One older than
+/// `max_age` goes back to the pool too, whose recycle closes it.
+fn usable(mut c: Pooled, max_age: Duration) -> Option<Pooled> {
+    if c.broken || c.too_old(max_age) {
         return None;
     }
     match c.idle_state() {
@@ -323,6 +324,9 @@ impl managed::Manager for Manager {
         if !reusable(conn) {
             return Err(RecycleError::message("connection not reusable"));
         }
+        if conn.too_old(self.params.max_age) {
+            return Err(RecycleError::message("older than backend.max_connection_age"));
+        }
         if conn.dirty {
             // State sluice does not track (a session ended pinned or in a
             // transaction): one round trip that both cleans the session and
@@ -371,7 +375,7 @@ pub struct BackendPool {
     own: Arc<Login>,
     registry: Arc<Registry>,
     /// Checkouts that waited, for metrics (read at scrape time).
-    pub waits: crate::metrics::WaitStats,
+    pub waits: crate::stats::WaitStats,
     /// A reload removed this backend (see [`BackendPool::close`]).
     closed: AtomicBool,
     /// Checkouts that moved their connection to the borrower's session
@@ -522,7 +526,7 @@ impl BackendPool {
         // one of those rather than open another connection. (`status()`
         // takes the pool's lock: only when something is parked.)
         if parked.hint.load(Ordering::Relaxed) > 0 && pool.status().available == 0 {
-            if let Some(c) = parked.steal().and_then(usable) {
+            if let Some(c) = parked.steal().and_then(|c| usable(c, self.params.max_age)) {
                 return Ok(settled(c));
             }
         }
@@ -546,7 +550,7 @@ impl BackendPool {
                 // with 1,000 clients over 64 connections, benches/multiplex.sh),
                 // where a borrower woken through another thread's driver
                 // costs that driver one eventfd write per answer.
-                if let Some(c) = parked.steal().and_then(usable) {
+                if let Some(c) = parked.steal().and_then(|c| usable(c, self.params.max_age)) {
                     return Ok(c);
                 }
                 return get
@@ -674,7 +678,7 @@ impl PoolHandle {
     /// The connection this handle parked, if it is still there and alive.
     pub fn take_parked(&self) -> Option<Pooled> {
         let mine = self.lease.slot.lock().ok().and_then(|mut s| s.conn.take());
-        mine.and_then(usable)
+        mine.and_then(|c| usable(c, self.backend.params.max_age))
     }
 
     /// Give a connection back: parked for this handle's next [`Self::get`]
@@ -691,7 +695,13 @@ impl PoolHandle {
         let contended = |c: &Pooled| {
             parked.waiting.load(Ordering::SeqCst) > 0 || c.budget.as_ref().is_some_and(|b| b.contended())
         };
-        if !ours || !reusable(&c) || contended(&c) || self.backend.closed.load(Ordering::Acquire) {
+        if !ours
+            || !reusable(&c)
+            || contended(&c)
+            || c.too_old(self.backend.params.max_age)
+            || self.backend.closed.load(Ordering::Acquire)
+        {
+            // Back to the pool, whose recycle closes it if it is too old.
             return drop(c);
         }
         let Ok(mut slot) = self.lease.slot.lock() else {

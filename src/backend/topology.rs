@@ -32,11 +32,25 @@ pub(crate) fn params(b: &config::Backend, cfg: &Config) -> Result<ConnectParams,
         user: b.user.clone(),
         password: b.password.clone(),
         connect_timeout: cfg.backend.connect_timeout,
+        max_age: cfg.backend.max_connection_age,
         tls,
     })
 }
 
 impl Topology {
+    /// Per group its name and its backends' pool labels, the master's first,
+    /// then each replica's (what `Metrics::retarget` resolves series by).
+    pub fn labels(&self) -> Vec<(&str, Vec<&str>)> {
+        self.groups
+            .iter()
+            .map(|g| {
+                let mut labels = vec![g.master.label.as_str()];
+                labels.extend(g.replicas.iter().map(|r| r.pool.label.as_str()));
+                (g.name.as_str(), labels)
+            })
+            .collect()
+    }
+
     /// The pools of every configured backend (none connects yet). Fails
     /// when a backend's TLS certificates or keys cannot be read.
     pub fn from_config(cfg: &Config) -> Result<Topology, String> {

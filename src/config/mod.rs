@@ -28,6 +28,9 @@ pub struct Config {
     pub listen: SocketAddr,
     /// HTTP endpoint for /metrics, /healthz, /readyz. Default 127.0.0.1:9033.
     pub admin_listen: SocketAddr,
+    /// SO_REUSEPORT on both listeners, so a new sluice can bind the same
+    /// ports before the old one stops (startup only). Default false.
+    pub listen_reuseport: bool,
     pub log: LogConfig,
     /// Frontend TLS; `None` = TLS not offered to clients.
     pub tls: Option<TlsConfig>,
@@ -48,6 +51,35 @@ pub struct Config {
     pub auth: AuthConfig,
     /// The async runtime's threads and scheduler (section `runtime:`).
     pub runtime: RuntimeSettings,
+    /// How the configuration file is followed (section `reload:`).
+    pub reload: ReloadSettings,
+    /// What `/readyz` requires (section `readiness:`).
+    pub readiness: Readiness,
+}
+
+/// `reload:` — following the configuration file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReloadSettings {
+    /// Reload when the file's content, inode or resolved symlink target
+    /// changes (an editor's save, a kubelet's `..data` swap of a ConfigMap
+    /// or Secret volume), as SIGHUP does. Default true.
+    pub watch: bool,
+}
+
+impl Default for ReloadSettings {
+    fn default() -> Self {
+        ReloadSettings { watch: true }
+    }
+}
+
+/// `readiness:` — when `/readyz` answers 200 (never while draining).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Readiness {
+    /// Every group's master must accept a connection. Default false: a
+    /// group is served when its master or one of its replicas is reachable
+    /// (a master outage need not take every sluice out of its Service:
+    /// reads may still be served).
+    pub require_master: bool,
 }
 
 /// `runtime:` — the threads that serve the sessions. Read once at startup
@@ -238,9 +270,14 @@ pub struct Limits {
     /// A session that sends no command for this long is closed (MariaDB's
     /// `wait_timeout`); `0s` = never. Default 8h.
     pub idle_client_timeout: Duration,
-    /// On SIGTERM/SIGINT, how long running statements may take to finish
-    /// before every session is closed. Default 30s.
+    /// On SIGTERM/SIGINT, how long running statements and open
+    /// transactions may take to finish before every session is closed.
+    /// Counted from when the listener closes. Default 30s.
     pub shutdown_timeout: Duration,
+    /// On SIGTERM, how long sluice keeps accepting new connections (while
+    /// `/readyz` already answers 503) before it closes the listener, so a
+    /// load balancer stops sending first. SIGINT skips it. Default 0s.
+    pub drain_delay: Duration,
     /// A client must finish its handshake (greeting to authenticated, and
     /// each COM_CHANGE_USER exchange) within this time. Greater than zero;
     /// default 5s.
@@ -262,6 +299,7 @@ impl Default for Limits {
             max_packet_size: 64 << 20,
             idle_client_timeout: Duration::from_secs(8 * 3600),
             shutdown_timeout: Duration::from_secs(30),
+            drain_delay: Duration::ZERO,
             handshake_timeout: Duration::from_secs(5),
             max_unauthenticated: 1024,
             max_unauthenticated_per_address: 128,
@@ -275,11 +313,8 @@ pub struct Sharding {
     pub rules: crate::shard::ShardRules,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogFormat {
-    Text,
-    Json,
-}
+/// `log.format` (defined with the logger that uses it).
+pub use crate::logging::LogFormat;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct LogConfig {
@@ -393,6 +428,11 @@ pub struct BackendSettings {
     /// default) means no such limit: a read is still abandoned when its
     /// replica is down (see `freshness.fall`).
     pub replica_read_timeout: Duration,
+    /// A pooled connection older than this is closed instead of handed to
+    /// another statement (zero: no limit). The bound on how long a
+    /// connection keeps the privileges it logged in with when a change on
+    /// the server is not noticed by the account catalog. Default 1h.
+    pub max_connection_age: Duration,
 }
 
 /// TLS from sluice to one backend server, as the MySQL client's
@@ -537,6 +577,7 @@ impl BackendSettings {
     /// per-session choice, not a pool setting).
     pub fn pools_equal(&self, other: &BackendSettings) -> bool {
         self.connect_timeout == other.connect_timeout
+            && self.max_connection_age == other.max_connection_age
             && self.pool_max == other.pool_max
             && self.tls == other.tls
     }
@@ -544,13 +585,14 @@ impl BackendSettings {
 
 mod de;
 mod duration;
+mod password;
 mod raw;
 #[cfg(test)]
 mod tests;
 
 pub use duration::parse_duration;
+pub use password::{format_native_hash, native_password_hash, parse_native_hash};
 
-use sha1::{Digest, Sha1};
 use std::fmt;
 use std::path::Path;
 
@@ -632,12 +674,16 @@ impl Config {
     /// Reads and validates the file at `path`. Relative TLS paths are resolved
     /// against the file's directory, so a config works from any working dir.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let origin = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            origin: origin.clone(),
+            origin: path.display().to_string(),
             source,
         })?;
-        let mut config = Config::from_yaml_str(&text, &origin)?;
+        Config::from_file_text(path, &text)
+    }
+
+    /// [`Config::load`] of `text`, already read from `path`.
+    pub fn from_file_text(path: &Path, text: &str) -> Result<Config, ConfigError> {
+        let mut config = Config::from_yaml_str(text, &path.display().to_string())?;
         if let Some(dir) = path.parent() {
             if let Some(tls) = config.tls.as_mut() {
                 tls.cert = dir.join(&tls.cert);
@@ -748,49 +794,4 @@ fn locate_duplicate_key(text: &str, mapping: Position, message: &str) -> Option<
         line: index + 1,
         column: mapping.column,
     })
-}
-
-/// The mysql_native_password hash stored by MySQL: SHA1(SHA1(password)).
-pub fn native_password_hash(password: &[u8]) -> [u8; 20] {
-    let stage1 = Sha1::digest(password);
-    Sha1::digest(stage1).into()
-}
-
-/// Formats a hash as MySQL prints it (`SELECT PASSWORD(...)`): `*` + 40
-/// uppercase hex digits, the form `password_hash` accepts.
-pub fn format_native_hash(hash: &[u8; 20]) -> String {
-    let mut text = String::with_capacity(41);
-    text.push('*');
-    for byte in hash {
-        text.push_str(&format!("{byte:02X}"));
-    }
-    text
-}
-
-/// Parses `*` + 40 hex digits (either case) into the 20-byte hash.
-pub fn parse_native_hash(text: &str) -> Result<[u8; 20], String> {
-    let usage = "a mysql_native_password hash is `*` followed by 40 hex digits \
-                 (print one with `sluice hash-password`)";
-    // The value is never echoed: a password pasted here by mistake must not
-    // end up in a terminal or a log.
-    let hex = text
-        .strip_prefix('*')
-        .ok_or_else(|| format!("the value does not start with `*`: {usage}"))?;
-    if hex.len() != 40 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(format!("the value is not a valid hash: {usage}"));
-    }
-    let mut hash = [0u8; 20];
-    for (byte, pair) in hash.iter_mut().zip(hex.as_bytes().chunks_exact(2)) {
-        *byte = (hex_value(pair[0]) << 4) | hex_value(pair[1]);
-    }
-    Ok(hash)
-}
-
-/// The value of one hex digit already checked with `is_ascii_hexdigit`.
-fn hex_value(digit: u8) -> u8 {
-    match digit {
-        b'0'..=b'9' => digit - b'0',
-        b'a'..=b'f' => digit - b'a' + 10,
-        _ => digit.wrapping_sub(b'A').wrapping_add(10),
-    }
 }

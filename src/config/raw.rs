@@ -6,7 +6,7 @@ use super::de::{self, ListItem};
 use super::{
     AdminConfig, AuthAccount, AuthConfig, AuthMode, Backend, BackendAccount, BackendSettings, BackendTls,
     BackendTlsMode, Config, Credential, Freshness, FreshnessMode, Group, Limits, LogConfig, LogFormat,
-    RuntimeSettings, Sharding, TlsConfig, User,
+    Readiness, ReloadSettings, RuntimeSettings, Sharding, TlsConfig, User,
 };
 use serde::Deserialize;
 use std::net::SocketAddr;
@@ -38,6 +38,8 @@ pub(super) struct RawConfig {
     )]
     admin_listen: SocketAddr,
     #[serde(default)]
+    listen_reuseport: bool,
+    #[serde(default)]
     log: RawLog,
     #[serde(default)]
     tls: Option<RawTls>,
@@ -55,6 +57,10 @@ pub(super) struct RawConfig {
     auth: RawAuth,
     #[serde(default)]
     runtime: RawRuntime,
+    #[serde(default)]
+    reload: RawReload,
+    #[serde(default)]
+    readiness: RawReadiness,
     #[serde(default, deserialize_with = "de::unique_list::<RawUser, _>")]
     users: Vec<User>,
     #[serde(deserialize_with = "de::unique_list::<RawGroup, _>")]
@@ -111,6 +117,7 @@ impl RawConfig {
             auth,
             listen: self.listen,
             admin_listen: self.admin_listen,
+            listen_reuseport: self.listen_reuseport,
             log: self.log.into(),
             tls: self.tls.map(Into::into),
             users: self.users,
@@ -121,6 +128,12 @@ impl RawConfig {
             limits: self.limits.into(),
             admin: self.admin.into(),
             runtime: self.runtime.into(),
+            reload: ReloadSettings {
+                watch: self.reload.watch,
+            },
+            readiness: Readiness {
+                require_master: self.readiness.require_master,
+            },
         })
     }
 }
@@ -240,6 +253,11 @@ struct RawBackendSettings {
     tls: Option<RawBackendTls>,
     #[serde(default, deserialize_with = "de::parse::<de::AnyDuration, _>")]
     replica_read_timeout: Duration,
+    #[serde(
+        default = "default_max_connection_age",
+        deserialize_with = "de::parse::<de::AnyDuration, _>"
+    )]
+    max_connection_age: Duration,
 }
 
 impl Default for RawBackendSettings {
@@ -250,8 +268,13 @@ impl Default for RawBackendSettings {
             multiplex: default_multiplex(),
             tls: None,
             replica_read_timeout: Duration::ZERO,
+            max_connection_age: default_max_connection_age(),
         }
     }
+}
+
+fn default_max_connection_age() -> Duration {
+    Duration::from_secs(3600)
 }
 
 fn default_multiplex() -> bool {
@@ -274,6 +297,7 @@ impl From<RawBackendSettings> for BackendSettings {
             multiplex: raw.multiplex,
             tls: raw.tls.map(|t| t.0).unwrap_or_default(),
             replica_read_timeout: raw.replica_read_timeout,
+            max_connection_age: raw.max_connection_age,
         }
     }
 }
@@ -296,10 +320,21 @@ struct RawSharding {
         deserialize_with = "de::parse::<de::PacketSize, _>"
     )]
     max_statement_size: usize,
+    /// Most bytes of COM_STMT_SEND_LONG_DATA held for one prepared statement on a
+    /// sharded table (see `ShardRules::max_long_data_size`).
+    #[serde(
+        default = "default_max_long_data_size",
+        deserialize_with = "de::parse::<de::PacketSize, _>"
+    )]
+    max_long_data_size: usize,
 }
 
 fn default_max_statement_size() -> usize {
     crate::shard::DEFAULT_MAX_STATEMENT_SIZE
+}
+
+fn default_max_long_data_size() -> usize {
+    crate::shard::DEFAULT_MAX_LONG_DATA_SIZE
 }
 
 /// One Atlas shorthand entry, checked while it is read (so errors name its line).
@@ -405,7 +440,8 @@ impl RawSharding {
         }
         let rules = crate::shard::ShardRules::new(tables)
             .map_err(|e| err(format!("sharding: {e}")))?
-            .with_max_statement_size(self.max_statement_size);
+            .with_max_statement_size(self.max_statement_size)
+            .with_max_long_data_size(self.max_long_data_size);
         Ok(Sharding { rules })
     }
 }
@@ -524,7 +560,7 @@ enum RawFreshnessMode {
 #[derive(Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a user mapping such as { name: app, password: secret }"
+    expecting = "a user mapping such as { name: app, password: secret, backend: group }"
 )]
 struct RawUser {
     #[serde(deserialize_with = "de::parse::<de::Name, _>")]
@@ -539,7 +575,44 @@ struct RawUser {
     #[serde(default)]
     require_tls: bool,
     #[serde(default)]
-    backend: Option<RawBackendAccount>,
+    backend: Option<RawUserBackend>,
+}
+
+/// `users[].backend`: `group`, or a server account. Required: whom a
+/// configured user's statements run as decides its privileges, so it is
+/// never implied.
+enum RawUserBackend {
+    Group,
+    Account(RawBackendAccount),
+}
+
+impl<'de> Deserialize<'de> for RawUserBackend {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = RawUserBackend;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("`group` or a server account such as { user: app, password: secret }")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<RawUserBackend, E> {
+                if s == "group" {
+                    return Ok(RawUserBackend::Group);
+                }
+                Err(E::custom(format!(
+                    "`{s}`: write `group` (the group's account) or a server account such as \
+                     {{ user: app, password: secret }}"
+                )))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<RawUserBackend, A::Error> {
+                RawBackendAccount::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(RawUserBackend::Account)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[derive(Deserialize)]
@@ -644,15 +717,28 @@ impl ListItem for RawUser {
                 ))
             }
         };
+        let backend = match self.backend {
+            Some(RawUserBackend::Account(b)) => Some(BackendAccount {
+                user: b.user,
+                password: b.password,
+            }),
+            Some(RawUserBackend::Group) => None,
+            None => {
+                return Err(format!(
+                    "user `{}` needs `backend:`, the account its statements run as (and so its \
+                     privileges): `backend: group` for the group's account (groups[].master.user, \
+                     with all of that account's privileges), or `backend: {{ user: app_ro, password: \
+                     secret }}` for a server account granted what this user may do",
+                    self.name
+                ))
+            }
+        };
         Ok(User {
             name: self.name,
             credential,
             max_connections: self.max_connections,
             require_tls: self.require_tls,
-            backend: self.backend.map(|b| BackendAccount {
-                user: b.user,
-                password: b.password,
-            }),
+            backend,
         })
     }
 }
@@ -786,6 +872,8 @@ struct RawLimits {
         deserialize_with = "de::parse::<de::AnyDuration, _>"
     )]
     shutdown_timeout: Duration,
+    #[serde(default, deserialize_with = "de::parse::<de::AnyDuration, _>")]
+    drain_delay: Duration,
     #[serde(
         default = "default_handshake_timeout",
         deserialize_with = "de::parse::<de::Timeout, _>"
@@ -811,6 +899,7 @@ impl Default for RawLimits {
             max_packet_size: l.max_packet_size,
             idle_client_timeout: l.idle_client_timeout,
             shutdown_timeout: l.shutdown_timeout,
+            drain_delay: l.drain_delay,
             handshake_timeout: l.handshake_timeout,
             max_unauthenticated: l.max_unauthenticated,
             max_unauthenticated_per_address: l.max_unauthenticated_per_address,
@@ -853,11 +942,38 @@ impl From<RawLimits> for Limits {
             max_packet_size: raw.max_packet_size,
             idle_client_timeout: raw.idle_client_timeout,
             shutdown_timeout: raw.shutdown_timeout,
+            drain_delay: raw.drain_delay,
             handshake_timeout: raw.handshake_timeout,
             max_unauthenticated: raw.max_unauthenticated,
             max_unauthenticated_per_address: raw.max_unauthenticated_per_address,
         }
     }
+}
+
+/// `reload:`; see [`ReloadSettings`].
+#[derive(Deserialize)]
+#[serde(default, deny_unknown_fields, expecting = "a mapping such as { watch: true }")]
+struct RawReload {
+    watch: bool,
+}
+
+impl Default for RawReload {
+    fn default() -> Self {
+        RawReload {
+            watch: ReloadSettings::default().watch,
+        }
+    }
+}
+
+/// `readiness:`; see [`Readiness`].
+#[derive(Deserialize, Default)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping such as { require_master: false }"
+)]
+struct RawReadiness {
+    #[serde(default)]
+    require_master: bool,
 }
 
 /// `runtime:`; see [`RuntimeSettings`] (every field optional).

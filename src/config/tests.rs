@@ -4,7 +4,7 @@ use std::time::Duration;
 /// The smallest valid configuration; every test below builds on it.
 const MINIMAL: &str = "\
 users:
-  - { name: app, password: secret }
+  - { name: app, password: secret, backend: group }
 groups:
   - name: main
     master: { addr: 127.0.0.1:3306, user: sluice }
@@ -61,6 +61,29 @@ fn defaults_apply_when_omitted() {
     assert_eq!(config.freshness.rise, 2);
     assert_eq!(config.freshness.fall, 3);
     assert_eq!(config.backend.replica_read_timeout, Duration::ZERO);
+    assert!(config.reload.watch, "reload.watch is on by default");
+    assert!(!config.readiness.require_master);
+    assert_eq!(config.limits.drain_delay, Duration::ZERO);
+}
+
+#[test]
+fn fleet_settings_parse_and_are_checked_where_written() {
+    let text = format!(
+        "{MINIMAL}reload:\n  watch: false\nreadiness:\n  require_master: true\nlimits:\n  drain_delay: 5s\n\
+         listen_reuseport: true\n"
+    );
+    let config = parse(&text).expect("fleet settings");
+    assert!(!config.reload.watch);
+    assert!(config.readiness.require_master);
+    assert_eq!(config.limits.drain_delay, Duration::from_secs(5));
+    assert!(config.listen_reuseport);
+    assert!(!parse(MINIMAL).expect("minimal").listen_reuseport);
+    assert_error(&format!("{MINIMAL}limits:\n  drain_delay: 5\n"), 7, "has no unit");
+    assert_error(
+        &format!("{MINIMAL}reload:\n  follow: true\n"),
+        7,
+        "unknown field `follow`",
+    );
 }
 
 #[test]
@@ -77,6 +100,8 @@ fn example_file_is_valid() {
     // The example documents the defaults.
     assert_eq!(config.freshness, Freshness::default());
     assert_eq!(config.limits, Limits::default());
+    assert_eq!(config.reload, ReloadSettings::default());
+    assert_eq!(config.readiness, Readiness::default());
 }
 
 #[test]
@@ -88,8 +113,8 @@ log: { format: json, level: 'warn,sluice=debug' }
 tls: { cert: certs/a.crt, key: certs/a.key }
 backend: { connect_timeout: 500ms, pool_max: 8, replica_read_timeout: 3s }
 users:
-  - { name: app, password: secret }
-  - { name: ro, password_hash: '*14e65567abdb5135d0cfd9a70b3032c179a49ee7' }
+  - { name: app, password: secret, backend: group }
+  - { name: ro, password_hash: '*14e65567abdb5135d0cfd9a70b3032c179a49ee7', backend: group }
 groups:
   - name: main
     master: { addr: db0:3306, user: sluice, password: x }
@@ -142,7 +167,10 @@ fn unknown_keys_are_rejected_at_their_line() {
 #[test]
 fn wrong_types_have_line() {
     assert_error(&format!("{MINIMAL}backend:\n  pool_max: many\n"), 7, "pool_max");
-    let users = MINIMAL.replace("users:\n  - { name: app, password: secret }", "users: 5");
+    let users = MINIMAL.replace(
+        "users:\n  - { name: app, password: secret, backend: group }",
+        "users: 5",
+    );
     assert_error(&users, 1, "expected a list of users");
     assert_error(
         &format!("{MINIMAL}log: {{ format: xml }}\n"),
@@ -210,9 +238,9 @@ fn same_listen_and_admin_listen_is_rejected() {
 
 #[test]
 fn groups_must_exist_and_be_unique() {
-    let empty = "users:\n  - { name: app, password: x }\ngroups: []\n";
+    let empty = "users:\n  - { name: app, password: x, backend: group }\ngroups: []\n";
     assert_error(empty, 3, "at least one group is required");
-    let missing = "users:\n  - { name: app, password: x }\n";
+    let missing = "users:\n  - { name: app, password: x, backend: group }\n";
     let (_, message) = error_of(missing);
     assert!(message.contains("missing field `groups`"), "{message}");
     let duplicate = format!("{MINIMAL}  - name: main\n    master: {{ addr: h:1, user: u }}\n");
@@ -221,13 +249,13 @@ fn groups_must_exist_and_be_unique() {
 
 #[test]
 fn users_must_exist_and_be_unique() {
-    let empty = MINIMAL.replace("  - { name: app, password: secret }\n", "");
+    let empty = MINIMAL.replace("  - { name: app, password: secret, backend: group }\n", "");
     assert_error(&empty, 1, "at least one user is required");
     let duplicate = MINIMAL.replace(
-        "secret }\n",
-        "secret }\n  - name: ro\n    password: x\n  - name: app\n    password: y\n",
+        "group }\n",
+        "group }\n  - name: ro\n    password: x\n    backend: group\n  - name: app\n    password: y\n    backend: group\n",
     );
-    assert_error(&duplicate, 5, "duplicate user name `app`");
+    assert_error(&duplicate, 6, "duplicate user name `app`");
     let blank = MINIMAL.replace("name: app", "name: ''");
     assert_error(&blank, 2, "cannot be empty");
 }
@@ -255,7 +283,7 @@ fn bad_native_hash_has_line() {
     ];
     for (value, needle) in cases {
         let text = format!(
-            "users:\n  - name: app\n    password_hash: {value}\ngroups:\n  - {{ name: m, master: {{ addr: h:1, user: u }} }}\n"
+            "users:\n  - name: app\n    password_hash: {value}\n    backend: group\ngroups:\n  - {{ name: m, master: {{ addr: h:1, user: u }} }}\n"
         );
         assert_error(&text, 3, needle);
     }
@@ -263,7 +291,7 @@ fn bad_native_hash_has_line() {
 
 #[test]
 fn replica_problems_have_line() {
-    let base = "users:\n  - { name: app, password: x }\ngroups:\n  - name: main\n    master: { addr: h:1, user: u }\n    replicas:\n";
+    let base = "users:\n  - { name: app, password: x, backend: group }\ngroups:\n  - name: main\n    master: { addr: h:1, user: u }\n    replicas:\n";
     assert_error(
         &format!("{base}      - {{ user: u }}\n"),
         7,
@@ -449,7 +477,7 @@ fn limits_defaults_and_values() {
     let text = format!(
         "{MINIMAL}limits:\n  max_client_connections: 5\n  max_packet_size: 16K\n  idle_client_timeout: 0s\n  shutdown_timeout: 1s\n"
     )
-    .replace("password: secret }", "password: secret, max_connections: 3 }");
+    .replace("password: secret,", "password: secret, max_connections: 3,");
     let config = parse(&text).expect("limits");
     assert_eq!(config.limits.max_client_connections, 5);
     assert_eq!(config.limits.max_packet_size, 16 << 10);
@@ -475,7 +503,7 @@ fn limit_problems_have_line() {
     for (line, needle) in bad {
         assert_error(&format!("{MINIMAL}limits:\n  {line}\n"), 7, needle);
     }
-    let negative = MINIMAL.replace("password: secret }", "password: secret, max_connections: -1 }");
+    let negative = MINIMAL.replace("password: secret,", "password: secret, max_connections: -1,");
     assert_error(&negative, 2, "max_connections");
 }
 
@@ -483,7 +511,7 @@ fn limit_problems_have_line() {
 fn backend_tls_is_read_and_checked() {
     let text = "\
 users:
-  - { name: app, password: secret }
+  - { name: app, password: secret, backend: group }
 backend:
   tls: { mode: verify_ca, ca: ca.pem }
 groups:
@@ -512,7 +540,7 @@ groups:
         BackendTlsMode::Disabled
     );
 
-    let base = "users:\n  - { name: app, password: x }\ngroups:\n  - name: main\n    master:\n      addr: h:1\n      user: u\n      tls: ";
+    let base = "users:\n  - { name: app, password: x, backend: group }\ngroups:\n  - name: main\n    master:\n      addr: h:1\n      user: u\n      tls: ";
     let bad = [
         ("{ mode: verify_ca }", "needs `ca`"),
         ("{ mode: required, ca: a.pem }", "would be ignored"),
@@ -558,7 +586,7 @@ fn security_settings_are_read_and_checked() {
          admin:\n  token: 0123456789abcdefXYZ\n  allowed_hosts: [Sluice.Internal]\n\
          tls: {{ cert: c.pem, key: k.pem, require: true }}\nlog:\n  max_sql_length: 100\n"
     )
-    .replace("password: secret }", "password: secret, require_tls: true }");
+    .replace("password: secret,", "password: secret, require_tls: true,");
     let config = parse(&text).expect("security settings");
     assert_eq!(config.limits.handshake_timeout, Duration::from_secs(2));
     assert_eq!(config.limits.max_unauthenticated, 10);
@@ -585,7 +613,7 @@ fn security_settings_are_read_and_checked() {
     );
     assert_error(&format!("{MINIMAL}admin:\n  token: short\n"), 7, "at least 16");
     let (_, message) =
-        error_of(&MINIMAL.replace("password: secret }", "password: secret, require_tls: true }"));
+        error_of(&MINIMAL.replace("password: secret,", "password: secret, require_tls: true,"));
     assert!(message.contains("require_tls"), "{message}");
 }
 
@@ -639,12 +667,20 @@ fn auth_section_modes_and_defaults() {
     assert!(e.contains("needs auth.account"), "{e}");
     let (_, e) = error_of("groups:\n  - name: main\n    master: { addr: 127.0.0.1:3306, user: sluice }\n");
     assert!(e.contains("no way to log in"), "{e}");
-    let mapped = MINIMAL.replace(
-        "password: secret }",
-        "password: secret, backend: { user: ro, password: ro } }",
-    );
+    let mapped = MINIMAL.replace("backend: group", "backend: { user: ro, password: ro }");
     let cfg = parse(&mapped).expect("mapped user");
     assert_eq!(cfg.users[0].backend.as_ref().map(|b| b.user.as_str()), Some("ro"));
+    assert_eq!(parse(MINIMAL).expect("minimal").users[0].backend, None, "group");
+    // Whom a configured user's statements run as is never implied.
+    let (line, e) = error_of(&MINIMAL.replace(", backend: group", ""));
+    assert_eq!(line, Some(2), "{e}");
+    assert!(
+        e.contains("needs `backend:`") && e.contains("backend: group"),
+        "{e}"
+    );
+    let (line, e) = error_of(&MINIMAL.replace("backend: group", "backend: admin"));
+    assert_eq!(line, Some(2), "{e}");
+    assert!(e.contains("`admin`: write `group`"), "{e}");
     let (_, e) = error_of(&MINIMAL.replace("groups:", "auth: { bogus: 1 }\ngroups:"));
     assert!(e.contains("bogus"), "{e}");
 }

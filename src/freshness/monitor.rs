@@ -14,13 +14,13 @@ use rand::Rng;
 use tracing::{info, warn};
 
 use crate::config::{self, Freshness, FreshnessMode};
+use crate::router::plan::RouteReason;
 
 use super::flight::Flight;
 use super::health::{Health, HealthFlags};
 use super::state::{gtid_at_least, Counters, LagHistory, Scope, EPOCH_ROW};
 use super::triggers::{CounterTables, Event};
 
-#[path = "strict.rs"]
 mod strict;
 pub use strict::{strict_probe_sql, Provisional};
 
@@ -51,14 +51,14 @@ pub enum Fallback {
 }
 
 impl Fallback {
-    pub fn as_str(&self) -> &'static str {
+    pub fn reason(&self) -> RouteReason {
         match self {
-            Fallback::NoReplica => "no_replica",
-            Fallback::Stale => "stale",
-            Fallback::Down => "replica_down",
-            Fallback::Untracked => "untracked_table",
-            Fallback::MasterProbeFailed => "master_probe_failed",
-            Fallback::Unmarked => "unmarked_write",
+            Fallback::NoReplica => RouteReason::NoReplica,
+            Fallback::Stale => RouteReason::Stale,
+            Fallback::Down => RouteReason::ReplicaDown,
+            Fallback::Untracked => RouteReason::UntrackedTable,
+            Fallback::MasterProbeFailed => RouteReason::MasterProbeFailed,
+            Fallback::Unmarked => RouteReason::UnmarkedWrite,
         }
     }
 }
@@ -81,8 +81,8 @@ pub struct ReplicaMonitor {
     pub lag_writes: AtomicU64,
     pub probe_failures: AtomicU64,
     pub last_probe_us: AtomicU64,
-    /// Probe round trips, exported by `metrics::topology` at scrape time.
-    pub probe_seconds: crate::metrics::AtomicHistogram,
+    /// Probe round trips, exported by `admin::topology` at scrape time.
+    pub probe_seconds: crate::stats::AtomicHistogram,
 }
 
 impl ReplicaMonitor {
@@ -318,7 +318,7 @@ impl GroupMonitor {
                 lag_writes: AtomicU64::new(0),
                 probe_failures: AtomicU64::new(0),
                 last_probe_us: AtomicU64::new(0),
-                probe_seconds: crate::metrics::AtomicHistogram::default(), // metrics
+                probe_seconds: crate::stats::AtomicHistogram::default(), // metrics
             })
             .collect();
         Arc::new(GroupMonitor {

@@ -29,8 +29,10 @@ fn sha1(parts: &[&[u8]]) -> [u8; 20] {
     h.finalize().into()
 }
 
+/// Equality in time independent of where the bytes differ (subtle); slices
+/// of different lengths are unequal.
 fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    subtle::ConstantTimeEq::ct_eq(a, b).into()
 }
 
 /// Is this the empty password? (The client then sends an empty response.)

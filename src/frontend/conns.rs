@@ -87,19 +87,17 @@ pub(super) struct LastInsertId {
 impl Session {
     /// Pin the session (see `Pins`); counted once per reason and session
     /// stretch, so operators see what keeps multiplexing from working.
-    pub(super) fn pin(&mut self, bit: u16) {
+    pub(super) fn pin(&mut self, bit: Pins) {
         if !self.state.pins.has(bit) {
             self.shared.metrics.session_pinned(Pins::name(bit)); // metrics: pins by reason
         }
-        self.state.pins.set(bit);
+        self.state.pins.insert(bit);
     }
 
     /// Take every pin of `bits` (see [`Self::pin`]).
-    pub(super) fn pin_all(&mut self, mut bits: u16) {
-        while bits != 0 {
-            let bit = bits & bits.wrapping_neg();
+    pub(super) fn pin_all(&mut self, bits: Pins) {
+        for bit in bits.iter() {
             self.pin(bit);
-            bits &= !bit;
         }
     }
 
@@ -395,7 +393,7 @@ impl Session {
     /// the master and must find the same named statements. The answer is not
     /// the client's (it had the replica's); the master gives the same one, as
     /// the text reads nothing that differs between them.
-    pub(super) async fn mirror_on_master(&mut self, sql: &[u8], pins: u16) {
+    pub(super) async fn mirror_on_master(&mut self, sql: &[u8], pins: Pins) {
         let Ok(text) = std::str::from_utf8(sql) else {
             // Not valid UTF-8 as one string: the replica's answer stands, and
             // the session is not pinned (nothing was made on the master).

@@ -257,6 +257,13 @@ impl Session {
     /// KILL of another user's session, SHOW PROCESSLIST), so GRANT, REVOKE
     /// and SET ROLE count at once. Unknown (no master, an error): nothing.
     async fn admin_rights(&mut self) -> AdminRights {
+        // A configured user with `backend: group` runs as the group's
+        // account, whose rights are sluice's, not this user's: it sees and
+        // ends its own sessions only, as the server scopes an account
+        // without PROCESS or CONNECTION ADMIN.
+        if self.login.is_none() {
+            return AdminRights::default();
+        }
         if self.held(Conn::Master).await.is_err() {
             return AdminRights::default();
         }

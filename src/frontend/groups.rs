@@ -74,6 +74,16 @@ impl GroupConns {
 }
 
 impl Session {
+    /// A transaction the client has begun is open on a backend (the
+    /// master's status says so, a read-only one runs on a replica, or
+    /// another group's master holds one): at shutdown the session may
+    /// finish it (`wait::next_command`). `autocommit=0` alone opens nothing.
+    pub(in crate::frontend::session) fn transaction_open(&self) -> bool {
+        self.state.in_server_transaction()
+            || self.state.holds_replica()
+            || self.backends.groups.open_transactions()
+    }
+
     /// The master connection of `group`, checked out and synchronized with
     /// the session; inside a transaction, with a transaction open on it.
     pub(super) async fn group_master(&mut self, group: usize) -> Result<&mut BackendConn, ErrPacket> {

@@ -362,6 +362,22 @@ where
     if !tls && tls_required {
         return Ok(denied());
     }
+    // The account's own REQUIRE, demanded of the client's connection to
+    // sluice (whatever sluice's connections to the backends use), checked
+    // after the password as the server checks it.
+    match account.tls {
+        crate::auth::rights::TlsRequirement::None => {}
+        crate::auth::rights::TlsRequirement::Any if tls => {}
+        crate::auth::rights::TlsRequirement::Any => return Ok(denied()),
+        crate::auth::rights::TlsRequirement::X509 | crate::auth::rights::TlsRequirement::Specified => {
+            tracing::info!(
+                account = %crate::logging::escaped(&account.name(), 256),
+                "login refused: the account requires a client certificate (REQUIRE X509, ISSUER, \
+                 SUBJECT or CIPHER), which sluice does not verify; log in directly or drop the requirement"
+            );
+            return Ok(denied());
+        }
+    }
     if account.locked {
         // MariaDB checks the lock after the password (a wrong one gets 1045).
         return Ok(Verdict::Denied(ErrPacket::new(

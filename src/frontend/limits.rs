@@ -123,6 +123,7 @@ impl Drop for UserSlot {
 /// client address (`limits.max_unauthenticated*`).
 pub struct Handshakes {
     total: Arc<Semaphore>,
+    max: u32,
     per_address: Arc<Mutex<HashMap<IpAddr, usize>>>,
     max_per_address: usize,
 }
@@ -159,9 +160,19 @@ impl Handshakes {
     pub fn new(max: usize, max_per_address: usize) -> Handshakes {
         Handshakes {
             total: Arc::new(Semaphore::new(max)),
+            // The configuration bounds `max` far below u32::MAX.
+            max: u32::try_from(max).unwrap_or(u32::MAX),
             per_address: Arc::new(Mutex::new(HashMap::new())),
             max_per_address,
         }
+    }
+
+    /// Waits until no connection is in its handshake (each ends within
+    /// `limits.handshake_timeout`), or `timeout` passed; true when none is.
+    pub async fn wait_all_done(&self, timeout: Duration) -> bool {
+        tokio::time::timeout(timeout, self.total.acquire_many(self.max))
+            .await
+            .is_ok_and(|r| r.is_ok())
     }
 
     /// A place for one more connection from `addr` in its handshake. Taken

@@ -83,6 +83,33 @@ fn refuse_too_many(socket: &TcpStream, peer: SocketAddr, shared: &Shared, limit:
     info!(%peer, limit, "client refused: too many connections");
 }
 
+/// A listening socket on `addr`, as `TcpListener::bind` makes it (with
+/// SO_REUSEADDR, backlog 1024), plus SO_REUSEPORT when `reuseport`
+/// (`listen_reuseport`): a second sluice can then bind the same address, and
+/// the kernel spreads new connections over both until one closes. Without
+/// `net.ipv4.tcp_migrate_req=1` the connections still queued on the socket
+/// that closes are reset: warned about here.
+pub fn bind(addr: SocketAddr, reuseport: bool) -> std::io::Result<TcpListener> {
+    let socket = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    socket.set_reuseaddr(true)?;
+    if reuseport {
+        socket.set_reuseport(true)?;
+        if std::fs::read_to_string("/proc/sys/net/ipv4/tcp_migrate_req").is_ok_and(|v| v.trim() == "0") {
+            warn!(
+                %addr,
+                "listen_reuseport is on but net.ipv4.tcp_migrate_req is 0: connections queued on \
+                 this socket when it closes are reset instead of moving to the other process; \
+                 set it to 1 (sysctl -w net.ipv4.tcp_migrate_req=1)"
+            );
+        }
+    }
+    socket.bind(addr)?;
+    socket.listen(1024)
+}
+
 pub fn log_listening(addr: &std::net::SocketAddr) {
     info!(%addr, "listening for MySQL clients");
 }

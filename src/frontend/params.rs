@@ -41,7 +41,7 @@ pub struct Decoded {
     pub values: Vec<ParamValue>,
     pub bound_types: Option<Vec<u8>>,
     /// Each parameter as the client bound it, to pass on to a sub-table's prepared
-    /// statement unchanged (long data inlined as a length-encoded value).
+    /// statement unchanged (long data passed on as long data).
     pub raw: Vec<RawParam>,
 }
 
@@ -51,8 +51,11 @@ pub struct RawParam {
     /// The type code and its flag byte (0x80: unsigned).
     pub ty: [u8; 2],
     pub null: bool,
-    /// The value's bytes as COM_STMT_EXECUTE carries them (empty for NULL).
+    /// The value's bytes as COM_STMT_EXECUTE carries them (empty for NULL); for a
+    /// parameter sent as long data (`long`), the data itself, which is passed on to the
+    /// sub-table's statement with COM_STMT_SEND_LONG_DATA as the client sent it.
     pub value: Vec<u8>,
+    pub long: bool,
 }
 
 impl RawParam {
@@ -73,7 +76,7 @@ impl RawParam {
         for p in params {
             out.extend_from_slice(&p.ty);
         }
-        for p in params {
+        for p in params.iter().filter(|p| !p.long) {
             out.extend_from_slice(&p.value);
         }
     }
@@ -145,18 +148,11 @@ pub fn decode(
             } else {
                 ParamValue::Bytes(data.clone())
             });
-            // Long data of a numeric or temporal type is read by the server as a
-            // string: bound here as one.
-            let code = if is_blob(ty[0]) { ty[0] } else { 0xfd };
-            let mut value = Vec::with_capacity(data.len() + 9);
-            let mut len = bytes::BytesMut::new();
-            crate::protocol::packets::put_lenenc(&mut len, data.len() as u64);
-            value.extend_from_slice(&len);
-            value.extend_from_slice(data);
             raw.push(RawParam {
-                ty: [code, 0],
+                ty,
                 null: false,
-                value,
+                value: data.clone(),
+                long: true,
             });
             continue;
         }
@@ -166,6 +162,7 @@ pub fn decode(
                 ty,
                 null: true,
                 value: Vec::new(),
+                long: false,
             });
             continue;
         }
@@ -176,6 +173,7 @@ pub fn decode(
             ty,
             null: false,
             value: payload[start..r.pos].to_vec(),
+            long: false,
         });
     }
     if r.pos != payload.len() {

@@ -27,7 +27,7 @@ use crate::protocol::response::{ResponseKind, ResponseTracker};
 use crate::router::classify::{self, Classified, Kind, MasterReason};
 use crate::router::lexer::LexOptions;
 use crate::router::memo;
-use crate::router::plan::{Pins, Plan, ReadSet, Target, WriteSet};
+use crate::router::plan::{Pins, Plan, ReadSet, RouteReason, Target, WriteSet};
 use crate::router::previous;
 use crate::router::route::{self, Source};
 
@@ -95,7 +95,7 @@ impl Session {
         let route = if long_data {
             Route {
                 conn: Conn::Master,
-                reason: "long_data",
+                reason: RouteReason::LongData,
             }
         } else if rerunnable && plan.target == Target::FreshReplica {
             let (r, p) = self.pick_replica_overlapped(plan.read_set.tables()).await;
@@ -134,7 +134,10 @@ impl Session {
         // connection, like NEXTVAL() in the text (which the plan pins).
         if on_master
             && plan.is_write
-            && plan.effects.pin & (Pins::SESSION_STATE | Pins::CONNECTION_STATE) == 0
+            && !plan
+                .effects
+                .pin
+                .intersects(Pins::SESSION_STATE | Pins::CONNECTION_STATE)
             && !self.keeps_connection_state()
             && self.writes_sequence_user(sql).await
         {
@@ -249,7 +252,7 @@ impl Session {
         // the previous statement's, SET @x in a read-only transaction there)
         // moves to the master; that connection is never pooled again.
         // (A variable assignment is a pin effect: route::effects.)
-        if matches!(conn, Conn::Replica(_)) && plan.effects.pin != 0 {
+        if matches!(conn, Conn::Replica(_)) && !plan.effects.pin.is_empty() {
             if let Err(e) = self.take_state_from_replica(conn, sql).await {
                 tracing::warn!(error = %e.message, "cannot move user variables from a replica connection to the master");
             }
@@ -382,7 +385,7 @@ impl Session {
                     self.move_read_only_tx_to_master().await?;
                     return Ok(Route {
                         conn: Conn::Master,
-                        reason: "stale_replica",
+                        reason: RouteReason::StaleReplica,
                     });
                 }
                 Route {
@@ -397,7 +400,7 @@ impl Session {
                     if !self.replica_fresh_for(i, plan.read_set.tables()).await {
                         return Ok(Route {
                             conn: Conn::Master,
-                            reason: "stale_replica",
+                            reason: RouteReason::StaleReplica,
                         });
                     }
                 }
@@ -489,11 +492,11 @@ impl Session {
         match self.pick_for(tables, current).await {
             Ok(i) => Route {
                 conn: Conn::Replica(i),
-                reason: "fresh_replica",
+                reason: RouteReason::FreshReplica,
             },
             Err(f) => Route {
                 conn: Conn::Master,
-                reason: f.as_str(),
+                reason: f.reason(),
             },
         }
     }
@@ -514,14 +517,14 @@ impl Session {
             Ok((i, p)) => (
                 Route {
                     conn: Conn::Replica(i),
-                    reason: "fresh_replica",
+                    reason: RouteReason::FreshReplica,
                 },
                 p,
             ),
             Err(f) => (
                 Route {
                     conn: Conn::Master,
-                    reason: f.as_str(),
+                    reason: f.reason(),
                 },
                 None,
             ),
@@ -639,7 +642,7 @@ impl Session {
             // its master connection.
             if on_master {
                 self.pin_all(e.pin);
-                self.state.pins.clear(e.unpin);
+                self.state.pins.remove(e.unpin);
                 if e.next_transaction {
                     self.pin(Pins::NEXT_TRANSACTION);
                 }
@@ -658,7 +661,7 @@ impl Session {
         }
         // `SET TRANSACTION ...` applies to the connection's next transaction.
         if was_next_tx && !(ok && e.next_transaction) && !self.in_transaction() {
-            self.state.pins.clear(Pins::NEXT_TRANSACTION);
+            self.state.pins.remove(Pins::NEXT_TRANSACTION);
         }
         if let Conn::Replica(_) = conn {
             if self.state.ro_tx.is_some()
@@ -754,7 +757,7 @@ impl Session {
                     let reason = if checked { Fallback::Stale } else { Fallback::Down };
                     route = Route {
                         conn: Conn::Master,
-                        reason: reason.as_str(),
+                        reason: reason.reason(),
                     };
                 }
             }

@@ -200,12 +200,14 @@ impl Entry {
 
     /// Resolves when the session was killed with `KILL CONNECTION` or
     /// sluice is shutting down (`shutdown` cancelled; see
-    /// [`Registry::wake_all`]); a `KILL QUERY` between commands does
-    /// nothing, as on the server. One waiter at a time (see `killed`).
-    pub async fn interrupted(&self, shutdown: &super::shared::Shutdown) -> Interrupt {
+    /// [`Registry::wake_all`]; `None`: the session may outlive the
+    /// shutdown's start, as one with an open transaction does); a `KILL
+    /// QUERY` between commands does nothing, as on the server. One waiter
+    /// at a time (see `killed`).
+    pub async fn interrupted(&self, shutdown: Option<&super::shared::Shutdown>) -> Interrupt {
         std::future::poll_fn(|cx| {
             self.poll_kill(cx, |e| {
-                if shutdown.is_cancelled() {
+                if shutdown.is_some_and(|s| s.is_cancelled()) {
                     Some(Interrupt::Shutdown)
                 } else {
                     e.connection_killed().then_some(Interrupt::Killed)
@@ -442,7 +444,10 @@ mod tests {
         assert_eq!(h.killed().await, KillRequest::Connection);
         assert!(h.connection_killed());
         let shutdown = crate::frontend::shared::Shutdown::default();
-        let told = tokio::time::timeout(std::time::Duration::from_millis(100), h.interrupted(&shutdown));
+        let told = tokio::time::timeout(
+            std::time::Duration::from_millis(100),
+            h.interrupted(Some(&shutdown)),
+        );
         assert_eq!(
             told.await.ok(),
             Some(Interrupt::Killed),
@@ -457,7 +462,7 @@ mod tests {
         let shutdown = Arc::new(crate::frontend::shared::Shutdown::default());
         let entry = h.entry.clone();
         let token = shutdown.clone();
-        let waiter = tokio::spawn(async move { entry.interrupted(&token).await });
+        let waiter = tokio::spawn(async move { entry.interrupted(Some(&token)).await });
         tokio::task::yield_now().await;
         shutdown.cancel();
         r.wake_all();

@@ -36,6 +36,7 @@ use crate::protocol::consts::*;
 use crate::protocol::packets::{ok_packet, ErrPacket};
 use crate::protocol::response::{ResponseKind, ResponseTracker};
 use crate::protocol::{PacketStream, ProtocolError};
+use crate::router::plan::RouteReason;
 use crate::router::route::Source;
 use crate::runtime::Runtime;
 use pipeline::Exec;
@@ -137,7 +138,7 @@ pub struct Stale;
 #[derive(Debug, Clone, Copy)]
 struct Route {
     conn: Conn,
-    reason: &'static str,
+    reason: RouteReason,
 }
 
 /// The backend connections serving a session (its master and at most one
@@ -272,12 +273,14 @@ impl Session {
             // hook(wait_timeout, kill): the session's idle limit; killed while idle.
             let idle =
                 super::wait::idle_limit(self.rt.config.limits.idle_client_timeout, self.state.wait_timeout);
+            let in_tx = self.transaction_open();
             let pkt = match super::wait::next_command(
                 &mut self.client,
                 &self.shared,
                 idle,
                 &self.proc,
                 &mut self.idle_timer,
+                in_tx,
             )
             .await
             {
@@ -419,7 +422,7 @@ impl Session {
         let db = String::from_utf8_lossy(&payload[1..]).into_owned();
         let route = Route {
             conn: Conn::Master,
-            reason: "session_state",
+            reason: RouteReason::SessionState,
         };
         let Some(tracker) = self
             .run_on(route, payload, ResponseKind::Single, false, None)
@@ -436,7 +439,7 @@ impl Session {
     async fn simple(&mut self, payload: &[u8], kind: ResponseKind) -> CmdResult {
         let route = Route {
             conn: Conn::Master,
-            reason: "command",
+            reason: RouteReason::Command,
         };
         self.run_on(route, payload, kind, false, None).await.map(drop)
     }
@@ -487,7 +490,7 @@ impl Session {
         if self.backends.master.is_some() {
             let route = Route {
                 conn: Conn::Master,
-                reason: "session_state",
+                reason: RouteReason::SessionState,
             };
             let r = self
                 .run_on(route, payload, ResponseKind::Single, false, None)
@@ -497,6 +500,15 @@ impl Session {
                 // version-dependent: make the next command re-sync it.
                 m.conn.db = None;
                 m.conn.state.forget();
+            }
+            // State the reset may not undo: MariaDB keeps a role set with
+            // SET ROLE across COM_RESET_CONNECTION (measured on 10.11). Such
+            // a connection is closed; the session starts on a fresh one, as
+            // after a new login, and no other session ever gets it.
+            if self.state.pins.has(Pins::CONNECTION_STATE) {
+                if let Some(mut m) = self.backends.master.take() {
+                    m.conn.no_reuse = true;
+                }
             }
             self.clear_state();
             if r.is_some_and(|t| t.error) {
@@ -568,9 +580,11 @@ impl Session {
             let _ = self.send_err(&e).await;
             return Err(Closed);
         }
-        // Give the connections back (the pool resets them) and start clean,
-        // from now on as the new account.
-        self.backends.master = None;
+        // Give the connections back and start clean, from now on as the new
+        // account. One with state no reset undoes (a role: MariaDB keeps it
+        // across COM_CHANGE_USER too) is closed, one with tracked state reset
+        // (`finish_connections`).
+        self.finish_connections().await;
         self.clear_state();
         self.login = login;
         self.user = req.user;
@@ -796,7 +810,7 @@ impl Session {
             };
             if checked {
                 match verdict {
-                    Some(false) => self.shared.metrics.route(true, Fallback::Stale.as_str()),
+                    Some(false) => self.shared.metrics.route(true, Fallback::Stale.reason()),
                     // (None: the send failed before the check; counted as
                     // the plain gate counts it.)
                     Some(true) | None => self.shared.metrics.route(false, route.reason),

@@ -237,8 +237,11 @@ mod tests {
         s.ro_tx = Some(1);
         assert_eq!(s.view().ro_tx, Some(1));
         assert!(s.holds_replica() && !s.holds_master());
-        s.pins.set(Pins::TEMP_TABLE);
-        assert_eq!(s.view().pinned, Some("temporary_table"));
+        s.pins.insert(Pins::TEMP_TABLE);
+        assert_eq!(
+            s.view().pinned,
+            Some(crate::router::plan::RouteReason::TemporaryTable)
+        );
         s.master_status(SERVER_STATUS_AUTOCOMMIT);
         s.replica_lost();
         assert!(s.holds_master() && !s.holds_replica());

@@ -11,7 +11,9 @@ use bytes::Bytes;
 use crate::backend::{BackendConn, Pooled};
 use crate::frontend::params::RawParam;
 use crate::merge::{binary_row_to_text, ColumnMeta, MergeError, RowSource, TextRow};
-use crate::protocol::consts::{errcode, COM_QUERY, COM_STMT_EXECUTE, COM_STMT_PREPARE, MAX_FRAME};
+use crate::protocol::consts::{
+    errcode, COM_QUERY, COM_STMT_EXECUTE, COM_STMT_PREPARE, COM_STMT_SEND_LONG_DATA, MAX_FRAME,
+};
 use crate::protocol::packets::{ErrPacket, OkInfo};
 use crate::shard::Part;
 
@@ -53,7 +55,7 @@ impl PartLog {
             started: Instant::now(),
             // Escaped, capped, and hidden when it may hold a password.
             sql: if HIDE_PART_SQL.try_with(|h| *h).unwrap_or(false) {
-                crate::metrics::slow::REDACTED.to_owned()
+                crate::logging::REDACTED.to_owned()
             } else {
                 crate::logging::loggable_sql(sql)
             },
@@ -285,7 +287,20 @@ pub(super) async fn execute_prepared(
             bound.len()
         )));
     }
-    let mut body = Vec::with_capacity(16 + bound.iter().map(|p| p.value.len() + 3).sum::<usize>());
+    // Long data goes on as long data (the server reads it by the parameter's type as the
+    // client's statement would), in pieces well under any max_allowed_packet.
+    for (i, p) in bound.iter().enumerate().filter(|(_, p)| p.long) {
+        let index = u16::try_from(i).map_err(|_| lost("too many parameters"))?;
+        let mut pieces = p.value.chunks(LONG_DATA_PIECE).peekable();
+        if pieces.peek().is_none() {
+            send_long_data(conn, id, index, &[]).await?;
+        }
+        for piece in pieces {
+            send_long_data(conn, id, index, piece).await?;
+        }
+    }
+    let inline = bound.iter().filter(|p| !p.long).map(|p| p.value.len() + 3);
+    let mut body = Vec::with_capacity(16 + inline.sum::<usize>());
     body.extend_from_slice(&id.to_le_bytes());
     body.push(0); // no cursor
     body.extend_from_slice(&1u32.to_le_bytes());
@@ -294,6 +309,56 @@ pub(super) async fn execute_prepared(
         .await
         .map_err(|e| lost(&e.to_string()))?;
     conn.close_stmt(id).await.map_err(|e| lost(&e.to_string()))
+}
+
+/// The largest piece of long data sent in one COM_STMT_SEND_LONG_DATA.
+const LONG_DATA_PIECE: usize = 256 << 10;
+
+/// One COM_STMT_SEND_LONG_DATA (the server answers none).
+async fn send_long_data(conn: &mut BackendConn, id: u32, index: u16, data: &[u8]) -> Result<(), ErrPacket> {
+    let mut body = Vec::with_capacity(6 + data.len());
+    body.extend_from_slice(&id.to_le_bytes());
+    body.extend_from_slice(&index.to_le_bytes());
+    body.extend_from_slice(data);
+    conn.send_command(COM_STMT_SEND_LONG_DATA, &body)
+        .await
+        .map_err(|e| lost(&e.to_string()))
+}
+
+/// Run a write part and read its OK or ERR: as text, or, when it has parameters, as a
+/// prepared statement executed with the client's own parameters (`params`, as the client
+/// bound them) in the part's order.
+pub(super) async fn run_part_ok(
+    conn: &mut BackendConn,
+    part: &Part,
+    params: &[RawParam],
+) -> Result<OkInfo, ErrPacket> {
+    if part.params.is_empty() {
+        return run_ok(conn, &part.sql).await;
+    }
+    send_part(conn, part).await?;
+    execute_part(conn, part, params).await?;
+    let p = read_payload(conn).await?;
+    match p.first() {
+        Some(0x00) => match crate::protocol::packets::parse_ok(&p) {
+            Some(ok) => {
+                conn.status = ok.status;
+                Ok(ok)
+            }
+            None => {
+                conn.broken = true;
+                Err(lost("malformed OK packet"))
+            }
+        },
+        Some(0xff) => Err(ErrPacket::parse(&p).unwrap_or_else(malformed_err)),
+        _ => {
+            // A result set where an OK was expected: not a write after all.
+            conn.broken = true;
+            Err(not_supported(
+                "sluice: a sub-table's part of a write answered with a result set",
+            ))
+        }
+    }
 }
 
 /// The column types of a result's definitions, to decode its binary rows

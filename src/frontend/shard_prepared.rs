@@ -10,9 +10,11 @@
 //! EXECUTE: the binary parameters are decoded (`frontend::params`, with the
 //! types of an earlier EXECUTE and COM_STMT_SEND_LONG_DATA bytes), the
 //! statement is planned with their values (a key parameter routes exactly as
-//! a literal would), the parts run as text on the shards, and the merged rows
-//! go back to the client in the binary protocol. Cursors are refused (a
-//! cursor needs the merge kept open between COM_STMT_FETCHes).
+//! a literal would), each part runs on its sub-table as a prepared statement
+//! bound with the client's own typed parameters (long data passed on as long
+//! data: a value is never written into SQL), and the merged rows go back to
+//! the client in the binary protocol. Cursors are refused (a cursor needs the
+//! merge kept open between COM_STMT_FETCHes).
 
 use bytes::{BufMut, BytesMut};
 
@@ -194,17 +196,15 @@ impl Session {
             .as_mut()
             .map(|s| std::mem::replace(&mut s.long_data, vec![None; n]))
             .unwrap_or_default();
-        // As MariaDB does past max_long_data_size / max_allowed_packet, the
-        // bytes were dropped as they came and the EXECUTE fails; sluice's limit
-        // is the statement size it plans (a 1235, not the server's 1105, since
-        // the server itself would take up to max_allowed_packet per parameter).
-        if sent > self.rt.shard_rules.max_statement_size() {
+        // As MariaDB does past max_long_data_size, the bytes were dropped as
+        // they came and the EXECUTE fails (sluice must hold them until the
+        // EXECUTE's values say which sub-table they go to).
+        let cap = self.rt.shard_rules.max_long_data_size();
+        if sent > cap {
             return self
                 .send_err(&not_supported(format!(
-                    "sluice: {sent} bytes of long data were sent for this statement on a sharded table; \
-                     sluice plans statements of at most {} bytes with their parameters \
-                     (sharding.max_statement_size)",
-                    self.rt.shard_rules.max_statement_size()
+                    "sluice: {sent} bytes of long data were sent for this statement on a sharded \
+                     table; sluice holds at most {cap} per statement (sharding.max_long_data_size)"
                 )))
                 .await;
         }
@@ -226,9 +226,10 @@ impl Session {
         let (class, sql) = (stmt.class.clone(), stmt.sql.clone());
         let src = crate::router::route::Source::Prepared { params: stmt.params };
         let cursor = payload.get(5).is_some_and(|f| f & CURSOR_READ_ONLY != 0);
-        // String parameters that are not plain ASCII are written with the
-        // session's character set (`crate::shard::Charset`); a backslash in the
-        // text is read as an escape, wrong under NO_BACKSLASH_ESCAPES.
+        // A string parameter that is not ASCII places a row by its bytes only
+        // in a UTF-8 client character set (`crate::shard::Charset`); a
+        // backslash in the text is read as an escape, wrong under
+        // NO_BACKSLASH_ESCAPES.
         let cs = if !text.is_ascii() || text.contains('\\') || values.iter().any(crate::shard::needs_charset)
         {
             self.session_charset().await
@@ -295,17 +296,17 @@ impl Session {
 
     /// COM_STMT_SEND_LONG_DATA of a sharded statement: kept until EXECUTE
     /// (no response is defined; a bad parameter index is ignored, as the
-    /// server reports it only at EXECUTE), at most
-    /// `sharding.max_statement_size` bytes per statement.
+    /// server reports it only at EXECUTE), at most `sharding.max_long_data_size`
+    /// bytes per statement.
     pub(in crate::frontend::session) fn sharded_long_data(&mut self, id: u32, payload: &[u8]) {
         let (Some(p), Some(data)) = (payload.get(5..7), payload.get(7..)) else {
             return;
         };
         let index = usize::from(u16::from_le_bytes([p[0], p[1]]));
-        // Capped at sharding.max_statement_size over all of the statement's
-        // parameters (beyond it the statement cannot be planned): past the
-        // cap the bytes are dropped at once and the EXECUTE fails.
-        let cap = self.rt.shard_rules.max_statement_size();
+        // Capped at sharding.max_long_data_size over all of the statement's
+        // parameters: past the cap the bytes are dropped at once and the
+        // EXECUTE fails.
+        let cap = self.rt.shard_rules.max_long_data_size();
         let Some(s) = self.stmts.stmts.get_mut(&id).and_then(|s| s.sharded.as_mut()) else {
             return;
         };
@@ -331,13 +332,14 @@ fn plannable(
     db: Option<&str>,
     rules: &crate::shard::ShardRules,
 ) -> Result<bool, ErrPacket> {
+    let cs = Charset::default();
     let ints = vec![ParamValue::Int(1); count];
-    let first = match crate::shard::plan_with_params(text, &ints, db, rules) {
+    let first = match crate::shard::plan_prepared(text, &ints, &cs, db, rules) {
         Ok(p) => return Ok(p.is_some()),
         Err(r) => r,
     };
     let strings = vec![ParamValue::Bytes(b"1".to_vec()); count];
-    match crate::shard::plan_with_params(text, &strings, db, rules) {
+    match crate::shard::plan_prepared(text, &strings, &cs, db, rules) {
         Ok(p) => Ok(p.is_some()),
         Err(_) => Err(not_supported(first.0)),
     }

@@ -287,8 +287,8 @@ impl Session {
             // Outside a transaction and unpinned (scatter reads only): the
             // rules of `route_read` reduce to the group's freshness.
             match self.rt.monitors[group].pick(Scope::All, None).await {
-                Ok(i) => (Conn::Replica(i), "fresh_replica"),
-                Err(f) => (Conn::Master, f.as_str()),
+                Ok(i) => (Conn::Replica(i), crate::router::plan::RouteReason::FreshReplica),
+                Err(f) => (Conn::Master, f.reason()),
             }
         };
         if count {

@@ -11,7 +11,9 @@
 use crate::protocol::packets::{ok_packet, ErrPacket};
 use crate::shard::Part;
 
-use super::shard_io::{not_supported, run_ok, PartLog};
+use crate::frontend::params::RawParam;
+
+use super::shard_io::{not_supported, run_ok, run_part_ok, PartLog};
 use super::{Closed, Session};
 
 /// A sharded write that was applied: what the pipeline needs to apply its
@@ -36,6 +38,9 @@ struct Totals {
     status: u16,
     /// Parts applied.
     done: usize,
+    /// DDL: every sub-table answers the same statement, whose warnings (a note that the
+    /// engine ignores DISABLE KEYS) the server gives once for the logical table.
+    ddl: bool,
 }
 
 impl Session {
@@ -45,6 +50,7 @@ impl Session {
         parts: Vec<Part>,
         ddl: bool,
         insert_id_from: Option<u32>,
+        params: &[RawParam],
     ) -> Result<Option<WriteDone>, Closed> {
         let groups = groups_of(&parts);
         if groups.len() > 1 && !ddl {
@@ -81,12 +87,13 @@ impl Session {
             warnings: 0,
             status: self.state.status,
             done: 0,
+            ddl,
         };
         let mut failure = None;
         for &g in &groups {
             let mine: Vec<&Part> = parts.iter().filter(|p| p.group == g).collect();
             let wrap = !ddl && mine.len() > 1 && !in_tx;
-            if let Err(e) = self.write_group(g, &mine, wrap, &mut totals).await {
+            if let Err(e) = self.write_group(g, &mine, wrap, params, &mut totals).await {
                 failure = Some(e);
                 break;
             }
@@ -129,25 +136,39 @@ impl Session {
     }
 
     /// Run one group's parts on its master (wrapped in a transaction if
-    /// `wrap`), adding their answers to `totals`.
+    /// `wrap`), adding their answers to `totals`. Parts with parameters run as
+    /// prepared statements with the client's `params` (never written into SQL).
     async fn write_group(
         &mut self,
         group: usize,
         parts: &[&Part],
         wrap: bool,
+        params: &[RawParam],
         totals: &mut Totals,
     ) -> Result<(), ErrPacket> {
         let log_on = self.rt.config.log.sql_log;
         let label = self.rt.topology.groups[group].master.label.clone();
+        // Under LOCK TABLES, START TRANSACTION would release the session's table
+        // locks: the parts' transaction is opened by turning autocommit off
+        // instead (COMMIT and ROLLBACK keep table locks), and back on after.
+        let locked = self.state.pins.has(crate::router::plan::Pins::LOCK_TABLES);
         let conn = self.group_master(group).await?;
         let mut status = None;
         if wrap {
-            run_ok(conn, "START TRANSACTION").await?;
+            run_ok(
+                conn,
+                if locked {
+                    "SET autocommit = 0"
+                } else {
+                    "START TRANSACTION"
+                },
+            )
+            .await?;
         }
         let mut failure = None;
         for part in parts {
             let log = PartLog::start(log_on, &part.sql, &label, part.shard);
-            match run_ok(conn, &part.sql).await {
+            match run_part_ok(conn, part, params).await {
                 Ok(ok) => {
                     super::shard_io::log_done(log, true);
                     totals.affected += ok.affected_rows;
@@ -157,7 +178,11 @@ impl Session {
                         None if ok.last_insert_id != 0 => totals.insert_id = ok.last_insert_id,
                         None => {}
                     }
-                    totals.warnings = totals.warnings.saturating_add(ok.warnings);
+                    totals.warnings = if totals.ddl {
+                        totals.warnings.max(ok.warnings)
+                    } else {
+                        totals.warnings.saturating_add(ok.warnings)
+                    };
                     totals.done += 1;
                     status = Some(ok.status);
                 }
@@ -170,10 +195,17 @@ impl Session {
         }
         if wrap && !conn.broken {
             let end = if failure.is_some() { "ROLLBACK" } else { "COMMIT" };
-            match run_ok(conn, end).await {
-                Ok(ok) => status = Some(ok.status),
-                Err(e) => {
-                    failure.get_or_insert(e);
+            let ends: &[&str] = if locked {
+                &[end, "SET autocommit = 1"]
+            } else {
+                &[end]
+            };
+            for end in ends {
+                match run_ok(conn, end).await {
+                    Ok(ok) => status = Some(ok.status),
+                    Err(e) => {
+                        failure.get_or_insert(e);
+                    }
                 }
             }
         }

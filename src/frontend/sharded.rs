@@ -12,7 +12,7 @@
 
 use crate::protocol::response::{ResponseKind, ResponseTracker};
 use crate::router::classify::Classified;
-use crate::router::plan::Pins;
+use crate::router::plan::{Pins, RouteReason};
 use crate::router::route::{self, Source};
 use crate::shard::{Charset, ParamValue, Refusal, ShardPlan};
 
@@ -194,8 +194,7 @@ impl Session {
                     })
                     .sum()
             });
-        if size < PLAN_OFF_WORKER || size > self.rt.shard_rules.max_statement_size() {
-            // Small, or refused before tokenizing: cheap either way.
+        if size < PLAN_OFF_WORKER {
             return run(text, params, self.state.db.as_deref(), &self.rt);
         }
         let Ok(_permit) = LARGE_PLANS.acquire().await else {
@@ -231,7 +230,8 @@ impl Session {
         }
         if std::str::from_utf8(sql).is_err() {
             return Some(
-                "sluice: a statement on a sharded table must be valid UTF-8 text (write other bytes \
+                "sluice: a statement on a sharded table must be valid UTF-8 text (mariadb-dump --hex-blob \
+                 writes binary columns so; write other bytes \
                  as X'...' literals or bind them as parameters)",
             );
         }
@@ -258,15 +258,12 @@ impl Session {
         }
     }
 
-    /// The session's character set settings and sql_mode (on its master
-    /// connection), for binding string parameters (`crate::shard::Charset`).
-    /// When they cannot be told: nothing known and NO_BACKSLASH_ESCAPES
-    /// assumed, so only plain ASCII strings can be bound.
+    /// The session's client character set and sql_mode (on its master
+    /// connection), for reading statements and placing rows by string
+    /// parameters (`crate::shard::Charset`). When they cannot be told:
+    /// nothing known and NO_BACKSLASH_ESCAPES assumed.
     async fn session_charset(&mut self) -> Charset {
-        const SQL: &str =
-            "SELECT @@character_set_client, @@character_set_connection, @@collation_connection, \
-             @@session.sql_mode, (SELECT DEFAULT_COLLATE_NAME FROM information_schema.CHARACTER_SETS \
-             WHERE CHARACTER_SET_NAME = @@character_set_connection), (SELECT MAXLEN FROM \
+        const SQL: &str = "SELECT @@character_set_client, @@session.sql_mode, (SELECT MAXLEN FROM \
              information_schema.CHARACTER_SETS WHERE CHARACTER_SET_NAME = @@character_set_client)";
         let unknown = Charset {
             no_backslash_escapes: true,
@@ -276,10 +273,10 @@ impl Session {
             return unknown;
         };
         let f = |i: usize| row.get(i).and_then(Option::as_deref).unwrap_or("");
-        if row.len() != 6 {
+        if row.len() != 3 {
             return unknown;
         }
-        Charset::from_session(f(0), f(1), f(2), f(4), f(3), f(5).parse().unwrap_or(0))
+        Charset::from_session(f(0), f(1), f(2).parse().unwrap_or(0))
     }
 
     /// The first row of `sql` run on the session's master connection, each
@@ -346,10 +343,12 @@ impl Session {
                     .await;
             }
         }
-        self.shared.metrics.shard_fanout(plan.parts().len(), "sharded");
+        self.shared
+            .metrics
+            .shard_fanout(plan.parts().len(), RouteReason::Sharded);
         let routed = route::plan(c, sql, src, &self.state.view());
         let was_in_server_tx = self.state.in_server_transaction();
-        let hide = self.rt.config.log.sql_log && crate::metrics::slow::may_hold_password(sql);
+        let hide = self.rt.config.log.sql_log && crate::logging::may_hold_password(sql);
         let run = async {
             match plan {
                 ShardPlan::Write {
@@ -358,7 +357,7 @@ impl Session {
                     insert_id_from,
                 } => {
                     self.pin_for_sequence_users(&parts).await;
-                    match self.run_write(parts, ddl, insert_id_from).await? {
+                    match self.run_write(parts, ddl, insert_id_from, params).await? {
                         None => {
                             self.state.prev.row_count = -1;
                             Ok(())

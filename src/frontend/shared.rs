@@ -41,7 +41,11 @@ pub struct Shared {
     pub open_stmts: crate::backend::state::OpenStatements,
     /// Connections still in their handshake (`limits.max_unauthenticated*`).
     pub handshakes: Handshakes,
-    /// Set on SIGTERM/SIGINT: stop accepting, close idle sessions.
+    /// Set at once on SIGTERM/SIGINT: `/readyz` answers 503 while sluice
+    /// still accepts for `limits.drain_delay`.
+    pub draining: AtomicBool,
+    /// Set on SIGTERM/SIGINT after `limits.drain_delay`: stop accepting,
+    /// close idle sessions.
     pub shutdown: Shutdown,
     /// The live sessions by thread id (processlist, KILL).
     pub sessions: Arc<super::registry::Registry>,
@@ -113,6 +117,7 @@ impl Shared {
             user_limits,
             open_stmts: Default::default(),
             handshakes,
+            draining: AtomicBool::new(false),
             shutdown: Shutdown::default(),
             sessions: Default::default(),
             accounts: Default::default(),
@@ -135,7 +140,7 @@ impl Shared {
     /// Make `rt` the newest snapshot (after a reload started its monitors),
     /// and point the scrape-time metrics at it.
     pub fn publish(&self, rt: Arc<Runtime>) {
-        self.metrics.retarget(&rt.topology, &rt.monitors);
+        self.metrics.retarget(rt.topology.labels());
         self.runtime.store(rt);
     }
 

@@ -9,6 +9,7 @@ use tracing::debug;
 use crate::error;
 use crate::protocol::packets::ErrPacket;
 use crate::protocol::response::ResponseKind;
+use crate::router::plan::RouteReason;
 use crate::router::route::Source;
 
 use crate::frontend::abandon::ReadWatch;
@@ -44,7 +45,7 @@ impl Session {
         let c = self.classify(&sql);
         let route = Route {
             conn: Conn::Master,
-            reason: "prepare",
+            reason: RouteReason::Prepare,
         };
         // The id is reserved now so the relay can put it in the response.
         let id = self.stmts.insert(Stmt::new(sql, c, 0));
@@ -144,7 +145,7 @@ impl Session {
                 self.backends.replica = None;
                 let master = Route {
                     conn: Conn::Master,
-                    reason: "replica_failed",
+                    reason: RouteReason::ReplicaFailed,
                 };
                 self.prepare_on(id, Conn::Master, variant)
                     .await
@@ -231,7 +232,7 @@ impl Session {
         prepared::set_stmt_id(&mut packet, backend_id);
         let route = Route {
             conn,
-            reason: "statement",
+            reason: RouteReason::Statement,
         };
         self.run_on_stmt(route, &packet, kind, false, None, Some((backend_id, id)))
             .await

@@ -66,16 +66,20 @@ impl IdleTimer {
 
 /// Reads the client's next command. `Err(ProtocolError::Closed)` also when
 /// the session was idle longer than `idle` (0: never), was killed, or sluice
-/// is shutting down (logged here).
+/// is shutting down (logged here) and the session has no open transaction
+/// (`in_tx`): one with a transaction may finish it, as pgbouncer and
+/// ProxySQL's PAUSE let it; it is closed after its COMMIT or ROLLBACK, or
+/// cut off when `limits.shutdown_timeout` ends the process.
 pub async fn next_command(
     client: &mut PacketStream<ClientIo>,
     shared: &Shared,
     idle: Duration,
     entry: &Entry,
     timer: &mut IdleTimer,
+    in_tx: bool,
 ) -> Result<Packet, ProtocolError> {
-    let shutdown = &shared.shutdown;
-    if shutdown.is_cancelled() {
+    let shutdown = (!in_tx).then_some(&shared.shutdown);
+    if shutdown.is_some_and(|s| s.is_cancelled()) {
         debug!("closing the session: sluice is shutting down");
         return Err(ProtocolError::Closed);
     }

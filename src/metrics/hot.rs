@@ -1,6 +1,6 @@
 //! The metrics every statement updates: where it was routed, the bytes to
 //! and from the client, and its latency per backend. They live in cells
-//! per thread (`sharded`) and become Prometheus samples when scraped, so a
+//! per thread (`stats::ShardedCounter`) and become Prometheus samples when scraped, so a
 //! statement writes no cache line that statements on other cores write.
 
 use std::collections::BTreeMap;
@@ -8,11 +8,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::{self, MetricType};
-use prometheus::IntCounterVec;
 
-use super::sharded::{ShardedCounter, ShardedHistogram};
-use super::topology::{descs, family, finish, Family, Samples};
+use super::family::{descs, family, finish, Family, Samples};
 use super::{Destination, LATENCY_BUCKETS, REASONS};
+use crate::router::plan::RouteReason;
+use crate::stats::{ShardedCounter, ShardedHistogram};
 
 const ROUTED: usize = 0;
 const RECEIVED: usize = 1;
@@ -58,9 +58,6 @@ type DurationKey = (String, &'static str, String);
 
 pub(super) struct Hot {
     routed_known: Box<RouteCounters>,
-    /// Reasons outside [`REASONS`] (none today; a label registry keeps a
-    /// new one countable before it gets a cell).
-    routed_other: IntCounterVec,
     pub bytes_received: ShardedCounter,
     pub bytes_sent: ShardedCounter,
     /// Every latency series made so far, kept across reloads (a backend
@@ -72,11 +69,6 @@ impl Hot {
     pub fn new() -> Hot {
         Hot {
             routed_known: Box::new(std::array::from_fn(|_| std::array::from_fn(|_| OnceLock::new()))),
-            routed_other: IntCounterVec::new(
-                prometheus::Opts::new(FAMILIES[ROUTED].name, FAMILIES[ROUTED].help),
-                FAMILIES[ROUTED].labels,
-            )
-            .expect("static metric"),
             bytes_received: ShardedCounter::default(),
             bytes_sent: ShardedCounter::default(),
             durations: Mutex::default(),
@@ -84,16 +76,10 @@ impl Hot {
     }
 
     /// Count one statement routed to `dest` for `reason`.
-    pub fn route(&self, dest: Destination, reason: &'static str) {
-        match super::reason_index(reason) {
-            Some(i) => self.routed_known[dest as usize][i]
-                .get_or_init(ShardedCounter::default)
-                .inc(),
-            None => self
-                .routed_other
-                .with_label_values(&[dest.as_str(), reason])
-                .inc(),
-        }
+    pub fn route(&self, dest: Destination, reason: RouteReason) {
+        self.routed_known[dest as usize][reason as usize]
+            .get_or_init(ShardedCounter::default)
+            .inc();
     }
 
     /// The latency series of one backend (made once, then shared).
@@ -132,12 +118,9 @@ impl Collector for HotCollector {
         for (d, row) in Destination::ALL.iter().zip(self.hot.routed_known.iter()) {
             for (reason, cell) in REASONS.iter().zip(row) {
                 if let Some(c) = cell.get() {
-                    s[ROUTED].counter(&f[ROUTED], &[d.as_str(), reason], c.get() as f64);
+                    s[ROUTED].counter(&f[ROUTED], &[d.as_str(), reason.as_str()], c.get() as f64);
                 }
             }
-        }
-        for family in self.hot.routed_other.collect() {
-            s[ROUTED].0.extend(family.get_metric().iter().cloned());
         }
         s[RECEIVED].counter(&f[RECEIVED], &[], self.hot.bytes_received.get() as f64);
         s[SENT].counter(&f[SENT], &[], self.hot.bytes_sent.get() as f64);

@@ -6,33 +6,26 @@
 //! and then costs a few relaxed atomic adds, to cells of the calling thread
 //! (`hot.rs`, `sharded.rs`: no cache line that other cores' statements
 //! write); nothing is allocated or looked up by label strings per statement. Per-replica and per-pool values are not
-//! pushed at all: [`topology::TopologyCollector`] reads the freshness
+//! pushed at all: the admin endpoint's collector (`admin::topology`) reads the freshness
 //! monitors' and pools' atomics when Prometheus scrapes.
 //!
 //! Labels are bounded: group and backend names come from the configuration,
 //! destinations, reasons and error kinds are fixed sets. Never SQL text or
 //! client addresses.
 
-pub mod atomic;
+pub mod family;
 mod hot;
-pub mod sharded;
 pub mod slow;
-pub mod topology;
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use prometheus::{Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry};
-use tracing::warn;
 
-use crate::backend::Conn;
-use crate::backend::Topology;
-use crate::freshness::monitor::GroupMonitor;
 use crate::protocol::consts::{errcode, MAX_FRAME};
-
-pub use atomic::{AtomicHistogram, WaitStats};
+use crate::router::plan::RouteReason;
+use crate::stats::ShardedHistogram;
 
 /// Where a statement went (the `destination` label).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,80 +112,15 @@ impl ErrorKind {
     }
 }
 
-/// Every routing reason the router uses (`route.reason` in the session,
-/// [`crate::freshness::monitor::Fallback::as_str`],
-/// [`crate::router::classify::MasterReason::as_str`]). Known reasons get a
-/// pre-resolved counter; an unknown one still counts, through a label lookup.
-pub const REASONS: [&str; 30] = [
-    "write",
-    "transaction",
-    "session_state",
-    "command",
-    "prepare",
-    "statement",
-    "long_data",
-    "fresh_replica",
-    "read_only_transaction",
-    "user_variable",
-    "temporary_table",
-    "lock_tables",
-    "named_lock",
-    "set_option",
-    "no_replica",
-    "stale",
-    "replica_down",
-    "untracked_table",
-    "master_probe_failed",
-    "locking_read",
-    "select_into",
-    "lock_function",
-    "last_insert_id",
-    "found_rows",
-    "sequence",
-    "hint",
-    "multi_statement",
-    "side_effect",
-    "stored_function",
-    "unmarked_write",
-];
+/// Every routing reason, the labels of `sluice_routed_statements_total`:
+/// each has a pre-resolved counter cell (`hot.rs`), indexed by
+/// `reason as usize`.
+pub const REASONS: [RouteReason; RouteReason::ALL.len()] = RouteReason::ALL;
 
-/// Index into [`REASONS`]: a `match` on the string (length, then bytes), no
-/// hashing. Kept in the same order as [`REASONS`] (checked by a test).
-fn reason_index(reason: &str) -> Option<usize> {
-    Some(match reason {
-        "write" => 0,
-        "transaction" => 1,
-        "session_state" => 2,
-        "command" => 3,
-        "prepare" => 4,
-        "statement" => 5,
-        "long_data" => 6,
-        "fresh_replica" => 7,
-        "read_only_transaction" => 8,
-        "user_variable" => 9,
-        "temporary_table" => 10,
-        "lock_tables" => 11,
-        "named_lock" => 12,
-        "set_option" => 13,
-        "no_replica" => 14,
-        "stale" => 15,
-        "replica_down" => 16,
-        "untracked_table" => 17,
-        "master_probe_failed" => 18,
-        "locking_read" => 19,
-        "select_into" => 20,
-        "lock_function" => 21,
-        "last_insert_id" => 22,
-        "found_rows" => 23,
-        "sequence" => 24,
-        "hint" => 25,
-        "multi_statement" => 26,
-        "side_effect" => 27,
-        "stored_function" => 28,
-        "unmarked_write" => 29,
-        _ => return None,
-    })
-}
+/// Which backend of a group: 0 the master, 1 + i replica i (what
+/// `backend::Conn` converts to, so this layer needs no backend types).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BackendIndex(pub usize);
 
 /// Statement latency buckets (seconds): 100 µs to 10 s.
 pub const LATENCY_BUCKETS: &[f64] = &[
@@ -208,7 +136,7 @@ struct BackendHandles {
     /// slow-query log, never a metric label).
     label: String,
     destination: Destination,
-    latency: Arc<sharded::ShardedHistogram>,
+    latency: Arc<ShardedHistogram>,
 }
 
 pub struct Metrics {
@@ -228,13 +156,10 @@ pub struct Metrics {
     account_labels: std::sync::Mutex<std::collections::HashSet<String>>,
     errors: [IntCounter; ErrorKind::ALL.len()],
     /// [group][0 = master, 1 + i = replica i] of the running topology, set
-    /// by [`Metrics::attach`] and [`Metrics::retarget`]. (A session still on
+    /// by [`Metrics::retarget`]. (A session still on
     /// the snapshot before a reload that moved replicas records a statement
     /// or two under the new positions' labels.)
     backends: ArcSwap<Vec<Vec<BackendHandles>>>,
-    /// The groups the scrape-time collector reads.
-    views: topology::Views,
-    attached: AtomicBool,
     shard_fanout: Histogram,
     merged_rows: IntCounter,
     /// Configuration reloads by result ([ok, error]).
@@ -357,8 +282,6 @@ impl Metrics {
             account_labels: Default::default(),
             errors,
             backends: ArcSwap::from_pointee(Vec::new()),
-            views: Arc::new(ArcSwap::from_pointee(Vec::new())),
-            attached: AtomicBool::new(false),
             shard_fanout,
             merged_rows,
             reloads,
@@ -366,44 +289,31 @@ impl Metrics {
         }
     }
 
-    /// Connect the metrics to the live topology: resolve the per-backend
-    /// latency series and register the scrape-time collector of replica
-    /// freshness and pool state. Called once at startup (`app::run`); later
-    /// calls only retarget.
-    pub fn attach(&self, topology: &Topology, monitors: &[Arc<GroupMonitor>]) {
-        self.retarget(topology, monitors);
-        if self.attached.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let collector = topology::TopologyCollector::new(self.views.clone());
-        if let Err(e) = self.registry.register(Box::new(collector)) {
-            warn!(error = %e, "cannot register the replica and pool metrics");
-        }
-    }
-
-    /// Point the per-backend series at `topology` (after a reload).
-    pub fn retarget(&self, topology: &Topology, monitors: &[Arc<GroupMonitor>]) {
-        let handles = topology
-            .groups
-            .iter()
-            .map(|g| {
-                let mut v = Vec::with_capacity(1 + g.replicas.len());
-                let mut add = |label: &str, destination: Destination, backend: &str| {
-                    v.push(BackendHandles {
-                        label: label.to_owned(),
-                        destination,
-                        latency: self.hot.duration(&g.name, destination, backend),
-                    });
-                };
-                add(&g.master.label, Destination::Master, "master");
-                for (i, r) in g.replicas.iter().enumerate() {
-                    add(&r.pool.label, Destination::Replica, &topology::replica_name(i));
-                }
-                v
+    /// Point the per-backend series at the running topology (at startup and
+    /// after a reload): per group its name and its backends' pool labels,
+    /// the master's first, then each replica's (`backend::Topology::labels`).
+    pub fn retarget<'a>(&self, groups: impl IntoIterator<Item = (&'a str, Vec<&'a str>)>) {
+        let handles = groups
+            .into_iter()
+            .map(|(group, labels)| {
+                labels
+                    .iter()
+                    .enumerate()
+                    .map(|(i, label)| {
+                        let (destination, backend) = match i {
+                            0 => (Destination::Master, "master".to_owned()),
+                            _ => (Destination::Replica, family::replica_name(i - 1)),
+                        };
+                        BackendHandles {
+                            label: (*label).to_owned(),
+                            destination,
+                            latency: self.hot.duration(group, destination, &backend),
+                        }
+                    })
+                    .collect()
             })
             .collect();
         self.backends.store(Arc::new(handles));
-        self.views.store(Arc::new(topology::views(topology, monitors)));
     }
 
     /// A configuration reload finished; `generation` is the one now running.
@@ -413,7 +323,7 @@ impl Metrics {
     }
 
     /// Count one routing decision to the master or a replica.
-    pub fn route(&self, to_master: bool, reason: &'static str) {
+    pub fn route(&self, to_master: bool, reason: RouteReason) {
         let dest = if to_master {
             Destination::Master
         } else {
@@ -422,9 +332,9 @@ impl Metrics {
         self.route_to(dest, reason);
     }
 
-    /// Count one routing decision. Reasons are static labels; the ones in
-    /// [`REASONS`] cost an atomic load and add.
-    pub fn route_to(&self, dest: Destination, reason: &'static str) {
+    /// Count one routing decision: an atomic add to the calling thread's
+    /// cell.
+    pub fn route_to(&self, dest: Destination, reason: RouteReason) {
         self.hot.route(dest, reason);
     }
 
@@ -434,17 +344,14 @@ impl Metrics {
     pub fn command_done(
         &self,
         group: usize,
-        conn: Conn,
+        conn: impl Into<BackendIndex>,
         started: Instant,
         failed: bool,
         payload: &[u8],
         slow_query: Duration,
     ) {
         let elapsed = started.elapsed();
-        let index = match conn {
-            Conn::Master => 0,
-            Conn::Replica(i) => i + 1,
-        };
+        let BackendIndex(index) = conn.into();
         let backends = self.backends.load();
         let backend = backends.get(group).and_then(|b| b.get(index));
         if let Some(b) = backend {
@@ -454,10 +361,10 @@ impl Metrics {
             self.error(ErrorKind::ServerError);
         }
         if !slow_query.is_zero() && elapsed >= slow_query {
-            let (dest, label) = match (backend, conn) {
+            let (dest, label) = match (backend, index) {
                 (Some(b), _) => (b.destination, b.label.as_str()),
-                (None, Conn::Master) => (Destination::Master, ""),
-                (None, Conn::Replica(_)) => (Destination::Replica, ""),
+                (None, 0) => (Destination::Master, ""),
+                (None, _) => (Destination::Replica, ""),
             };
             slow::log(elapsed, dest.as_str(), label, payload);
         }
@@ -554,7 +461,7 @@ impl Metrics {
 
     /// A sharded statement was sent to `shards` shards (called by the
     /// sharding layer; counts the routing decision too).
-    pub fn shard_fanout(&self, shards: usize, reason: &'static str) {
+    pub fn shard_fanout(&self, shards: usize, reason: RouteReason) {
         self.shard_fanout.observe(shards as f64);
         self.route_to(Destination::Shards, reason);
     }
@@ -590,59 +497,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reason_index_matches_reasons() {
+    fn every_reason_has_its_cell_and_label() {
         for (i, r) in REASONS.iter().enumerate() {
-            assert_eq!(reason_index(r), Some(i), "{r}");
+            assert_eq!(*r as usize, i, "{r}");
         }
-        assert_eq!(reason_index("no_such_reason"), None);
-    }
-
-    #[test]
-    fn router_reasons_are_all_known() {
-        use crate::freshness::monitor::Fallback;
-        for f in [
-            Fallback::NoReplica,
-            Fallback::Stale,
-            Fallback::Down,
-            Fallback::Untracked,
-            Fallback::MasterProbeFailed,
-        ] {
-            assert!(reason_index(f.as_str()).is_some(), "{}", f.as_str());
-        }
-        use crate::router::classify::MasterReason as M;
-        for r in [
-            M::LockingRead,
-            M::SelectInto,
-            M::LockFunction,
-            M::LastInsertId,
-            M::FoundRows,
-            M::Sequence,
-            M::UserVariable,
-            M::Hint,
-            M::MultiStatement,
-            M::SideEffect,
-        ] {
-            assert!(reason_index(r.as_str()).is_some(), "{}", r.as_str());
-        }
+        let labels: std::collections::BTreeSet<_> = REASONS.iter().map(|r| r.as_str()).collect();
+        assert_eq!(labels.len(), REASONS.len(), "two reasons share a label");
     }
 
     #[test]
     fn routes_and_errors_are_exported() {
         let m = Metrics::new();
-        m.route(true, "write");
-        m.route(true, "write");
-        m.route(false, "fresh_replica");
-        m.route(true, "some_new_reason");
+        m.route(true, RouteReason::Write);
+        m.route(true, RouteReason::Write);
+        m.route(false, RouteReason::FreshReplica);
+        m.route(true, RouteReason::PreviousStatement);
         m.error_code(errcode::ER_NET_READ_ERROR);
         m.login_refused(errcode::ER_ACCESS_DENIED_ERROR);
         m.client_bytes_in(10);
-        m.shard_fanout(3, "sharded");
+        m.shard_fanout(3, RouteReason::Sharded);
         m.merged_rows(7);
         let text = m.render();
         for line in [
             "sluice_routed_statements_total{destination=\"master\",reason=\"write\"} 2",
             "sluice_routed_statements_total{destination=\"replica\",reason=\"fresh_replica\"} 1",
-            "sluice_routed_statements_total{destination=\"master\",reason=\"some_new_reason\"} 1",
+            "sluice_routed_statements_total{destination=\"master\",reason=\"previous_statement\"} 1",
             "sluice_routed_statements_total{destination=\"shards\",reason=\"sharded\"} 1",
             "sluice_errors_total{kind=\"backend_lost\"} 1",
             "sluice_errors_total{kind=\"access_denied\"} 1",

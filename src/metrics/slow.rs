@@ -7,13 +7,11 @@ use std::time::Duration;
 
 use tracing::warn;
 
+use crate::logging::{may_hold_password, REDACTED};
 use crate::protocol::consts::{COM_QUERY, COM_STMT_EXECUTE, COM_STMT_PREPARE};
 
 /// How much of a statement the log shows.
 pub const MAX_SQL_CHARS: usize = 200;
-
-/// Shown instead of a statement that mentions IDENTIFIED or PASSWORD.
-pub const REDACTED: &str = "(text not logged: it may contain a password)";
 
 /// Log one slow command. `payload` is the client's command packet (command
 /// byte first). Called only once a command is known to be slow, so the cost
@@ -54,13 +52,6 @@ pub fn statement_text(payload: &[u8]) -> String {
         Some((cmd, _)) => format!("(command 0x{cmd:02x})"),
         None => String::new(),
     }
-}
-
-/// `CREATE USER … IDENTIFIED BY`, `SET PASSWORD`, `PASSWORD('…')`, …: any
-/// mention, in any case, anywhere in the statement.
-pub fn may_hold_password(sql: &[u8]) -> bool {
-    use crate::router::route::mentions;
-    mentions(sql, b"IDENTIFIED") || mentions(sql, b"PASSWORD")
 }
 
 #[cfg(test)]

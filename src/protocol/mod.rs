@@ -8,6 +8,7 @@
 pub mod codec;
 pub mod consts;
 pub mod error;
+pub mod native_password;
 pub mod packets;
 pub mod response;
 pub mod resultset;

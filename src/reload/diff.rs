@@ -16,6 +16,9 @@ pub fn restart_needed(running: &Config, new: &Config) -> Vec<&'static str> {
     if running.admin_listen != new.admin_listen {
         keys.push("admin_listen");
     }
+    if running.listen_reuseport != new.listen_reuseport {
+        keys.push("listen_reuseport");
+    }
     if running.tls != new.tls {
         keys.push("tls");
     }
@@ -71,6 +74,7 @@ fn running_max_connections(running: &Config, name: &str) -> u32 {
 pub fn keep_running(running: &Config, mut new: Config) -> Config {
     new.listen = running.listen;
     new.admin_listen = running.admin_listen;
+    new.listen_reuseport = running.listen_reuseport;
     new.tls = running.tls.clone();
     new.log.format = running.log.format;
     new.log.level = running.log.level.clone();
@@ -127,6 +131,25 @@ pub fn changes(running: &Config, new: &Config) -> Vec<String> {
     );
     if running.sharding != new.sharding {
         out.push("sharding changed".to_owned());
+    }
+    let (a, b) = (&running.limits, &new.limits);
+    setting(
+        &mut out,
+        "limits.shutdown_timeout",
+        &a.shutdown_timeout,
+        &b.shutdown_timeout,
+    );
+    setting(&mut out, "limits.drain_delay", &a.drain_delay, &b.drain_delay);
+    setting(&mut out, "reload.watch", &running.reload.watch, &new.reload.watch);
+    setting(
+        &mut out,
+        "readiness.require_master",
+        &running.readiness.require_master,
+        &new.readiness.require_master,
+    );
+    // A setting without a phrase of its own must still be published.
+    if out.is_empty() && running != new {
+        out.push("other settings changed".to_owned());
     }
     out
 }
@@ -220,7 +243,7 @@ mod tests {
 
     fn config(extra: &str) -> Config {
         let text = format!(
-            "users:\n  - {{ name: app, password: app }}\n{extra}groups:\n  - name: main\n    \
+            "users:\n  - {{ name: app, password: app, backend: group }}\n{extra}groups:\n  - name: main\n    \
              master: {{ addr: 127.0.0.1:3306, user: s, password: s }}\n    replicas:\n      \
              - {{ addr: 127.0.0.1:3307, user: s, password: s, weight: 1 }}\n"
         );

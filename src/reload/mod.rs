@@ -1,5 +1,6 @@
-//! Hot reload: re-read the configuration file (on SIGHUP, or `POST /reload`
-//! on the admin listener) and publish a new [`Runtime`] snapshot.
+//! Hot reload: re-read the configuration file (on SIGHUP, `POST /reload`
+//! on the admin listener, or a change of the file itself with
+//! `reload.watch`, see [`watch`]) and publish a new [`Runtime`] snapshot.
 //!
 //! A file that does not load or validate changes nothing: the error is
 //! logged (and answered to the HTTP caller) and the running configuration
@@ -10,6 +11,7 @@
 //! holds no backend connection of the old one (see `frontend::refresh`).
 
 mod diff;
+pub mod watch;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -27,15 +29,26 @@ pub struct Reloader {
     path: PathBuf,
     lock: Mutex<()>,
     shared: Arc<Shared>,
+    /// The version of the file the last reload read (at start: the one
+    /// there when sluice started), for `reload.watch`.
+    seen: std::sync::Mutex<Option<watch::Fingerprint>>,
 }
 
 impl Reloader {
     pub fn new(path: PathBuf, shared: Arc<Shared>) -> Reloader {
+        // Read just after the configuration was loaded: a change in between
+        // is missed only if it happened within these few microseconds.
+        let seen = watch::read(&path).ok().map(|(_, f)| f);
         Reloader {
             path,
             lock: Mutex::new(()),
             shared,
+            seen: std::sync::Mutex::new(seen),
         }
+    }
+
+    fn seen(&self) -> Option<watch::Fingerprint> {
+        self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
 
@@ -43,19 +56,52 @@ impl Reloader {
 /// what changed. `Err`: why the file was rejected (`FILE:LINE:COL: ...`
 /// when the line is known); the running configuration is kept.
 pub async fn reload(reloader: &Reloader) -> Result<String, ConfigError> {
-    let shared = &*reloader.shared;
     let _one_at_a_time = reloader.lock.lock().await;
+    reload_locked(reloader).await
+}
+
+/// `reload.watch`: reload unless a reload (SIGHUP, `POST /reload`) has read
+/// the version `now` already; `None` when none was needed.
+async fn reload_if_changed(
+    reloader: &Reloader,
+    now: &watch::Fingerprint,
+) -> Option<Result<String, ConfigError>> {
+    let _one_at_a_time = reloader.lock.lock().await;
+    if reloader.seen().as_ref() == Some(now) {
+        return None;
+    }
+    info!(file = %reloader.path.display(), "configuration file changed: reloading");
+    Some(reload_locked(reloader).await)
+}
+
+async fn reload_locked(reloader: &Reloader) -> Result<String, ConfigError> {
+    let shared = &*reloader.shared;
     let path = reloader.path.clone();
     // A small file, but still disk I/O: keep it off the runtime's workers.
-    let loaded = tokio::task::spawn_blocking(move || Config::load(&path))
-        .await
-        .unwrap_or_else(|e| {
-            Err(ConfigError::Invalid {
-                origin: reloader.path.display().to_string(),
-                position: None,
-                message: format!("reading the configuration failed: {e}"),
-            })
-        });
+    let loaded = tokio::task::spawn_blocking(move || match watch::read(&path) {
+        Ok((text, seen)) => (Some(seen), Config::from_file_text(&path, &text)),
+        Err(source) => (
+            None,
+            Err(ConfigError::Read {
+                origin: path.display().to_string(),
+                source,
+            }),
+        ),
+    })
+    .await;
+    let loaded = match loaded {
+        Ok((seen, loaded)) => {
+            if seen.is_some() {
+                *reloader.seen.lock().unwrap_or_else(|e| e.into_inner()) = seen;
+            }
+            loaded
+        }
+        Err(e) => Err(ConfigError::Invalid {
+            origin: reloader.path.display().to_string(),
+            position: None,
+            message: format!("reading the configuration failed: {e}"),
+        }),
+    };
     let new = match loaded {
         Ok(c) => c,
         Err(e) => {

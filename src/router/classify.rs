@@ -128,8 +128,13 @@ pub enum SetScope {
     Global,
     /// `SET TRANSACTION ...` (next transaction only), a `SET STATEMENT`
     /// without a readable `FOR <statement>` (with one, the statement is
-    /// classified as `<statement>`), `SET PASSWORD`, `SET ROLE`, `SET DEFAULT ROLE`: master only, not replayed.
+    /// classified as `<statement>`), `SET PASSWORD`, `SET DEFAULT ROLE`: master only, not replayed.
     MasterOnly,
+    /// `SET ROLE r` / `SET ROLE NONE`: changes the privileges of the connection it
+    /// runs on, which another connection cannot be made to share exactly (it
+    /// would log in with the account's default role): master only, and the
+    /// session stays on that connection, which never serves another session.
+    Role,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -152,20 +157,21 @@ pub enum MasterReason {
 }
 
 impl MasterReason {
-    /// A snake_case label for metrics.
-    pub fn as_str(&self) -> &'static str {
+    /// The route reason (the metric's label).
+    pub fn reason(self) -> super::plan::RouteReason {
+        use super::plan::RouteReason as R;
         match self {
-            MasterReason::LockingRead => "locking_read",
-            MasterReason::SelectInto => "select_into",
-            MasterReason::LockFunction => "lock_function",
-            MasterReason::LastInsertId => "last_insert_id",
-            MasterReason::FoundRows => "found_rows",
-            MasterReason::Sequence => "sequence",
-            MasterReason::UserVariable => "user_variable",
-            MasterReason::Hint => "hint",
-            MasterReason::MultiStatement => "multi_statement",
-            MasterReason::SideEffect => "side_effect",
-            MasterReason::StoredFunction => "stored_function",
+            MasterReason::LockingRead => R::LockingRead,
+            MasterReason::SelectInto => R::SelectInto,
+            MasterReason::LockFunction => R::LockFunction,
+            MasterReason::LastInsertId => R::LastInsertId,
+            MasterReason::FoundRows => R::FoundRows,
+            MasterReason::Sequence => R::Sequence,
+            MasterReason::UserVariable => R::UserVariable,
+            MasterReason::Hint => R::Hint,
+            MasterReason::MultiStatement => R::MultiStatement,
+            MasterReason::SideEffect => R::SideEffect,
+            MasterReason::StoredFunction => R::StoredFunction,
         }
     }
 }
@@ -1157,8 +1163,12 @@ fn bool_value(t: Tk<'_>) -> Option<bool> {
 fn set_statement(lx: &mut Tokens<'_>, h: &mut Head) {
     let (mut global, mut user, mut session) = (false, false, false);
     let mut t = lex(lx);
+    if kw_of(&t) == Kw::Role {
+        h.kind = Kind::SessionSet(SetScope::Role);
+        return;
+    }
     let master_only = match kw_of(&t) {
-        Kw::Transaction | Kw::Statement | Kw::Password | Kw::Role => true,
+        Kw::Transaction | Kw::Statement | Kw::Password => true,
         Kw::Default => kw_of(&lex(&mut lx.clone())) == Kw::Role,
         _ => false,
     };
@@ -2480,11 +2490,12 @@ mod tests {
             "SET STATEMENT max_statement_time = 1",
             "SET PASSWORD = 'x'",
             "SET PASSWORD FOR 'u'@'h' = PASSWORD('x')",
-            "SET ROLE r",
-            "SET ROLE NONE",
             "SET DEFAULT ROLE r TO u",
         ] {
             assert_eq!(set(s), SetScope::MasterOnly, "{s}");
+        }
+        for s in ["SET ROLE r", "set role NONE", "/*!SET ROLE r*/", "SET ROLE `r-1`"] {
+            assert_eq!(set(s), SetScope::Role, "{s}");
         }
         // `SET` inside another statement is no SET statement.
         write("UPDATE t SET a = 1");
@@ -3021,7 +3032,7 @@ mod tests {
             (R::SideEffect, "side_effect"),
         ];
         for (r, label) in all {
-            assert_eq!(r.as_str(), label);
+            assert_eq!(r.reason().as_str(), label);
         }
     }
 }

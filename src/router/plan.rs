@@ -52,14 +52,14 @@ pub enum WriteSet {
     Everything,
 }
 
-/// What a statement does to the session when it succeeds. Pins are bits of
-/// [`Pins`]; the rest are typed flags.
+/// What a statement does to the session when it succeeds: pins taken and
+/// lifted, and typed flags.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Effects {
     /// Pins taken.
-    pub pin: u16,
+    pub pin: Pins,
     /// Pins lifted.
-    pub unpin: u16,
+    pub unpin: Pins,
     /// The text is a SET to replay on every backend connection the session uses.
     pub replay_set: bool,
     /// The session's default database becomes this (`USE db`).
@@ -95,7 +95,7 @@ pub struct Effects {
 pub struct Plan<'a> {
     pub target: Target,
     /// Why (a metric label).
-    pub reason: &'static str,
+    pub reason: RouteReason,
     pub read_set: ReadSet<'a>,
     pub write_set: WriteSet,
     pub effects: Effects,
@@ -110,20 +110,159 @@ impl Plan<'_> {
     }
 }
 
-/// Why a session must stay on its master connection (bits).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Pins(u16);
+/// Why a statement goes where it goes: the `reason` label of
+/// `sluice_routed_statements_total` (`metrics::REASONS` is [`RouteReason::ALL`],
+/// so every reason has its counter cell and none can be left out).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RouteReason {
+    Write,
+    Transaction,
+    SessionState,
+    Command,
+    Prepare,
+    Statement,
+    LongData,
+    FreshReplica,
+    ReadOnlyTransaction,
+    UserVariable,
+    TemporaryTable,
+    LockTables,
+    NamedLock,
+    SetOption,
+    NoReplica,
+    Stale,
+    ReplicaDown,
+    UntrackedTable,
+    MasterProbeFailed,
+    LockingRead,
+    SelectInto,
+    LockFunction,
+    LastInsertId,
+    FoundRows,
+    Sequence,
+    Hint,
+    MultiStatement,
+    SideEffect,
+    StoredFunction,
+    UnmarkedWrite,
+    Handler,
+    PreviousStatement,
+    StaleReplica,
+    ReplicaFailed,
+    ConnectionState,
+    NextTransaction,
+    Sharded,
+}
+
+impl RouteReason {
+    /// Every reason, in the order of their discriminants (`reason as usize`).
+    pub const ALL: [RouteReason; 37] = [
+        RouteReason::Write,
+        RouteReason::Transaction,
+        RouteReason::SessionState,
+        RouteReason::Command,
+        RouteReason::Prepare,
+        RouteReason::Statement,
+        RouteReason::LongData,
+        RouteReason::FreshReplica,
+        RouteReason::ReadOnlyTransaction,
+        RouteReason::UserVariable,
+        RouteReason::TemporaryTable,
+        RouteReason::LockTables,
+        RouteReason::NamedLock,
+        RouteReason::SetOption,
+        RouteReason::NoReplica,
+        RouteReason::Stale,
+        RouteReason::ReplicaDown,
+        RouteReason::UntrackedTable,
+        RouteReason::MasterProbeFailed,
+        RouteReason::LockingRead,
+        RouteReason::SelectInto,
+        RouteReason::LockFunction,
+        RouteReason::LastInsertId,
+        RouteReason::FoundRows,
+        RouteReason::Sequence,
+        RouteReason::Hint,
+        RouteReason::MultiStatement,
+        RouteReason::SideEffect,
+        RouteReason::StoredFunction,
+        RouteReason::UnmarkedWrite,
+        RouteReason::Handler,
+        RouteReason::PreviousStatement,
+        RouteReason::StaleReplica,
+        RouteReason::ReplicaFailed,
+        RouteReason::ConnectionState,
+        RouteReason::NextTransaction,
+        RouteReason::Sharded,
+    ];
+
+    /// The metric label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RouteReason::Write => "write",
+            RouteReason::Transaction => "transaction",
+            RouteReason::SessionState => "session_state",
+            RouteReason::Command => "command",
+            RouteReason::Prepare => "prepare",
+            RouteReason::Statement => "statement",
+            RouteReason::LongData => "long_data",
+            RouteReason::FreshReplica => "fresh_replica",
+            RouteReason::ReadOnlyTransaction => "read_only_transaction",
+            RouteReason::UserVariable => "user_variable",
+            RouteReason::TemporaryTable => "temporary_table",
+            RouteReason::LockTables => "lock_tables",
+            RouteReason::NamedLock => "named_lock",
+            RouteReason::SetOption => "set_option",
+            RouteReason::NoReplica => "no_replica",
+            RouteReason::Stale => "stale",
+            RouteReason::ReplicaDown => "replica_down",
+            RouteReason::UntrackedTable => "untracked_table",
+            RouteReason::MasterProbeFailed => "master_probe_failed",
+            RouteReason::LockingRead => "locking_read",
+            RouteReason::SelectInto => "select_into",
+            RouteReason::LockFunction => "lock_function",
+            RouteReason::LastInsertId => "last_insert_id",
+            RouteReason::FoundRows => "found_rows",
+            RouteReason::Sequence => "sequence",
+            RouteReason::Hint => "hint",
+            RouteReason::MultiStatement => "multi_statement",
+            RouteReason::SideEffect => "side_effect",
+            RouteReason::StoredFunction => "stored_function",
+            RouteReason::UnmarkedWrite => "unmarked_write",
+            RouteReason::Handler => "handler",
+            RouteReason::PreviousStatement => "previous_statement",
+            RouteReason::StaleReplica => "stale_replica",
+            RouteReason::ReplicaFailed => "replica_failed",
+            RouteReason::ConnectionState => "connection_state",
+            RouteReason::NextTransaction => "next_transaction",
+            RouteReason::Sharded => "sharded",
+        }
+    }
+}
+
+impl std::fmt::Display for RouteReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+bitflags::bitflags! {
+    /// Why a session must stay on its master connection.
+    #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+    pub struct Pins: u16 {
+        const TEMP_TABLE = 1;
+        const USER_VARIABLE = 1 << 1;
+        const LOCK_TABLES = 1 << 2;
+        const NAMED_LOCK = 1 << 3;
+        const SESSION_STATE = 1 << 4;
+        const SET_OPTION = 1 << 5;
+        const CONNECTION_STATE = 1 << 6;
+        const NEXT_TRANSACTION = 1 << 7;
+    }
+}
 
 impl Pins {
-    pub const TEMP_TABLE: u16 = 1;
-    pub const USER_VARIABLE: u16 = 1 << 1;
-    pub const LOCK_TABLES: u16 = 1 << 2;
-    pub const NAMED_LOCK: u16 = 1 << 3;
-    pub const SESSION_STATE: u16 = 1 << 4;
-    pub const SET_OPTION: u16 = 1 << 5;
-    pub const CONNECTION_STATE: u16 = 1 << 6;
-    pub const NEXT_TRANSACTION: u16 = 1 << 7;
-
+    /// The metric labels, in the order of the bits.
     const NAMES: [&'static str; 8] = [
         "temporary_table",
         "user_variable",
@@ -135,26 +274,29 @@ impl Pins {
         "next_transaction",
     ];
 
-    pub fn set(&mut self, bit: u16) {
-        self.0 |= bit;
-    }
-
-    pub fn clear(&mut self, bit: u16) {
-        self.0 &= !bit;
-    }
-
-    pub fn has(&self, bit: u16) -> bool {
-        self.0 & bit != 0
+    /// Is any pin of `bits` taken?
+    pub fn has(&self, bits: Pins) -> bool {
+        self.intersects(bits)
     }
 
     /// The metric label of one pin bit.
-    pub fn name(bit: u16) -> &'static str {
-        Self::NAMES[(bit.trailing_zeros() as usize).min(Self::NAMES.len() - 1)]
+    pub fn name(bit: Pins) -> &'static str {
+        Self::NAMES[(bit.bits().trailing_zeros() as usize).min(Self::NAMES.len() - 1)]
     }
 
-    /// The reason of the lowest pin (a metric label), if pinned.
-    pub fn reason(&self) -> Option<&'static str> {
-        (self.0 != 0).then(|| Self::NAMES[self.0.trailing_zeros() as usize])
+    /// The route reason of the lowest pin, if pinned.
+    pub fn reason(&self) -> Option<RouteReason> {
+        const REASONS: [RouteReason; 8] = [
+            RouteReason::TemporaryTable,
+            RouteReason::UserVariable,
+            RouteReason::LockTables,
+            RouteReason::NamedLock,
+            RouteReason::SessionState,
+            RouteReason::SetOption,
+            RouteReason::ConnectionState,
+            RouteReason::NextTransaction,
+        ];
+        (!self.is_empty()).then(|| REASONS[self.bits().trailing_zeros() as usize])
     }
 }
 
@@ -166,13 +308,13 @@ mod tests {
     fn pins_report_their_reason() {
         let mut p = Pins::default();
         assert_eq!(p.reason(), None);
-        p.set(Pins::NAMED_LOCK);
-        p.set(Pins::NEXT_TRANSACTION);
-        assert_eq!(p.reason(), Some("named_lock"));
+        p.insert(Pins::NAMED_LOCK);
+        p.insert(Pins::NEXT_TRANSACTION);
+        assert_eq!(p.reason(), Some(RouteReason::NamedLock));
         assert_eq!(Pins::name(Pins::NEXT_TRANSACTION), "next_transaction");
         assert_eq!(Pins::name(Pins::TEMP_TABLE), "temporary_table");
-        p.clear(Pins::NAMED_LOCK);
-        assert_eq!(p.reason(), Some("next_transaction"));
+        p.remove(Pins::NAMED_LOCK);
+        assert_eq!(p.reason(), Some(RouteReason::NextTransaction));
         assert!(p.has(Pins::NEXT_TRANSACTION));
     }
 }

@@ -4,7 +4,7 @@
 
 use super::classify::{Classified, Kind, MasterReason, SetScope};
 use super::lexer::{first_word, LexOptions, Token, Tokens};
-use super::plan::{Effects, Pins, Plan, ReadSet, Target, WriteSet};
+use super::plan::{Effects, Pins, Plan, ReadSet, RouteReason, Target, WriteSet};
 
 /// How the statement reached sluice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,7 +22,7 @@ pub struct View {
     /// The replica running the session's read-only transaction.
     pub ro_tx: Option<usize>,
     /// Why the session is pinned to its master connection, if it is.
-    pub pinned: Option<&'static str>,
+    pub pinned: Option<RouteReason>,
     /// A transaction is open (or autocommit is off).
     pub in_transaction: bool,
 }
@@ -43,7 +43,7 @@ pub fn plan<'a>(c: &'a Classified, sql: &[u8], src: Source, v: &View) -> Plan<'a
             // A HANDLER's cursor is read where the session keeps it: opened on
             // the master (HANDLER reads are not snapshot reads, so the
             // transaction's snapshot does not apply to them).
-            "HANDLER" => (target, reason) = (Target::Master, "handler"),
+            "HANDLER" => (target, reason) = (Target::Master, RouteReason::Handler),
             // A named statement (PREPARE / DEALLOCATE PREPARE) is made on the
             // replica, where the transaction's EXECUTEs run, and on the
             // master, where those after it run.
@@ -74,7 +74,7 @@ pub fn plan<'a>(c: &'a Classified, sql: &[u8], src: Source, v: &View) -> Plan<'a
     }
 }
 
-fn target(c: &Classified, v: &View) -> (Target, &'static str) {
+fn target(c: &Classified, v: &View) -> (Target, RouteReason) {
     // FOUND_ROWS() stays with the master, as the routing contract says
     // (SQL_CALC_FOUND_ROWS reads are sent there too).
     if c.refers_to_previous && c.force_master != Some(MasterReason::FoundRows) && v.ro_tx.is_none() {
@@ -82,17 +82,17 @@ fn target(c: &Classified, v: &View) -> (Target, &'static str) {
         // connection that ran the previous statement. (A pinned session's
         // previous statement ran on the master, but for the one that took
         // the pin on a replica: GET DIAGNOSTICS @n about a replica read.)
-        return (Target::Previous, "previous_statement");
+        return (Target::Previous, RouteReason::PreviousStatement);
     }
     match &c.kind {
         Kind::Read => match c.force_master {
-            Some(r) if v.ro_tx.is_none() => (Target::Master, r.as_str()),
+            Some(r) if v.ro_tx.is_none() => (Target::Master, r.reason()),
             // GET_LOCK() & co. in a read-only transaction on a replica: a
             // named lock is the master's (where the other clients take it),
             // and it is no part of the transaction. (With a table read too,
             // the read needs the transaction's snapshot: it stays there.)
             Some(MasterReason::LockFunction) if c.tables.as_ref().is_some_and(|t| t.is_empty()) => {
-                (Target::Master, MasterReason::LockFunction.as_str())
+                (Target::Master, RouteReason::LockFunction)
             }
             _ => read_target(v),
         },
@@ -100,24 +100,24 @@ fn target(c: &Classified, v: &View) -> (Target, &'static str) {
         // Inside a read-only transaction on a replica, everything stays
         // there until it ends (a write fails there as it would anywhere).
         _ if v.ro_tx.is_some() => read_target(v),
-        Kind::SessionSet(_) | Kind::Use(_) => (Target::Master, "session_state"),
-        Kind::Begin { .. } | Kind::Commit | Kind::Rollback => (Target::Master, "transaction"),
-        _ => (Target::Master, "write"),
+        Kind::SessionSet(_) | Kind::Use(_) => (Target::Master, RouteReason::SessionState),
+        Kind::Begin { .. } | Kind::Commit | Kind::Rollback => (Target::Master, RouteReason::Transaction),
+        _ => (Target::Master, RouteReason::Write),
     }
 }
 
 /// Where a read that its text allows on a replica goes, given the session.
-pub fn read_target(v: &View) -> (Target, &'static str) {
+pub fn read_target(v: &View) -> (Target, RouteReason) {
     if let Some(i) = v.ro_tx {
-        return (Target::Replica(i), "read_only_transaction");
+        return (Target::Replica(i), RouteReason::ReadOnlyTransaction);
     }
     if let Some(pin) = v.pinned {
         return (Target::Master, pin);
     }
     if v.in_transaction {
-        return (Target::Master, "transaction");
+        return (Target::Master, RouteReason::Transaction);
     }
-    (Target::FreshReplica, "fresh_replica")
+    (Target::FreshReplica, RouteReason::FreshReplica)
 }
 
 /// First words of statements whose effects on the session and on the data
@@ -198,7 +198,16 @@ pub fn is_opaque(c: &Classified, sql: &[u8]) -> bool {
     if !matches!(c.kind, Kind::Write) {
         return false;
     }
-    let (word, _) = first_word(sql);
+    let (mut word, _) = first_word(sql);
+    if word.is_empty() {
+        // `/*!CALL p() */`, `/*M!100000 XA START 'x' */`: the server runs an
+        // executable comment's body as code (a versioned one whose fate
+        // depends on the patch level is read as code: the pin is the safe
+        // side).
+        if let Some(crate::router::lexer::Token::Word(w)) = crate::router::lexer::Tokens::new(sql).next() {
+            word = String::from_utf8_lossy(w).to_ascii_uppercase();
+        }
+    }
     OPAQUE.contains(&word.as_str())
 }
 
@@ -210,11 +219,11 @@ pub fn is_opaque(c: &Classified, sql: &[u8]) -> bool {
 /// fresh connection shows a NULL binary). (`SELECT ... INTO @v` creates
 /// nothing at PREPARE; it is pinned with the rest, to keep one rule with
 /// [`effects`].)
-pub fn prepare_pins(c: &Classified) -> u16 {
+pub fn prepare_pins(c: &Classified) -> Pins {
     if assigns_user_variable(c) {
         Pins::USER_VARIABLE
     } else {
-        0
+        Pins::empty()
     }
 }
 
@@ -253,12 +262,10 @@ fn effects(c: &Classified, sql: &[u8], src: Source, write_set: WriteSet) -> Effe
     if c.unlocks_tables {
         e.unpin |= Pins::LOCK_TABLES;
     }
-    // RELEASE_ALL_LOCKS() lifts the pin; GET_LOCK in the same text keeps it.
-    // (The text is searched only when it calls a lock function at all.)
-    if !c.takes_named_lock
-        && c.force_master == Some(MasterReason::LockFunction)
-        && mentions(sql, b"release_all_locks")
-    {
+    // `SELECT RELEASE_ALL_LOCKS()` lifts the pin. Only that form: in any
+    // other (`... FROM t WHERE 0`, inside IF(), a CASE) the call may not run,
+    // and a lock still held would stay on a connection the session left.
+    if !c.takes_named_lock && c.force_master == Some(MasterReason::LockFunction) && releases_all_locks(sql) {
         e.unpin |= Pins::NAMED_LOCK;
     }
     match c.kind {
@@ -283,6 +290,11 @@ fn effects(c: &Classified, sql: &[u8], src: Source, write_set: WriteSet) -> Effe
                 if mentions(sql, b"isolation") {
                     e.isolation = true;
                 }
+            }
+            // The connection's privileges changed: nothing else may use
+            // it, and the session may use nothing else (see SetScope::Role).
+            if scope == SetScope::Role {
+                e.pin |= Pins::CONNECTION_STATE;
             }
             if scope == SetScope::MasterOnly {
                 let (first, rest) = first_word(sql);
@@ -330,6 +342,41 @@ const PURE_FUNCTIONS: [&[u8]; 14] = [
 /// result? Literals, names, system variables and a few pure functions: yes.
 /// Subqueries, user variables and any other function (a stored function, a
 /// sequence, RAND(), a lock): no, their value or effect differs per run.
+/// `SELECT RELEASE_ALL_LOCKS()` or `DO RELEASE_ALL_LOCKS()`, alone (an alias
+/// and a `;` allowed): the call certainly runs, once.
+fn releases_all_locks(sql: &[u8]) -> bool {
+    let mut t = Tokens::new(sql);
+    let head = matches!(t.next(), Some(Token::Word(w)) if w.eq_ignore_ascii_case(b"SELECT") || w.eq_ignore_ascii_case(b"DO"));
+    let call = matches!(t.next(), Some(Token::Word(w)) if w.eq_ignore_ascii_case(b"RELEASE_ALL_LOCKS"))
+        && t.next() == Some(Token::LParen)
+        && t.next() == Some(Token::RParen);
+    let rest: Vec<Token<'_>> = t.collect();
+    let alias = match rest.as_slice() {
+        [] | [Token::Semi] => true,
+        [Token::Word(a), ..] if a.eq_ignore_ascii_case(b"AS") => {
+            matches!(
+                &rest[1..],
+                [Token::Word(_) | Token::Quoted(_) | Token::Str(_)]
+                    | [Token::Word(_) | Token::Quoted(_) | Token::Str(_), Token::Semi]
+            )
+        }
+        [Token::Word(_) | Token::Quoted(_) | Token::Str(_)]
+        | [Token::Word(_) | Token::Quoted(_) | Token::Str(_), Token::Semi] => true,
+        _ => false,
+    };
+    head && call && alias
+}
+
+/// Session variables the server consumes at the next statement.
+const ONE_SHOT: [&[u8]; 4] = [b"insert_id", b"last_insert_id", b"rand_seed1", b"rand_seed2"];
+
+/// `w` is `name` or `scope.name` (`session.insert_id`), in any case.
+fn ends_with_name(w: &[u8], name: &[u8]) -> bool {
+    w.len() >= name.len()
+        && w[w.len() - name.len()..].eq_ignore_ascii_case(name)
+        && (w.len() == name.len() || w[w.len() - name.len() - 1] == b'.')
+}
+
 pub fn replayable_set(sql: &[u8]) -> bool {
     let mut prev_word: Option<&[u8]> = None;
     // The word before `prev_word` was followed by a dot: `db.concat(` is a
@@ -347,6 +394,12 @@ pub fn replayable_set(sql: &[u8]) -> bool {
             }
             Token::Word(w) if w.eq_ignore_ascii_case(b"SELECT") => return false,
             Token::UserVar(_) | Token::Unterminated | Token::Semi => return false,
+            // Used up by the connection's next statement (`SET insert_id = N`
+            // gives the next INSERT that id): replayed on another connection
+            // later, it would take effect there a second time.
+            Token::Word(w) | Token::SysVar(w) if ONE_SHOT.iter().any(|v| ends_with_name(w, v)) => {
+                return false
+            }
             _ => {}
         }
         qualified = after_dot && matches!(t, Token::Word(_) | Token::Quoted(_));
@@ -459,8 +512,8 @@ mod tests {
             pins("UPDATE t SET v = (@old := v) + ? WHERE id = 1"),
             Pins::USER_VARIABLE
         );
-        assert_eq!(pins("SELECT @v"), 0);
-        assert_eq!(pins("SELECT ? AS x"), 0);
+        assert_eq!(pins("SELECT @v"), Pins::empty());
+        assert_eq!(pins("SELECT ? AS x"), Pins::empty());
     }
 
     #[test]
@@ -473,7 +526,7 @@ mod tests {
         let (t, _, e) = p("HANDLER t OPEN", Source::Text, ro);
         assert_eq!(t, Target::Master);
         assert!(!e.mirror_on_master);
-        assert_ne!(e.pin & Pins::CONNECTION_STATE, 0);
+        assert!(e.pin.contains(Pins::CONNECTION_STATE));
         for sql in [
             "PREPARE s FROM 'SELECT 1'",
             "DEALLOCATE PREPARE s",
@@ -533,7 +586,7 @@ mod tests {
         };
         assert_eq!(p("SELECT 1", Source::Text, tx).0, Target::Master);
         let pinned = View {
-            pinned: Some("user_variable"),
+            pinned: Some(RouteReason::UserVariable),
             ..View::default()
         };
         assert_eq!(p("SELECT * FROM t", Source::Text, pinned).0, Target::Master);
@@ -558,33 +611,38 @@ mod tests {
         let (t, _, e) = p("SET time_zone = ?", prepared, View::default());
         assert_eq!(t, Target::Master);
         assert!(!e.replay_set);
-        assert_ne!(e.pin & Pins::SESSION_STATE, 0);
+        assert!(e.pin.contains(Pins::SESSION_STATE));
         let (_, _, e) = p("SET time_zone = '+01:00'", Source::Text, View::default());
         assert!(e.replay_set);
-        assert_eq!(e.pin, 0);
+        assert_eq!(e.pin, Pins::empty());
         let (_, _, e) = p("SET @v = ?", prepared, View::default());
-        assert_ne!(e.pin & Pins::USER_VARIABLE, 0);
+        assert!(e.pin.contains(Pins::USER_VARIABLE));
         let (t, _, e) = p("SELECT GET_LOCK(?, 0)", prepared, View::default());
         assert_eq!(t, Target::Master);
-        assert_ne!(e.pin & Pins::NAMED_LOCK, 0);
+        assert!(e.pin.contains(Pins::NAMED_LOCK));
         let (_, _, e) = p("CREATE TEMPORARY TABLE tt (a INT)", prepared, View::default());
-        assert_ne!(e.pin & Pins::TEMP_TABLE, 0);
+        assert!(e.pin.contains(Pins::TEMP_TABLE));
         for opaque in [
             "CALL p()",
             "EXECUTE IMMEDIATE 'SET @a = 1'",
             "PREPARE s FROM 'SELECT 1'",
             "EXECUTE s",
+            // Executable comments are code to the server.
+            "/*!CALL p()*/",
+            "/* a comment */ /*!PREPARE s FROM 'SELECT 1' */",
+            "/*!50100 XA START 'x' */",
+            "/*M!100000 EXECUTE s */",
         ] {
             let (t, _, e) = text(opaque);
             assert_eq!(t, Target::Master, "{opaque}");
-            assert_ne!(e.pin & Pins::CONNECTION_STATE, 0, "{opaque}");
+            assert!(e.pin.contains(Pins::CONNECTION_STATE), "{opaque}");
         }
         let (_, _, e) = text("SELECT NEXTVAL(sq)");
-        assert_ne!(e.pin & Pins::SESSION_STATE, 0);
+        assert!(e.pin.contains(Pins::SESSION_STATE));
         let (_, _, e) = text("INSERT INTO t VALUES (NEXT VALUE FOR sq)");
-        assert_ne!(e.pin & Pins::SESSION_STATE, 0);
+        assert!(e.pin.contains(Pins::SESSION_STATE));
         let (_, _, e) = text("SELECT RELEASE_ALL_LOCKS()");
-        assert_ne!(e.unpin & Pins::NAMED_LOCK, 0);
+        assert!(e.unpin.contains(Pins::NAMED_LOCK));
         let (_, _, e) = text("SET sql_mode = 'ANSI_QUOTES'");
         assert!(e.sql_mode && e.replay_set);
         let (_, _, e) = text("SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
@@ -611,6 +669,39 @@ mod tests {
         assert!(!replayable_set(b"SET time_zone = app.CONCAT('x')"));
         assert!(!replayable_set(b"SET time_zone = `app` . concat ('x')"));
         assert!(replayable_set(b"SET time_zone = CONCAT('+0', '0:00')"));
+        for one_shot in [
+            "SET insert_id = 5",
+            "SET SESSION INSERT_ID = 5",
+            "SET @@insert_id = 5",
+            "SET @@session.insert_id = 5",
+            "SET last_insert_id = 7",
+            "SET rand_seed1 = 1, rand_seed2 = 2",
+        ] {
+            assert!(!replayable_set(one_shot.as_bytes()), "{one_shot}");
+        }
+        assert!(replayable_set(b"SET sql_mode = 'insert_id'"));
+    }
+
+    #[test]
+    fn only_a_certain_release_all_locks_lifts_the_pin() {
+        for yes in [
+            "SELECT RELEASE_ALL_LOCKS()",
+            "select release_all_locks();",
+            "DO RELEASE_ALL_LOCKS()",
+            "SELECT RELEASE_ALL_LOCKS() AS n",
+            "SELECT RELEASE_ALL_LOCKS() n",
+        ] {
+            assert!(releases_all_locks(yes.as_bytes()), "{yes}");
+        }
+        for no in [
+            "SELECT RELEASE_ALL_LOCKS() FROM t WHERE 1 = 0",
+            "SELECT IF(0, RELEASE_ALL_LOCKS(), 1)",
+            "SELECT 1 FROM t WHERE RELEASE_ALL_LOCKS() > 5",
+            "SELECT RELEASE_ALL_LOCKS() + 0 FROM dual WHERE 0",
+            "SELECT RELEASE_ALL_LOCKS(), GET_LOCK('a', 0)",
+        ] {
+            assert!(!releases_all_locks(no.as_bytes()), "{no}");
+        }
     }
 
     #[test]

@@ -77,6 +77,19 @@ pub struct NeedColumns {
 /// whose columns are not cached: that table. Parses the statement; called only after a
 /// plan was refused.
 pub fn columns_needed(sql: &str, current_db: Option<&str>, rules: &ShardRules) -> Option<NeedColumns> {
+    // INSERT … VALUES, read by its head as the planner reads it (`split.rs`), at any size.
+    if let Some(rule) = super::split::without_column_list(sql, current_db, rules) {
+        return rules
+            .columns
+            .get(&rule.db, &rule.table)
+            .is_none()
+            .then(|| NeedColumns {
+                db: rule.db.clone(),
+                table: rule.table.clone(),
+                group: rule.group_of(0),
+                sub_table: rule.sub_table(0),
+            });
+    }
     // The planner's own bounds: never a larger statement, nor a deeper tree than the
     // caller's stack takes (those are refused for other reasons anyway).
     let head = sql.trim_start().get(..7).unwrap_or("");

@@ -14,7 +14,7 @@ use sqlparser::ast::{
     OnInsert, SetExpr, Statement, TableFactor, TableObject, TableWithJoins, Update,
 };
 
-use super::literal::literal;
+use super::literal::literal_or_param;
 use super::plan::{Ctx, Part, Refusal, Resolved, ShardPlan};
 use super::route::KeyCtx;
 use super::visitors::{NoShardedSubquery, Requalify};
@@ -131,7 +131,7 @@ pub(super) fn plan_insert(mut ins: Insert, ctx: &Ctx<'_>) -> Result<Option<Shard
     }
 
     let key_of = |e: &Expr| -> Result<u32, Refusal> {
-        let Some(lit) = literal(e) else {
+        let Some(lit) = literal_or_param(e, ctx.values) else {
             return refuse(format!(
                 "sluice: the shard key {key} of a row inserted into sharded table {table} must be a \
                  literal value (not an expression, DEFAULT or a placeholder without its value)"
@@ -386,6 +386,7 @@ pub(super) fn plan_update(mut u: Update, ctx: &Ctx<'_>) -> Result<Option<ShardPl
     let kc = KeyCtx {
         rule,
         qualifiers: qualifiers(&table, &db, alias.as_deref()),
+        values: ctx.values,
     };
     let shards = kc.route(u.selection.as_ref());
     if shards.len() > 1 && (!u.order_by.is_empty() || u.limit.is_some()) {
@@ -480,6 +481,7 @@ pub(super) fn plan_delete(mut d: Delete, ctx: &Ctx<'_>) -> Result<Option<ShardPl
     let kc = KeyCtx {
         rule,
         qualifiers: qualifiers(&table, &db, alias.as_deref()),
+        values: ctx.values,
     };
     let shards = kc.route(d.selection.as_ref());
     if shards.len() > 1 && (!d.order_by.is_empty() || d.limit.is_some()) {

@@ -29,7 +29,7 @@ use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
 use super::concat::{concat_call, count_star, is_concat, max_len, sum_of, ConcatCall};
-use super::literal::literal;
+use super::literal::literal_or_param;
 use super::plan::{Ctx, Refusal};
 use super::route::KeyCtx;
 use super::shape::{direction, find_visible, helper_expr, is_null, order_by_positions, Item};
@@ -740,7 +740,7 @@ impl<'c, 'a> Grouped<'c, 'a> {
                 ));
             }
         }
-        if let Some(l) = literal(e) {
+        if let Some(l) = literal_or_param(e, self.ctx.values) {
             return Ok(spec::Expr::Lit(l.to_spec()));
         }
         Ok(spec::Expr::Col(self.operand(e, Purpose::Having)?))

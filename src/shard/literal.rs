@@ -5,6 +5,7 @@ use sqlparser::ast::{Expr, UnaryOperator, Value};
 
 use super::rule::KeyValue;
 use super::spec;
+use super::ParamValue;
 
 /// A literal as the server reads it.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,9 +57,9 @@ pub(crate) fn literal(e: &Expr) -> Option<Lit> {
     match e {
         Expr::Nested(inner) => literal(inner),
         Expr::Value(v) => value_literal(&v.value),
-        // `_cs X'…'` / `_cs '…'` (how string parameters are bound, see `bind.rs`): its bytes,
-        // when they mean what they would in a plain literal of a UTF-8 session (placement
-        // hashes bytes): ASCII, or UTF-8 or binary introducers. Others are not read.
+        // `_cs X'…'` / `_cs '…'`: its bytes, when they mean what they would in a plain
+        // literal of a UTF-8 session (placement hashes bytes): ASCII, or UTF-8 or binary
+        // introducers. Others are not read.
         Expr::Prefixed { prefix, value } if prefix.quote_style.is_none() => {
             let bytes = match value.as_ref() {
                 Expr::Value(v) => match &v.value {
@@ -184,6 +185,54 @@ pub(crate) fn unsigned(e: &Expr) -> Option<u64> {
     match e {
         Expr::Value(v) => match &v.value {
             Value::Number(s, false) if s.bytes().all(|b| b.is_ascii_digit()) => s.parse().ok(),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The literal a prepared statement's parameter stands for when placing rows and routing
+/// (its value is never written into SQL: the sub-tables get the parameter itself). None
+/// for values whose placement sluice cannot tell: temporal values (as a temporal literal
+/// key is not read either), NaN, and strings in a client character set other than UTF-8
+/// ([`ParamValue::Foreign`]: the server converts them before comparing).
+pub(crate) fn param_literal(v: &ParamValue) -> Option<Lit> {
+    match v {
+        ParamValue::Null => Some(Lit::Null),
+        ParamValue::Int(i) => Some(Lit::Int(i128::from(*i))),
+        ParamValue::UInt(u) => Some(Lit::Int(i128::from(*u))),
+        ParamValue::Float(f) if f.is_finite() => Some(Lit::Float(format!("{f:e}"))),
+        ParamValue::Decimal(t) => {
+            let s = std::str::from_utf8(t).ok()?;
+            let (neg, body) = match s.strip_prefix('-') {
+                Some(rest) => (true, rest),
+                None => (false, s.strip_prefix('+').unwrap_or(s)),
+            };
+            match (number(body)?, neg) {
+                (l @ (Lit::Int(_) | Lit::Decimal(_)), false) => Some(l),
+                (Lit::Int(n), true) => Some(Lit::Int(-n)),
+                (Lit::Decimal(d), true) => Some(Lit::Decimal(format!("-{d}"))),
+                _ => None,
+            }
+        }
+        ParamValue::Bytes(b) | ParamValue::Blob(b) => Some(Lit::Str(b.clone())),
+        ParamValue::Float(_) | ParamValue::Foreign(_) | ParamValue::Temporal(_) => None,
+    }
+}
+
+/// The literal `e` stands for: a literal, or a placeholder tagged with its parameter's
+/// index (`?3`, see `plan.rs`) whose value `values` holds.
+pub(crate) fn literal_or_param(e: &Expr, values: Option<&[ParamValue]>) -> Option<Lit> {
+    if let Some(l) = literal(e) {
+        return Some(l);
+    }
+    match e {
+        Expr::Nested(inner) => literal_or_param(inner, values),
+        Expr::Value(v) => match &v.value {
+            Value::Placeholder(tag) => {
+                let i: usize = tag.strip_prefix('?')?.parse().ok()?;
+                param_literal(values?.get(i)?)
+            }
             _ => None,
         },
         _ => None,

@@ -4,9 +4,10 @@
 //! * [`rule`]: shard rules (Atlas shorthand `db.table.column.N` or the full form) and the
 //!   placement of key values (`Mod`: Euclidean remainder; `Hash`: CRC32 of the key
 //!   normalized by its collation kind).
-//! * [`plan()`] / [`plan_with_params`]: one statement → [`ShardPlan`] (per-shard SQL rewritten
-//!   on the sqlparser AST, and the [`crate::merge::MergeSpec`] of the answers), `Ok(None)` when
-//!   no sharded table is involved, or a [`Refusal`] sentence for error 1235.
+//! * [`plan()`] / [`plan_prepared`]: one statement → [`ShardPlan`] (per-shard SQL rewritten
+//!   on the sqlparser AST, or for `INSERT … VALUES` cut from the client's bytes, and the
+//!   [`crate::merge::MergeSpec`] of the answers), `Ok(None)` when no sharded table is
+//!   involved, or a [`Refusal`] sentence for error 1235.
 //!
 //! Pure code: no sockets, no I/O.
 //!
@@ -32,25 +33,32 @@
 //!   case-sensitively (MariaDB on Linux) unless [`ShardRules::with_lower_case_table_names`].
 //! * sqlparser 0.64 misreads the precedence of `||` and `XOR`; a WHERE holding them is not
 //!   routed or pruned (sent unchanged to every shard), a HAVING holding them is refused.
-//! * Prepared statements: parameters are written into the SQL by `bind.rs`, never by escaping
-//!   client bytes in a character set sluice does not model (hex with the client's character
-//!   set introducer, `_binary` for BLOBs, typed temporal literals, checked numbers).
+//! * Prepared statements: parameter values are never written into SQL. Every part keeps its
+//!   placeholders and runs as a prepared statement on its sub-table with the client's own
+//!   typed parameters (`Part::params` says which, in its order); the values only choose the
+//!   sub-tables and feed the merge (HAVING, LIMIT).
+//! * `INSERT … VALUES` is split by `split.rs` at the token level (`lex.rs`): each part is the
+//!   client's bytes (head with the sub-table's name, its rows, ON DUPLICATE KEY UPDATE), at any
+//!   size; only what it cannot read goes to the tree planner, which `max_statement_size` bounds.
 
 pub mod plan;
 pub mod rule;
 
-mod bind;
 mod columns;
 mod concat;
 mod ddl;
 mod describe;
 mod dml;
+mod dump;
 mod group;
+mod lex;
 mod literal;
 mod names;
+mod params;
 mod route;
 mod select;
 mod shape;
+mod split;
 mod text;
 mod union;
 mod visitors;
@@ -59,15 +67,13 @@ mod walk;
 /// The merge contract (`src/merge/spec.rs`, re-exported by `crate::merge`).
 use crate::merge as spec;
 
-pub use bind::{needs_charset, Charset, ParamValue, Temporal};
 pub use columns::{columns_needed, columns_query, wants_columns, NeedColumns};
 pub use describe::{describe, has_join, has_limit, has_union, logical_names, Describe};
-pub use plan::{
-    bind_merge, plan, plan_prepared, plan_with_charset, plan_with_params, Part, Refusal, ShardPlan,
-};
+pub use params::{needs_charset, Charset, ParamValue, Temporal};
+pub use plan::{bind_merge, plan, plan_prepared, Part, Refusal, ShardPlan};
 pub use rule::{
     crc32, normalize_key, parse_atlas, KeyCollation, KeyValue, ShardFn, ShardRule, ShardRules,
-    DEFAULT_MAX_STATEMENT_SIZE,
+    DEFAULT_MAX_LONG_DATA_SIZE, DEFAULT_MAX_STATEMENT_SIZE,
 };
 pub use text::count_placeholders;
 

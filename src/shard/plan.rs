@@ -1,7 +1,7 @@
 //! Planning one statement against the shard rules: which sub-tables it goes to, the SQL
 //! each receives (rewritten on the AST), and how the answers merge.
 //!
-//! Entry points: [`plan`] for text statements, [`plan_with_params`] for prepared ones.
+//! Entry points: [`plan`] for text statements, [`plan_prepared`] for prepared ones.
 //! `Ok(None)`: the statement touches no sharded table (the caller treats it normally).
 //! `Err(Refusal)`: it does, and sluice cannot answer it exactly; the caller answers with
 //! MySQL error 1235 (`ER_NOT_SUPPORTED_YET`) and the refusal's sentence. Never a wrong or a
@@ -14,13 +14,14 @@
 use sqlparser::ast::{ObjectName, OrderBy, Query, SetExpr, Statement, TableFactor};
 use sqlparser::tokenizer::{Location, Token, TokenWithSpan};
 
-use super::bind::{written_len, Charset, ParamValue};
 use super::names::name_items_as_written;
+use super::params::{Charset, ParamValue};
 use super::rule::{ShardRule, ShardRules};
 use super::spec::MergeSpec;
+use super::split::{split_insert, Split};
 use super::text::{
-    depth_bound, has_executable_comment, keep_0x_hex, names_table_cheaply, parse, placeholders, substitute,
-    tokenize, Source, MAX_EXPR_DEPTH,
+    depth_bound, has_executable_comment, keep_0x_hex, names_table_cheaply, parse, placeholders, tokenize,
+    Source, MAX_EXPR_DEPTH,
 };
 use super::walk::{idents, walk, walk_select, Visit};
 use super::{ddl, dml, select};
@@ -44,7 +45,7 @@ pub struct Part {
     /// Backend group holding the sub-table.
     pub group: usize,
     pub sql: String,
-    /// For a prepared SELECT planned with its placeholders kept ([`plan_with_charset`]):
+    /// For a prepared statement (planned with its placeholders kept, [`plan_prepared`]):
     /// the client's parameter index of each `?` of `sql`, in order. Such a part runs as
     /// a prepared statement on its sub-table with the client's own typed parameters, so
     /// the server computes exactly what it computes for the unsharded statement. Empty:
@@ -150,41 +151,20 @@ fn helper_count(m: &MergeSpec) -> usize {
 /// Plans a text statement (COM_QUERY). `current_db` resolves unqualified table names.
 ///
 /// A statement with `?` placeholders that touches a sharded table is refused here: plan it
-/// with [`plan_with_params`].
+/// with [`plan_prepared`].
 pub fn plan(sql: &str, current_db: Option<&str>, rules: &ShardRules) -> Result<Option<ShardPlan>, Refusal> {
-    plan_inner(sql, None, &Charset::default(), current_db, rules)
+    plan_inner(sql, current_db, rules)
 }
 
-/// Plans a prepared statement with its parameter values: each `?` is replaced by the
-/// literal of its value (NULL, a number, a DOUBLE literal with an exponent, a string
-/// escaped for the default `sql_mode`, or `X'…'` for bytes that are not UTF-8) before
-/// planning, so the key routes and the parts carry plain text to run on each shard.
-pub fn plan_with_params(
-    sql: &str,
-    params: &[ParamValue],
-    current_db: Option<&str>,
-    rules: &ShardRules,
-) -> Result<Option<ShardPlan>, Refusal> {
-    plan_with_charset(sql, params, &Charset::default(), current_db, rules)
-}
-
-/// [`plan_with_params`] for a session whose character set settings are known: string
-/// parameters that are not plain ASCII can then be bound (see `bind.rs`); with
-/// `Charset::default()` they are refused.
-pub fn plan_with_charset(
-    sql: &str,
-    params: &[ParamValue],
-    cs: &Charset,
-    current_db: Option<&str>,
-    rules: &ShardRules,
-) -> Result<Option<ShardPlan>, Refusal> {
-    plan_inner(sql, Some(params), cs, current_db, rules)
-}
-
-/// Plans a prepared statement for execution: a SELECT with its placeholders kept, each
-/// part carrying the client's parameter order ([`Part::params`]), the shards chosen by
-/// the values; anything else (writes, and SELECTs whose shape needs a parameter's value
-/// in the merge, such as one in HAVING) as [`plan_with_charset`] does.
+/// Plans a prepared statement for execution with its placeholders kept: every part runs
+/// as a prepared statement on its sub-table with the client's own typed parameters
+/// ([`Part::params`]), so the server computes (types, lengths, character sets, binary
+/// bytes, DECIMAL arithmetic) exactly what it computes for the unsharded statement. The
+/// values only choose the shards (a key compared with or inserted as a parameter routes
+/// as a literal would) and, where the merge compares with one (HAVING) or counts rows by
+/// it (LIMIT), are read there. A parameter's value is never written into SQL. `cs`: the
+/// session's character set settings (a non-ASCII string in a character set other than
+/// UTF-8 places nothing).
 pub fn plan_prepared(
     sql: &str,
     params: &[ParamValue],
@@ -192,44 +172,49 @@ pub fn plan_prepared(
     current_db: Option<&str>,
     rules: &ShardRules,
 ) -> Result<Option<ShardPlan>, Refusal> {
-    let literal = plan_inner(sql, Some(params), cs, current_db, rules);
-    if params.is_empty() {
-        return literal;
+    if params.is_empty() || rules.is_empty() || !rules.mentioned_in(sql) {
+        return plan_inner(sql, current_db, rules);
     }
-    // A SELECT is planned again with its placeholders kept, to run as a prepared
-    // statement on each sub-table with the client's typed parameters: the only way the
-    // server computes (types, lengths, nullability, DECIMAL arithmetic) exactly what it
-    // computes for the unsharded statement. The values still choose the shards. When that
-    // plan is refused (a parameter where the merge needs a value, as in HAVING) the
-    // values written in as literals stand.
-    let forced: Option<Vec<u32>> = match &literal {
-        Ok(Some(ShardPlan::Select { parts, .. })) => Some(parts.iter().map(|p| p.shard).collect()),
-        // Refused with the values written in (`LIMIT '3'` is not SQL): every shard.
-        Err(_) => None,
-        Ok(_) => return literal,
-    };
-    match plan_placeholders(sql, params, forced.as_deref(), current_db, rules) {
-        Ok(Some(p @ ShardPlan::Select { .. })) => Ok(Some(p)),
-        _ => literal,
+    let values = placement_values(params, cs);
+    if let Split::Plan(p) = split_insert(sql, Some(&values), current_db, rules)? {
+        return Ok(Some(*p));
     }
+    plan_placeholders(sql, &values, current_db, rules)
 }
 
-/// Plans a prepared SELECT with its placeholders kept (see [`Part::params`]). Each `?` is
-/// tagged with its parameter index (`?3`, which sqlparser keeps as a placeholder and
+/// The values as placement reads them: a non-ASCII string in a client character set
+/// other than UTF-8 is [`ParamValue::Foreign`] (the server converts it before comparing,
+/// so its bytes say nothing about its shard).
+fn placement_values(params: &[ParamValue], cs: &Charset) -> Vec<ParamValue> {
+    params
+        .iter()
+        .map(|v| match v {
+            ParamValue::Bytes(b) if !b.is_ascii() && !cs.utf8_client() => ParamValue::Foreign(b.clone()),
+            v => v.clone(),
+        })
+        .collect()
+}
+
+/// Plans a prepared statement with its placeholders kept (see [`Part::params`]). Each `?`
+/// is tagged with its parameter index (`?3`, which sqlparser keeps as a placeholder and
 /// renders as written) so that every rewrite (helper columns, `AVG` split into `SUM` and
-/// `COUNT`, ORDER BY as positions) keeps track of it; the tags are then read back from
-/// each part's text with the tokenizer and turned into plain `?`.
+/// `COUNT`, ORDER BY as positions) keeps track of it, and the key routing reads its value;
+/// the tags are then read back from each part's text with the tokenizer and turned into
+/// plain `?`.
 fn plan_placeholders(
     sql: &str,
     params: &[ParamValue],
-    forced: Option<&[u32]>,
     current_db: Option<&str>,
     rules: &ShardRules,
 ) -> Result<Option<ShardPlan>, Refusal> {
-    // The same bound as the literal plan's: memory and time in proportion to the size.
-    let size = sql.len() + params.iter().map(written_len).sum::<usize>();
-    if size > rules.max_statement_size() {
-        return Err(Refusal("sluice: statement too large".into()));
+    // The same bound as the text plan's: memory and time in proportion to the size.
+    if sql.len() > rules.max_statement_size() {
+        return Err(Refusal(format!(
+            "sluice: this prepared statement on a sharded table is {} bytes; sluice plans at most {} \
+             (sharding.max_statement_size)",
+            sql.len(),
+            rules.max_statement_size()
+        )));
     }
     let mut tokens = tokenize(sql).map_err(Refusal)?;
     let Some(named) = mentions_tokens(rules, &tokens) else {
@@ -250,10 +235,12 @@ fn plan_placeholders(
     }
     let src = Source::new(sql);
     keep_0x_hex(&mut tokens, &src);
-    // Only shallow statements: deeper ones keep the literal plan (planned on a thread
-    // with a larger stack).
+    // Only shallow statements: deeper ones are refused (planned on the caller's stack).
     if depth_bound(&tokens) > INLINE_DEPTH {
-        return Err(Refusal("sluice: deep statement".into()));
+        return Err(Refusal(format!(
+            "sluice: the expressions in this prepared statement on sharded table {named} nest too \
+             deeply (sluice plans at most {INLINE_DEPTH} levels with parameters)"
+        )));
     }
     let mut stmts = parse(tokens.clone()).map_err(|e| {
         Refusal(format!(
@@ -264,41 +251,40 @@ fn plan_placeholders(
         return Err(Refusal("sluice: not one statement".into()));
     }
     let mut stmt = stmts.remove(0);
-    name_items_as_written(&mut stmt, &tokens, &src, &[]);
-    let Statement::Query(q) = stmt else {
-        return Ok(None);
-    };
-    // What the literal plan refuses (executable comments, `:=` across shards): left to it.
-    if has_executable_comment(sql) || tokens.iter().any(|t| matches!(t.token, Token::Assignment)) {
-        return Err(Refusal("sluice: planned with literals".into()));
-    }
+    let placeholder_at: Vec<Location> = tokens
+        .iter()
+        .filter(|t| matches!(t.token, Token::Placeholder(_)))
+        .map(|t| t.span.start)
+        .collect();
+    name_items_as_written(&mut stmt, &tokens, &src, &placeholder_at);
+    let assigns = refuse_read_hazards(&stmt, &tokens, sql, &named)?;
     let ctx = Ctx {
         rules,
         db: current_db,
         src,
         tokens,
         spliceable: true,
-        forced_shards: forced,
+        forced_shards: None,
         values: Some(params),
     };
-    let Some(ShardPlan::Select {
-        mut parts,
-        merge,
-        wildcard_helpers,
-    }) = select::plan_query(*q, &ctx)?
-    else {
-        return Ok(None);
+    let mut planned = plan_statement(stmt, &ctx)?;
+    refuse_assign_across(assigns, planned.as_ref(), &named)?;
+    if let Some(ShardPlan::Write { ddl: true, .. }) = planned {
+        // The server prepares no DDL with parameters.
+        return Err(Refusal(format!(
+            "sluice: cannot rewrite this statement for the sub-tables of sharded table {named}"
+        )));
+    }
+    let parts = match &mut planned {
+        Some(ShardPlan::Select { parts, .. } | ShardPlan::Write { parts, .. }) => parts,
+        None => return Ok(None),
     };
-    for part in &mut parts {
+    for part in parts {
         let (sql, order) = untag(&part.sql, params.len())?;
         part.sql = sql;
         part.params = order;
     }
-    Ok(Some(ShardPlan::Select {
-        parts,
-        merge,
-        wildcard_helpers,
-    }))
+    Ok(planned)
 }
 
 /// A part's text with its tagged placeholders (`?3`) made plain (`?`), and the parameter
@@ -333,26 +319,37 @@ fn untag(sql: &str, count: usize) -> Result<(String, Vec<u16>), Refusal> {
     Ok((out, order))
 }
 
-fn plan_inner(
-    sql: &str,
-    params: Option<&[ParamValue]>,
-    cs: &Charset,
-    current_db: Option<&str>,
-    rules: &ShardRules,
-) -> Result<Option<ShardPlan>, Refusal> {
+fn plan_inner(sql: &str, current_db: Option<&str>, rules: &ShardRules) -> Result<Option<ShardPlan>, Refusal> {
     if rules.is_empty() || !rules.mentioned_in(sql) {
         return Ok(None);
     }
+    // What mariadb-dump writes around the rows (LOCK TABLES, DISABLE KEYS), by tokens.
+    if let Some(p) = super::dump::plan_dump_statement(sql, current_db, rules) {
+        return p.map(Some);
+    }
+    // INSERT … VALUES is split from the client's bytes, in one pass, at any size.
+    let not_split = match split_insert(sql, None, current_db, rules)? {
+        Split::Plan(p) => return Ok(Some(*p)),
+        Split::Other(why) => why,
+    };
     // Planning costs memory and time in proportion to the statement (tokens, tree, parts):
     // too large a one is refused before it is tokenized.
-    let size = sql.len() + params.map_or(0, |p| p.iter().map(written_len).sum());
+    let size = sql.len();
     if size > rules.max_statement_size() {
         if !names_table_cheaply(sql, rules) {
             return Ok(None);
         }
+        if is_insert(sql) {
+            return Err(Refusal(format!(
+                "sluice: this INSERT on a sharded table cannot be split row by row ({not_split}) and is \
+                 {size} bytes; sluice plans other statements of at most {} bytes \
+                 (sharding.max_statement_size)",
+                rules.max_statement_size()
+            )));
+        }
         return Err(Refusal(format!(
-            "sluice: this statement on a sharded table is {size} bytes (with its parameters written \
-             into it); sluice plans at most {} (sharding.max_statement_size)",
+            "sluice: this statement on a sharded table is {size} bytes; sluice plans at most {} \
+             (sharding.max_statement_size)",
             rules.max_statement_size()
         )));
     }
@@ -366,15 +363,7 @@ fn plan_inner(
     };
     let src = Source::new(sql);
     let placeholder_count = placeholders(&tokens);
-    let placeholder_at: Vec<Location> = tokens
-        .iter()
-        .filter(|t| matches!(t.token, Token::Placeholder(_)))
-        .map(|t| t.span.start)
-        .collect();
-    let mut tokens = match params {
-        Some(p) => substitute(tokens, p, cs)?,
-        None => tokens,
-    };
+    let mut tokens = tokens;
     keep_0x_hex(&mut tokens, &src);
     // Before parsing: the tree must never be deeper than what can be walked and dropped.
     let depth = depth_bound(&tokens);
@@ -389,10 +378,9 @@ fn plan_inner(
         src,
         tokens,
         placeholder_count,
-        placeholder_at,
     };
     if depth <= INLINE_DEPTH {
-        return plan_parsed(parsed, params.is_some(), current_db, rules);
+        return plan_parsed(parsed, current_db, rules);
     }
     // Deeper trees are walked on a thread of their own with a stack sized for
     // MAX_EXPR_DEPTH; only plain data (the plan) comes back.
@@ -400,10 +388,20 @@ fn plan_inner(
         std::thread::Builder::new()
             .name("sluice-plan".into())
             .stack_size(DEEP_STACK)
-            .spawn_scoped(scope, || plan_parsed(parsed, params.is_some(), current_db, rules))
+            .spawn_scoped(scope, || plan_parsed(parsed, current_db, rules))
             .map_err(|e| Refusal(format!("sluice: cannot plan this statement now: {e}")))?
             .join()
             .unwrap_or_else(|_| Err(Refusal("sluice: planning this statement failed".into())))
+    })
+}
+
+/// Whether the statement's first word is INSERT or REPLACE (after whitespace and plain
+/// comments).
+fn is_insert(sql: &str) -> bool {
+    let mut lx = super::lex::Lexer::new(sql);
+    lx.next_tok().is_some_and(|t| {
+        let w = &sql[t.start..t.end];
+        w.eq_ignore_ascii_case("INSERT") || w.eq_ignore_ascii_case("REPLACE")
     })
 }
 
@@ -416,19 +414,16 @@ pub(super) const INLINE_DEPTH: usize = 128;
 /// only committed as it is used.
 const DEEP_STACK: usize = 64 << 20;
 
-/// A statement tokenized, its parameters substituted, ready to parse.
+/// A statement tokenized, ready to parse.
 struct Parsed<'a> {
     named: String,
     src: Source<'a>,
     tokens: Vec<TokenWithSpan>,
     placeholder_count: usize,
-    /// Where the client wrote `?` (their substituted values carry these locations).
-    placeholder_at: Vec<Location>,
 }
 
 fn plan_parsed(
     p: Parsed<'_>,
-    prepared: bool,
     current_db: Option<&str>,
     rules: &ShardRules,
 ) -> Result<Option<ShardPlan>, Refusal> {
@@ -437,14 +432,13 @@ fn plan_parsed(
         src,
         tokens,
         placeholder_count,
-        placeholder_at,
     } = p;
     let mut stmts = parse(tokens.clone()).map_err(|e| {
         Refusal(format!(
             "sluice: cannot parse this statement on sharded table {named}: {e}"
         ))
     })?;
-    let mut stmt = match stmts.len() {
+    let stmt = match stmts.len() {
         0 => return Ok(None),
         1 => stmts.remove(0),
         _ => {
@@ -453,34 +447,21 @@ fn plan_parsed(
             )))
         }
     };
-    name_items_as_written(&mut stmt, &tokens, &src, &placeholder_at);
+    let mut stmt = stmt;
+    name_items_as_written(&mut stmt, &tokens, &src, &[]);
     let ctx = Ctx {
         rules,
         db: current_db,
         src,
         tokens,
-        spliceable: !prepared || placeholder_count == 0,
+        spliceable: true,
         forced_shards: None,
-        // Prepared (values written in as literals): LIMIT takes their string and
-        // DOUBLE forms too (see `select::parse_limit`).
-        values: prepared.then_some(&[]),
+        values: None,
     };
-    let is_query = matches!(stmt, Statement::Query(_));
-    if is_query && has_executable_comment(ctx.src.text) {
-        return Err(Refusal(format!(
-            "sluice: executable comments (/*! … */, /*M! … */) in a SELECT on sharded table {named} are \
-             not supported (sluice would not read them as MariaDB runs them)"
-        )));
-    }
-    let assigns = is_query && ctx.tokens.iter().any(|t| matches!(t.token, Token::Assignment));
+    let assigns = refuse_read_hazards(&stmt, &ctx.tokens, ctx.src.text, &named)?;
     let planned = plan_statement(stmt, &ctx)?;
-    if assigns && planned.as_ref().is_some_and(|p| p.parts().len() > 1) {
-        return Err(Refusal(format!(
-            "sluice: assigning a user variable (:=) in a SELECT on sharded table {named} that reads \
-             several sub-tables is not supported (each sub-table would assign it on its own rows)"
-        )));
-    }
-    if planned.is_some() && !prepared && placeholder_count > 0 {
+    refuse_assign_across(assigns, planned.as_ref(), &named)?;
+    if planned.is_some() && placeholder_count > 0 {
         return Err(Refusal(
             "sluice: a statement with ? placeholders on a sharded table is planned with its \
              parameter values (prepared statements)"
@@ -488,6 +469,41 @@ fn plan_parsed(
         ));
     }
     Ok(planned)
+}
+
+/// What a SELECT re-rendered from the tree cannot keep: an executable comment (`/*!…*/`,
+/// `/*M!…*/`: MariaDB runs its contents by version, the parser expands or drops them) is
+/// refused. Returns whether the SELECT assigns a user variable (`:=`), which
+/// [`refuse_assign_across`] refuses once the plan reads several sub-tables. Text and
+/// prepared plans alike (a prepared statement has no other plan to fall back on).
+fn refuse_read_hazards(
+    stmt: &Statement,
+    tokens: &[TokenWithSpan],
+    sql: &str,
+    named: &str,
+) -> Result<bool, Refusal> {
+    if !matches!(stmt, Statement::Query(_)) {
+        return Ok(false);
+    }
+    if has_executable_comment(sql) {
+        return Err(Refusal(format!(
+            "sluice: executable comments (/*! … */, /*M! … */) in a SELECT on sharded table {named} are \
+             not supported (sluice would not read them as MariaDB runs them)"
+        )));
+    }
+    Ok(tokens.iter().any(|t| matches!(t.token, Token::Assignment)))
+}
+
+/// `:=` in a SELECT that reads several sub-tables: each would assign the variable on its
+/// own rows, in its own order.
+fn refuse_assign_across(assigns: bool, planned: Option<&ShardPlan>, named: &str) -> Result<(), Refusal> {
+    if assigns && planned.is_some_and(|p| p.parts().len() > 1) {
+        return Err(Refusal(format!(
+            "sluice: assigning a user variable (:=) in a SELECT on sharded table {named} that reads \
+             several sub-tables is not supported (each sub-table would assign it on its own rows)"
+        )));
+    }
+    Ok(())
 }
 
 fn plan_statement(stmt: Statement, ctx: &Ctx<'_>) -> Result<Option<ShardPlan>, Refusal> {
@@ -534,7 +550,6 @@ fn statement_kind(tokens: &[TokenWithSpan]) -> String {
     }
 }
 
-/// The first sharded table name that appears as an identifier token.
 /// `PREPARE s FROM '…'` and `EXECUTE IMMEDIATE '…'` whose text names a sharded table: the
 /// server would run that text on the logical table (1146, or another table of that name),
 /// which sluice never planned. Refused; other statements that only mention a name in a
@@ -567,6 +582,7 @@ fn refuse_prepared_text(tokens: &[TokenWithSpan], rules: &ShardRules) -> Result<
     Ok(None)
 }
 
+/// The first sharded table name that appears as an identifier token.
 fn mentions_tokens(rules: &ShardRules, tokens: &[TokenWithSpan]) -> Option<String> {
     tokens.iter().find_map(|t| match &t.token {
         Token::Word(w) if rules.is_table_name(&w.value) => Some(w.value.clone()),

@@ -21,15 +21,18 @@ use std::collections::BTreeSet;
 
 use sqlparser::ast::{BinaryOperator, Expr, InTarget, Value};
 
-use super::literal::literal;
+use super::literal::literal_or_param;
 use super::rule::ShardRule;
 use super::visitors::{column_ref, MisreadOperators};
+use super::ParamValue;
 
 /// How the statement names the sharded table, to recognize its key column.
 pub(crate) struct KeyCtx<'a> {
     pub rule: &'a ShardRule,
     /// Qualifiers that denote the sharded table: `[alias]`, or `[table]` and `[db, table]`.
     pub qualifiers: Vec<Vec<String>>,
+    /// A prepared statement's parameter values, for keys compared with a placeholder.
+    pub values: Option<&'a [ParamValue]>,
 }
 
 impl KeyCtx<'_> {
@@ -48,7 +51,7 @@ impl KeyCtx<'_> {
     }
 
     fn shard_of(&self, e: &Expr) -> Option<u32> {
-        let lit = literal(e)?;
+        let lit = literal_or_param(e, self.values)?;
         self.rule.shard_for_lookup(&lit.key_value())
     }
 

@@ -283,35 +283,9 @@ fn ci_char_known(c: char) -> bool {
     matches!(c, ' '..='~' | '\u{3400}'..='\u{4DBF}' | '\u{4E00}'..='\u{9FFF}' | '\u{AC00}'..='\u{D7A3}')
 }
 
-const CRC_TABLE: [u32; 256] = crc_table();
-
-const fn crc_table() -> [u32; 256] {
-    let mut table = [0u32; 256];
-    let mut i = 0;
-    while i < 256 {
-        let mut c = i as u32;
-        let mut k = 0;
-        while k < 8 {
-            c = if c & 1 != 0 {
-                0xEDB8_8320 ^ (c >> 1)
-            } else {
-                c >> 1
-            };
-            k += 1;
-        }
-        table[i] = c;
-        i += 1;
-    }
-    table
-}
-
 /// CRC-32 (IEEE 802.3, as zlib and MySQL's `CRC32()`): `crc32(b"123456789") == 0xCBF43926`.
 pub fn crc32(bytes: &[u8]) -> u32 {
-    let mut c = 0xFFFF_FFFFu32;
-    for &b in bytes {
-        c = CRC_TABLE[((c ^ u32::from(b)) & 0xFF) as usize] ^ (c >> 8);
-    }
-    c ^ 0xFFFF_FFFF
+    crc32fast::hash(bytes)
 }
 
 /// Parses Atlas' shorthand `db.table.column.N`: `N` sub-tables `table_0 … table_{N-1}` in
@@ -343,6 +317,8 @@ pub struct ShardRules {
     fold_names: bool,
     /// 0: [`DEFAULT_MAX_STATEMENT_SIZE`].
     max_statement_size: usize,
+    /// 0: [`DEFAULT_MAX_LONG_DATA_SIZE`].
+    max_long_data_size: usize,
     /// Column order of the tables, for INSERTs without a column list (learned at run
     /// time, shared by the clones of these rules).
     pub(super) columns: super::columns::ColumnCache,
@@ -351,12 +327,17 @@ pub struct ShardRules {
     pub(super) descriptions: super::describe::DescriptionCache,
 }
 
-/// Default of `sharding.max_statement_size`. Planning holds the statement's tokens and
-/// tree, several hundred bytes per token (a 1.9 MiB `IN (1,1,…)` list took 1.24 GiB
-/// before the limit; an 800 KB one about 500 MiB in a debug build), so large statements on
-/// sharded tables are refused rather than allowed to exhaust sluice's memory; 256 KiB
-/// holds multi-row INSERTs of a few thousand rows.
+/// Default of `sharding.max_statement_size`. Planning with a tree holds the statement's
+/// tokens and tree, several hundred bytes per token (a 1.9 MiB `IN (1,1,…)` list took
+/// 1.24 GiB before the limit; an 800 KB one about 500 MiB in a debug build), so large
+/// statements on sharded tables are refused rather than allowed to exhaust sluice's
+/// memory. `INSERT … VALUES` is split without a tree (`split.rs`) and is not bound by it.
 pub const DEFAULT_MAX_STATEMENT_SIZE: usize = 256 << 10;
+
+/// Default of `sharding.max_long_data_size`: COM_STMT_SEND_LONG_DATA bytes held for one
+/// prepared statement on a sharded table until its EXECUTE says where they go (MariaDB's
+/// `max_long_data_size` plays this part on the server).
+pub const DEFAULT_MAX_LONG_DATA_SIZE: usize = 16 << 20;
 
 impl ShardRules {
     /// Validates each rule, fills in default placements and rejects duplicates.
@@ -365,6 +346,7 @@ impl ShardRules {
             rules: Vec::with_capacity(rules.len()),
             fold_names: false,
             max_statement_size: 0,
+            max_long_data_size: 0,
             columns: Default::default(),
             descriptions: Default::default(),
         };
@@ -396,6 +378,20 @@ impl ShardRules {
     pub fn with_max_statement_size(mut self, bytes: usize) -> ShardRules {
         self.max_statement_size = bytes;
         self
+    }
+
+    /// Most COM_STMT_SEND_LONG_DATA bytes held for one prepared statement.
+    pub fn with_max_long_data_size(mut self, bytes: usize) -> ShardRules {
+        self.max_long_data_size = bytes;
+        self
+    }
+
+    pub fn max_long_data_size(&self) -> usize {
+        if self.max_long_data_size == 0 {
+            DEFAULT_MAX_LONG_DATA_SIZE
+        } else {
+            self.max_long_data_size
+        }
     }
 
     pub fn max_statement_size(&self) -> usize {

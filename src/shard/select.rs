@@ -6,7 +6,6 @@ use sqlparser::ast::{
     Value,
 };
 
-use super::bind::ParamValue;
 use super::literal::unsigned;
 use super::plan::{Ctx, Part, Refusal, Resolved, ShardPlan};
 use super::route::KeyCtx;
@@ -14,6 +13,7 @@ use super::shape::{has_wildcard, shape};
 use super::spec::MergeSpec;
 use super::visitors::{NoShardedSubquery, Requalify};
 use super::walk::walk_select;
+use super::ParamValue;
 
 fn refuse<T>(msg: String) -> Result<T, Refusal> {
     Err(Refusal(msg))
@@ -162,7 +162,11 @@ pub(super) fn plan_select(mut q: Query, ctx: &Ctx<'_>) -> Result<Option<Planned>
         }
     }
 
-    let key = KeyCtx { rule, qualifiers };
+    let key = KeyCtx {
+        rule,
+        qualifiers,
+        values: ctx.values,
+    };
     let shards = match ctx.forced_shards {
         Some(s) => s.to_vec(),
         None => key.route(select_mut(&mut q)?.selection.as_ref()),

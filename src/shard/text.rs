@@ -1,13 +1,10 @@
 //! The statement's text and tokens: tokenizing and parsing with the options sluice always
-//! uses, placeholder substitution, mapping token locations back to byte offsets.
+//! uses, mapping token locations back to byte offsets.
 
 use sqlparser::ast::Statement;
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::{Parser, ParserOptions};
 use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
-
-use super::bind::{render, Charset, ParamValue};
-use super::plan::Refusal;
 
 /// Tokenizes with the MySQL dialect, string literals kept byte for byte (no unescaping).
 pub(crate) fn tokenize(sql: &str) -> Result<Vec<TokenWithSpan>, String> {
@@ -56,7 +53,7 @@ impl<'a> Source<'a> {
     }
 }
 
-/// The number of `?` placeholders of a statement as [`super::plan_with_params`] counts them
+/// The number of `?` placeholders of a statement as [`super::plan_prepared`] counts them
 /// (not inside string literals, quoted names or comments); None when the text cannot be
 /// tokenized.
 pub fn count_placeholders(sql: &str) -> Option<usize> {
@@ -69,38 +66,6 @@ pub(crate) fn placeholders(tokens: &[TokenWithSpan]) -> usize {
         .iter()
         .filter(|t| matches!(&t.token, Token::Placeholder(_)))
         .count()
-}
-
-/// Replaces each `?` with its parameter's literal, in order (see `bind.rs` for how each
-/// value is written).
-pub(crate) fn substitute(
-    tokens: Vec<TokenWithSpan>,
-    params: &[ParamValue],
-    cs: &Charset,
-) -> Result<Vec<TokenWithSpan>, Refusal> {
-    let count = placeholders(&tokens);
-    if count != params.len() {
-        return Err(Refusal(format!(
-            "sluice: the statement has {count} placeholders but {} parameters were given",
-            params.len()
-        )));
-    }
-    let mut out = Vec::with_capacity(tokens.len() + 4 * params.len());
-    let mut next = params.iter();
-    for t in tokens {
-        let Token::Placeholder(p) = &t.token else {
-            out.push(t);
-            continue;
-        };
-        if p != "?" {
-            return Err(Refusal(format!("sluice: the placeholder {p} is not supported")));
-        }
-        let Some(param) = next.next() else {
-            return Err(Refusal("sluice: too few parameters".into()));
-        };
-        render(param, cs, t.span, &mut out)?;
-    }
-    Ok(out)
 }
 
 /// `0x41` is a hex *hybrid* in MariaDB (a number in numeric context: `0x41 + 0` is 65, an
@@ -192,111 +157,32 @@ fn pop(levels: &mut Vec<usize>, sum: &mut usize) {
 /// `/*!` whatever its version and drops `/*M!`, so a statement re-rendered from the tree
 /// would mean something else.
 pub(crate) fn has_executable_comment(sql: &str) -> bool {
-    let b = sql.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'\'' | b'"' => i = skip_quoted(b, i, b[i], true),
-            b'`' => i = skip_quoted(b, i, b'`', false),
-            b'#' => i = line_end(b, i),
-            b'-' if b.get(i + 1) == Some(&b'-')
-                && b.get(i + 2)
-                    .is_none_or(|c| c.is_ascii_whitespace() || c.is_ascii_control()) =>
-            {
-                i = line_end(b, i)
-            }
-            b'/' if b.get(i + 1) == Some(&b'*') => {
-                if b.get(i + 2) == Some(&b'!') || (b.get(i + 2) == Some(&b'M') && b.get(i + 3) == Some(&b'!'))
-                {
-                    return true;
-                }
-                i = b[i + 2..]
-                    .windows(2)
-                    .position(|w| w == b"*/")
-                    .map_or(b.len(), |p| i + 2 + p + 2);
-            }
-            _ => i += 1,
-        }
-    }
-    false
+    use super::lex::{Kind, Lexer};
+    let mut lx = Lexer::new(sql);
+    // The lexer reads an executable comment (and an unterminated one) as `Bad`.
+    std::iter::from_fn(|| lx.next_tok())
+        .any(|t| t.kind == Kind::Bad && sql.get(t.start..t.start + 2) == Some("/*"))
 }
 
 /// Whether `sql` names one of the sharded tables as an identifier (not inside a string
-/// or a comment), read without tokenizing into memory: used for statements too large to
-/// plan, to tell a refusal (it names a sharded table) from a statement that only mentions
-/// one in a literal or comment and goes to the server untouched. A misreading only ever
-/// sends a statement untouched, never plans it.
+/// or a comment), read with the byte lexer (`lex.rs`), without tokenizing into memory: used
+/// for statements too large to plan, to tell a refusal (it names a sharded table) from a
+/// statement that only mentions one in a literal or comment and goes to the server
+/// untouched. What the lexer cannot read (an executable comment, an unterminated string)
+/// counts as naming one: such a statement is refused, never sent untouched by mistake.
 pub(crate) fn names_table_cheaply(sql: &str, rules: &super::rule::ShardRules) -> bool {
-    let b = sql.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        match c {
-            b'\'' | b'"' => i = skip_quoted(b, i, c, true),
-            b'`' => {
-                let end = skip_quoted(b, i, b'`', false);
-                let inner = sql.get(i + 1..end.saturating_sub(1).max(i + 1)).unwrap_or("");
-                if rules.is_table_name(&inner.replace("``", "`")) {
-                    return true;
-                }
-                i = end;
-            }
-            b'#' => i = line_end(b, i),
-            b'-' if b.get(i + 1) == Some(&b'-')
-                && b.get(i + 2)
-                    .is_none_or(|c| c.is_ascii_whitespace() || c.is_ascii_control()) =>
-            {
-                i = line_end(b, i)
-            }
-            b'/' if b.get(i + 1) == Some(&b'*')
-                && b.get(i + 2) != Some(&b'!')
-                && b.get(i + 2) != Some(&b'M') =>
-            {
-                i = b[i + 2..]
-                    .windows(2)
-                    .position(|w| w == b"*/")
-                    .map_or(b.len(), |p| i + 2 + p + 2);
-            }
-            c if c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80 => {
-                let start = i;
-                while i < b.len()
-                    && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'$' || b[i] >= 0x80)
-                {
-                    i += 1;
-                }
-                if sql.get(start..i).is_some_and(|w| rules.is_table_name(w)) {
-                    return true;
-                }
-            }
-            _ => i += 1,
+    use super::lex::{Kind, Lexer};
+    let mut lx = Lexer::new(sql);
+    while let Some(t) = lx.next_tok() {
+        let named = match t.kind {
+            Kind::Bad => return true,
+            Kind::Word => rules.is_table_name(&sql[t.start..t.end]),
+            Kind::Quoted => rules.is_table_name(&sql[t.start + 1..t.end - 1].replace("``", "`")),
+            _ => false,
+        };
+        if named {
+            return true;
         }
     }
     false
-}
-
-/// The index after the quoted text starting at `b[start]` (a doubled quote stays inside;
-/// a backslash escapes the next byte when `backslash`).
-fn skip_quoted(b: &[u8], start: usize, q: u8, backslash: bool) -> usize {
-    let mut i = start + 1;
-    while i < b.len() {
-        if backslash && b[i] == b'\\' {
-            i += 2;
-        } else if b[i] == q {
-            if b.get(i + 1) == Some(&q) {
-                i += 2;
-            } else {
-                return i + 1;
-            }
-        } else {
-            i += 1;
-        }
-    }
-    b.len()
-}
-
-fn line_end(b: &[u8], i: usize) -> usize {
-    b[i..]
-        .iter()
-        .position(|&c| c == b'\n')
-        .map_or(b.len(), |p| i + p + 1)
 }

@@ -202,6 +202,16 @@ fn is_root() -> bool {
 
 /// A loopback port that was free a moment ago (bind port 0, read it, release it).
 /// Callers retry on "address in use" since another process may grab it in between.
+/// A process's peak resident set size (VmHWM of /proc/PID/status), in kB.
+pub fn vm_hwm_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .expect("status")
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM")
+}
+
 pub fn free_port() -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
     l.local_addr().expect("local_addr").port()
@@ -1075,6 +1085,18 @@ fn listens_on(pid: u32, port: u16) -> bool {
     })
 }
 
+/// What every test sluice's configuration gets unless it names the key itself:
+/// [`without_auto_install`], and `reload.watch: false`, so a test that rewrites its file
+/// and then reloads by SIGHUP or `POST /reload` (tests/reload.rs) is not raced by the
+/// watcher reloading first (tests/reload_watch.rs turns it on).
+pub fn harness_defaults(body: String) -> String {
+    let mut body = without_auto_install(body);
+    if !body.lines().any(|l| l.starts_with("reload:")) {
+        body.push_str("reload:\n  watch: false\n");
+    }
+    body
+}
+
 /// `freshness.auto_install` is off in every test sluice unless the test's config names it:
 /// otherwise every sluice on the shared cluster would install triggers in every schema the
 /// other tests create (DDL that makes replicas briefly stale and races tests that install
@@ -1133,7 +1155,7 @@ impl Sluice {
     /// `users:` with `app`/`app` (cleartext) and `hashuser` (password_hash of "hashpw").
     pub fn users_yaml() -> String {
         format!(
-            "users:\n  - {{ name: {APP_USER}, password: {APP_PASSWORD} }}\n  - {{ name: {HASH_USER}, password_hash: \"{}\" }}\n",
+            "users:\n  - {{ name: {APP_USER}, password: {APP_PASSWORD}, backend: group }}\n  - {{ name: {HASH_USER}, password_hash: \"{}\", backend: group }}\n",
             native_password_hash(HASH_PASSWORD)
         )
     }
@@ -1180,6 +1202,17 @@ impl Sluice {
     /// `admin_listen:` lines (if any) are replaced by free loopback ports. Returns once
     /// the MySQL port accepts TCP connections.
     pub fn start(config_yaml: &str) -> Sluice {
+        Self::start_with(config_yaml, |dir, text| {
+            let path = dir.join("sluice.yaml");
+            fs::write(&path, text).expect("write sluice config");
+            path
+        })
+    }
+
+    /// [`Sluice::start`] with the configuration text put in place by `publish(dir, text)`,
+    /// which returns the path sluice is started with (e.g. a symlink into a kubelet-style
+    /// `..data` directory).
+    pub fn start_with(config_yaml: &str, publish: impl Fn(&Path, &str) -> PathBuf) -> Sluice {
         let dir = tempfile::Builder::new()
             .prefix("sluice-proc-")
             .tempdir_in(short_tmp())
@@ -1189,8 +1222,8 @@ impl Sluice {
             .filter(|l| !l.starts_with("listen:") && !l.starts_with("admin_listen:"))
             .map(|l| format!("{l}\n"))
             .collect();
-        let body = without_auto_install(body);
-        let config_path = dir.path().join("sluice.yaml");
+        let body = harness_defaults(body);
+        let mut config_path;
         let log = dir.path().join("sluice.log");
         // SLUICE_TEST_BIN runs the tests against another build (e.g. an older one, to show a test fails there).
         let bin_override = std::env::var_os("SLUICE_TEST_BIN");
@@ -1205,11 +1238,10 @@ impl Sluice {
             while admin_port == port {
                 admin_port = free_port();
             }
-            fs::write(
-                &config_path,
-                format!("listen: 127.0.0.1:{port}\nadmin_listen: 127.0.0.1:{admin_port}\n{body}"),
-            )
-            .expect("write sluice config");
+            config_path = publish(
+                dir.path(),
+                &format!("listen: 127.0.0.1:{port}\nadmin_listen: 127.0.0.1:{admin_port}\n{body}"),
+            );
             let log_from = file_len(&log);
             let args: Vec<OsString> = vec!["serve".into(), "--config".into(), config_path.clone().into()];
             let mut g = Guarded::spawn(bin, &args, &log, SLUICE_STOP_GRACE_SECS, Some(dir.path()), None);

@@ -1,4 +1,5 @@
 #![allow(dead_code)]
+pub mod accounts;
 pub mod cluster;
 pub mod http;
 pub mod raw;

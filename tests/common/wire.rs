@@ -332,6 +332,19 @@ fn parse_track(mut b: &[u8]) -> Option<Vec<String>> {
     Some(out)
 }
 
+/// `b` with its length-encoded-integer prefix, as COM_STMT_EXECUTE carries a string.
+pub fn lenenc_value(b: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(b.len() + 9);
+    put_lenenc(&mut v, b.len() as u64);
+    v.extend_from_slice(b);
+    v
+}
+
+/// A parameter of type `ty` whose bytes are `value` (length prefix included).
+pub fn raw(ty: u8, unsigned: bool, value: Vec<u8>) -> Param {
+    Param::Raw { ty, unsigned, value }
+}
+
 pub fn hex(b: &[u8]) -> String {
     let mut s = String::with_capacity(b.len() * 2);
     for x in b {
@@ -844,6 +857,19 @@ impl Wire {
             self.results(true).await
         }
         .await;
+        self.settle(r)
+    }
+
+    /// COM_STMT_SEND_LONG_DATA (no response): `data` appended to parameter `index`.
+    pub async fn send_long_data(&mut self, stmt_id: u32, index: u16, data: &[u8]) -> Reply {
+        if let Some(r) = self.check_usable() {
+            return r;
+        }
+        let mut p = vec![0x18];
+        p.extend_from_slice(&stmt_id.to_le_bytes());
+        p.extend_from_slice(&index.to_le_bytes());
+        p.extend_from_slice(data);
+        let r = self.send(&p).await.map(|()| Reply::Nothing);
         self.settle(r)
     }
 

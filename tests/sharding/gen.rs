@@ -1134,7 +1134,7 @@ pub fn generate(data: &[Reply]) -> Vec<Q> {
     }
     // Not generated: GROUP_CONCAT(DISTINCT tag ORDER BY tag). Of values equal under
     // utf8mb4_general_ci ('a', 'A', 'a ') the server keeps the first its scan meets, and
-    // sluice the first in merged order: a different spelling (README, known limits).
+    // sluice the first in merged order: a different spelling (docs/sharding.md, known limits).
     // Without its own ORDER BY the server's order is unspecified: refused (1235).
     qs.push(
         Q::new(

@@ -111,7 +111,7 @@ pub fn trigger_name(event: Event, table: &str) -> String {
 /// server resolves no WHERE clause and runs no range optimizer for it, which
 /// took about 30 % of the old trigger's CPU: the triggers' server CPU
 /// overhead measured 28-46 % lower (`benches/trigger_cost.sh`, variants
-/// `current` and `odku`; README, "The triggers' cost"). A missing
+/// `current` and `odku`; docs/guarantees.md, "The triggers' cost"). A missing
 /// row (a counter table truncated by hand) is created with n = 1 instead of
 /// the mark being lost.
 pub fn trigger_body(counter_schema: &str, event: Event, db: &str, table: &str, slots: u16) -> String {

@@ -7,11 +7,14 @@ use crate::merge::{MergeSpec, SortKey};
 use crate::shard::*;
 
 mod ddl;
+mod dump;
 mod limits;
 mod params;
 mod refusals;
 mod rules;
 mod select;
+mod select_merge;
+mod split;
 mod union;
 mod write;
 
@@ -35,6 +38,18 @@ pub(super) fn planned(sql: &str) -> ShardPlan {
 /// The per-shard SQL of a plan, as (shard, sql).
 pub(super) fn sqls(p: &ShardPlan) -> Vec<(u32, String)> {
     p.parts().iter().map(|x| (x.shard, x.sql.clone())).collect()
+}
+
+/// (shard, sql, the client's parameter of each `?`) of a prepared plan that must exist.
+pub(super) fn prepared_parts(sql: &str, params: &[ParamValue], cs: &Charset) -> Vec<(u32, String, Vec<u16>)> {
+    match plan_prepared(sql, params, cs, Some("test"), &rules()) {
+        Ok(Some(p)) => p
+            .parts()
+            .iter()
+            .map(|x| (x.shard, x.sql.clone(), x.params.clone()))
+            .collect(),
+        other => panic!("{sql}: {other:?}"),
+    }
 }
 
 /// A select plan's parts and merge spec.

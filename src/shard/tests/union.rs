@@ -163,19 +163,30 @@ fn shapes_that_cannot_be_exact_are_refused() {
 
 #[test]
 fn prepared_unions_keep_their_placeholders_and_route_per_branch() {
-    let params = [ParamValue::Int(4), ParamValue::Int(5)];
-    let p = plan_prepared(
-        "SELECT id FROM post_reply WHERE tid = ? UNION ALL SELECT id FROM post_reply WHERE tid = ? ORDER BY id LIMIT ?",
-        &[params[0].clone(), params[1].clone(), ParamValue::Int(3)],
-        &Charset::default(),
-        Some("test"),
-        &rules(),
-    )
-    .unwrap()
-    .unwrap();
-    let ShardPlan::Select { parts, merge, .. } = p else {
-        panic!("not a select")
+    let union = |op: &str| {
+        let sql = format!(
+            "SELECT id FROM post_reply WHERE tid {op} ? UNION ALL SELECT id FROM post_reply WHERE tid {op} ? ORDER BY id LIMIT ?"
+        );
+        let params = [ParamValue::Int(4), ParamValue::Int(5), ParamValue::Int(3)];
+        match plan_prepared(&sql, &params, &Charset::default(), Some("test"), &rules()) {
+            Ok(Some(ShardPlan::Select { parts, merge, .. })) => (parts, merge),
+            other => panic!("{sql}: {other:?}"),
+        }
     };
+    // Each branch routes by its own value (4 → sub-table 0, 5 → sub-table 1), both in
+    // one group: the server runs the whole UNION, its parameters bound in order.
+    let (parts, merge) = union("=");
+    assert_eq!(merge.limit, None);
+    assert_eq!(parts.len(), 1);
+    assert_eq!(parts[0].params, vec![0, 1], "{}", parts[0].sql);
+    assert!(parts[0].sql.contains("post_reply_0 ") && parts[0].sql.contains("post_reply_1 "));
+    assert!(
+        parts[0].sql.ends_with("ORDER BY id LIMIT 0, 3"),
+        "{}",
+        parts[0].sql
+    );
+    // Values that need every sub-table: four parts, each binding both parameters.
+    let (parts, merge) = union(">");
     assert_eq!(merge.limit, Some(crate::merge::Limit { offset: 0, count: 3 }));
     assert_eq!(parts.len(), 4);
     for part in &parts {
@@ -186,8 +197,8 @@ fn prepared_unions_keep_their_placeholders_and_route_per_branch() {
 
 #[test]
 fn bound_limits_of_branches_are_written_as_numbers() {
-    // Values written in: `LIMIT 2e0` is not SQL, though MariaDB takes 2e0 for `LIMIT ?`.
-    let p = plan_with_params(
+    // `LIMIT ?` bound to 2e0 or '3' (MariaDB takes both) is written as the number.
+    let p = plan_prepared(
         "(SELECT id FROM post_reply WHERE tid = ? ORDER BY id LIMIT ?) UNION ALL (SELECT id FROM post_reply WHERE tid = ? LIMIT ?) ORDER BY id LIMIT ?",
         &[
             ParamValue::Int(4),
@@ -196,6 +207,7 @@ fn bound_limits_of_branches_are_written_as_numbers() {
             ParamValue::Bytes(b"3".to_vec()),
             ParamValue::Float(4.0),
         ],
+        &Charset::default(),
         Some("test"),
         &rules(),
     )
@@ -205,8 +217,8 @@ fn bound_limits_of_branches_are_written_as_numbers() {
         sqls(&p),
         vec![(
             0,
-            "(SELECT id FROM post_reply_0 AS post_reply WHERE tid = 4 ORDER BY id LIMIT 0, 2) UNION ALL \
-             (SELECT id FROM post_reply_1 AS post_reply WHERE tid = 5 LIMIT 0, 3) ORDER BY id LIMIT 0, 4"
+            "(SELECT id FROM post_reply_0 AS post_reply WHERE tid = ? ORDER BY id LIMIT 0, 2) UNION ALL \
+             (SELECT id FROM post_reply_1 AS post_reply WHERE tid = ? LIMIT 0, 3) ORDER BY id LIMIT 0, 4"
                 .to_string()
         )]
     );

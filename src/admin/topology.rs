@@ -1,49 +1,25 @@
 //! Per-replica and per-pool metrics, computed when Prometheus scrapes: a
-//! custom collector reads the freshness monitors' and backend pools'
-//! atomics. No background task, and nothing on the query path.
+//! custom collector reads the running configuration's freshness monitors'
+//! and backend pools' atomics. No background task, and nothing on the query
+//! path. It lives here, above the layers it reads, so that `metrics` itself
+//! imports neither `freshness` nor `backend`.
 //!
 //! Labels: `group` (the configured group name), `replica` / `backend`
 //! ("master", "replica0", "replica1", ... in configuration order). The
 //! address of each backend is in `sluice_backend_info`.
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
-use arc_swap::ArcSwap;
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::{self, MetricType};
+use tracing::warn;
 
 use crate::backend::{BackendPool, Topology};
 use crate::config::FreshnessMode;
 use crate::freshness::monitor::GroupMonitor;
 use crate::freshness::state::Scope;
-
-/// The `replica`/`backend` label of replica `i` of a group.
-pub fn replica_name(i: usize) -> String {
-    format!("replica{i}")
-}
-
-/// One metric family a scrape-time collector exports (also `hot.rs`).
-pub(super) struct Family {
-    pub name: &'static str,
-    pub help: &'static str,
-    pub kind: MetricType,
-    pub labels: &'static [&'static str],
-}
-
-pub(super) const fn family(
-    name: &'static str,
-    help: &'static str,
-    kind: MetricType,
-    labels: &'static [&'static str],
-) -> Family {
-    Family {
-        name,
-        help,
-        kind,
-        labels,
-    }
-}
+use crate::frontend::Shared;
+use crate::metrics::family::{descs, family, finish, replica_name, Family, Samples};
 
 const GAUGE: MetricType = MetricType::GAUGE;
 const COUNTER: MetricType = MetricType::COUNTER;
@@ -235,24 +211,35 @@ struct BackendView {
     pool: Arc<BackendPool>,
 }
 
-pub struct GroupView {
+struct GroupView {
     name: String,
     monitor: Option<Arc<GroupMonitor>>,
     backends: Vec<BackendView>,
 }
 
-/// What the collector reads: the running topology's groups, replaced by a
-/// reload (`Metrics::retarget`).
-pub type Views = Arc<ArcSwap<Vec<GroupView>>>;
-
+/// Reads the running configuration snapshot of `Shared` at every scrape
+/// (so a reload needs no step here). Weak: the collector sits in the
+/// registry that `Shared` owns through its metrics.
 pub struct TopologyCollector {
-    groups: Views,
+    shared: Weak<Shared>,
     descs: Vec<Desc>,
+}
+
+/// Register the collector of replica and pool state with `shared`'s
+/// metrics. Called once at startup (`app::run`).
+pub fn register(shared: &Arc<Shared>) {
+    let collector = TopologyCollector {
+        shared: Arc::downgrade(shared),
+        descs: descs(&FAMILIES),
+    };
+    if let Err(e) = shared.metrics.registry.register(Box::new(collector)) {
+        warn!(error = %e, "cannot register the replica and pool metrics");
+    }
 }
 
 /// The collector's view of `topology`; `monitors` in the order of
 /// `topology.groups` (as in `Runtime`).
-pub fn views(topology: &Topology, monitors: &[Arc<GroupMonitor>]) -> Vec<GroupView> {
+fn views(topology: &Topology, monitors: &[Arc<GroupMonitor>]) -> Vec<GroupView> {
     topology
         .groups
         .iter()
@@ -277,55 +264,6 @@ pub fn views(topology: &Topology, monitors: &[Arc<GroupMonitor>]) -> Vec<GroupVi
         .collect()
 }
 
-impl TopologyCollector {
-    pub fn new(groups: Views) -> TopologyCollector {
-        TopologyCollector {
-            groups,
-            descs: descs(&FAMILIES),
-        }
-    }
-}
-
-pub(super) fn labels(names: &[&str], values: &[&str]) -> Vec<proto::LabelPair> {
-    names
-        .iter()
-        .zip(values)
-        .map(|(n, v)| {
-            let mut l = proto::LabelPair::default();
-            l.set_name((*n).to_owned());
-            l.set_value((*v).to_owned());
-            l
-        })
-        .collect()
-}
-
-/// Samples of one family being built.
-pub(super) struct Samples(pub Vec<proto::Metric>);
-
-impl Samples {
-    pub fn gauge(&mut self, f: &Family, values: &[&str], v: f64) {
-        let mut g = proto::Gauge::default();
-        g.set_value(v);
-        let mut m = proto::Metric::from_gauge(g);
-        m.set_label(labels(f.labels, values));
-        self.0.push(m);
-    }
-
-    pub fn counter(&mut self, f: &Family, values: &[&str], v: f64) {
-        let mut c = proto::Counter::default();
-        c.set_value(v);
-        let mut m = proto::Metric::from_label(labels(f.labels, values));
-        m.set_counter(c);
-        self.0.push(m);
-    }
-
-    pub fn histogram(&mut self, f: &Family, values: &[&str], h: proto::Histogram) {
-        let mut m = proto::Metric::from_label(labels(f.labels, values));
-        m.set_histogram(h);
-        self.0.push(m);
-    }
-}
-
 impl Collector for TopologyCollector {
     fn desc(&self) -> Vec<&Desc> {
         self.descs.iter().collect()
@@ -334,8 +272,11 @@ impl Collector for TopologyCollector {
     fn collect(&self) -> Vec<proto::MetricFamily> {
         let mut s: Vec<Samples> = FAMILIES.iter().map(|_| Samples(Vec::new())).collect();
         let f = &FAMILIES;
-        let groups = self.groups.load();
-        for g in groups.iter() {
+        let Some(shared) = self.shared.upgrade() else {
+            return Vec::new();
+        };
+        let rt = shared.runtime();
+        for g in views(&rt.topology, &rt.monitors).iter() {
             let group = g.name.as_str();
             for b in &g.backends {
                 let role = if b.name == "master" { "master" } else { "replica" };
@@ -405,37 +346,4 @@ impl Collector for TopologyCollector {
         }
         finish(&FAMILIES, s)
     }
-}
-
-/// The descriptions of `families`, for `Collector::desc`.
-pub(super) fn descs(families: &[Family]) -> Vec<Desc> {
-    families
-        .iter()
-        .filter_map(|f| {
-            Desc::new(
-                f.name.to_owned(),
-                f.help.to_owned(),
-                f.labels.iter().map(|l| (*l).to_owned()).collect(),
-                HashMap::new(),
-            )
-            .ok()
-        })
-        .collect()
-}
-
-/// The families with samples, for `Collector::collect`.
-pub(super) fn finish(families: &[Family], samples: Vec<Samples>) -> Vec<proto::MetricFamily> {
-    families
-        .iter()
-        .zip(samples)
-        .filter(|(_, samples)| !samples.0.is_empty())
-        .map(|(fam, samples)| {
-            let mut mf = proto::MetricFamily::default();
-            mf.set_name(fam.name.to_owned());
-            mf.set_help(fam.help.to_owned());
-            mf.set_field_type(fam.kind);
-            mf.set_metric(samples.0);
-            mf
-        })
-        .collect()
 }

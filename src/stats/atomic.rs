@@ -1,6 +1,6 @@
 //! Lock-free measurement cells that live inside other layers' structs
 //! (freshness monitors, backend pools) and are turned into Prometheus
-//! samples only at scrape time, by `metrics::topology`. They know nothing of
+//! samples only at scrape time, by `admin::topology`. They know nothing of
 //! Prometheus labels or registries, so the freshness and backend layers need
 //! no metrics handle.
 

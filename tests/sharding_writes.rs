@@ -1,0 +1,451 @@
+//! Writes with bound parameters on a sharded table, differentially (issue 42): the same
+//! prepared statements, with the same typed parameters, run in the binary protocol
+//! through sluice on the sharded table `pw` (4 sub-tables, `tid mod 4`) and directly on
+//! the unsharded reference `ref`. Compared: each statement's answer (affected rows,
+//! insert id and warnings of its OK, or its error code and message), then the stored
+//! rows of every sub-table and of the reference, byte for byte, and every row's place.
+//!
+//! The values are what applications bind: bytes that are not UTF-8 (a UUID in BINARY(16),
+//! a hash in VARBINARY) bound as string parameters, with 0x00, 0x5C (`\`), 0x27 (`'`);
+//! every column type; NULLs; long data (COM_STMT_SEND_LONG_DATA, in pieces); multi-row
+//! INSERTs over several sub-tables; ON DUPLICATE KEY UPDATE; UPDATE and DELETE with
+//! bound keys. sluice runs each sub-table's part as a prepared statement with the
+//! client's parameters, so none of this may differ from the one table.
+
+mod common;
+
+use std::time::Duration;
+
+use common::cluster::*;
+use common::wire::{self, lenenc_value as lenenc, raw, Param, Part, Reply, Wire};
+use mysql_async::prelude::*;
+use mysql_async::{Conn, Row, Value};
+
+const TINY: u8 = 0x01;
+const DOUBLE: u8 = 0x05;
+const FLOAT: u8 = 0x04;
+const LONGLONG: u8 = 0x08;
+const DATE: u8 = 0x0a;
+const TIME: u8 = 0x0b;
+const DATETIME: u8 = 0x0c;
+const NEWDECIMAL: u8 = 0xf6;
+const BLOB: u8 = 0xfc;
+const VAR_STRING: u8 = 0xfd;
+const STRING: u8 = 0xfe;
+
+fn schema(table: &str) -> String {
+    format!(
+        "CREATE TABLE `{table}` (
+  id INT UNSIGNED NOT NULL AUTO_INCREMENT,
+  tid INT NOT NULL,
+  uuid BINARY(16) NULL,
+  hash VARBINARY(64) NULL,
+  data MEDIUMBLOB NULL,
+  txt MEDIUMTEXT NULL,
+  lat VARCHAR(40) CHARACTER SET latin1 NULL,
+  amount DECIMAL(30,6) NULL,
+  dbl DOUBLE NULL,
+  flt FLOAT NULL,
+  dt DATETIME(6) NULL,
+  d DATE NULL,
+  tm TIME(6) NULL,
+  ts TIMESTAMP(6) NULL DEFAULT NULL,
+  b BIT(12) NULL,
+  e ENUM('a','b','c') NULL,
+  s SET('x','y') NULL,
+  j JSON NULL,
+  y YEAR NULL,
+  big BIGINT UNSIGNED NULL,
+  tiny TINYINT NULL,
+  PRIMARY KEY (id),
+  UNIQUE KEY (hash)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
+    )
+}
+
+const COLUMNS: &str =
+    "id, tid, uuid, hash, data, txt, lat, amount, dbl, flt, dt, d, tm, ts, b, e, s, j, y, big, tiny";
+
+/// Bytes bound as a string parameter (VAR_STRING), as drivers bind a `&[u8]`.
+fn bytes(b: &[u8]) -> Param {
+    raw(VAR_STRING, false, lenenc(b))
+}
+
+fn int(v: i64) -> Param {
+    raw(LONGLONG, false, v.to_le_bytes().to_vec())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn datetime(ty: u8, y: u16, mo: u8, d: u8, h: u8, mi: u8, s: u8, micro: u32) -> Param {
+    let mut v = y.to_le_bytes().to_vec();
+    v.extend_from_slice(&[mo, d, h, mi, s]);
+    v.extend_from_slice(&micro.to_le_bytes());
+    let mut out = vec![v.len() as u8];
+    out.extend(v);
+    raw(ty, false, out)
+}
+
+fn time(neg: bool, days: u32, h: u8, mi: u8, s: u8, micro: u32) -> Param {
+    let mut v = vec![u8::from(neg)];
+    v.extend_from_slice(&days.to_le_bytes());
+    v.extend_from_slice(&[h, mi, s]);
+    v.extend_from_slice(&micro.to_le_bytes());
+    let mut out = vec![v.len() as u8];
+    out.extend(v);
+    raw(TIME, false, out)
+}
+
+/// A UUID-like 16 bytes holding NUL, `\`, `'`, and bytes that are not UTF-8.
+fn uuid(n: u8) -> Vec<u8> {
+    vec![
+        0x00, 0x5c, 0x27, 0xff, 0xfe, 0xc3, 0x28, n, 0x80, 0x00, 0x22, 0x5c, 0x5c, 0x27, 0x27, 0xe9,
+    ]
+}
+
+/// One row of every column type; `n` varies the values, `tid` places it.
+fn row(id: i64, tid: i64, n: u8, nulls: bool) -> Vec<Param> {
+    if nulls {
+        let mut r = vec![int(id), int(tid)];
+        r.extend(std::iter::repeat_n(Param::Null, 19));
+        return r;
+    }
+    let mut hash: Vec<u8> = (0..32u8).map(|i| i.wrapping_mul(37).wrapping_add(n)).collect();
+    hash.extend_from_slice(b"\\'\x00\"");
+    vec![
+        int(id),
+        // The key as a string parameter on one row, as drivers often bind it.
+        if n % 2 == 0 {
+            int(tid)
+        } else {
+            bytes(tid.to_string().as_bytes())
+        },
+        bytes(&uuid(n)),
+        bytes(&hash),
+        raw(
+            BLOB,
+            false,
+            lenenc(&[0x00, 0xff, n, 0x5c, 0x27, 0x0a, 0x0d, 0x1a]),
+        ),
+        bytes(format!("it's a \\ test {n} 😀 \"q\" \u{0}nul").as_bytes()),
+        bytes("café naïve".as_bytes()),
+        raw(
+            NEWDECIMAL,
+            false,
+            lenenc(format!("-12345678901234567.{n:06}").as_bytes()),
+        ),
+        raw(
+            DOUBLE,
+            false,
+            (0.1f64 + f64::from(n) / 3.0).to_le_bytes().to_vec(),
+        ),
+        raw(FLOAT, false, (1.5f32 / f32::from(n + 1)).to_le_bytes().to_vec()),
+        datetime(DATETIME, 2024, 2, 29, 23, 59, n % 60, 123_456),
+        datetime(DATE, 1999, 12, 31, 0, 0, 0, 0),
+        time(n % 2 == 1, 1, 2, 3, 4, 5),
+        datetime(DATETIME, 2021, 3, 28, 1, 30, 0, 999_999),
+        bytes(&[0x0a, n]),
+        bytes(b"b"),
+        raw(STRING, false, lenenc(b"x,y")),
+        bytes(format!("{{\"k\": \"v\\\\{n}\", \"n\": [1, 2.5, null]}}").as_bytes()),
+        raw(TINY, false, vec![n]),
+        raw(LONGLONG, true, u64::MAX.to_le_bytes().to_vec()),
+        raw(TINY, false, vec![0x80 | n]),
+    ]
+}
+
+/// What a client sees of one statement: the fields of its OK, or its error.
+#[derive(Debug, PartialEq, Eq)]
+enum Outcome {
+    Ok {
+        affected: u64,
+        insert_id: u64,
+        warnings: u16,
+    },
+    Err(u16, String),
+}
+
+fn outcome(r: Reply, what: &str) -> Outcome {
+    match r {
+        Reply::Parts(p) => match p.as_slice() {
+            [Part::Ok(ok)] => Outcome::Ok {
+                affected: ok.affected_rows,
+                insert_id: ok.last_insert_id,
+                warnings: ok.warnings,
+            },
+            [Part::Err(e)] => Outcome::Err(e.code, e.message.clone()),
+            other => panic!("{what}: not one OK or ERR: {other:?}"),
+        },
+        Reply::PrepareErr(e) => Outcome::Err(e.code, e.message),
+        other => panic!("{what}: {other:?}"),
+    }
+}
+
+/// Prepare `sql` (`{t}` names the table), send `long` as long data in pieces, execute
+/// with `params`, close.
+async fn run(w: &mut Wire, table: &str, sql: &str, params: &[Param], long: &[(u16, Vec<u8>)]) -> Outcome {
+    let sql = sql.replace("{t}", table);
+    let stmt = match w.prepare(&sql).await {
+        Reply::Prepared(p) => p,
+        other => return outcome(other, &sql),
+    };
+    for (index, data) in long {
+        for piece in data.chunks(100_000) {
+            let r = w.send_long_data(stmt.stmt_id, *index, piece).await;
+            assert_eq!(r, Reply::Nothing, "long data of {sql}");
+        }
+    }
+    let r = outcome(w.execute(stmt.stmt_id, params).await, &sql);
+    w.close_stmt(stmt.stmt_id).await;
+    r
+}
+
+struct Pair {
+    sluice: Wire,
+    direct: Wire,
+}
+
+impl Pair {
+    /// The statement through sluice on `pw` and directly on `ref`: the same answer.
+    async fn same(&mut self, sql: &str, params: &[Param], long: &[(u16, Vec<u8>)]) -> Outcome {
+        let want = run(&mut self.direct, "ref", sql, params, long).await;
+        let got = run(&mut self.sluice, "pw", sql, params, long).await;
+        assert_eq!(got, want, "{sql}");
+        want
+    }
+}
+
+async fn rows(c: &mut Conn, sql: &str) -> Vec<Vec<Value>> {
+    let r: Vec<Row> = c.query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    r.into_iter().map(Row::unwrap).collect()
+}
+
+/// The stored rows of the four sub-tables and of the reference, byte for byte; and every
+/// row in its key's sub-table.
+async fn same_contents(direct: &mut Conn) -> usize {
+    let subs = (0..4)
+        .map(|k| format!("SELECT {COLUMNS} FROM pw_{k}"))
+        .collect::<Vec<_>>()
+        .join(" UNION ALL ");
+    let got = rows(direct, &format!("{subs} ORDER BY id")).await;
+    let want = rows(direct, &format!("SELECT {COLUMNS} FROM ref ORDER BY id")).await;
+    assert_eq!(got.len(), want.len(), "row counts");
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!(g, w, "stored row");
+    }
+    for k in 0..4 {
+        let wrong: Vec<Vec<Value>> =
+            rows(direct, &format!("SELECT id FROM pw_{k} WHERE MOD(tid, 4) <> {k}")).await;
+        assert!(
+            wrong.is_empty(),
+            "pw_{k} holds rows of other sub-tables: {wrong:?}"
+        );
+    }
+    want.len()
+}
+
+#[tokio::test]
+async fn bound_writes_match_the_reference_byte_for_byte() {
+    let cluster = shared_cluster();
+    let db = unique_name("shard_bw");
+    let s = Sluice::start_for(
+        cluster,
+        &format!(
+            "log:\n  level: warn\nfreshness:\n  mode: \"off\"\nsharding:\n  tables: [\"{db}.pw.tid.4\"]\n"
+        ),
+    );
+    cluster.master.sql(&format!("CREATE DATABASE {db}"));
+    let mut direct = Conn::from_url(cluster.master.url(SLUICE_USER, SLUICE_PASSWORD, &db))
+        .await
+        .expect("connect direct");
+    let mut sl = Conn::from_url(s.app_url(&db)).await.expect("connect sluice");
+    sl.query_drop(schema("pw"))
+        .await
+        .expect("CREATE TABLE pw through sluice");
+    direct.query_drop(schema("ref")).await.expect("CREATE TABLE ref");
+    let timeout = Duration::from_secs(60);
+    let mut pair = Pair {
+        sluice: wire::driver_login(
+            &format!("127.0.0.1:{}", s.port),
+            APP_USER,
+            APP_PASSWORD,
+            &db,
+            timeout,
+        )
+        .await,
+        direct: wire::driver_login(&cluster.master.addr(), SLUICE_USER, SLUICE_PASSWORD, &db, timeout).await,
+    };
+    let one = format!("({})", vec!["?"; 21].join(", "));
+    let four = format!(
+        "INSERT INTO {{t}} ({COLUMNS}) VALUES {}",
+        [one.as_str(); 4].join(", ")
+    );
+
+    // Four rows on four sub-tables, every type, binary bytes, a row of NULLs.
+    let mut params = Vec::new();
+    for (id, tid, n, nulls) in [
+        (1, 1, 1, false),
+        (2, 2, 2, false),
+        (3, 7, 3, true),
+        (4, 8, 4, false),
+    ] {
+        params.extend(row(id, tid, n, nulls));
+    }
+    let o = pair.same(&four, &params, &[]).await;
+    assert!(matches!(o, Outcome::Ok { affected: 4, .. }), "{o:?}");
+
+    // One row, one sub-table; then the insert id of a row whose key is a string.
+    pair.same(
+        &format!("INSERT INTO {{t}} ({COLUMNS}) VALUES {one}"),
+        &row(5, 13, 5, false),
+        &[],
+    )
+    .await;
+    pair.same(
+        "INSERT INTO {t} (id, tid, uuid) VALUES (?, ?, ?), (?, ?, ?)",
+        &[
+            int(6),
+            int(6),
+            bytes(&uuid(6)),
+            int(7),
+            bytes(b"-3"),
+            bytes(&uuid(7)),
+        ],
+        &[],
+    )
+    .await;
+
+    // A duplicate in a split INSERT: the server's error, nothing written; INSERT IGNORE:
+    // its warnings and affected rows.
+    let dup = [
+        int(20),
+        int(5),
+        bytes(&[0xff; 3]),
+        int(21),
+        int(6),
+        bytes(&uuid(6)),
+    ];
+    let o = pair
+        .same(
+            "INSERT INTO {t} (id, tid, uuid) VALUES (?, ?, ?), (?, ?, ?)",
+            &[
+                dup[0].clone(),
+                dup[1].clone(),
+                dup[2].clone(),
+                int(6),
+                int(6),
+                bytes(&uuid(6)),
+            ],
+            &[],
+        )
+        .await;
+    assert!(matches!(o, Outcome::Err(1062, _)), "{o:?}");
+    let o = pair
+        .same(
+            "INSERT IGNORE INTO {t} (id, tid, uuid) VALUES (?, ?, ?), (?, ?, ?), (?, ?, ?)",
+            &[dup.to_vec(), vec![int(2), int(2), bytes(b"\x00")]].concat(),
+            &[],
+        )
+        .await;
+    assert!(
+        matches!(
+            o,
+            Outcome::Ok {
+                affected: 2,
+                warnings: 1,
+                ..
+            }
+        ),
+        "{o:?}"
+    );
+
+    // ON DUPLICATE KEY UPDATE with parameters in the rows and after them.
+    let o = pair
+        .same(
+            "INSERT INTO {t} (id, tid, hash) VALUES (?, ?, ?), (?, ?, ?) ON DUPLICATE KEY UPDATE hash = ?, data = VALUES(hash)",
+            &[int(1), int(1), bytes(b"\x01\x5c"), int(30), int(10), bytes(b"\x27\x00"), bytes(&[0xfe, 0x00, 0x5c])],
+            &[],
+        )
+        .await;
+    assert!(matches!(o, Outcome::Ok { affected: 3, .. }), "{o:?}");
+
+    // Long data: a BLOB and a string parameter sent in pieces (300 kB of every byte).
+    let big: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    let text: Vec<u8> = "\\'é\u{0}x".repeat(20_000).into_bytes();
+    let o = pair
+        .same(
+            "INSERT INTO {t} (id, tid, data, txt, hash) VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?)",
+            &[
+                int(40),
+                int(40),
+                raw(BLOB, false, Vec::new()),
+                raw(VAR_STRING, false, Vec::new()),
+                bytes(b"l1"),
+                int(41),
+                int(41),
+                Param::Null,
+                bytes(b"short"),
+                bytes(b"l2"),
+            ],
+            &[(2, big.clone()), (3, text.clone())],
+        )
+        .await;
+    assert!(matches!(o, Outcome::Ok { affected: 2, .. }), "{o:?}");
+    pair.same(
+        "UPDATE {t} SET data = ? WHERE tid = ? AND id = ?",
+        &[raw(BLOB, false, Vec::new()), int(41), int(41)],
+        &[(0, big.iter().rev().copied().collect())],
+    )
+    .await;
+
+    // UPDATE and DELETE with bound keys and binary values, on one and on every sub-table.
+    let o = pair
+        .same(
+            "UPDATE {t} SET hash = ?, lat = ? WHERE tid = ? AND uuid = ?",
+            &[
+                bytes(&[0x00, 0x00, 0x5c]),
+                bytes("ÿ".as_bytes()),
+                int(2),
+                bytes(&uuid(2)),
+            ],
+            &[],
+        )
+        .await;
+    assert!(matches!(o, Outcome::Ok { affected: 1, .. }), "{o:?}");
+    pair.same(
+        "UPDATE {t} SET amount = amount + ?, txt = CONCAT(txt, ?) WHERE uuid <> ?",
+        &[
+            raw(NEWDECIMAL, false, lenenc(b"0.000001")),
+            bytes(b"\\'"),
+            bytes(&uuid(4)),
+        ],
+        &[],
+    )
+    .await;
+    pair.same(
+        "UPDATE {t} SET tiny = ? WHERE tid IN (?, ?, ?)",
+        &[Param::Null, int(1), bytes(b"7"), int(-3)],
+        &[],
+    )
+    .await;
+    let o = pair
+        .same(
+            "DELETE FROM {t} WHERE tid = ? AND hash = ?",
+            &[int(10), bytes(b"\x27\x00")],
+            &[],
+        )
+        .await;
+    assert!(matches!(o, Outcome::Ok { affected: 1, .. }), "{o:?}");
+    pair.same("DELETE FROM {t} WHERE uuid = ?", &[bytes(&uuid(7))], &[])
+        .await;
+    pair.same(
+        "REPLACE INTO {t} (id, tid, uuid, hash) VALUES (?, ?, ?, ?)",
+        &[int(5), int(13), bytes(&uuid(9)), bytes(b"\x00\x00")],
+        &[],
+    )
+    .await;
+
+    let n = same_contents(&mut direct).await;
+    assert!(n >= 10, "{n} rows");
+    drop(pair);
+    cluster.master.sql(&format!("DROP DATABASE {db}"));
+}
