@@ -148,6 +148,19 @@ pub fn unknown_stmt(id: u32, during: &str) -> ErrPacket {
 
 /// A session holds as many prepared statements as sluice allows: MariaDB's
 /// answer at max_prepared_stmt_count (1461).
+/// The same answer when a session's prepared statements hold too much text.
+pub fn too_many_prepared_bytes(max_bytes: usize) -> ErrPacket {
+    ErrPacket::new(
+        1461,
+        "42000",
+        format!(
+            "Can't create more than max_prepared_stmt_count statements (sluice: the prepared \
+             statements of one session may hold {} MiB of text; close some with COM_STMT_CLOSE)",
+            max_bytes >> 20
+        ),
+    )
+}
+
 pub fn too_many_prepared(max: usize) -> ErrPacket {
     ErrPacket::new(
         1461,

@@ -386,3 +386,86 @@ async fn configured_users_see_and_kill_only_their_own_sessions() {
         "still alive"
     );
 }
+
+/// `MAX_USER_CONNECTIONS` counts the account's client sessions, as the server
+/// counts its connections: the session past the limit gets the server's 1226,
+/// and a place freed by a session that ended is taken again. (sluice first,
+/// then directly once sluice and its pooled connections, which the server
+/// counts too, are gone.)
+#[tokio::test]
+async fn max_user_connections_counts_client_sessions() {
+    let name = unique_name("pr_muc");
+    let user = format!("{name}_u");
+    shared_cluster().master.sql(&format!(
+        "CREATE USER '{user}'@'%' IDENTIFIED BY '{PW}' WITH MAX_USER_CONNECTIONS 2"
+    ));
+    let s = sluice_with_accounts("");
+    until_known(&s, &user, "information_schema").await;
+    let sluice_port = s.port;
+    let mut running = Some(s);
+    let mut answers = Vec::new();
+    for port in [sluice_port, master_port()] {
+        if port == master_port() {
+            drop(running.take());
+        }
+        // The login that found the account may still be ending.
+        let mut first = None;
+        until("a first session", Duration::from_secs(5), async || {
+            first = login(port, &user, PW, None).await.ok();
+            first.is_some()
+        })
+        .await;
+        let a = first.expect("first session");
+        let b = login(port, &user, PW, None).await.expect("second session");
+        let third = login(port, &user, PW, None).await.map(|_| ());
+        a.disconnect().await.expect("disconnect");
+        let freed = until("a freed place", Duration::from_secs(5), async || {
+            match login(port, &user, PW, None).await {
+                Ok(c) => c.disconnect().await.is_ok(),
+                Err(_) => false,
+            }
+        })
+        .await;
+        b.disconnect().await.expect("disconnect");
+        answers.push(third);
+        assert!(freed < Duration::from_secs(5));
+    }
+    assert_eq!(answers[0], answers[1], "sluice (left) and the server (right)");
+    assert_eq!(
+        answers[1],
+        Err(Seen::Err(
+            1226,
+            format!("User '{user}' has exceeded the 'max_user_connections' resource (current value: 2)")
+        ))
+    );
+}
+
+/// A session's prepared statements are bounded by the bytes of text sluice keeps
+/// for them (16 MiB), not only by their number: 100 statements of 256 KiB are
+/// refused from the 64th on with the server's 1461, the session goes on, and a
+/// closed statement makes room again.
+#[tokio::test]
+async fn prepared_statement_text_per_session_is_capped() {
+    let s = sluice_with_accounts("");
+    let o = opts(s.port, SLUICE_USER, SLUICE_PASSWORD, None).stmt_cache_size(0);
+    let mut c = Conn::new(o).await.expect("login");
+    let big = |i: usize| format!("SELECT {i}, '{}'", "x".repeat(256 << 10));
+    let mut held = Vec::new();
+    let mut refused = None;
+    for i in 0..100 {
+        match c.prep(big(i)).await {
+            Ok(st) => held.push(st),
+            Err(e) => {
+                refused = Some((i, seen_err(&e)));
+                break;
+            }
+        }
+    }
+    let (at, e) = refused.expect("a cap on prepared statement text");
+    assert!((60..=64).contains(&at), "refused at {at}");
+    assert!(matches!(&e, Seen::Err(1461, m) if m.contains("16 MiB")), "{e:?}");
+    assert_eq!(run(&mut c, "SELECT 1").await, Seen::Ok(Some("1".into())));
+    let first = held.remove(0);
+    c.close(first).await.expect("close");
+    c.prep(big(1000)).await.expect("room again after a close");
+}

@@ -68,7 +68,9 @@ fn config(s: Option<&Sluice>, users: &[(&str, &str)]) -> String {
     }
     y.push_str("reload:\n  watch: true\nusers:\n");
     for (name, password) in users {
-        y.push_str(&format!("  - {{ name: {name}, password: {password}, backend: group }}\n"));
+        y.push_str(&format!(
+            "  - {{ name: {name}, password: {password}, backend: group }}\n"
+        ));
     }
     y.push_str(&format!(
         "groups:\n{}",
@@ -194,7 +196,10 @@ async fn an_edited_file_is_followed_unless_watch_is_off() {
         config(Some(&s), &[("app", "app")]).replace("reload:\n  watch: true\n", "reload:\n  watch: false\n");
     std::fs::write(s.config_path(), &off).expect("edit");
     within(&s, "watch: false applied", || generation(&s) == gen0 + 4.0);
-    let edited = off.replace("users:\n", "users:\n  - { name: erin, password: e, backend: group }\n");
+    let edited = off.replace(
+        "users:\n",
+        "users:\n  - { name: erin, password: e, backend: group }\n",
+    );
     std::fs::write(s.config_path(), edited).expect("edit");
     std::thread::sleep(WITHIN);
     assert_eq!(

@@ -221,9 +221,10 @@ async fn handshake_inner(
         Err(e) => return Err(exchange_failed(&mut client, &mut seq, e).await),
     };
     let backend_login = match verdict {
-        Verdict::Accepted(l) => l,
+        Verdict::Accepted(l, account) => (l, account),
         Verdict::Denied(e) => return Err(refuse(&mut client, &mut seq, e).await),
     };
+    let (backend_login, account) = backend_login;
     // A place among the client sessions, taken only now: connections still
     // in their handshake have a budget of their own, so they cannot lock
     // logins out.
@@ -231,7 +232,7 @@ async fn handshake_inner(
         return Err(refuse(&mut client, &mut seq, error::too_many_connections()).await);
     };
     // Counted from here until the session ends (the slot is its guard).
-    let user_slot = match shared.user_limits.acquire(&user_name) {
+    let user_slot = match shared.user_limits.acquire_for(&user_name, account.as_ref()) {
         Ok(slot) => slot.with_client(client_slot),
         Err(e) => return Err(refuse(&mut client, &mut seq, e).await),
     };
@@ -253,8 +254,11 @@ async fn handshake_inner(
 /// How a login ended.
 pub(crate) enum Verdict {
     /// Authenticated; statements run as this backend login (`None`: the
-    /// group's account).
-    Accepted(Option<std::sync::Arc<crate::backend::Login>>),
+    /// group's account); a server account's session limit.
+    Accepted(
+        Option<std::sync::Arc<crate::backend::Login>>,
+        Option<super::limits::AccountLimit>,
+    ),
     /// Refused with this error (the server's own for the same case).
     Denied(ErrPacket),
 }
@@ -301,7 +305,7 @@ where
             .backend
             .as_ref()
             .map(|b| shared.accounts.mapped_login(&b.user, &b.password));
-        return Ok(Verdict::Accepted(login));
+        return Ok(Verdict::Accepted(login, None));
     }
     if !auth.server() {
         let (user, _) = auth_exchange::account(&config.users, name);
@@ -397,7 +401,11 @@ where
     } else {
         account.login(make)
     };
-    Ok(Verdict::Accepted(Some(login)))
+    let limit = super::limits::AccountLimit {
+        key: account.name(),
+        max: account.max_user_connections,
+    };
+    Ok(Verdict::Accepted(Some(login), Some(limit)))
 }
 
 /// Is the client's first packet an SSL request: the first 32 bytes of a

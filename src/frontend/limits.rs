@@ -65,15 +65,26 @@ impl ClientSlots {
     }
 }
 
-/// Per-user session counts, for users with `max_connections`.
+/// Per-user session counts, for users with `max_connections`, and per
+/// server account with `MAX_USER_CONNECTIONS` (client sessions, as the
+/// server counts its connections; the pooled backend connections are not
+/// what the limit is about).
 #[derive(Default)]
 pub struct UserLimits {
     users: HashMap<String, Arc<UserCount>>,
+    accounts: Mutex<HashMap<String, Arc<UserCount>>>,
 }
 
 struct UserCount {
-    max: u32,
+    max: AtomicU32,
     current: AtomicU32,
+}
+
+/// A server account's `MAX_USER_CONNECTIONS` (`key`: `'user'@'host'`).
+#[derive(Debug, Clone)]
+pub struct AccountLimit {
+    pub key: String,
+    pub max: u32,
 }
 
 /// One authenticated session: counted against its user's limit, and
@@ -100,11 +111,16 @@ impl UserSlot {
 
     /// COM_CHANGE_USER: count the session against `user` instead, keeping
     /// its place among all sessions. On error (1226) nothing is counted.
-    pub fn switch_user(&mut self, limits: &UserLimits, user: &str) -> Result<(), ErrPacket> {
+    pub fn switch_user(
+        &mut self,
+        limits: &UserLimits,
+        user: &str,
+        account: Option<&AccountLimit>,
+    ) -> Result<(), ErrPacket> {
         let client = self.client.take();
         // Released first: changing to the same user must not count twice.
         *self = UserSlot::none();
-        let mut next = limits.acquire(user)?;
+        let mut next = limits.acquire_for(user, account)?;
         next.client = client;
         *self = next;
         Ok(())
@@ -205,32 +221,65 @@ impl UserLimits {
             .filter(|u| u.max_connections > 0)
             .map(|u| {
                 let count = UserCount {
-                    max: u.max_connections,
+                    max: AtomicU32::new(u.max_connections),
                     current: AtomicU32::new(0),
                 };
                 (u.name.clone(), Arc::new(count))
             })
             .collect();
-        UserLimits { users }
+        UserLimits {
+            users,
+            accounts: Mutex::default(),
+        }
     }
 
-    /// Counts one more session of `user`; the error is MariaDB's 1226 when
-    /// the user already has its maximum.
+    /// Counts one more session of configured `user`; the error is MariaDB's
+    /// 1226 when the user already has its maximum.
     pub fn acquire(&self, user: &str) -> Result<UserSlot, ErrPacket> {
-        let Some(count) = self.users.get(user) else {
-            return Ok(UserSlot::none());
+        self.acquire_for(user, None)
+    }
+
+    /// Counts one more session of `user`, logged in as the server `account`
+    /// when given (its `MAX_USER_CONNECTIONS`, as of the catalog now), else
+    /// as a configured user.
+    pub fn acquire_for(&self, user: &str, account: Option<&AccountLimit>) -> Result<UserSlot, ErrPacket> {
+        let count = match account {
+            Some(a) => {
+                let Ok(mut map) = self.accounts.lock() else {
+                    return Ok(UserSlot::none());
+                };
+                // Counted while unlimited too: a limit set later counts the
+                // sessions already there, as the server does.
+                map.retain(|_, c| Arc::strong_count(c) > 1 || c.current.load(Ordering::Acquire) > 0);
+                let c = map
+                    .entry(a.key.clone())
+                    .or_insert_with(|| {
+                        Arc::new(UserCount {
+                            max: AtomicU32::new(0),
+                            current: AtomicU32::new(0),
+                        })
+                    })
+                    .clone();
+                c.max.store(a.max, Ordering::Release);
+                c
+            }
+            None => match self.users.get(user) {
+                Some(c) => c.clone(),
+                None => return Ok(UserSlot::none()),
+            },
         };
+        let max = count.max.load(Ordering::Acquire);
         let admitted = count
             .current
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < count.max).then_some(n + 1)
+                (max == 0 || n < max).then_some(n + 1)
             });
         match admitted {
             Ok(_) => Ok(UserSlot {
-                user: Some(count.clone()),
+                user: Some(count),
                 client: None,
             }),
-            Err(_) => Err(error::user_limit_reached(user, count.max)),
+            Err(_) => Err(error::user_limit_reached(user, max)),
         }
     }
 }
@@ -258,8 +307,8 @@ mod tests {
             .acquire("a")
             .expect("a")
             .with_client(clients.try_acquire().expect("place"));
-        slot.switch_user(&limits, "a").expect("the same user again");
-        slot.switch_user(&limits, "b").expect("b");
+        slot.switch_user(&limits, "a", None).expect("the same user again");
+        slot.switch_user(&limits, "b", None).expect("b");
         assert!(limits.acquire("a").is_ok(), "a was released");
         assert_eq!(limits.acquire("b").err().map(|e| e.code), Some(1226));
         assert!(clients.full(), "the place is kept");
@@ -303,6 +352,26 @@ mod tests {
             .map(|_| limits.acquire("free").expect("no limit"))
             .collect();
         drop((two, three, unlimited));
+        // Server accounts: counted per account, under its current limit.
+        let acc = |max| AccountLimit {
+            key: "'u'@'%'".into(),
+            max,
+        };
+        let a1 = limits.acquire_for("u", Some(&acc(2))).expect("first");
+        let a2 = limits.acquire_for("u", Some(&acc(2))).expect("second");
+        let e = limits.acquire_for("u", Some(&acc(2))).err().expect("third");
+        assert_eq!(
+            e.message,
+            "User 'u' has exceeded the 'max_user_connections' resource (current value: 2)"
+        );
+        let a3 = limits
+            .acquire_for("u", Some(&acc(3)))
+            .expect("the limit was raised");
+        drop((a1, a2, a3));
+        let again: Vec<_> = (0..3)
+            .map(|_| limits.acquire_for("u", Some(&acc(0))).expect("no limit"))
+            .collect();
+        drop(again);
     }
 
     #[tokio::test]

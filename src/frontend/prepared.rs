@@ -67,6 +67,11 @@ impl Stmt {
 /// servers' statement slots alone).
 pub const MAX_STMTS_PER_SESSION: usize = 1024;
 
+/// Bytes of statement text one session's prepared statements may hold
+/// together (sluice keeps each text to prepare it again on another
+/// connection): 400 statements of 256 KiB would otherwise hold 100 MiB.
+pub const MAX_STMT_BYTES_PER_SESSION: usize = 16 << 20;
+
 #[derive(Debug, Default)]
 pub struct Registry {
     next_id: u32,
@@ -87,6 +92,11 @@ impl Registry {
 
     pub fn clear(&mut self) {
         self.stmts.clear();
+    }
+
+    /// Bytes of statement text held.
+    pub fn bytes(&self) -> usize {
+        self.stmts.values().map(|s| s.sql.len()).sum()
     }
 }
 

@@ -571,8 +571,8 @@ impl Session {
         };
         drop(rt);
         self.reply_seq = seq;
-        let login = match verdict {
-            handshake::Verdict::Accepted(l) => l,
+        let (login, account) = match verdict {
+            handshake::Verdict::Accepted(l, account) => (l, account),
             handshake::Verdict::Denied(e) => {
                 let _ = self.send_err(&e).await;
                 return Err(Closed);
@@ -580,7 +580,10 @@ impl Session {
         };
         // The session now counts against the new user's max_connections
         // (and keeps its place among all sessions).
-        if let Err(e) = self.user_slot.switch_user(&self.shared.user_limits, &req.user) {
+        if let Err(e) = self
+            .user_slot
+            .switch_user(&self.shared.user_limits, &req.user, account.as_ref())
+        {
             let _ = self.send_err(&e).await;
             return Err(Closed);
         }

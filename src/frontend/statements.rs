@@ -26,6 +26,13 @@ impl Session {
                 .send_err(&error::too_many_prepared(prepared::MAX_STMTS_PER_SESSION))
                 .await;
         }
+        if self.stmts.bytes() + payload.len() > prepared::MAX_STMT_BYTES_PER_SESSION {
+            return self
+                .send_err(&error::too_many_prepared_bytes(
+                    prepared::MAX_STMT_BYTES_PER_SESSION,
+                ))
+                .await;
+        }
         // hook(kill): thread-id statements are sluice's; CONNECTION_ID() is the session's id.
         if crate::frontend::kill::intercept(&payload[1..]).is_some() {
             return self.send_err(&crate::frontend::kill::not_preparable()).await;
