@@ -145,6 +145,7 @@ impl Session {
         }
         // ROW_COUNT()/FOUND_ROWS() on the connection are not the session's.
         let prev_foreign = borrowed
+            || self.state.prev_clobbered == super::session_state::PREV_EVERYWHERE
             || (self.state.prev_clobbered != 0 && self.state.prev_clobbered == self.gen_of(route.conn));
         let lid_sensitive = on_master && plan.effects.last_insert_id;
         if lid_sensitive {
@@ -152,6 +153,23 @@ impl Session {
                 return self.send_err(&e).await;
             }
             if let Err(e) = self.sync_last_insert_id().await {
+                return self.send_err(&e).await;
+            }
+        }
+        // FOUND_ROWS() after a sharded read whose count the merge did not see (one
+        // sub-table's LIMIT, a UNION's): refused rather than another statement's count.
+        if c.refers_to_previous && self.state.found_rows_unknown {
+            let text = match &exec {
+                Exec::Text { payload } => payload.get(1..).unwrap_or_default(),
+                _ => &[][..],
+            };
+            if text.windows(10).any(|w| w.eq_ignore_ascii_case(b"found_rows")) {
+                let e = ErrPacket::new(
+                    crate::protocol::consts::errcode::ER_NOT_SUPPORTED_YET,
+                    "42000",
+                    "sluice: FOUND_ROWS() after a SELECT on a sharded table with a LIMIT on one sub-table \
+                     or a UNION with a LIMIT is not supported (sluice does not see the rows it counts)",
+                );
                 return self.send_err(&e).await;
             }
         }
@@ -242,7 +260,13 @@ impl Session {
         self.note_previous(&tracker);
         // A result set from that connection makes its FOUND_ROWS() the
         // session's again (and ROW_COUNT() is -1 after it either way).
-        if tracker.result_set && self.state.prev_clobbered == self.gen_of(conn) {
+        if tracker.result_set {
+            self.state.found_rows_unknown = false;
+        }
+        if tracker.result_set
+            && (self.state.prev_clobbered == self.gen_of(conn)
+                || self.state.prev_clobbered == super::session_state::PREV_EVERYWHERE)
+        {
             self.state.prev_clobbered = 0;
         }
         // A statement that reads no table (SHOW WARNINGS, @@warning_count,

@@ -66,7 +66,12 @@ pub(super) struct SessionState {
     /// The uid of a connection on which sluice ran a query of its own after
     /// the session's previous statement (so its server-side ROW_COUNT() and
     /// FOUND_ROWS() are sluice's, not the session's); 0: none.
+    /// [`PREV_EVERYWHERE`]: the previous statement was a sharded read, so no
+    /// connection's own values are the session's.
     pub prev_clobbered: u64,
+    /// The previous statement was a sharded read whose FOUND_ROWS() sluice does not
+    /// know (see `shard_select::MergeCtx::found_rows_known`).
+    pub found_rows_unknown: bool,
     /// The session's copies of which tables use sequences (sequence_users).
     pub sequences: crate::frontend::sequence_users::Local,
     /// The session's `wait_timeout` once it set one.
@@ -98,6 +103,7 @@ impl SessionState {
             read_committed: None,
             prev: Previous::default(),
             prev_clobbered: 0,
+            found_rows_unknown: false,
             sequences: Default::default(),
             wait_timeout: None,
             qualified: None,
@@ -200,6 +206,10 @@ fn qualify(db: Option<&str>, tables: &[String]) -> Option<Vec<String>> {
         })
         .collect()
 }
+
+/// `prev_clobbered` after a sharded read: every connection's ROW_COUNT() and
+/// FOUND_ROWS() are foreign to the session.
+pub(crate) const PREV_EVERYWHERE: u64 = u64::MAX;
 
 #[cfg(test)]
 mod tests {

@@ -44,6 +44,17 @@ pub(in crate::frontend::session) enum RowFormat {
     Binary,
 }
 
+/// What the merge of a statement needs of the client's request besides the rows.
+#[derive(Clone, Copy)]
+struct MergeCtx<'a> {
+    format: RowFormat,
+    params: &'a [RawParam],
+    original: Original<'a>,
+    /// The merge sees every row the server's FOUND_ROWS() counts: several parts whose
+    /// LIMIT the merge applies (not a UNION's), or no LIMIT at all.
+    found_rows_known: bool,
+}
+
 /// The client's statement, whose result column definitions the merged result must carry.
 #[derive(Debug, Clone, Copy)]
 pub(in crate::frontend::session) struct Original<'a> {
@@ -68,10 +79,20 @@ impl Session {
         // Even one part with nothing to merge is read here rather than relayed as
         // it is: its column definitions name the sub-table (org_table
         // `post_reply_2`), which the client must see as the logical table.
+        // Until the merge ends well, FOUND_ROWS() has no answer sluice knows.
+        self.state.found_rows_unknown = true;
         let described = self.described(&merge, format, params, original).await;
         if self.in_transaction() || self.state.pins.reason().is_some() || self.state.ro_tx.is_some() {
             return self
-                .select_buffered(parts, merge, wildcard_helpers, format, params, described)
+                .select_buffered(
+                    parts,
+                    merge,
+                    wildcard_helpers,
+                    format,
+                    params,
+                    described,
+                    original,
+                )
                 .await;
         }
         // Scatter: one connection per part, all queries sent before any is read.
@@ -129,7 +150,13 @@ impl Session {
             })
             .collect();
         let origin = parts[0].group;
-        self.stream_merge(sources, defs, origin, merge, wildcard_helpers, format, described)
+        let ctx = MergeCtx {
+            format,
+            params,
+            original,
+            found_rows_known: found_rows_known(parts.len(), original.sql),
+        };
+        self.stream_merge(sources, defs, origin, merge, wildcard_helpers, ctx, described)
             .await
     }
 
@@ -154,7 +181,10 @@ impl Session {
         params: &[RawParam],
         original: Original<'_>,
     ) -> Option<Arc<[Bytes]>> {
-        let needed = merge.group.is_some() || merge.distinct || crate::shard::has_union(original.sql);
+        let needed = merge.group.is_some()
+            || merge.distinct
+            || crate::shard::has_union(original.sql)
+            || crate::shard::has_join(original.sql);
         if !needed || !original.rerunnable {
             return None;
         }
@@ -187,6 +217,44 @@ impl Session {
             .map(|c| crate::shard::logical_names(&c, rules).map_or(c, Bytes::from))
             .collect();
         rules.learn_description(db.as_deref(), original.sql, ctx, columns.clone());
+        Some(columns)
+    }
+
+    /// The server's own collation of every result column of the client's statement: its
+    /// column definitions under `character_set_results = NULL` (which then carry each
+    /// column's collation, not the connection's), learned as `described` learns the
+    /// definitions (the original statement on sub-table 0, cached per text and context).
+    /// `None` when the statement may not run again or the server did not answer.
+    async fn result_collations(&mut self, ctx: MergeCtx<'_>) -> Option<Arc<[Bytes]>> {
+        if !ctx.original.rerunnable {
+            return None;
+        }
+        // A cache key apart from the definitions `described` keeps for the same text.
+        const SALT: u64 = 0x636f_6c6c_6174_696f;
+        let key = self.description_context(ctx.format, ctx.params) ^ SALT;
+        let rt = self.rt.clone();
+        let rules = &rt.shard_rules;
+        let db = self.state.db.clone();
+        if let Some(d) = rules.described_columns(db.as_deref(), ctx.original.sql, key) {
+            return Some(d);
+        }
+        let d = crate::shard::describe(ctx.original.sql, db.as_deref(), rules)?;
+        let sql = format!("SET STATEMENT character_set_results = NULL FOR {}", d.sql);
+        let binary = (ctx.format == RowFormat::Binary).then_some(ctx.params);
+        let columns =
+            if self.in_transaction() || self.state.pins.reason().is_some() || self.state.ro_tx.is_some() {
+                let r = match self.group_master(d.group).await {
+                    Ok(conn) => run_for_columns(conn, &sql, binary).await,
+                    Err(_) => None,
+                };
+                self.drop_broken(d.group);
+                r
+            } else {
+                let (mut conn, _) = self.scatter_conn(d.group, false).await.ok()?;
+                run_for_columns(&mut conn, &sql, binary).await
+            }?;
+        let columns: Arc<[Bytes]> = columns.into();
+        rules.learn_description(db.as_deref(), ctx.original.sql, key, columns.clone());
         Some(columns)
     }
 
@@ -243,6 +311,7 @@ impl Session {
     /// Inside a transaction: the parts run one by one on the session's
     /// master connection of their group (they must see the transaction's
     /// writes), their rows buffered, then merged.
+    #[allow(clippy::too_many_arguments)]
     async fn select_buffered(
         &mut self,
         parts: Vec<Part>,
@@ -251,6 +320,7 @@ impl Session {
         format: RowFormat,
         params: &[RawParam],
         described: Option<Arc<[Bytes]>>,
+        original: Original<'_>,
     ) -> CmdResult {
         let log_on = self.rt.config.log.sql_log;
         let mut defs = None;
@@ -288,13 +358,19 @@ impl Session {
         if let Some(e) = failure {
             return self.send_err(&e).await;
         }
+        let ctx = MergeCtx {
+            format,
+            params,
+            original,
+            found_rows_known: found_rows_known(parts.len(), original.sql),
+        };
         self.stream_merge(
             sources,
             defs.unwrap_or_default(),
             parts[0].group,
             merge,
             wildcard_helpers,
-            format,
+            ctx,
             described,
         )
         .await
@@ -313,39 +389,49 @@ impl Session {
         origin: usize,
         merge: merge::MergeSpec,
         wildcard_helpers: Option<usize>,
-        format: RowFormat,
+        ctx: MergeCtx<'_>,
         described: Option<Arc<[Bytes]>>,
     ) -> CmdResult {
+        let format = ctx.format;
         let spec = match crate::shard::bind_merge(&merge, wildcard_helpers, defs.len()) {
             Ok(s) => s,
             Err(r) => return self.send_err(&not_supported(r.0)).await,
         };
         let monitor = self.rt.monitors[origin].clone();
         let mut metas = Vec::with_capacity(defs.len());
+        let mut collation_known = Vec::with_capacity(defs.len());
         for d in &defs {
             let Some(mut m) = merge::parse_column_def(d) else {
                 return self.send_err(&lost("malformed column definition")).await;
             };
             // Result metadata carries the connection's collation; strings
             // must be compared under the column's own.
-            if is_text(&m) {
+            let mut known = !merge::is_text(&m);
+            if merge::is_text(&m) {
                 if let Some((schema, table, column)) = merge::column_origin(d) {
                     if !table.is_empty() && !column.is_empty() {
                         if let Some(id) = monitor.column_collation(&schema, &table, &column).await {
                             m.collation = id;
+                            known = true;
                         }
                     }
                 }
             }
             metas.push(m);
+            collation_known.push(known);
         }
         // Computed columns the planner knows to hold a table column (see
         // `merge::CollationOf`); refused when that collation cannot be read.
         let tagged = spec.group.as_ref().and_then(|g| g.tagged.as_deref());
         for h in tagged.iter().flat_map(|t| &t.collation_of) {
-            if let Some(m) = metas.get_mut(h.col).filter(|m| is_text(m)) {
+            if let Some(m) = metas.get_mut(h.col).filter(|m| merge::is_text(m)) {
                 match monitor.column_collation(&h.schema, &h.table, &h.column).await {
-                    Some(id) => m.collation = id,
+                    Some(id) => {
+                        m.collation = id;
+                        if let Some(k) = collation_known.get_mut(h.col) {
+                            *k = true;
+                        }
+                    }
                     None => {
                         return self
                             .send_err(&not_supported(format!(
@@ -357,7 +443,58 @@ impl Session {
                 }
             }
         }
-        if let Some(col) = compared_columns(&spec)
+        // Compared strings computed by expressions (`LOWER(u)`, `CONCAT(l, '')`, MIN/MAX,
+        // UNION columns): their collation is the server's, learned from its own column
+        // definitions of the statement (see `result_collations`); refused without it.
+        let mut unknown: Vec<usize> = merge::compared_columns(&spec)
+            .into_iter()
+            .filter(|&c| !collation_known.get(c).copied().unwrap_or(true))
+            .collect();
+        unknown.sort_unstable();
+        unknown.dedup();
+        if !unknown.is_empty() {
+            let real = self.result_collations(ctx).await;
+            for c in unknown {
+                let id = real
+                    .as_ref()
+                    .and_then(|r| r.get(c))
+                    .and_then(|d| merge::parse_column_def(d))
+                    .map(|x| x.collation);
+                match (id, metas.get_mut(c)) {
+                    (Some(id), Some(m)) => m.collation = id,
+                    _ => {
+                        return self
+                            .send_err(&not_supported(format!(
+                            "sluice: ordering, grouping or comparing the computed string column {} across \
+                                 shards needs its collation, which sluice could not learn from the server",
+                            c + 1
+                        )))
+                            .await
+                    }
+                }
+            }
+        }
+        // What sluice would compare otherwise than the server: refused.
+        let sort_length_set = self
+            .state
+            .sets
+            .iter()
+            .any(|s| s.windows(15).any(|w| w.eq_ignore_ascii_case(b"max_sort_length")));
+        let sent: Vec<Option<u16>> = defs
+            .iter()
+            .map(|d| merge::parse_column_def(d).map(|m| m.collation))
+            .collect();
+        if let Some(why) = merge::inexact_comparison(&spec, &metas, &sent, sort_length_set) {
+            return self.send_err(&not_supported(why)).await;
+        }
+        let div_precision_set = (self.state.sets.iter()).any(|s| {
+            s.windows(23)
+                .any(|w| w.eq_ignore_ascii_case(b"div_precision_increment"))
+        });
+        if let Some(why) = merge::inexact_avg(&spec, div_precision_set) {
+            return self.send_err(&not_supported(why)).await;
+        }
+        if let Some(col) = merge::compared_columns(&spec)
             .into_iter()
             .find(|&c| metas.get(c).is_some_and(|m| !merge::exact_order(m)))
         {
@@ -396,16 +533,28 @@ impl Session {
         // Result header: visible columns, with the types the merge produces.
         let visible = merger.visible();
         let out_metas: Vec<merge::ColumnMeta> = merger.output_metas().to_vec();
+        // The server describes the statement's columns with other types than the merge
+        // produces (a BIT the parts' grouping turns into an integer): the rows would not
+        // be the server's either.
+        if let Some(d) = &described {
+            let agrees = d.len() == visible
+                && d.iter()
+                    .zip(&out_metas)
+                    .all(|(d, m)| merge::parse_column_def(d).is_some_and(|x| x.column_type == m.column_type));
+            if !agrees {
+                return self
+                    .send_err(&not_supported(
+                        "sluice: this statement's merged columns would not have the types the server gives \
+                         them, so it is not supported across shards"
+                            .to_string(),
+                    ))
+                    .await;
+            }
+        }
         let mut seq = self.reply_seq;
         let mut count = BytesMut::new();
         put_lenenc(&mut count, visible as u64);
         self.client.queue(&mut seq, &count);
-        let described = described.filter(|d| {
-            d.len() == visible
-                && d.iter()
-                    .zip(&out_metas)
-                    .all(|(d, m)| merge::parse_column_def(d).is_some_and(|x| x.column_type == m.column_type))
-        });
         if let Some(described) = &described {
             for d in described.iter() {
                 self.client.queue(&mut seq, d);
@@ -455,6 +604,12 @@ impl Session {
             }
         }
         self.shared.metrics.merged_rows(merger.rows_merged());
+        // FOUND_ROWS() next is the merged statement's, on whichever connection it runs.
+        if ctx.found_rows_known {
+            self.state.prev.found_rows = merger.found_rows();
+            self.state.prev_clobbered = crate::frontend::session::session_state::PREV_EVERYWHERE;
+        }
+        self.state.found_rows_unknown = !ctx.found_rows_known;
         let (cut_rows, cuts) = merger.cut_warnings();
         if cuts > 0 {
             let plant = plant_cut_warnings(cut_rows, cuts);
@@ -512,6 +667,11 @@ fn plant_cut_warnings(rows: &[u64], total: u64) -> String {
     }
     sql.push_str(&format!(" FROM seq_1_to_{n}"));
     sql
+}
+
+/// See [`MergeCtx::found_rows_known`].
+fn found_rows_known(parts: usize, sql: &str) -> bool {
+    !crate::shard::has_limit(sql) || (parts > 1 && !crate::shard::has_union(sql))
 }
 
 /// The aggregate merged into column `col`, if any.
@@ -577,33 +737,6 @@ fn merge_error_packet(e: MergeError) -> ErrPacket {
         MergeError::Unsupported(why) => not_supported(format!("sluice: {why}")),
         other => lost(&other.to_string()),
     }
-}
-
-/// The columns whose values the merge compares (sort keys, group keys,
-/// MIN/MAX and COUNT(DISTINCT) arguments, all visible columns for DISTINCT).
-fn compared_columns(spec: &merge::MergeSpec) -> Vec<usize> {
-    let mut cols: Vec<usize> = spec.order_by.iter().map(|k| k.col).collect();
-    if let Some(g) = &spec.group {
-        cols.extend(&g.keys);
-        cols.extend(g.order_after.iter().map(|k| k.col));
-        cols.extend(
-            g.aggs
-                .iter()
-                .filter(|a| matches!(a.kind, merge::AggKind::Min | merge::AggKind::Max))
-                .map(|a| a.col),
-        );
-        cols.extend(g.aggs.iter().filter_map(|a| a.kind.distinct_arg(a.col)));
-    }
-    if spec.distinct {
-        cols.extend(0..spec.visible);
-    }
-    cols
-}
-
-/// A non-binary string column (its collation decides comparisons).
-fn is_text(m: &merge::ColumnMeta) -> bool {
-    const BINARY_COLLATION: u16 = 63;
-    matches!(m.column_type, 15 | 249..=254) && m.collation != BINARY_COLLATION
 }
 
 /// Run `sql` (the original statement on sub-table 0) on `conn`, as text, or with

@@ -247,6 +247,74 @@ fn numeric_prefix(s: &[u8]) -> f64 {
     t[..end].parse().unwrap_or(0.0)
 }
 
+/// Refuses (`MergeError::Unsupported`) the comparisons whose server semantics sluice does
+/// not reproduce: a DATE/DATETIME/TIMESTAMP or TIME column against a number or a string
+/// that is not in the canonical form (`'9999/12/31'`, `'99991231'`, `10000101`,
+/// `'100:00'` are read by the server's own rules), and a BIT column against anything.
+pub(super) fn check_exact(e: &Expr, metas: &[super::ColumnMeta]) -> Result<(), super::MergeError> {
+    let unsupported = |why: &str| Err(super::MergeError::Unsupported(why.to_string()));
+    match e {
+        Expr::And(a, b) | Expr::Or(a, b) => {
+            check_exact(a, metas)?;
+            check_exact(b, metas)
+        }
+        Expr::Not(a) | Expr::IsNull(a) => check_exact(a, metas),
+        Expr::Cmp(a, _, b) => {
+            for (x, y) in [(a, b), (b, a)] {
+                let (Expr::Col(c), Expr::Lit(l)) = (x.as_ref(), y.as_ref()) else {
+                    continue;
+                };
+                let Some(m) = metas.get(*c) else { continue };
+                match (super::value::kind(m), l) {
+                    (_, Value::Null) => {}
+                    (Kind::Bit, _) => {
+                        return unsupported(
+                            "a HAVING comparison of a BIT column across shards is not supported",
+                        )
+                    }
+                    (Kind::DateTime, Value::Bytes(v)) if canonical_datetime(v) => {}
+                    (Kind::Time, Value::Bytes(v)) if canonical_time(v) => {}
+                    (Kind::DateTime | Kind::Time, _) => {
+                        return unsupported(
+                            "a HAVING comparison of a temporal column with a number or a string not \
+                             written 'YYYY-MM-DD[ hh:mm:ss]' / 'hh:mm:ss' is not supported across shards",
+                        )
+                    }
+                    _ => {}
+                }
+            }
+            Ok(())
+        }
+        Expr::Col(_) | Expr::Lit(_) => Ok(()),
+    }
+}
+
+/// `YYYY-MM-DD`, optionally followed by ` hh:mm:ss` and a fraction.
+fn canonical_datetime(v: &[u8]) -> bool {
+    let d = |i: usize| v.get(i).is_some_and(u8::is_ascii_digit);
+    let date = v.len() >= 10 && (0..4).all(d) && v[4] == b'-' && d(5) && d(6) && v[7] == b'-' && d(8) && d(9);
+    date && (v.len() == 10 || (v[10] == b' ' && canonical_time(&v[11..]) && !v[11..].starts_with(b"-")))
+}
+
+/// `hh:mm:ss` (hours of 2 or 3 digits, a sign allowed), optionally with a fraction.
+fn canonical_time(v: &[u8]) -> bool {
+    let v = v.strip_prefix(b"-").unwrap_or(v);
+    let Some(colon) = v.iter().position(|&c| c == b':') else {
+        return false;
+    };
+    let digits = |s: &[u8]| !s.is_empty() && s.iter().all(u8::is_ascii_digit);
+    let (h, rest) = v.split_at(colon);
+    let frac_ok = |s: &[u8]| s.is_empty() || (s[0] == b'.' && digits(&s[1..]));
+    (2..=3).contains(&h.len())
+        && digits(h)
+        && rest.len() >= 6
+        && rest[0] == b':'
+        && digits(&rest[1..3])
+        && rest[3] == b':'
+        && digits(&rest[4..6])
+        && frac_ok(&rest[6..])
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::testutil::row;

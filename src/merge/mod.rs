@@ -50,6 +50,7 @@ mod binary;
 pub mod collation;
 mod collation_tables;
 mod concat;
+mod exact;
 mod having;
 mod kmerge;
 mod num;
@@ -63,6 +64,7 @@ mod testutil;
 mod value;
 
 pub use binary::{binary_row_to_text, parse_binary_row, text_row_to_binary};
+pub use exact::{compared_columns, inexact_avg, inexact_comparison, is_text};
 pub use having::Tri;
 pub use kmerge::{KMerge, RowSource};
 pub use num::format_double;

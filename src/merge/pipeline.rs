@@ -315,6 +315,7 @@ impl<S: RowSource> Merger<S> {
         }
         if let Some(h) = &g.having {
             check_expr(h, n)?;
+            having::check_exact(h, out_metas)?;
         }
         for k in &g.order_after {
             let m = out_metas
@@ -360,6 +361,13 @@ impl<S: RowSource> Merger<S> {
     /// Shard rows consumed by the merge so far.
     pub fn rows_merged(&self) -> u64 {
         self.kmerge.rows_pulled()
+    }
+
+    /// What the server's `FOUND_ROWS()` says after the statement (without
+    /// SQL_CALC_FOUND_ROWS): the rows it produced up to the LIMIT, those OFFSET skipped
+    /// included.
+    pub fn found_rows(&self) -> u64 {
+        self.skipped + self.emitted
     }
 
     /// Rows returned to the client so far.

@@ -134,11 +134,21 @@ pub fn column_origin(payload: &[u8]) -> Option<(String, String, String)> {
 pub fn rewrite_column_def(payload: &[u8], meta: &ColumnMeta) -> Option<Vec<u8>> {
     let pos = fixed_fields(payload)?;
     let mut out = payload.to_vec();
-    out[pos..pos + 2].copy_from_slice(&meta.collation.to_le_bytes());
+    // A string stays a string: the definition keeps the character set the bytes are sent
+    // in (the connection's); `meta.collation` may be the column's own, looked up for
+    // comparing, which a driver would decode the bytes by.
+    let was_string = is_string_type(*payload.get(pos + 6)?);
+    if !(was_string && is_string_type(meta.column_type)) {
+        out[pos..pos + 2].copy_from_slice(&meta.collation.to_le_bytes());
+    }
     out[pos + 6] = meta.column_type;
     out[pos + 7..pos + 9].copy_from_slice(&meta.flags.to_le_bytes());
     out[pos + 9] = meta.decimals;
     Some(out)
+}
+
+fn is_string_type(t: u8) -> bool {
+    matches!(t, 15 | 249..=254)
 }
 
 /// The display length of a column definition.

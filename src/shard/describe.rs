@@ -157,12 +157,29 @@ fn logical_table<'a>(schema: &[u8], org_table: &'a [u8], rules: &ShardRules) -> 
 /// branches' types, so the merged result takes them from the server's description. A
 /// false positive only costs a description.
 pub fn has_union(sql: &str) -> bool {
+    has_word(sql, b"union")
+}
+
+/// Whether `sql` may hold a join (the word `JOIN`, or a comma-join, which the server
+/// plans, and so describes, through other paths than one table's: a join with ORDER BY
+/// and LIMIT sorts through a temporary table whose columns carry other flags and
+/// origins). A false positive only costs a description.
+pub fn has_join(sql: &str) -> bool {
+    has_word(sql, b"join") || has_word(sql, b"straight_join")
+}
+
+/// Whether `sql` may hold a LIMIT (a false positive only leaves FOUND_ROWS() alone).
+pub fn has_limit(sql: &str) -> bool {
+    has_word(sql, b"limit")
+}
+
+fn has_word(sql: &str, word: &[u8]) -> bool {
     let b = sql.as_bytes();
     let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80;
-    b.windows(5).enumerate().any(|(i, w)| {
-        w.eq_ignore_ascii_case(b"union")
+    b.windows(word.len()).enumerate().any(|(i, w)| {
+        w.eq_ignore_ascii_case(word)
             && (i == 0 || !ident(b[i - 1]))
-            && b.get(i + 5).is_none_or(|&c| !ident(c))
+            && b.get(i + word.len()).is_none_or(|&c| !ident(c))
     })
 }
 

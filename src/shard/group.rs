@@ -729,6 +729,17 @@ impl<'c, 'a> Grouped<'c, 'a> {
     }
 
     fn having_operand(&mut self, e: &Expr) -> Result<spec::Expr, Refusal> {
+        // `"c"` is a string, or the column c under ANSI_QUOTES: the session's sql_mode
+        // decides, which the merge does not read.
+        if let Expr::Value(v) = e {
+            if matches!(v.value, sqlparser::ast::Value::DoubleQuotedString(_)) {
+                return refuse(format!(
+                    "sluice: a double-quoted string in HAVING on sharded table {} is not supported across \
+                     shards (under ANSI_QUOTES it names a column); write it with single quotes",
+                    self.table
+                ));
+            }
+        }
         if let Some(l) = literal_or_param(e, self.ctx.values) {
             return Ok(spec::Expr::Lit(l.to_spec()));
         }

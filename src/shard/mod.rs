@@ -16,7 +16,7 @@
 //! * Parsing always uses the MySQL dialect with unescaping off, so string literals reach the
 //!   shards byte for byte. The per-shard text of queries and writes is the rendering of the
 //!   rewritten AST (comments other than `/*+ hints */` and `/*! … */` contents are dropped;
-//!   `0x141` becomes `X'0141'`, `_utf8mb4'a'` becomes `_utf8mb4 'a'`, adjacent literals are
+//!   `0x141` stays as written (a hex hybrid, not the string `X'0141'`), `_utf8mb4'a'` becomes `_utf8mb4 'a'`, adjacent literals are
 //!   joined). DDL keeps the client's text with only the table name token replaced (see
 //!   `ddl.rs`: sqlparser renders some DDL wrongly).
 //! * A statement routed to one shard is sent as written (table renamed, IN lists pruned) with
@@ -53,6 +53,7 @@ mod dump;
 mod group;
 mod lex;
 mod literal;
+mod names;
 mod params;
 mod route;
 mod select;
@@ -67,7 +68,7 @@ mod walk;
 use crate::merge as spec;
 
 pub use columns::{columns_needed, columns_query, wants_columns, NeedColumns};
-pub use describe::{describe, has_union, logical_names, Describe};
+pub use describe::{describe, has_join, has_limit, has_union, logical_names, Describe};
 pub use params::{needs_charset, Charset, ParamValue, Temporal};
 pub use plan::{bind_merge, plan, plan_prepared, Part, Refusal, ShardPlan};
 pub use rule::{

@@ -11,17 +11,17 @@
 //! client's statement unchanged except for the sub-table name and pruned IN lists, with a
 //! plain `MergeSpec` (no order, limit or grouping): their result can be relayed as is.
 
-use sqlparser::ast::{
-    Ident, ObjectName, OrderBy, Query, SelectItem, SetExpr, Spanned, Statement, TableFactor,
-};
+use sqlparser::ast::{ObjectName, OrderBy, Query, SetExpr, Statement, TableFactor};
 use sqlparser::tokenizer::{Location, Token, TokenWithSpan};
 
+use super::names::name_items_as_written;
 use super::params::{Charset, ParamValue};
 use super::rule::{ShardRule, ShardRules};
 use super::spec::MergeSpec;
 use super::split::{split_insert, Split};
 use super::text::{
-    depth_bound, names_table_cheaply, pad_odd_hex, parse, placeholders, tokenize, Source, MAX_EXPR_DEPTH,
+    depth_bound, has_executable_comment, keep_0x_hex, names_table_cheaply, parse, placeholders, tokenize,
+    Source, MAX_EXPR_DEPTH,
 };
 use super::walk::{idents, walk, walk_select, Visit};
 use super::{ddl, dml, select};
@@ -234,9 +234,8 @@ fn plan_placeholders(
         return Err(Refusal("sluice: parameter count mismatch".into()));
     }
     let src = Source::new(sql);
-    pad_odd_hex(&mut tokens, &src);
-    // Only shallow statements: deeper ones keep the literal plan (planned on a thread
-    // with a larger stack).
+    keep_0x_hex(&mut tokens, &src);
+    // Only shallow statements: deeper ones are refused (planned on the caller's stack).
     if depth_bound(&tokens) > INLINE_DEPTH {
         return Err(Refusal(format!(
             "sluice: the expressions in this prepared statement on sharded table {named} nest too \
@@ -252,12 +251,13 @@ fn plan_placeholders(
         return Err(Refusal("sluice: not one statement".into()));
     }
     let mut stmt = stmts.remove(0);
-    let placeholder_at: Vec<(u64, u64)> = tokens
+    let placeholder_at: Vec<Location> = tokens
         .iter()
         .filter(|t| matches!(t.token, Token::Placeholder(_)))
-        .map(|t| (t.span.start.line, t.span.start.column))
+        .map(|t| t.span.start)
         .collect();
-    name_parameter_items(&mut stmt, &tokens, &placeholder_at, &src);
+    name_items_as_written(&mut stmt, &tokens, &src, &placeholder_at);
+    let assigns = refuse_read_hazards(&stmt, &tokens, sql, &named)?;
     let ctx = Ctx {
         rules,
         db: current_db,
@@ -268,6 +268,7 @@ fn plan_placeholders(
         values: Some(params),
     };
     let mut planned = plan_statement(stmt, &ctx)?;
+    refuse_assign_across(assigns, planned.as_ref(), &named)?;
     if let Some(ShardPlan::Write { ddl: true, .. }) = planned {
         // The server prepares no DDL with parameters.
         return Err(Refusal(format!(
@@ -358,12 +359,12 @@ fn plan_inner(sql: &str, current_db: Option<&str>, rules: &ShardRules) -> Result
         ))
     })?;
     let Some(named) = mentions_tokens(rules, &tokens) else {
-        return Ok(None);
+        return refuse_prepared_text(&tokens, rules);
     };
     let src = Source::new(sql);
     let placeholder_count = placeholders(&tokens);
     let mut tokens = tokens;
-    pad_odd_hex(&mut tokens, &src);
+    keep_0x_hex(&mut tokens, &src);
     // Before parsing: the tree must never be deeper than what can be walked and dropped.
     let depth = depth_bound(&tokens);
     if depth > MAX_EXPR_DEPTH {
@@ -446,6 +447,8 @@ fn plan_parsed(
             )))
         }
     };
+    let mut stmt = stmt;
+    name_items_as_written(&mut stmt, &tokens, &src, &[]);
     let ctx = Ctx {
         rules,
         db: current_db,
@@ -455,7 +458,9 @@ fn plan_parsed(
         forced_shards: None,
         values: None,
     };
+    let assigns = refuse_read_hazards(&stmt, &ctx.tokens, ctx.src.text, &named)?;
     let planned = plan_statement(stmt, &ctx)?;
+    refuse_assign_across(assigns, planned.as_ref(), &named)?;
     if planned.is_some() && placeholder_count > 0 {
         return Err(Refusal(
             "sluice: a statement with ? placeholders on a sharded table is planned with its \
@@ -466,90 +471,39 @@ fn plan_parsed(
     Ok(planned)
 }
 
-/// A select-list expression holding a placeholder is named by the server after the text
-/// the client wrote (`SELECT ?` gives a column `?`); once the placeholder is tagged it
-/// would be named after its tag (`?3`), so it gets the client's text as its alias.
-fn name_parameter_items(
-    stmt: &mut Statement,
+/// What a SELECT re-rendered from the tree cannot keep: an executable comment (`/*!…*/`,
+/// `/*M!…*/`: MariaDB runs its contents by version, the parser expands or drops them) is
+/// refused. Returns whether the SELECT assigns a user variable (`:=`), which
+/// [`refuse_assign_across`] refuses once the plan reads several sub-tables. Text and
+/// prepared plans alike (a prepared statement has no other plan to fall back on).
+fn refuse_read_hazards(
+    stmt: &Statement,
     tokens: &[TokenWithSpan],
-    placeholder_at: &[(u64, u64)],
-    src: &Source<'_>,
-) {
-    let Statement::Query(q) = stmt else { return };
-    let SetExpr::Select(sel) = q.body.as_mut() else {
-        return;
-    };
-    for item in &mut sel.projection {
-        let SelectItem::UnnamedExpr(e) = item else {
-            continue;
-        };
-        let start = e.span().start;
-        let Some(end) = item_end(tokens, start) else {
-            continue;
-        };
-        let (from, to) = ((start.line, start.column), (end.line, end.column));
-        if from.0 == 0 || !placeholder_at.iter().any(|p| *p >= from && *p < to) {
-            continue;
-        }
-        let Some(text) = src
-            .offset(start)
-            .zip(src.offset(end))
-            .and_then(|(a, b)| src.text.get(a..b))
-        else {
-            continue;
-        };
-        *item = SelectItem::ExprWithAlias {
-            expr: e.clone(),
-            alias: Ident::with_quote('`', text),
-        };
+    sql: &str,
+    named: &str,
+) -> Result<bool, Refusal> {
+    if !matches!(stmt, Statement::Query(_)) {
+        return Ok(false);
     }
+    if has_executable_comment(sql) {
+        return Err(Refusal(format!(
+            "sluice: executable comments (/*! … */, /*M! … */) in a SELECT on sharded table {named} are \
+             not supported (sluice would not read them as MariaDB runs them)"
+        )));
+    }
+    Ok(tokens.iter().any(|t| matches!(t.token, Token::Assignment)))
 }
 
-/// Where the select-list item starting at `start` ends: the end of its last token before
-/// a `,`, `)` or clause keyword at its own parenthesis depth (expression spans of sqlparser
-/// 0.64 stop short of a function call's closing parenthesis).
-fn item_end(tokens: &[TokenWithSpan], start: Location) -> Option<Location> {
-    use sqlparser::keywords::Keyword as K;
-    let mut depth = 0u32;
-    let mut end = None;
-    let at = (start.line, start.column);
-    for t in tokens
-        .iter()
-        .skip_while(|t| (t.span.start.line, t.span.start.column) < at)
-    {
-        match &t.token {
-            Token::Whitespace(_) => continue,
-            Token::LParen => depth += 1,
-            Token::RParen if depth == 0 => break,
-            Token::RParen => depth -= 1,
-            Token::Comma | Token::SemiColon | Token::EOF if depth == 0 => break,
-            Token::Word(w)
-                if depth == 0
-                    && w.quote_style.is_none()
-                    && matches!(
-                        w.keyword,
-                        K::FROM
-                            | K::INTO
-                            | K::WHERE
-                            | K::GROUP
-                            | K::HAVING
-                            | K::ORDER
-                            | K::LIMIT
-                            | K::UNION
-                            | K::WINDOW
-                            | K::FOR
-                            | K::LOCK
-                            | K::EXCEPT
-                            | K::INTERSECT
-                    ) =>
-            {
-                break
-            }
-            _ => {}
-        }
-        end = Some(t.span.end);
+/// `:=` in a SELECT that reads several sub-tables: each would assign the variable on its
+/// own rows, in its own order.
+fn refuse_assign_across(assigns: bool, planned: Option<&ShardPlan>, named: &str) -> Result<(), Refusal> {
+    if assigns && planned.is_some_and(|p| p.parts().len() > 1) {
+        return Err(Refusal(format!(
+            "sluice: assigning a user variable (:=) in a SELECT on sharded table {named} that reads \
+             several sub-tables is not supported (each sub-table would assign it on its own rows)"
+        )));
     }
-    end
+    Ok(())
 }
 
 fn plan_statement(stmt: Statement, ctx: &Ctx<'_>) -> Result<Option<ShardPlan>, Refusal> {
@@ -594,6 +548,38 @@ fn statement_kind(tokens: &[TokenWithSpan]) -> String {
     } else {
         words.join(" ")
     }
+}
+
+/// `PREPARE s FROM '…'` and `EXECUTE IMMEDIATE '…'` whose text names a sharded table: the
+/// server would run that text on the logical table (1146, or another table of that name),
+/// which sluice never planned. Refused; other statements that only mention a name in a
+/// string go to the server untouched.
+fn refuse_prepared_text(tokens: &[TokenWithSpan], rules: &ShardRules) -> Result<Option<ShardPlan>, Refusal> {
+    use sqlparser::keywords::Keyword as K;
+    let words: Vec<&Token> = tokens
+        .iter()
+        .map(|t| &t.token)
+        .filter(|t| !matches!(t, Token::Whitespace(_)))
+        .take(2)
+        .collect();
+    let kw = |t: Option<&&Token>, k: K| matches!(t, Some(Token::Word(w)) if w.keyword == k && w.quote_style.is_none());
+    let prepares =
+        kw(words.first(), K::PREPARE) || (kw(words.first(), K::EXECUTE) && kw(words.get(1), K::IMMEDIATE));
+    if !prepares {
+        return Ok(None);
+    }
+    let names = tokens.iter().any(|t| match &t.token {
+        Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) => names_table_cheaply(s, rules),
+        _ => false,
+    });
+    if names {
+        return Err(Refusal(
+            "sluice: PREPARE … FROM and EXECUTE IMMEDIATE of a statement on a sharded table are not \
+             supported (prepare it through the protocol, or run it as a statement)"
+                .into(),
+        ));
+    }
+    Ok(None)
 }
 
 /// The first sharded table name that appears as an identifier token.

@@ -68,17 +68,20 @@ pub(crate) fn placeholders(tokens: &[TokenWithSpan]) -> usize {
         .count()
 }
 
-/// `0x141` is a valid MySQL hex literal (an implied leading zero) but the parser renders
-/// every hex literal as `X'…'`, where an odd digit count is a syntax error: pad it.
-pub(crate) fn pad_odd_hex(tokens: &mut [TokenWithSpan], src: &Source<'_>) {
+/// `0x41` is a hex *hybrid* in MariaDB (a number in numeric context: `0x41 + 0` is 65, an
+/// INT; `k = 0x05` finds k = 5), `X'41'` a string (`X'41' + 0` is a DOUBLE): the parser
+/// reads both as one hex string literal and renders it `X'…'`. A `0x` token becomes a
+/// number token of the client's own spelling, which renders as written (and is not read
+/// as a literal by routing or the merge: such a key condition reaches every shard).
+pub(crate) fn keep_0x_hex(tokens: &mut [TokenWithSpan], src: &Source<'_>) {
     for t in tokens {
-        if let Token::HexStringLiteral(h) = &mut t.token {
+        if let Token::HexStringLiteral(h) = &t.token {
             let from_0x = src
                 .offset(t.span.start)
                 .and_then(|o| src.text.get(o..o + 2))
                 .is_some_and(|p| p == "0x");
-            if h.len() % 2 == 1 && from_0x {
-                h.insert(0, '0');
+            if from_0x {
+                t.token = Token::Number(format!("0x{h}"), false);
             }
         }
     }
@@ -147,6 +150,18 @@ fn pop(levels: &mut Vec<usize>, sum: &mut usize) {
             *sum -= top;
         }
     }
+}
+
+/// Whether `sql` holds an executable comment (`/*!…*/`, `/*!50700 …*/`, `/*M!…*/`) outside
+/// strings and quoted names. MariaDB runs their contents (by version); the parser expands
+/// `/*!` whatever its version and drops `/*M!`, so a statement re-rendered from the tree
+/// would mean something else.
+pub(crate) fn has_executable_comment(sql: &str) -> bool {
+    use super::lex::{Kind, Lexer};
+    let mut lx = Lexer::new(sql);
+    // The lexer reads an executable comment (and an unterminated one) as `Bad`.
+    std::iter::from_fn(|| lx.next_tok())
+        .any(|t| t.kind == Kind::Bad && sql.get(t.start..t.start + 2) == Some("/*"))
 }
 
 /// Whether `sql` names one of the sharded tables as an identifier (not inside a string

@@ -390,3 +390,42 @@ fn prepared_having_parameter_is_compared_by_the_merge() {
         assert!(part.params.is_empty() && !part.sql.contains('?'), "{}", part.sql);
     }
 }
+
+/// A prepared SELECT has no literal plan to fall back on: what the text plan refuses
+/// for reads (executable comments, `:=` across sub-tables) is refused here too; `0x…`
+/// stays as the client wrote it, and an expression holding `?` is named by its text.
+#[test]
+fn prepared_reads_keep_the_text_plans_read_rules() {
+    let one = [ParamValue::Int(1)];
+    let m = with_charset(
+        "SELECT id FROM post_reply WHERE tid = ? /*!50700 OR tid = 2 */",
+        &one,
+        &utf8(),
+    )
+    .unwrap_err()
+    .0;
+    assert!(m.contains("executable comments"), "{m}");
+    let m = with_charset(
+        "SELECT id, @rn := @rn + 1 FROM post_reply WHERE x = ?",
+        &one,
+        &utf8(),
+    )
+    .unwrap_err()
+    .0;
+    assert!(m.contains("user variable"), "{m}");
+    let parts = prepared_parts(
+        "SELECT id, @rn := @rn + 1 FROM post_reply WHERE tid = ?",
+        &one,
+        &utf8(),
+    );
+    assert_eq!(shards(&parts), vec![1]);
+    let parts = prepared_parts(
+        "SELECT id, ?  +  1 FROM post_reply WHERE tid = 1 AND x = 0x141",
+        &one,
+        &utf8(),
+    );
+    assert_eq!(
+        parts[0].1,
+        "SELECT id, ? + 1 AS `?  +  1` FROM post_reply_1 AS post_reply WHERE tid = 1 AND x = 0x141"
+    );
+}

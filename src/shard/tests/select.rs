@@ -399,11 +399,12 @@ fn byte_for_byte_literals() {
 }
 
 #[test]
-fn odd_hex_literal_stays_valid() {
-    let (parts, _, _) = select("SELECT id FROM post_reply WHERE tid = 1 AND x = 0x141");
+fn hex_hybrid_literal_stays_as_written() {
+    // `0x141` (a number in numeric context) is not `X'0141'` (a string).
+    let (parts, _, _) = select("SELECT id FROM post_reply WHERE tid = 1 AND x = 0x141 AND y = X'05'");
     assert_eq!(
         parts[0].1,
-        "SELECT id FROM post_reply_1 AS post_reply WHERE tid = 1 AND x = X'0141'"
+        "SELECT id FROM post_reply_1 AS post_reply WHERE tid = 1 AND x = 0x141 AND y = X'05'"
     );
 }
 
@@ -487,4 +488,55 @@ fn select_star_with_order_by() {
         parts[0].1,
         "SELECT p.*, u.name AS n, u.name FROM post_reply_0 p JOIN users u ON u.id = p.user_id ORDER BY n"
     );
+}
+
+#[test]
+fn expression_columns_keep_the_clients_names() {
+    for (item, alias) in [
+        ("tid  +  1", Some("`tid  +  1`")),
+        ("cast(tid as char)", Some("`cast(tid as char)`")),
+        ("CAST(tid AS CHAR)", None),
+        ("tid /* c */ + 1", Some("`tid /* c */ + 1`")),
+        ("tid + 1", None),
+        ("'it''s'", None),
+        ("tid", None),
+    ] {
+        let (parts, _, _) = select(&format!("SELECT id, {item} FROM post_reply WHERE tid = 1"));
+        let sql = &parts[0].1;
+        match alias {
+            Some(a) => assert!(sql.contains(&format!(" AS {a}")), "{item}: {sql}"),
+            None => assert!(!sql.contains(" AS `"), "{item}: {sql}"),
+        }
+    }
+}
+
+#[test]
+fn executable_comments_and_assignments_across_shards_are_refused() {
+    let m = refused("SELECT id FROM post_reply WHERE tid = 1 /*!50700 OR tid = 2 */");
+    assert!(m.contains("executable comments"), "{m}");
+    let m = refused("SELECT id FROM post_reply WHERE tid = 1 /*M!100000 OR tid = 2 */");
+    assert!(m.contains("executable comments"), "{m}");
+    let m = refused("SELECT id, @rn := @rn + 1 FROM post_reply");
+    assert!(m.contains("user variable"), "{m}");
+    // One sub-table numbers every row itself; a plain comment changes nothing.
+    assert_eq!(
+        select("SELECT id, @rn := @rn + 1 FROM post_reply WHERE tid = 1")
+            .0
+            .len(),
+        1
+    );
+    assert_eq!(
+        select("SELECT id FROM post_reply /* t */ WHERE tid = 1").0.len(),
+        1
+    );
+}
+
+#[test]
+fn sql_prepare_of_a_sharded_statement_is_refused() {
+    let m = refused("PREPARE s FROM 'SELECT * FROM post_reply WHERE tid = ?'");
+    assert!(m.contains("PREPARE"), "{m}");
+    let m = refused("EXECUTE IMMEDIATE 'SELECT COUNT(*) FROM post_reply'");
+    assert!(m.contains("EXECUTE IMMEDIATE"), "{m}");
+    assert!(run("SELECT 'post_reply' FROM other").unwrap().is_none());
+    assert!(run("PREPARE s FROM 'SELECT 1'").unwrap().is_none());
 }
