@@ -68,6 +68,8 @@ BASE_PID=""
 if [ -n "${BASE_BIN:-}" ]; then
   sluice_conf "${BASE_CONF-$SLUICE_CONF}" | sed -e "s/^listen: .*/listen: 127.0.0.1:$BPORT/" \
     -e "s/^admin_listen: .*/admin_listen: 127.0.0.1:$BAPORT/" >"$work/base.yaml"
+  # Builds from before users[].backend was required reject `backend: group`.
+  "$BASE_BIN" check-config "$work/base.yaml" >/dev/null 2>&1 || sed -i 's/, backend: group//' "$work/base.yaml"
   main_bin=$SLUICE_BIN
   SLUICE_BIN=$BASE_BIN
   start_sluice "$work/base.yaml" "$work/base.log" "$BPORT"
