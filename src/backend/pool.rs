@@ -678,7 +678,9 @@ impl PoolHandle {
     /// The connection this handle parked, if it is still there and alive.
     pub fn take_parked(&self) -> Option<Pooled> {
         let mine = self.lease.slot.lock().ok().and_then(|mut s| s.conn.take());
-        mine.and_then(|c| usable(c, self.backend.params.max_age))
+        // The session's own connection: not aged here (a clock read per
+        // statement); the age bounds what other sessions get (recycle, steal).
+        mine.and_then(|c| usable(c, Duration::ZERO))
     }
 
     /// Give a connection back: parked for this handle's next [`Self::get`]
@@ -695,13 +697,7 @@ impl PoolHandle {
         let contended = |c: &Pooled| {
             parked.waiting.load(Ordering::SeqCst) > 0 || c.budget.as_ref().is_some_and(|b| b.contended())
         };
-        if !ours
-            || !reusable(&c)
-            || contended(&c)
-            || c.too_old(self.backend.params.max_age)
-            || self.backend.closed.load(Ordering::Acquire)
-        {
-            // Back to the pool, whose recycle closes it if it is too old.
+        if !ours || !reusable(&c) || contended(&c) || self.backend.closed.load(Ordering::Acquire) {
             return drop(c);
         }
         let Ok(mut slot) = self.lease.slot.lock() else {
