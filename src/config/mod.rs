@@ -429,7 +429,7 @@ pub struct BackendSettings {
     /// replica is down (see `freshness.fall`).
     pub replica_read_timeout: Duration,
     /// A pooled connection older than this is closed instead of handed to
-    /// another statement (zero: no limit). The bound on how long a
+    /// another session (zero: no limit). The bound on how long a
     /// connection keeps the privileges it logged in with when a change on
     /// the server is not noticed by the account catalog. Default 1h.
     pub max_connection_age: Duration,
