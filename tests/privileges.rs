@@ -486,3 +486,51 @@ async fn prepared_statement_text_per_session_is_capped() {
     c.close(first).await.expect("close");
     c.prep(big(1000)).await.expect("room again after a close");
 }
+
+/// Accounts with hourly limits (`MAX_QUERIES_PER_HOUR`, `MAX_UPDATES_PER_HOUR`,
+/// `MAX_CONNECTIONS_PER_HOUR`) are refused with 1045 and the reason: the server
+/// counts them per connection it sees, so through pooled connections sluice's own
+/// statements would be charged and replica reads and reused logins would not.
+/// Directly they log in; a wrong password still gets the plain 1045.
+#[tokio::test]
+async fn accounts_with_hourly_limits_are_refused_with_the_reason() {
+    let name = unique_name("pr_hour");
+    let limits = [
+        ("q", "MAX_QUERIES_PER_HOUR 100", "MAX_QUERIES_PER_HOUR"),
+        ("u", "MAX_UPDATES_PER_HOUR 5", "MAX_UPDATES_PER_HOUR"),
+        (
+            "c",
+            "MAX_CONNECTIONS_PER_HOUR 50 MAX_QUERIES_PER_HOUR 9",
+            "MAX_QUERIES_PER_HOUR, MAX_CONNECTIONS_PER_HOUR",
+        ),
+    ];
+    let mut sql = format!("CREATE USER '{name}_n'@'%' IDENTIFIED BY '{PW}' WITH MAX_USER_CONNECTIONS 5;");
+    for (suffix, with, _) in limits {
+        sql += &format!("CREATE USER '{name}_{suffix}'@'%' IDENTIFIED BY '{PW}' WITH {with};");
+    }
+    shared_cluster().master.sql(&sql);
+    let s = sluice_with_accounts("");
+    until_known(&s, &format!("{name}_n"), "information_schema").await;
+    for (suffix, _, named) in limits {
+        let user = format!("{name}_{suffix}");
+        let direct = login(master_port(), &user, PW, None).await.map(|_| ());
+        assert_eq!(direct, Ok(()), "{user} directly");
+        let through = login(s.port, &user, PW, None).await.map(|_| ());
+        match &through {
+            Err(Seen::Err(1045, msg)) => assert!(
+                msg.contains(&format!("has {named}, which sluice cannot count")),
+                "{user}: {msg}"
+            ),
+            other => panic!("{user} through sluice: {other:?}"),
+        }
+        let wrong = login(s.port, &user, "not-the-password", None).await.map(|_| ());
+        let wrong_direct = login(master_port(), &user, "not-the-password", None)
+            .await
+            .map(|_| ());
+        assert_eq!(wrong, wrong_direct, "{user}: a wrong password");
+    }
+    let mut c = login(s.port, &format!("{name}_n"), PW, None)
+        .await
+        .expect("an account with MAX_USER_CONNECTIONS only");
+    assert_eq!(run(&mut c, "SELECT 1").await, Seen::Ok(Some("1".into())));
+}

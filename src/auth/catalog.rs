@@ -38,6 +38,12 @@ pub struct Account {
     pub locked: bool,
     /// `MAX_USER_CONNECTIONS` (0: no limit).
     pub max_user_connections: u32,
+    /// The account's `MAX_QUERIES_PER_HOUR`, `MAX_UPDATES_PER_HOUR` and
+    /// `MAX_CONNECTIONS_PER_HOUR` that are set, comma-separated. The server
+    /// counts them per connection it sees: through sluice its own statements
+    /// would be charged, reads on replicas and pooled logins would not, so
+    /// such accounts are refused at login (see `frontend::handshake`).
+    pub hourly_limits: Option<String>,
     /// What the account demands of a login's transport (`REQUIRE …`).
     pub tls: TlsRequirement,
     /// The login-time rights (see `rights`): part of the account's
@@ -69,6 +75,7 @@ impl Account {
             user: row.user,
             locked: row.locked,
             max_user_connections: row.max_user_connections,
+            hourly_limits: row.hourly_limits,
             tls: row.tls,
             rights: row.rights,
             login: OnceLock::new(),
@@ -86,6 +93,7 @@ impl Account {
             && self.method == other.method
             && self.locked == other.locked
             && self.max_user_connections == other.max_user_connections
+            && self.hourly_limits == other.hourly_limits
             && self.tls == other.tls
             && self.rights == other.rights
     }
@@ -107,6 +115,8 @@ pub struct Row {
     pub auth_or: Vec<(Option<String>, Option<String>)>,
     pub locked: bool,
     pub max_user_connections: u32,
+    /// The hourly limits the account has, by name (`None`: none).
+    pub hourly_limits: Option<String>,
     pub is_role: bool,
     pub tls: TlsRequirement,
     pub rights: Digest,
@@ -278,7 +288,11 @@ const QUERY: &str = "SELECT User, Host, \
     IFNULL(JSON_VALUE(Priv, '$.account_locked'), 'false'), \
     IFNULL(JSON_VALUE(Priv, '$.max_user_connections'), '0'), \
     IFNULL(JSON_VALUE(Priv, '$.is_role'), 'false'), \
-    JSON_VALUE(Priv, '$.ssl_type'), Priv \
+    JSON_VALUE(Priv, '$.ssl_type'), Priv, \
+    CONCAT_WS(', ', \
+      IF(JSON_VALUE(Priv, '$.max_questions') > 0, 'MAX_QUERIES_PER_HOUR', NULL), \
+      IF(JSON_VALUE(Priv, '$.max_updates') > 0, 'MAX_UPDATES_PER_HOUR', NULL), \
+      IF(JSON_VALUE(Priv, '$.max_connections') > 0, 'MAX_CONNECTIONS_PER_HOUR', NULL)) \
     FROM mysql.global_priv";
 
 fn opts(src: &Source) -> mysql_async::Opts {
@@ -339,6 +353,7 @@ pub async fn read(conn: &mut mysql_async::Conn) -> Result<(Vec<Row>, bool), Stri
             auth_or,
             locked: is_true(text(r, 11)),
             max_user_connections: text(r, 12).and_then(|n| n.parse().ok()).unwrap_or(0),
+            hourly_limits: text(r, 16).filter(|l| !l.is_empty()),
             is_role: is_true(text(r, 13)),
         });
     }
@@ -434,6 +449,7 @@ mod tests {
             auth_or: vec![],
             locked: false,
             max_user_connections: 0,
+            hourly_limits: None,
             is_role: false,
             tls: TlsRequirement::None,
             rights: [0; 20],

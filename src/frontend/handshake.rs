@@ -390,6 +390,26 @@ where
             "Access denied, this account is locked",
         )));
     }
+    if let Some(limits) = &account.hourly_limits {
+        tracing::info!(
+            account = %crate::logging::escaped(&account.name(), 256),
+            limits = %crate::logging::escaped(limits, 128),
+            "login refused: the account has hourly resource limits, which the server would count \
+             on sluice's pooled connections (sluice's own statements charged, replica reads and \
+             reused logins not); log in directly or drop the limits"
+        );
+        // After the password (the client proved who it is), so the answer
+        // may say why.
+        return Ok(Verdict::Denied(ErrPacket::new(
+            crate::protocol::consts::errcode::ER_ACCESS_DENIED_ERROR,
+            "28000",
+            format!(
+                "Access denied for user '{name}'@'{host}': the account has {limits}, which sluice \
+                 cannot count as the server does through pooled connections; log in to the server \
+                 directly or drop the limit"
+            ),
+        )));
+    }
     let max = account.max_user_connections as usize;
     let make = || match stage1 {
         Some(h1) => crate::backend::Login::native(name, h1, max),
