@@ -534,3 +534,69 @@ async fn accounts_with_hourly_limits_are_refused_with_the_reason() {
         .expect("an account with MAX_USER_CONNECTIONS only");
     assert_eq!(run(&mut c, "SELECT 1").await, Seen::Ok(Some("1".into())));
 }
+
+/// Which account a login is: one user name with several host patterns (every
+/// one matches 127.0.0.1), dropped one at a time, most specific first. Each
+/// time, `CURRENT_USER()` through sluice must name the account the server picks
+/// directly (MariaDB's order: fewest matching hosts first, so `127.0.0._` before
+/// `127.0.0.1%`; equal weights by host text, descending).
+#[tokio::test]
+async fn a_login_is_the_account_the_server_would_pick() {
+    let user = unique_name("pr_host");
+    let hosts = [
+        "127.0.0.1%",
+        "127.0.0._",
+        "127.0.%",
+        "127.0.0.%",
+        "%",
+        "127.0.0.0/255.255.255.0",
+        "127.0._.1",
+        "1%",
+    ];
+    let mut sql = String::new();
+    for h in hosts {
+        sql += &format!("CREATE USER '{user}'@'{h}' IDENTIFIED BY '{PW}';");
+    }
+    shared_cluster().master.sql(&sql);
+    let s = Sluice::start(&format!(
+        "auth:\n  account: {{ user: {SLUICE_USER}, password: {SLUICE_PASSWORD} }}\n  refresh: 250ms\ngroups:\n{}",
+        Sluice::group_yaml("main", shared_cluster())
+    ));
+    until_known(&s, &user, "information_schema").await;
+    let mut picked = Vec::new();
+    for _ in 0..hosts.len() {
+        let mut c = login(master_port(), &user, PW, None).await.expect("direct login");
+        let direct = run(&mut c, "SELECT CURRENT_USER()").await;
+        drop(c);
+        let Seen::Ok(Some(account)) = direct.clone() else {
+            panic!("direct: {direct:?}");
+        };
+        // The catalog follows each DROP USER within its refresh.
+        until(
+            &format!("sluice picks {account}"),
+            Duration::from_secs(10),
+            async || match login(s.port, &user, PW, None).await {
+                Ok(mut c) => run(&mut c, "SELECT CURRENT_USER()").await == direct,
+                Err(_) => false,
+            },
+        )
+        .await;
+        let host = account
+            .rsplit_once('@')
+            .map(|(_, h)| h.to_owned())
+            .expect("user@host");
+        shared_cluster()
+            .master
+            .sql(&format!("DROP USER '{user}'@'{host}'"));
+        picked.push(host);
+    }
+    println!("picked in order: {picked:?}");
+    let direct = login(master_port(), &user, PW, None).await.map(|_| ());
+    assert!(matches!(direct, Err(Seen::Err(1045, _))), "{direct:?}");
+    until(
+        "sluice refuses the dropped user",
+        Duration::from_secs(10),
+        async || login(s.port, &user, PW, None).await.map(|_| ()) == direct,
+    )
+    .await;
+}

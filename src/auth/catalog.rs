@@ -32,7 +32,7 @@ pub struct Account {
     pub user: String,
     pub host_text: String,
     host: HostPattern,
-    sort: u32,
+    sort: u64,
     /// The usable method (the first native one of `auth_or`, if any).
     pub method: Method,
     pub locked: bool,
@@ -180,8 +180,17 @@ impl Snapshot {
                 }
             })
             .collect();
-        // Stable: equal keys keep the server's row order (primary key order).
-        accounts.sort_by_key(|a| std::cmp::Reverse(a.sort));
+        // The server's order within one user name (acl_user_compare): most
+        // specific first, equal weights by host text, descending (so
+        // `localhost` before `127.0.0.1`); an empty host counts as `%`.
+        fn host(x: &Account) -> &str {
+            if x.host_text.is_empty() {
+                "%"
+            } else {
+                &x.host_text
+            }
+        }
+        accounts.sort_by(|a, b| b.sort.cmp(&a.sort).then_with(|| host(b).cmp(host(a))));
         Snapshot {
             accounts,
             name_resolve,
@@ -189,15 +198,23 @@ impl Snapshot {
         }
     }
 
-    /// The account the server would pick for `user` connecting from `ip`:
-    /// the first in order whose user is `user` or anonymous and whose host
-    /// matches.
+    /// The account the server would pick for `user` connecting from `ip`
+    /// (find_by_username_or_anon): the first of `user`'s own accounts whose
+    /// host matches, unless an anonymous account that matches is strictly
+    /// more specific.
     pub fn find(&self, user: &str, ip: IpAddr) -> Option<Arc<Account>> {
         let hostname = (self.name_resolve && ip.is_loopback()).then_some("localhost");
-        self.accounts
+        let named = self
+            .accounts
             .iter()
-            .find(|a| (a.user == user || a.user.is_empty()) && a.host.matches(ip, hostname))
-            .cloned()
+            .find(|a| a.user == user && !user.is_empty() && a.host.matches(ip, hostname));
+        let anonymous = self
+            .accounts
+            .iter()
+            .filter(|a| a.user.is_empty())
+            .take_while(|a| named.is_none_or(|n| a.sort > n.sort))
+            .find(|a| a.host.matches(ip, hostname));
+        anonymous.or(named).cloned()
     }
 
     pub fn len(&self) -> usize {

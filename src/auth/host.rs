@@ -101,32 +101,68 @@ pub fn wild_match(pattern: &[u8], text: &[u8]) -> bool {
     pattern[p..].iter().all(|&c| c == b'%')
 }
 
-/// MariaDB's `get_sort` for one string: 128 without wildcards, else the
-/// 1-based position of the first wildcard (at most 127); 0 for "".
-fn sort_of(s: &str) -> u32 {
-    let b = s.as_bytes();
+/// The length the server assumes for a host pattern when it weighs `%`
+/// (`HOSTNAME_LENGTH`, the width of `mysql.global_priv.Host`).
+const MAX_HOST_LEN: u64 = 255;
+
+/// How many strings a host pattern can match, as an order-preserving number
+/// (MariaDB 10.5+'s `get_magic_sort` for one `h` pattern: greater = more
+/// generic). With N literal characters, M `_` and K runs of `%`, a pattern
+/// matches about numchars^L strings where L = MAX-N-M when K > 0 (else
+/// numchars^M), so patterns compare by L, K, M (or M, L, K when M >= L),
+/// then by the literal prefix before the first wildcard (P). A literal host,
+/// an IP and an `ip/netmask` are all 0: the most specific.
+fn host_magic(pattern: &str) -> u64 {
+    let b = pattern.as_bytes();
+    // An empty host is the same as `%` (update_hostname's old convention).
+    let b: &[u8] = if b.is_empty() { b"%" } else { b };
+    let (mut n, mut m, mut k, mut p) = (0u64, 0u64, 0u64, 0u64);
     let mut i = 0;
-    let mut chars = 0;
     while i < b.len() {
-        if b[i] == b'\\' && i + 1 < b.len() {
-            i += 2;
-            chars = 128;
-            continue;
+        match b[i] {
+            b'%' => {
+                if k == 0 && m == 0 {
+                    p = n;
+                }
+                k += 1;
+                while b.get(i + 1) == Some(&b'%') {
+                    i += 1;
+                }
+            }
+            b'_' => {
+                if k == 0 && m == 0 {
+                    p = n;
+                }
+                m += 1;
+            }
+            c => {
+                if c == b'\\' && i + 1 < b.len() {
+                    i += 1;
+                }
+                n += 1;
+            }
         }
-        if b[i] == b'%' || b[i] == b'_' {
-            return (i as u32 + 1).min(127);
-        }
-        chars = 128;
         i += 1;
     }
-    chars
+    let (k, m) = (k.min(31), m.min(31));
+    let l = if k > 0 {
+        MAX_HOST_LEN.saturating_sub(n + m)
+    } else {
+        0
+    };
+    let (d, d1) = (MAX_HOST_LEN + 1, 32);
+    if l > m {
+        (((l * 2 + 1) * d + k) * d1 + m) * d + p
+    } else {
+        ((m * 2 * d + l) * d1 + k) * d + p
+    }
 }
 
-/// The order key of an account (greater first): host, then user (a named
-/// user before the anonymous `''`), as `get_sort(2, host, user)`.
-pub fn account_sort(host: &str, user: &str) -> u32 {
-    // Netmask hosts have no wildcard: 128, like an exact host.
-    (sort_of(host) << 8) + sort_of(user)
+/// The order key of an account (greater = more specific = tried first):
+/// the host's weight, then one bit for the anonymous user `''`, negated as
+/// the server stores it (`get_magic_sort("hu", host, user)`).
+pub fn account_sort(host: &str, user: &str) -> u64 {
+    !((host_magic(host) << 1) | u64::from(user.is_empty()))
 }
 
 #[cfg(test)]
@@ -182,11 +218,19 @@ mod tests {
         let shorter = account_sort("127.%", "u");
         let any = account_sort("%", "u");
         let empty = account_sort("", "u");
-        assert!(exact > prefix && prefix > shorter && shorter > any && any > empty);
+        assert!(exact > prefix && prefix > shorter && shorter > any);
+        // An empty host is read as NULL, which the server takes for `%`.
+        assert_eq!(any, empty);
         // A named user before the anonymous one on the same host, but host
         // specificity first: ''@'localhost' precedes 'u'@'%' (as in MariaDB).
         assert!(account_sort("%", "u") > account_sort("%", ""));
         assert!(account_sort("localhost", "") > account_sort("%", "u"));
         assert_eq!(account_sort("10.0.0.0/255.0.0.0", "u"), exact);
+        // One `_` matches fewer hosts than a trailing `%` (measured on
+        // MariaDB 10.11: 'hm'@'127.0.0._' is chosen over 'hm'@'127.0.0.1%').
+        assert!(account_sort("127.0.0._", "u") > account_sort("127.0.0.1%", "u"));
+        assert!(account_sort("127.0.0.1%", "u") > account_sort("127.0.%", "u"));
+        assert!(account_sort("a%b%", "u") < account_sort("a%b", "u"));
+        assert_eq!(account_sort("", "u"), account_sort("%", "u"));
     }
 }
