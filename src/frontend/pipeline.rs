@@ -611,7 +611,11 @@ impl Session {
         }
         if on_master {
             let reported = tracker.last_ok.map(|(_, id)| id).unwrap_or(0);
-            self.note_insert_id(reported, e.last_insert_id);
+            // A write answered with rows (INSERT … RETURNING) has no OK packet
+            // to report its generated id: read LAST_INSERT_ID() back as for
+            // a statement that names it.
+            let rows_of_a_write = tracker.result_set && plan.write_set != WriteSet::Nothing;
+            self.note_insert_id(reported, e.last_insert_id || rows_of_a_write);
             // FOUND_ROWS() after SQL_CALC_FOUND_ROWS is answered by this
             // connection. (Not kept after writes for ROW_COUNT(): idle
             // sessions would hold connections; see conns.rs.)
