@@ -149,9 +149,10 @@ pub async fn run(config: Config, config_path: PathBuf) -> Result<(), Error> {
 /// 503 at once; after SIGTERM sluice keeps accepting for
 /// `limits.drain_delay`, so a load balancer stops sending first (SIGINT
 /// skips the delay); then the listener closes (new connections are
-/// refused), idle sessions without a transaction are closed, and running
-/// statements and open transactions may finish, each session closing once
-/// it has no transaction, for up to `limits.shutdown_timeout`; then this
+/// refused); sessions without a transaction are left to their clients for
+/// `limits.shutdown_wait_for_clients` (closed once idle for a moment), then
+/// closed right after their next answer; running statements and open
+/// transactions may finish, for up to `limits.shutdown_timeout`; then this
 /// returns, which ends every remaining task and closes its sockets (their
 /// transactions roll back). A second signal exits at once.
 async fn shut_down(shared: &Shared, serving: tokio::task::JoinHandle<()>, signal: Signal) {
@@ -180,7 +181,9 @@ async fn shut_down(shared: &Shared, serving: tokio::task::JoinHandle<()>, signal
         shutdown_timeout = ?limits.shutdown_timeout,
         "shutting down: no new connections; waiting for running statements and open transactions"
     );
-    shared.shutdown.cancel();
+    shared
+        .shutdown
+        .cancel_waiting_for_clients(limits.shutdown_wait_for_clients.min(limits.shutdown_timeout));
     // Idle sessions wait on their registry entry, not on the token.
     shared.sessions.wake_all();
     let _ = serving.await;

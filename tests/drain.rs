@@ -121,16 +121,24 @@ async fn sigterm_drains_then_lets_statements_and_transactions_finish() {
         "sluice waits for the statement and the transaction"
     );
 
-    // The open transaction goes on and commits; its session is closed after.
+    // The open transaction goes on and commits. Its client may go on using
+    // the session at once (limits.shutdown_wait_for_clients: a close now
+    // could cross its next command); once quiet for 250 ms it is closed.
     tx.query_drop(format!("INSERT INTO {TEST_DB}.{table} VALUES (2)"))
         .await
         .unwrap_or_else(|e| panic!("a statement in the open transaction: {e}\n{}", s.log()));
     tx.query_drop("COMMIT")
         .await
         .unwrap_or_else(|e| panic!("COMMIT of the open transaction: {e}\n{}", s.log()));
+    let five: Option<i64> = tx
+        .query_first("SELECT 5")
+        .await
+        .unwrap_or_else(|e| panic!("a statement right after COMMIT: {e}\n{}", s.log()));
+    assert_eq!(five, Some(5));
+    tokio::time::sleep(Duration::from_millis(400)).await;
     assert!(
-        tx.query_drop("SELECT 5").await.is_err(),
-        "closed after its COMMIT"
+        tx.query_drop("SELECT 6").await.is_err(),
+        "closed once quiet after its COMMIT"
     );
 
     let answer = running.await.expect("statement task");

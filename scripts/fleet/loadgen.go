@@ -55,6 +55,7 @@ func main() {
 	mode := flag.String("mode", "causal", "freshness mode the sluices run")
 	workers := flag.Int("workers", 8, "pool workers")
 	stop := flag.String("stop", "", "stop when this file exists")
+	lifetime := flag.Duration("lifetime", 0, "the pool's SetConnMaxLifetime (0: none)")
 	flag.Parse()
 
 	open := func(login, addr string, conns int) *sql.DB {
@@ -64,6 +65,7 @@ func main() {
 		}
 		db.SetMaxOpenConns(conns)
 		db.SetMaxIdleConns(conns)
+		db.SetConnMaxLifetime(*lifetime)
 		return db
 	}
 	pool := open("app:app", *front, *workers)

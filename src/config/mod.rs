@@ -278,6 +278,14 @@ pub struct Limits {
     /// `/readyz` already answers 503) before it closes the listener, so a
     /// load balancer stops sending first. SIGINT skips it. Default 0s.
     pub drain_delay: Duration,
+    /// After the listener closed, how long sessions without a transaction
+    /// are left to their clients: such a session is closed only once it has
+    /// been idle for a moment (its client is not about to reuse it), so a
+    /// pool that retires connections by age (Go's `SetConnMaxLifetime`,
+    /// HikariCP's `maxLifetime`) moves every connection without an error.
+    /// Past it (capped at `shutdown_timeout`) each is closed right after its
+    /// next answer. `0s`: at once. Default 10s.
+    pub shutdown_wait_for_clients: Duration,
     /// A client must finish its handshake (greeting to authenticated, and
     /// each COM_CHANGE_USER exchange) within this time. Greater than zero;
     /// default 5s.
@@ -300,6 +308,7 @@ impl Default for Limits {
             idle_client_timeout: Duration::from_secs(8 * 3600),
             shutdown_timeout: Duration::from_secs(30),
             drain_delay: Duration::ZERO,
+            shutdown_wait_for_clients: Duration::from_secs(10),
             handshake_timeout: Duration::from_secs(5),
             max_unauthenticated: 1024,
             max_unauthenticated_per_address: 128,

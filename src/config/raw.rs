@@ -875,6 +875,11 @@ struct RawLimits {
     #[serde(default, deserialize_with = "de::parse::<de::AnyDuration, _>")]
     drain_delay: Duration,
     #[serde(
+        default = "default_shutdown_wait_for_clients",
+        deserialize_with = "de::parse::<de::AnyDuration, _>"
+    )]
+    shutdown_wait_for_clients: Duration,
+    #[serde(
         default = "default_handshake_timeout",
         deserialize_with = "de::parse::<de::Timeout, _>"
     )]
@@ -900,6 +905,7 @@ impl Default for RawLimits {
             idle_client_timeout: l.idle_client_timeout,
             shutdown_timeout: l.shutdown_timeout,
             drain_delay: l.drain_delay,
+            shutdown_wait_for_clients: l.shutdown_wait_for_clients,
             handshake_timeout: l.handshake_timeout,
             max_unauthenticated: l.max_unauthenticated,
             max_unauthenticated_per_address: l.max_unauthenticated_per_address,
@@ -931,6 +937,10 @@ fn default_idle_client_timeout() -> Duration {
     Limits::default().idle_client_timeout
 }
 
+fn default_shutdown_wait_for_clients() -> Duration {
+    Limits::default().shutdown_wait_for_clients
+}
+
 fn default_shutdown_timeout() -> Duration {
     Limits::default().shutdown_timeout
 }
@@ -943,6 +953,7 @@ impl From<RawLimits> for Limits {
             idle_client_timeout: raw.idle_client_timeout,
             shutdown_timeout: raw.shutdown_timeout,
             drain_delay: raw.drain_delay,
+            shutdown_wait_for_clients: raw.shutdown_wait_for_clients,
             handshake_timeout: raw.handshake_timeout,
             max_unauthenticated: raw.max_unauthenticated,
             max_unauthenticated_per_address: raw.max_unauthenticated_per_address,

@@ -63,12 +63,30 @@ pub struct Shared {
 pub struct Shutdown {
     flag: AtomicBool,
     token: CancellationToken,
+    /// Until when sessions without a transaction are left to their
+    /// clients (`limits.shutdown_wait_for_clients`; unset: not at all).
+    clients_until: std::sync::OnceLock<tokio::time::Instant>,
 }
 
 impl Shutdown {
     pub fn cancel(&self) {
         self.flag.store(true, Ordering::Release);
         self.token.cancel();
+    }
+
+    /// [`Shutdown::cancel`], leaving idle sessions to their clients for
+    /// `wait` (see `frontend::wait::next_command`).
+    pub fn cancel_waiting_for_clients(&self, wait: std::time::Duration) {
+        let _ = self.clients_until.set(tokio::time::Instant::now() + wait);
+        self.cancel();
+    }
+
+    /// While sessions are left to their clients: until when.
+    pub fn clients_until(&self) -> Option<tokio::time::Instant> {
+        self.clients_until
+            .get()
+            .copied()
+            .filter(|&t| tokio::time::Instant::now() < t)
     }
 
     pub fn is_cancelled(&self) -> bool {

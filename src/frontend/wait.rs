@@ -79,7 +79,8 @@ pub async fn next_command(
     in_tx: bool,
 ) -> Result<Packet, ProtocolError> {
     let shutdown = (!in_tx).then_some(&shared.shutdown);
-    if shutdown.is_some_and(|s| s.is_cancelled()) {
+    if shutdown.is_some_and(|s| s.is_cancelled()) && shared.shutdown.clients_until().is_none() {
+        // Right behind the answer: the FIN follows it on the wire.
         debug!("closing the session: sluice is shutting down");
         return Err(ProtocolError::Closed);
     }
@@ -104,24 +105,61 @@ pub async fn next_command(
             }
         }
     };
+    let mut read = std::pin::pin!(read);
+    let why = tokio::select! {
+        biased;
+        why = entry.interrupted(shutdown) => why,
+        read = &mut read => return answered(read, shared, idle),
+    };
+    if let Interrupt::Killed = why {
+        // As the server does with a killed idle connection: close, send nothing.
+        info!(
+            session = entry.id,
+            "closing the session: KILL CONNECTION from another session"
+        );
+        return Err(ProtocolError::Closed);
+    }
+    // Shutting down. While `limits.shutdown_wait_for_clients` runs, a
+    // session is closed only once quiet: closing one its client is reusing
+    // sends a FIN that crosses the client's next command, which no driver
+    // can retry ("invalid connection"); a pool checks an idle connection
+    // before reusing it and dials again when it finds it closed. A busy
+    // session is served (its client's pool retires it by age) until the
+    // wait ends; then it is closed now, or right after its next answer.
+    let close_at = match shared.shutdown.clients_until() {
+        Some(until) => until.min(Instant::from_std(entry.idle_since()) + SHUTDOWN_QUIET),
+        None => Instant::now(),
+    };
     tokio::select! {
         biased;
-        why = entry.interrupted(shutdown) => {
-            match why {
-                Interrupt::Shutdown => debug!("closing the idle session: sluice is shutting down"),
-                // As the server does with a killed idle connection: close, send nothing.
-                Interrupt::Killed => info!(session = entry.id, "closing the session: KILL CONNECTION from another session"),
-            }
+        read = &mut read => answered(read, shared, idle),
+        () = tokio::time::sleep_until(close_at) => {
+            debug!("closing the idle session: sluice is shutting down");
             Err(ProtocolError::Closed)
         }
-        read = read => match read {
-            Some(result) => result,
-            None => {
-                shared.metrics.idle_session_closed();
-                info!(idle_limit = ?idle, "closing a session idle for longer than its wait_timeout (or limits.idle_client_timeout)");
-                Err(ProtocolError::Closed)
-            }
-        },
+    }
+}
+
+/// How long a session must have been idle before shutting down closes it
+/// while waiting for clients (see `next_command`): long against the time a
+/// FIN takes to reach the client and the gap between a pool's reuses of a
+/// busy connection, short against `limits.shutdown_wait_for_clients`.
+const SHUTDOWN_QUIET: Duration = Duration::from_millis(250);
+
+/// The outcome of waiting for a command: the packet, or the idle limit
+/// passed (`None`).
+fn answered(
+    read: Option<Result<Packet, ProtocolError>>,
+    shared: &Shared,
+    idle: Duration,
+) -> Result<Packet, ProtocolError> {
+    match read {
+        Some(result) => result,
+        None => {
+            shared.metrics.idle_session_closed();
+            info!(idle_limit = ?idle, "closing a session idle for longer than its wait_timeout (or limits.idle_client_timeout)");
+            Err(ProtocolError::Closed)
+        }
     }
 }
 
