@@ -1,0 +1,250 @@
+//! Following a failover (`topology: follow`, issue 43): the master is killed,
+//! a replica is promoted by hand (`STOP SLAVE; RESET SLAVE ALL; SET GLOBAL
+//! read_only=0`), the other one re-pointed, and sluice follows: writes reach
+//! the new master, a session whose transaction was on the old master gets 1158
+//! at its next statement, no read is stale, a lagging replica serves nothing
+//! until it has applied the new master's counter generation, and writes the
+//! promotion lost are reported. Each test has its own cluster (it breaks
+//! replication).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::cluster::*;
+use common::failover::{promote, repoint, wait_for};
+use common::http::{http_get, metric};
+use common::reads::*;
+use mysql_async::prelude::*;
+
+/// One group `main` over `cluster`, following its master; topology probes
+/// every 100 ms, freshness probes every 10 ms (causal).
+pub fn follow_config(cluster: &Cluster) -> String {
+    format!(
+        "{}groups:\n{}    topology: follow\ntopology:\n  interval: 100ms\n{}",
+        Sluice::users_yaml(),
+        Sluice::group_yaml("main", cluster),
+        freshness_yaml("causal")
+    )
+}
+
+fn code(e: &mysql_async::Error) -> Option<u16> {
+    match e {
+        mysql_async::Error::Server(s) => Some(s.code),
+        _ => None,
+    }
+}
+
+/// Insert `id` through a new session until it succeeds (30 s); returns the
+/// errors seen before, by code.
+async fn insert_eventually(s: &Sluice, db: &str, id: i64) -> Vec<u16> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut errors = Vec::new();
+    loop {
+        let r = match mysql_async::Conn::from_url(s.app_url(db)).await {
+            Ok(mut c) => c.query_drop(format!("INSERT INTO t VALUES ({id}, {id})")).await,
+            Err(e) => Err(e),
+        };
+        match r {
+            Ok(()) => return errors,
+            Err(e) => {
+                errors.push(code(&e).unwrap_or(0));
+                assert!(
+                    Instant::now() < deadline,
+                    "INSERT {id} never succeeded: {e}\n{}",
+                    s.log()
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+}
+
+async fn count(c: &mut mysql_async::Conn) -> (i64, u32) {
+    let row: Option<(i64, u32)> = c
+        .query_first("SELECT COUNT(*), @@server_id FROM t")
+        .await
+        .expect("read through sluice");
+    row.expect("a row")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_the_master_promote_a_replica_and_sluice_follows() {
+    let cluster = Cluster::start(2);
+    let (m, r1, r2) = (&cluster.master, &cluster.replicas[0], &cluster.replicas[1]);
+    let db = tracked_db(&cluster, "failover").await;
+    let s = Sluice::start(&follow_config(&cluster));
+    wait_replica_reads(&s, &db, m.server_id).await;
+    let mut w = sluice_conn(&s, &db).await;
+    for id in 1..=5 {
+        w.query_drop(format!("INSERT INTO t VALUES ({id}, {id})"))
+            .await
+            .expect("insert");
+    }
+    // R2 lags from here on: it receives but does not apply.
+    r2.stop_sql_thread();
+    for id in 6..=10 {
+        w.query_drop(format!("INSERT INTO t VALUES ({id}, {id})"))
+            .await
+            .expect("insert");
+    }
+    // A session in a transaction on the old master.
+    let mut tx = sluice_conn(&s, &db).await;
+    tx.query_drop("BEGIN").await.expect("begin");
+    tx.query_drop("INSERT INTO t VALUES (1000, 1000)")
+        .await
+        .expect("insert in tx");
+    r1.wait_for_gtid(&m.gtid_binlog_pos(), Duration::from_secs(10));
+
+    m.kill();
+    let promoted = Instant::now();
+    promote(r1);
+    // R2 follows R1 but still applies nothing (SQL thread stopped).
+    repoint(r2, r1, "slave_pos", "SLAVE IO_THREAD");
+    let errors = insert_eventually(&s, &db, 11).await;
+    let first_write = promoted.elapsed();
+    eprintln!(
+        "[failover] promotion -> first write through sluice on the new master: {first_write:?} \
+         (errors before it: {errors:?})"
+    );
+    assert!(errors.iter().all(|c| *c == 1429 || *c == 1158), "{errors:?}");
+    assert_eq!(
+        r1.sql(&format!("SELECT COUNT(*) FROM {db}.t WHERE id = 11")),
+        "1",
+        "the write is on R1"
+    );
+    assert_eq!(
+        metric(s.admin_port, "sluice_master_changes_total{group=\"main\"}"),
+        Some(1.0)
+    );
+
+    // The transaction was on the old master: its COMMIT gets 1158, nothing
+    // is replayed, and the session goes on.
+    let e = tx
+        .query_drop("COMMIT")
+        .await
+        .expect_err("COMMIT after the master changed");
+    assert_eq!(code(&e), Some(1158), "{e}");
+    assert!(e.to_string().contains("master changed"), "{e}");
+    tx.query_drop("BEGIN").await.expect("begin again");
+    tx.query_drop("INSERT INTO t VALUES (1001, 1001)")
+        .await
+        .expect("insert");
+    tx.query_drop("COMMIT").await.expect("commit on the new master");
+    assert_eq!(
+        r1.sql(&format!("SELECT COUNT(*) FROM {db}.t WHERE id IN (1000, 1001)")),
+        "1"
+    );
+
+    // R2 is out of rotation (its SQL thread is stopped): reads go to R1.
+    let reason = |r: &str| {
+        metric(
+            s.admin_port,
+            &format!(
+                "sluice_replica_eligibility{{group=\"main\",replica=\"{}\",reason=\"{r}\"}}",
+                r2.addr()
+            ),
+        )
+    };
+    wait_for("R2 out of rotation, sql_thread_stopped", &s, || {
+        reason("sql_thread_stopped") == Some(1.0)
+    });
+    let mut rd = sluice_conn(&s, &db).await;
+    for _ in 0..20 {
+        let (n, who) = count(&mut rd).await;
+        assert_eq!(
+            (n, who),
+            (12, r1.server_id),
+            "read served by the new master with every row"
+        );
+    }
+    // Let R2 apply: it serves reads only once it has the new generation,
+    // and never a stale one.
+    r2.start_sql_thread();
+    let mut acknowledged = 12;
+    let mut from_r2 = 0;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut id = 100;
+    while from_r2 < 20 {
+        assert!(
+            Instant::now() < deadline,
+            "R2 never served reads again\n{}",
+            s.log()
+        );
+        w = sluice_conn(&s, &db).await;
+        w.query_drop(format!("INSERT INTO t VALUES ({id}, {id})"))
+            .await
+            .expect("insert");
+        id += 1;
+        acknowledged += 1;
+        let (n, who) = count(&mut rd).await;
+        assert!(
+            n >= acknowledged,
+            "stale read from server {who}: {n} rows, {acknowledged} acknowledged"
+        );
+        if who == r2.server_id {
+            from_r2 += 1;
+        }
+    }
+    let (_, topo) = http_get(s.admin_port, "/v1/topology").expect("GET /v1/topology");
+    assert!(topo.contains(&format!("\"master\": \"{}\"", r1.addr())), "{topo}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_the_promotion_lost_are_reported_and_the_old_master_is_never_fresh() {
+    let mut cluster = Cluster::start(2);
+    // When restarted, the old master comes back read_only=1 (as a DBA would).
+    cluster.master.is_replica = true;
+    let (m, r1, r2) = (&cluster.master, &cluster.replicas[0], &cluster.replicas[1]);
+    let db = tracked_db(&cluster, "lost").await;
+    let s = Sluice::start(&follow_config(&cluster));
+    wait_replica_reads(&s, &db, m.server_id).await;
+    let mut w = sluice_conn(&s, &db).await;
+    w.query_drop("INSERT INTO t VALUES (1, 1)").await.expect("insert");
+    r1.wait_for_gtid(&m.gtid_binlog_pos(), Duration::from_secs(10));
+    r2.wait_for_gtid(&m.gtid_binlog_pos(), Duration::from_secs(10));
+    // Two writes no replica receives.
+    r1.sql("STOP SLAVE IO_THREAD");
+    r2.sql("STOP SLAVE IO_THREAD");
+    w.query_drop("INSERT INTO t VALUES (2, 2)").await.expect("insert");
+    w.query_drop("INSERT INTO t VALUES (3, 3)").await.expect("insert");
+    drop(w);
+    std::thread::sleep(Duration::from_millis(300));
+    m.kill();
+    promote(r1);
+    repoint(r2, r1, "slave_pos", "SLAVE");
+    insert_eventually(&s, &db, 10).await;
+    assert_eq!(
+        metric(
+            s.admin_port,
+            "sluice_failover_lost_transactions_total{group=\"main\"}"
+        ),
+        Some(2.0),
+        "{}",
+        s.log()
+    );
+    assert!(s.log().contains("lost 2 transaction(s)"), "{}", s.log());
+
+    // The old master returns read-only and fails to rejoin (1236): its
+    // counters are ahead of the new master's, yet it must never serve.
+    m.restart();
+    repoint(m, r1, "current_pos", "SLAVE");
+    let mut rd = sluice_conn(&s, &db).await;
+    let mut from_m = 0;
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(3) {
+        let (n, who) = count(&mut rd).await;
+        assert!(n >= 2, "rows 1 and 10 are acknowledged, read {n} from {who}");
+        if who == m.server_id {
+            from_m += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(from_m, 0, "the old master served reads");
+    let (_, topo) = http_get(s.admin_port, "/v1/topology").expect("GET /v1/topology");
+    eprintln!("[lost] topology after the old master returned:\n{topo}");
+    let m_addr = format!("\"addr\": \"{}\"", m.addr());
+    let at = topo.find(&m_addr).expect("the old master in the topology");
+    let rest = &topo[at..];
+    assert!(rest.contains("\"in_rotation\": false"), "{rest}");
+}
