@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::cluster::*;
 use common::failover::{promote, repoint, wait_for};
-use common::http::{http_get, metric};
+use common::http::{http_get, http_post, metric};
 use common::reads::*;
 use mysql_async::prelude::*;
 
@@ -188,6 +188,22 @@ async fn kill_the_master_promote_a_replica_and_sluice_follows() {
     }
     let (_, topo) = http_get(s.admin_port, "/v1/topology").expect("GET /v1/topology");
     assert!(topo.contains(&format!("\"master\": \"{}\"", r1.addr())), "{topo}");
+
+    // A reload of the file (which still names the old master) keeps the
+    // master sluice followed.
+    let mut text = std::fs::read_to_string(s.config_path()).expect("config");
+    text.push_str("limits:\n  idle_client_timeout: 1h\n");
+    std::fs::write(s.config_path(), text).expect("rewrite config");
+    let (code, body) = http_post(s.admin_port, "/reload").expect("POST /reload");
+    assert_eq!(code, 200, "{body}");
+    let mut w = sluice_conn(&s, &db).await;
+    w.query_drop("INSERT INTO t VALUES (5000, 5000)")
+        .await
+        .expect("write after the reload");
+    assert_eq!(
+        r1.sql(&format!("SELECT COUNT(*) FROM {db}.t WHERE id = 5000")),
+        "1"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,7 +9,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::cluster::*;
-use common::failover::{repoint, wait_for};
+use common::failover::{promote, repoint, wait_for};
 use common::http::{http_get, http_post, metric};
 use common::reads::*;
 use mysql_async::prelude::*;
@@ -69,6 +69,33 @@ async fn replicas_leave_rotation_with_their_reason_in_static_mode() {
         metric(s.admin_port, &reason_series(r1, "eligible")) == Some(1.0)
     });
     wait_replica_reads(&s, &db, m.server_id).await;
+
+    // A static group follows nothing by itself, but is told: POST
+    // /v1/master switches once the server reads read_only=0.
+    let post =
+        |addr: String| http_post(s.admin_port, &format!("/v1/master?group=main&addr={addr}")).expect("POST");
+    let (code, body) = post(r1.addr());
+    assert_eq!(code, 409, "{body}");
+    assert!(body.contains("read_only=1"), "{body}");
+    let (code, body) = post("127.0.0.1:1".into());
+    assert_eq!(code, 409, "{body}");
+    promote(r1);
+    let (code, body) = post(r1.addr());
+    assert_eq!(code, 200, "{body}");
+    let mut w = sluice_conn(&s, &db).await;
+    w.query_drop("INSERT INTO t VALUES (7, 7)")
+        .await
+        .expect("write after POST /v1/master");
+    assert_eq!(r1.sql(&format!("SELECT COUNT(*) FROM {db}.t WHERE id = 7")), "1");
+    assert_eq!(m.sql(&format!("SELECT COUNT(*) FROM {db}.t WHERE id = 7")), "0");
+    // R2 replicates from R1, the master now: eligible again.
+    wait_for("R2 eligible", &s, || {
+        metric(s.admin_port, &reason_series(r2, "eligible")) == Some(1.0)
+    });
+    assert_eq!(
+        metric(s.admin_port, "sluice_master_changes_total{group=\"main\"}"),
+        Some(1.0)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
