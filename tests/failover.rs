@@ -18,10 +18,12 @@ use common::reads::*;
 use mysql_async::prelude::*;
 
 /// One group `main` over `cluster`, following its master; topology probes
-/// every 100 ms, freshness probes every 10 ms (causal).
+/// every 100 ms (`FAILOVER_TOPOLOGY_INTERVAL` to measure another),
+/// freshness probes every 10 ms (causal).
 pub fn follow_config(cluster: &Cluster) -> String {
+    let interval = std::env::var("FAILOVER_TOPOLOGY_INTERVAL").unwrap_or_else(|_| "100ms".into());
     format!(
-        "{}groups:\n{}    topology: follow\ntopology:\n  interval: 100ms\n{}",
+        "{}groups:\n{}    topology: follow\ntopology:\n  interval: {interval}\n{}",
         Sluice::users_yaml(),
         Sluice::group_yaml("main", cluster),
         freshness_yaml("causal")
@@ -97,15 +99,15 @@ async fn kill_the_master_promote_a_replica_and_sluice_follows() {
     r1.wait_for_gtid(&m.gtid_binlog_pos(), Duration::from_secs(10));
 
     m.kill();
-    let promoted = Instant::now();
     promote(r1);
-    // R2 follows R1 but still applies nothing (SQL thread stopped).
-    repoint(r2, r1, "slave_pos", "SLAVE IO_THREAD");
+    let promoted = Instant::now();
     let errors = insert_eventually(&s, &db, 11).await;
     let first_write = promoted.elapsed();
+    // R2 follows R1 but still applies nothing (SQL thread stopped).
+    repoint(r2, r1, "slave_pos", "SLAVE IO_THREAD");
     eprintln!(
-        "[failover] promotion -> first write through sluice on the new master: {first_write:?} \
-         (errors before it: {errors:?})"
+        "[failover] promotion done -> first write through sluice committed on the new master: \
+         {first_write:?} (errors before it: {errors:?})"
     );
     assert!(errors.iter().all(|c| *c == 1429 || *c == 1158), "{errors:?}");
     assert_eq!(
