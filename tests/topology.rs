@@ -143,7 +143,7 @@ async fn two_writable_servers_refuse_writes_naming_both_until_one_remains() {
     assert_eq!(refused, 10);
     assert_eq!(
         (m.gtid_binlog_pos(), r1.gtid_binlog_pos()),
-        (m_pos, r1_pos),
+        (m_pos.clone(), r1_pos),
         "a write reached a server"
     );
     // The earlier session: its next statement says the master changed.
@@ -156,20 +156,34 @@ async fn two_writable_servers_refuse_writes_naming_both_until_one_remains() {
         "{e}"
     );
 
-    // The old master is fenced by hand: R1 is the only writable one.
-    m.sql("SET GLOBAL read_only=1");
+    // The operator names R1 (POST /v1/master, the console's MASTER): it is
+    // the master while it stays writable, though the old one still is.
     let (code, body) =
         http_post(s.admin_port, &format!("/v1/master?group=main&addr={}", r1.addr())).expect("POST");
     assert_eq!(code, 200, "{body}");
+    for id in 100..105 {
+        let mut c = sluice_conn(&s, &db).await;
+        c.query_drop(format!("INSERT INTO t VALUES ({id}, {id})"))
+            .await
+            .expect("write once the operator named the master");
+    }
+    // Several probe rounds later, still R1, and nothing reached the old one.
+    std::thread::sleep(Duration::from_millis(500));
     let mut c = sluice_conn(&s, &db).await;
-    c.query_drop("INSERT INTO t VALUES (100, 100)")
+    c.query_drop("INSERT INTO t VALUES (105, 105)")
         .await
-        .expect("write after one master remains");
+        .expect("write");
     assert_eq!(
-        r1.sql(&format!("SELECT COUNT(*) FROM {db}.t WHERE id = 100")),
-        "1"
+        r1.sql(&format!("SELECT COUNT(*) FROM {db}.t WHERE id >= 100")),
+        "6"
+    );
+    assert_eq!(m.gtid_binlog_pos(), m_pos, "a write reached the old master");
+    assert_eq!(
+        metric(s.admin_port, "sluice_topology_writable_servers{group=\"main\"}"),
+        Some(2.0)
     );
     // POST /v1/master refuses a read-only server.
+    m.sql("SET GLOBAL read_only=1");
     let (code, body) = http_post(s.admin_port, &format!("/v1/master?addr={}", m.addr())).expect("POST");
     assert_eq!(code, 409, "{body}");
     assert!(body.contains("read_only=1"), "{body}");

@@ -19,13 +19,23 @@ pub enum Decision {
     NoMaster(Vec<String>),
 }
 
-/// `current`: the master now; `states`: every candidate's last probe.
-pub fn decide(current: &str, states: &[(String, ServerState)]) -> Decision {
+/// `current`: the master now; `states`: every candidate's last probe;
+/// `chosen`: the master an operator named (`POST /v1/master`), which stays
+/// while it is writable even when others are too (the operator knows which
+/// of them is the master; sluice alone cannot tell).
+pub fn decide(current: &str, states: &[(String, ServerState)], chosen: Option<&str>) -> Decision {
     let writable: Vec<String> = states
         .iter()
         .filter(|(_, s)| s.writable())
         .map(|(a, _)| a.clone())
         .collect();
+    if let Some(c) = chosen.filter(|c| writable.iter().any(|w| w == c)) {
+        return if c == current {
+            Decision::Keep
+        } else {
+            Decision::Switch(c.to_owned())
+        };
+    }
     match writable.as_slice() {
         [] => Decision::Keep,
         [one] if one == current => Decision::Keep,
@@ -50,18 +60,24 @@ pub fn replica_reason(state: &ServerState, master_id: Option<u32>, strict_grant:
     if slaves.is_empty() {
         return Reason::NotReplicating;
     }
-    let Some(master_id) = master_id else {
-        return Reason::NoMaster;
-    };
-    let Some(row) = slaves.iter().find(|r| r.master_server_id == master_id) else {
-        return Reason::OtherMaster;
+    // The master's `@@server_id` is unknown until sluice has reached it once
+    // (it was down when sluice started): its replicas' threads are checked,
+    // their source cannot be (the counters still are, per read).
+    let (row, verified) = match master_id {
+        Some(id) => match slaves.iter().find(|r| r.master_server_id == id) {
+            Some(row) => (row, true),
+            None => return Reason::OtherMaster,
+        },
+        None => (&slaves[0], false),
     };
     if !row.io_running() {
         Reason::IoThreadStopped
     } else if !row.sql_running() {
         Reason::SqlThreadStopped
-    } else {
+    } else if verified {
         Reason::Eligible
+    } else {
+        Reason::Unverified
     }
 }
 
@@ -123,31 +139,41 @@ mod tests {
             ..m.clone()
         };
         assert_eq!(
-            decide("m", &states(&[("m", m.clone()), ("r", r.clone())])),
+            decide("m", &states(&[("m", m.clone()), ("r", r.clone())]), None),
             Decision::Keep
         );
         // Master gone, nobody promoted: keep (writes fail with 1429).
         assert_eq!(
-            decide("m", &states(&[("m", down.clone()), ("r", r.clone())])),
+            decide("m", &states(&[("m", down.clone()), ("r", r.clone())]), None),
             Decision::Keep
         );
         // Promoted: STOP SLAVE; RESET SLAVE ALL; read_only=0.
         let promoted = server(false, vec![]);
         assert_eq!(
-            decide("m", &states(&[("m", down.clone()), ("r", promoted.clone())])),
+            decide(
+                "m",
+                &states(&[("m", down.clone()), ("r", promoted.clone())]),
+                None
+            ),
             Decision::Switch("r".into())
         );
         // Writable but still replicating is no master.
         let replicating = server(false, vec![row("Yes", "Yes", 1)]);
         assert_eq!(
-            decide("m", &states(&[("m", down), ("r", replicating)])),
+            decide("m", &states(&[("m", down), ("r", replicating)]), None),
             Decision::Keep
         );
         // Two writable: no master, both named.
+        let both = states(&[("m", m), ("r", promoted)]);
         assert_eq!(
-            decide("m", &states(&[("m", m), ("r", promoted)])),
+            decide("m", &both, None),
             Decision::NoMaster(vec!["m".into(), "r".into()])
         );
+        // An operator named one of them: it is the master while writable.
+        assert_eq!(decide("m", &both, Some("r")), Decision::Switch("r".into()));
+        assert_eq!(decide("r", &both, Some("r")), Decision::Keep);
+        let gone = states(&[("m", server(false, vec![])), ("r", server(true, vec![]))]);
+        assert_eq!(decide("r", &gone, Some("r")), Decision::Switch("m".into()));
     }
 
     #[test]
@@ -168,7 +194,12 @@ mod tests {
             Reason::SqlThreadStopped
         );
         assert_eq!(replica_reason(&ok, Some(8), true), Reason::OtherMaster);
-        assert_eq!(replica_reason(&ok, None, true), Reason::NoMaster);
+        // The master never reached: only the threads can be checked.
+        assert_eq!(replica_reason(&ok, None, true), Reason::Unverified);
+        assert_eq!(
+            replica_reason(&server(true, vec![row("Yes", "No", 7)]), None, true),
+            Reason::SqlThreadStopped
+        );
         assert_eq!(
             replica_reason(&server(true, vec![]), Some(7), true),
             Reason::NotReplicating

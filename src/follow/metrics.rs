@@ -29,7 +29,7 @@ const FAMILIES: [Family; 5] = [
         "sluice_replica_eligibility",
         "Always 1, for the replica's current eligibility reason (eligible, io_thread_stopped, \
          sql_thread_stopped, replicates_from_another_master, not_replicating, unreachable, \
-         epoch_not_applied, no_master, replication_unverified, not_probed_yet).",
+         epoch_not_applied, replication_unverified, not_probed_yet).",
         MetricType::GAUGE,
         &["group", "replica", "reason"],
     ),

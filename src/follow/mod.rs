@@ -86,6 +86,8 @@ struct Memory {
     changes: u64,
     lost: u64,
     warned: HashSet<String>,
+    /// The master named by `POST /v1/master`, kept while it is writable.
+    chosen: Option<String>,
 }
 
 pub struct Follower {
@@ -166,6 +168,7 @@ impl Follower {
             ));
         }
         let done = self.change_master(&rt, &name, mem, addr).await?;
+        mem.chosen = Some(addr.to_owned());
         drop(memory);
         self.publish_views().await;
         Ok(done)
@@ -245,9 +248,16 @@ impl Follower {
             .into_iter()
             .filter_map(|a| mem.states.get(&a).cloned().map(|s| (a, s)))
             .collect();
-        match decide(&g.master.addr, &states) {
+        if mem
+            .chosen
+            .as_ref()
+            .is_some_and(|c| !states.iter().any(|(a, s)| a == c && s.writable()))
+        {
+            mem.chosen = None;
+        }
+        match decide(&g.master.addr, &states, mem.chosen.as_deref()) {
             Decision::Keep if fenced => {
-                info!(group = %g.name, master = %g.master.addr, "topology: one writable server again: writes resume");
+                info!(group = %g.name, master = %g.master.addr, "topology: no longer several writable servers: writes resume");
                 if let Err(e) = roles::switch(
                     &self.reloader,
                     &g.name,

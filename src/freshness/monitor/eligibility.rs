@@ -16,8 +16,10 @@ pub enum Reason {
     /// Not probed yet: out of rotation until the first topology probe.
     Unknown = 0,
     Eligible = 1,
-    /// Replication status cannot be read (a missing grant) in a `static`
-    /// group: in rotation by its counters alone, as before eligibility.
+    /// Its source cannot be checked: replication status cannot be read (a
+    /// missing grant, `static` groups), or the master's `@@server_id` is not
+    /// known yet (never reached). In rotation by its counters alone, as
+    /// before eligibility.
     Unverified = 2,
     /// The topology probe could not reach it.
     Unreachable = 3,
@@ -29,15 +31,12 @@ pub enum Reason {
     SqlThreadStopped = 6,
     /// `Master_Server_Id` is not the current master's `@@server_id`.
     OtherMaster = 7,
-    /// The group has no master (none or several writable servers) whose
-    /// `@@server_id` it could be checked against.
-    NoMaster = 8,
     /// It has not applied the counters' current generation (`#epoch`) yet.
-    OldEpoch = 9,
+    OldEpoch = 8,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 10] = [
+    pub const ALL: [Reason; 9] = [
         Reason::Unknown,
         Reason::Eligible,
         Reason::Unverified,
@@ -46,7 +45,6 @@ impl Reason {
         Reason::IoThreadStopped,
         Reason::SqlThreadStopped,
         Reason::OtherMaster,
-        Reason::NoMaster,
         Reason::OldEpoch,
     ];
 
@@ -66,7 +64,6 @@ impl Reason {
             Reason::IoThreadStopped => "io_thread_stopped",
             Reason::SqlThreadStopped => "sql_thread_stopped",
             Reason::OtherMaster => "replicates_from_another_master",
-            Reason::NoMaster => "no_master",
             Reason::OldEpoch => "epoch_not_applied",
         }
     }
