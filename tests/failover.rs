@@ -96,6 +96,15 @@ async fn kill_the_master_promote_a_replica_and_sluice_follows() {
     tx.query_drop("INSERT INTO t VALUES (1000, 1000)")
         .await
         .expect("insert in tx");
+    // A session pinned to the old master by a temporary table, and one
+    // with nothing there.
+    let mut pinned = sluice_conn(&s, &db).await;
+    pinned
+        .query_drop("CREATE TEMPORARY TABLE tmp (a INT)")
+        .await
+        .expect("temporary table");
+    let mut plain = sluice_conn(&s, &db).await;
+    count(&mut plain).await;
     r1.wait_for_gtid(&m.gtid_binlog_pos(), Duration::from_secs(10));
 
     m.kill();
@@ -128,6 +137,19 @@ async fn kill_the_master_promote_a_replica_and_sluice_follows() {
         .expect_err("COMMIT after the master changed");
     assert_eq!(code(&e), Some(1158), "{e}");
     assert!(e.to_string().contains("master changed"), "{e}");
+    let e = pinned
+        .query_drop("SELECT * FROM tmp")
+        .await
+        .expect_err("the temporary table was on the old master");
+    assert_eq!(code(&e), Some(1158), "{e}");
+    pinned
+        .query_drop("INSERT INTO t VALUES (1002, 1002)")
+        .await
+        .expect("the pinned session goes on");
+    plain
+        .query_drop("INSERT INTO t VALUES (1003, 1003)")
+        .await
+        .expect("a session without state just moves");
     tx.query_drop("BEGIN").await.expect("begin again");
     tx.query_drop("INSERT INTO t VALUES (1001, 1001)")
         .await
@@ -156,14 +178,14 @@ async fn kill_the_master_promote_a_replica_and_sluice_follows() {
         let (n, who) = count(&mut rd).await;
         assert_eq!(
             (n, who),
-            (12, r1.server_id),
+            (14, r1.server_id),
             "read served by the new master with every row"
         );
     }
     // Let R2 apply: it serves reads only once it has the new generation,
     // and never a stale one.
     r2.start_sql_thread();
-    let mut acknowledged = 12;
+    let mut acknowledged = 14;
     let mut from_r2 = 0;
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut id = 100;

@@ -202,7 +202,11 @@ impl Follower {
     /// Probe every candidate of `g` at once.
     async fn probe_group(&self, rt: &Runtime, g: &config::Group, mem: &mut Memory) {
         let cands: Vec<&config::Backend> = std::iter::once(&g.master).chain(&g.replicas).collect();
-        mem.pools.retain(|a, _| cands.iter().any(|b| b.addr == *a));
+        let listed = |a: &String| cands.iter().any(|b| b.addr == *a);
+        mem.pools.retain(|a, _| listed(a));
+        mem.states.retain(|a, _| listed(a));
+        mem.binlog.retain(|a, _| listed(a));
+        mem.server_ids.retain(|a, _| listed(a));
         for b in &cands {
             mem.pools
                 .entry(b.addr.clone())
