@@ -241,3 +241,19 @@ async fn follow_refuses_to_start_without_the_grant_to_read_replication_status() 
         "{text}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follow_warns_when_a_server_would_lose_or_reorder_writes_in_a_promotion() {
+    let cluster = Cluster::start_with_args(1, &["--gtid-strict-mode=0".to_owned()]);
+    let s = Sluice::start(&format!(
+        "{}groups:\n{}    topology: follow\n",
+        Sluice::users_yaml(),
+        Sluice::group_yaml("main", &cluster)
+    ));
+    let log = s.log();
+    for server in [&cluster.master, &cluster.replicas[0]] {
+        let warning = format!("gtid_strict_mode is off on {}", server.addr());
+        assert!(log.contains(&warning), "no warning `{warning}`:\n{log}");
+    }
+    assert!(!log.contains("log_slave_updates is off"), "{log}");
+}
