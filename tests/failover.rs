@@ -288,3 +288,165 @@ async fn writes_the_promotion_lost_are_reported_and_the_old_master_is_never_fres
     let rest = &topo[at..];
     assert!(rest.contains("\"in_rotation\": false"), "{rest}");
 }
+
+/// A writer and a reader keep running through the kill and the promotion:
+/// every write acknowledged after the switch is seen by every read that
+/// starts after it; acknowledged writes the new master lacks are all counted
+/// as lost; the clients see only 1429 (no master yet) and lost connections.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_load_keeps_running_through_the_failover() {
+    use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+    use std::sync::{Arc, Mutex};
+    let cluster = Cluster::start(2);
+    let (m, r1, r2) = (&cluster.master, &cluster.replicas[0], &cluster.replicas[1]);
+    let db = tracked_db(&cluster, "load").await;
+    let s = Sluice::start(&follow_config(&cluster));
+    wait_replica_reads(&s, &db, m.server_id).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let acked = Arc::new(Mutex::new(Vec::<i64>::new()));
+    let acked_max = Arc::new(AtomicI64::new(0));
+    let errors = Arc::new(Mutex::new(Vec::<String>::new()));
+    let url = s.app_url(&db);
+    let writer = {
+        let (stop, acked, acked_max, errors, url) = (
+            stop.clone(),
+            acked.clone(),
+            acked_max.clone(),
+            errors.clone(),
+            url.clone(),
+        );
+        tokio::spawn(async move {
+            let mut id = 0;
+            let mut conn: Option<mysql_async::Conn> = None;
+            while !stop.load(Ordering::Acquire) {
+                id += 1;
+                let r = match conn.as_mut() {
+                    Some(c) => c.query_drop(format!("INSERT INTO t VALUES ({id}, {id})")).await,
+                    None => match mysql_async::Conn::from_url(url.as_str()).await {
+                        Ok(mut c) => {
+                            let r = c.query_drop(format!("INSERT INTO t VALUES ({id}, {id})")).await;
+                            conn = Some(c);
+                            r
+                        }
+                        Err(e) => Err(e),
+                    },
+                };
+                match r {
+                    Ok(()) => {
+                        acked.lock().unwrap().push(id);
+                        acked_max.store(id, Ordering::Release);
+                    }
+                    Err(e) => {
+                        errors.lock().unwrap().push(format!(
+                            "write: {}",
+                            code(&e).map_or(e.to_string(), |c| c.to_string())
+                        ));
+                        conn = None;
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                }
+            }
+        })
+    };
+    let switched_at = Arc::new(AtomicI64::new(i64::MAX));
+    let reader = {
+        let (stop, acked_max, errors, url, switched_at) = (
+            stop.clone(),
+            acked_max.clone(),
+            errors.clone(),
+            url.clone(),
+            switched_at.clone(),
+        );
+        tokio::spawn(async move {
+            let (mut reads, mut stale) = (0u64, Vec::new());
+            let mut conn: Option<mysql_async::Conn> = None;
+            while !stop.load(Ordering::Acquire) {
+                let need = acked_max.load(Ordering::Acquire);
+                if conn.is_none() {
+                    conn = mysql_async::Conn::from_url(url.as_str()).await.ok();
+                }
+                let Some(c) = conn.as_mut() else { continue };
+                match c
+                    .query_first::<(Option<i64>, u32), _>("SELECT MAX(id), @@server_id FROM t")
+                    .await
+                {
+                    Ok(Some((max, who))) => {
+                        reads += 1;
+                        if need >= switched_at.load(Ordering::Acquire) && max.unwrap_or(0) < need {
+                            stale.push((need, max, who));
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        errors.lock().unwrap().push(format!(
+                            "read: {}",
+                            code(&e).map_or(e.to_string(), |c| c.to_string())
+                        ));
+                        conn = None;
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                }
+            }
+            (reads, stale)
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    m.kill();
+    promote(r1);
+    let promoted = Instant::now();
+    // The first write acknowledged after the promotion is on the new master.
+    let before = acked_max.load(Ordering::Acquire);
+    while acked_max.load(Ordering::Acquire) == before {
+        assert!(
+            promoted.elapsed() < Duration::from_secs(20),
+            "no write after the promotion\n{}",
+            s.log()
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let first = promoted.elapsed();
+    switched_at.store(acked_max.load(Ordering::Acquire), Ordering::Release);
+    repoint(r2, r1, "slave_pos", "SLAVE");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    stop.store(true, Ordering::Release);
+    writer.await.expect("writer");
+    let (reads, stale) = reader.await.expect("reader");
+    let acked = acked.lock().unwrap().clone();
+    let on_r1: std::collections::HashSet<i64> = r1
+        .sql(&format!("SELECT GROUP_CONCAT(id) FROM {db}.t"))
+        .split(',')
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    let missing: Vec<i64> = acked.iter().copied().filter(|id| !on_r1.contains(id)).collect();
+    let lost = metric(
+        s.admin_port,
+        "sluice_failover_lost_transactions_total{group=\"main\"}",
+    )
+    .unwrap_or(-1.0);
+    let errors = errors.lock().unwrap().clone();
+    let mut kinds: std::collections::BTreeMap<String, usize> = Default::default();
+    for e in &errors {
+        *kinds.entry(e.clone()).or_default() += 1;
+    }
+    eprintln!(
+        "[load] promotion done -> first acknowledged write {first:?}; {} writes acknowledged, {} missing \
+         on the new master, lost reported {lost}; {reads} reads, {} stale; client errors {kinds:?}",
+        acked.len(),
+        missing.len(),
+        stale.len()
+    );
+    assert!(stale.is_empty(), "stale reads after the switch: {stale:?}");
+    assert!(
+        missing.iter().all(|id| *id < switched_at.load(Ordering::Acquire)),
+        "{missing:?}"
+    );
+    assert!(
+        missing.len() as f64 <= lost,
+        "missing {missing:?}, lost reported {lost}"
+    );
+    for e in &errors {
+        let ok = ["1429", "1158"].iter().any(|c| e.ends_with(c))
+            || !e.chars().last().is_some_and(|c| c.is_ascii_digit());
+        assert!(ok, "unexpected client error {e}: {errors:?}");
+    }
+}
