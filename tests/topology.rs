@@ -148,6 +148,21 @@ async fn two_writable_servers_refuse_writes_naming_both_until_one_remains() {
         (m_pos.clone(), r1_pos),
         "a write reached a server"
     );
+    // A reload of the file keeps the group without a master.
+    let mut text = std::fs::read_to_string(s.config_path()).expect("config");
+    text.push_str("limits:\n  idle_client_timeout: 1h\n");
+    std::fs::write(s.config_path(), text).expect("rewrite config");
+    let (code, body) = http_post(s.admin_port, "/reload").expect("POST /reload");
+    assert_eq!(code, 200, "{body}");
+    let mut c = sluice_conn(&s, "").await;
+    let e = c
+        .query_drop(format!("INSERT INTO {db}.t VALUES (60, 60)"))
+        .await
+        .expect_err("still no master after a reload");
+    assert!(
+        matches!(&e, mysql_async::Error::Server(x) if x.code == 1290),
+        "{e}"
+    );
     // The earlier session: its next statement says the master changed.
     let e = w
         .query_drop("INSERT INTO t VALUES (50, 50)")
