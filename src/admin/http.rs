@@ -37,7 +37,12 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// A connection is closed after this long, idle keep-alive or not.
 pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
 
-pub async fn serve(listener: TcpListener, shared: Arc<Shared>, reloader: Arc<Reloader>) {
+pub async fn serve(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    reloader: Arc<Reloader>,
+    follower: Arc<crate::follow::Follower>,
+) {
     let places = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let mut backoff = AcceptBackoff::default();
     loop {
@@ -59,9 +64,10 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, reloader: Arc<Rel
         };
         let shared = shared.clone();
         let reloader = reloader.clone();
+        let follower = follower.clone();
         tokio::spawn(async move {
             let _place = place;
-            let svc = service_fn(move |req| handle(req, shared.clone(), reloader.clone()));
+            let svc = service_fn(move |req| handle(req, shared.clone(), reloader.clone(), follower.clone()));
             let conn = http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(HEADER_READ_TIMEOUT)
@@ -180,9 +186,22 @@ async fn handle(
     req: Request<Incoming>,
     shared: Arc<Shared>,
     reloader: Arc<Reloader>,
+    follower: Arc<crate::follow::Follower>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     if let Some(refused) = refusal(&req, &shared.runtime().config.admin) {
         return Ok(refused);
+    }
+    // /v1/topology, /v1/master (crate::follow::http).
+    let (method, path, query) = (req.method().as_str(), req.uri().path(), req.uri().query());
+    if let Some(a) = crate::follow::http::handle(&follower, method, path, query).await {
+        let mut r = text(StatusCode::from_u16(a.status).unwrap_or(StatusCode::OK), a.body);
+        if a.json {
+            r.headers_mut().insert(
+                hyper::header::CONTENT_TYPE,
+                hyper::header::HeaderValue::from_static("application/json"),
+            );
+        }
+        return Ok(r);
     }
     Ok(match req.uri().path() {
         "/metrics" => {
