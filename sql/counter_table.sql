@@ -17,7 +17,8 @@
 --
 -- Why slots: one row bumped by every writer would serialize all writers of a table on
 -- that row's lock until they commit. A connection of sluice holds a slot number k that no
--- other live sluice connection to the server holds (@sluice_slot, named lock sluice_slot_k)
+-- other live sluice connection to the server holds (@sluice_slot; each sluice process leases
+-- blocks of numbers as named locks sluice_slots_<block> held by a connection of its own)
 -- and its writes update row (db.table, slots + k): transactions through sluice never wait
 -- on each other's counter rows. Other writers update row (db.table, CONNECTION_ID() % slots)
 -- (freshness.slots, default 16). Each slot is compared separately.

@@ -14,8 +14,9 @@
 //! with the same runs straight against MariaDB as the baseline: without triggers
 //! (asserted: nothing waits) and with them, bypassing sluice (printed: those writers
 //! still share `CONNECTION_ID() % 16`, docs/guarantees.md gives the probability).
-//! And a client cannot clear the slot: after its own `SET @sluice_slot`, RESET
-//! CONNECTION or COM_CHANGE_USER its connection still bumps a row of its own.
+//! And a client cannot clear the slot: after its own `SET @sluice_slot`,
+//! `RELEASE_ALL_LOCKS()`, RESET CONNECTION or COM_CHANGE_USER its connection
+//! still bumps a row of its own; two sluice processes never give one number twice.
 
 mod common;
 
@@ -275,6 +276,21 @@ async fn a_client_cannot_clear_or_break_its_connection_s_slot() {
         slot(&mut c).await.is_some(),
         "a connection of sluice holds a slot"
     );
+    // Nothing a client can release: its connection holds no named lock of
+    // sluice's (RELEASE_ALL_LOCKS() answers 0, as on a connection of its own),
+    // and the slot is still there after it.
+    c.query_drop("BEGIN").await.expect("begin");
+    let released: Option<u64> = c
+        .query_first("SELECT RELEASE_ALL_LOCKS()")
+        .await
+        .expect("release");
+    c.query_drop("ROLLBACK").await.expect("rollback");
+    assert_eq!(
+        released,
+        Some(0),
+        "a client's RELEASE_ALL_LOCKS() finds no lock of sluice's"
+    );
+    assert!(slot(&mut c).await.is_some(), "a slot after RELEASE_ALL_LOCKS()");
     // Any value a client gives the variable: its writes still succeed.
     for value in ["'abc'", "-5", "1e300", "NULL", "x'ff'", "99999999999999999999999"] {
         c.query_drop(format!("SET @sluice_slot = {value}"))
@@ -285,8 +301,8 @@ async fn a_client_cannot_clear_or_break_its_connection_s_slot() {
             .unwrap_or_else(|e| panic!("a write after SET @sluice_slot = {value}: {e}"));
         c.query_drop("DELETE FROM t").await.expect("delete");
     }
-    // RESET CONNECTION (relayed to the server, which clears user variables and
-    // releases named locks) and COM_CHANGE_USER: sluice claims a slot again.
+    // RESET CONNECTION (relayed to the server, which clears user variables)
+    // and COM_CHANGE_USER: sluice gives a slot again.
     c.reset().await.expect("reset connection");
     assert!(slot(&mut c).await.is_some(), "a slot after RESET CONNECTION");
     c.query_drop("SET @sluice_slot = NULL").await.expect("set");
@@ -299,4 +315,33 @@ async fn a_client_cannot_clear_or_break_its_connection_s_slot() {
     .await
     .expect("change user");
     assert!(slot(&mut c).await.is_some(), "a slot after COM_CHANGE_USER");
+}
+
+/// Two sluice processes in front of one master: their connections' numbers
+/// never meet (each process leases blocks of numbers through a connection of
+/// its own, `backend::slot`).
+#[tokio::test]
+async fn two_processes_never_give_one_slot_twice() {
+    let cluster = shared_cluster();
+    let db = tracked_db(cluster, "fct_two").await;
+    async fn slots(s: &Sluice, db: &str, n: usize) -> (Vec<mysql_async::Conn>, Vec<u64>) {
+        let mut conns = Vec::new();
+        let mut numbers = Vec::new();
+        for _ in 0..n {
+            let mut c = sluice_conn(s, db).await;
+            // Inside a transaction: the session keeps its master connection.
+            c.query_drop("BEGIN").await.expect("begin");
+            let v: Option<Option<u64>> = c.query_first("SELECT @sluice_slot").await.expect("slot");
+            numbers.push(v.flatten().expect("a connection of sluice holds a slot"));
+            conns.push(c);
+        }
+        (conns, numbers)
+    }
+    let a = Sluice::start_for(cluster, &freshness_yaml("causal"));
+    let b = Sluice::start_for(cluster, &freshness_yaml("causal"));
+    let (_held_a, mut numbers) = slots(&a, &db, 5).await;
+    let (_held_b, numbers_b) = slots(&b, &db, 5).await;
+    numbers.extend(numbers_b);
+    let distinct: std::collections::BTreeSet<u64> = numbers.iter().copied().collect();
+    assert_eq!(distinct.len(), numbers.len(), "numbers given twice: {numbers:?}");
 }

@@ -602,7 +602,7 @@ impl BackendConn {
                 self.db = None;
                 self.dirty = false;
                 self.state.forget();
-                // The reset released the slot's lock and variable.
+                // The reset cleared the slot's variable.
                 self.claim_slot().await
             }
             Err(e) => {
