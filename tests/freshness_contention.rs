@@ -345,3 +345,43 @@ async fn two_processes_never_give_one_slot_twice() {
     let distinct: std::collections::BTreeSet<u64> = numbers.iter().copied().collect();
     assert_eq!(distinct.len(), numbers.len(), "numbers given twice: {numbers:?}");
 }
+
+/// The lease connection of a process killed on the server (an operator's KILL,
+/// a network cut): the next connection of that process still gets a number, of
+/// a block its new lease connection holds.
+#[tokio::test]
+async fn a_killed_lease_connection_is_replaced() {
+    let cluster = shared_cluster();
+    let db = tracked_db(cluster, "fct_lease").await;
+    let s = Sluice::start_for(cluster, &freshness_yaml("causal"));
+    // A slot, and the thread holding its block's lock (the lease connection).
+    async fn slot_and_holder(c: &mut mysql_async::Conn) -> (u64, u64) {
+        c.query_drop("BEGIN").await.expect("begin");
+        let row: Option<(Option<u64>, Option<u64>)> = c
+            .query_first("SELECT @sluice_slot, IS_USED_LOCK(CONCAT('sluice_slots_', @sluice_slot DIV 32))")
+            .await
+            .expect("slot");
+        let (slot, holder) = row.expect("a row");
+        (
+            slot.expect("a connection of sluice holds a slot"),
+            holder.expect("the slot's block is leased"),
+        )
+    }
+    let mut first = sluice_conn(&s, &db).await;
+    let (_, lease) = slot_and_holder(&mut first).await;
+    cluster.master.sql(&format!("KILL CONNECTION {lease}"));
+    // `first` keeps its backend connection (open transaction): the second
+    // session needs a new one, which claims after the lease was killed.
+    let mut second = sluice_conn(&s, &db).await;
+    let (_, holder) = slot_and_holder(&mut second).await;
+    assert_ne!(
+        holder, lease,
+        "the number's block is held by a new lease connection"
+    );
+    second
+        .query_drop("INSERT INTO t VALUES (1, 1)")
+        .await
+        .expect("a write");
+    second.query_drop("COMMIT").await.expect("commit");
+    first.query_drop("ROLLBACK").await.expect("rollback");
+}

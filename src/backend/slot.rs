@@ -64,6 +64,8 @@ struct Numbers {
     blocks: BTreeSet<u16>,
     /// Numbers held by this process's connections (or being given).
     used: BTreeSet<u16>,
+    /// The thread id of the lease connection holding `blocks`.
+    thread: Option<u32>,
 }
 
 impl Numbers {
@@ -128,13 +130,24 @@ impl Lease {
 
     /// A number for a connection, with the lease connection's thread id
     /// (which holds its block's lock): from a block leased already, else
-    /// from a new one. `renew`: the lease connection was seen not to hold
-    /// a block; it is opened again and its blocks taken again first.
-    /// `None` when no block can be leased (the connection falls back to
-    /// `CONNECTION_ID() % slots`).
-    async fn take(&self, prefer: Option<u16>, renew: bool) -> Option<(u16, u32)> {
+    /// from a new one. `stale`: the lease connection of that thread id was
+    /// seen not to hold a block; it is opened again and its blocks taken
+    /// again first. `None` when no block can be leased (the connection
+    /// falls back to `CONNECTION_ID() % slots`).
+    async fn take(&self, prefer: Option<u16>, stale: Option<u32>) -> Option<(u16, u32)> {
+        // Nearly always: a free number of a leased block, no I/O, and no
+        // wait behind another claim's lease statement.
+        if stale.is_none() {
+            let mut numbers = self.numbers();
+            if let Some(thread) = numbers.thread {
+                if let Some(n) = numbers.take(prefer) {
+                    return Some((n, thread));
+                }
+            }
+        }
         let mut guard = self.conn.lock().await;
-        if renew {
+        // Another claim may have renewed it meanwhile.
+        if stale.is_some() && guard.as_ref().map(|c| c.thread_id) == stale {
             *guard = None;
         }
         if guard.as_ref().is_none_or(|c| c.broken) {
@@ -168,6 +181,7 @@ impl Lease {
     async fn reconnect(&self) -> Option<BackendConn> {
         let held: Vec<u16> = {
             let mut numbers = self.numbers();
+            numbers.thread = None;
             std::mem::take(&mut numbers.blocks).into_iter().collect()
         };
         let params = self.params();
@@ -180,12 +194,18 @@ impl Lease {
         if conn.broken {
             return None;
         }
-        if !held.is_empty() {
-            let again = self.run(&mut conn, &relock_sql(&held)).await.unwrap_or_default();
-            let again = again.split(',').filter_map(|b| b.parse::<u16>().ok());
-            self.numbers().blocks.extend(again.filter(|b| held.contains(b)));
+        let again = match held.is_empty() {
+            true => String::new(),
+            false => self.run(&mut conn, &relock_sql(&held)).await.unwrap_or_default(),
+        };
+        if conn.broken {
+            return None;
         }
-        (!conn.broken).then_some(conn)
+        let mut numbers = self.numbers();
+        let again = again.split(',').filter_map(|b| b.parse::<u16>().ok());
+        numbers.blocks.extend(again.filter(|b| held.contains(b)));
+        numbers.thread = Some(conn.thread_id);
+        Some(conn)
     }
 
     /// One statement on the lease connection, bounded by the connect
@@ -294,8 +314,9 @@ impl BackendConn {
         let lease = slot.lease.clone();
         // Twice at most: the second time after renewing a lease the first
         // answer showed lost.
-        for renew in [false, true] {
-            let Some((n, thread)) = lease.take(prefer, renew).await else {
+        let mut stale = None;
+        for _ in 0..2 {
+            let Some((n, thread)) = lease.take(prefer, stale).await else {
                 return Ok(());
             };
             let answer = self.query_u64(&give_sql(n, thread)).await;
@@ -312,7 +333,7 @@ impl BackendConn {
                 // No privilege, an old server: no slot, nothing to retry.
                 Ok(Err(_)) => return Ok(()),
                 // The lease connection no longer holds the block.
-                Ok(Ok(_)) => {}
+                Ok(Ok(_)) => stale = Some(thread),
             }
         }
         Ok(())
