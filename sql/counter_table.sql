@@ -16,9 +16,12 @@
 -- compares row by row (slot by slot), never sums.
 --
 -- Why slots: one row bumped by every writer would serialize all writers of a table on
--- that row's lock until they commit. A write updates row (db.table, CONNECTION_ID() % slots)
--- instead, so up to `slots` concurrent connections (freshness.slots, default 16) do not
--- wait for each other. Each slot is compared separately.
+-- that row's lock until they commit. A connection of sluice holds a slot number k that no
+-- other live sluice connection to the server holds (@sluice_slot; each sluice process leases
+-- blocks of numbers as named locks sluice_slots_<block> held by a connection of its own)
+-- and its writes update row (db.table, slots + k): transactions through sluice never wait
+-- on each other's counter rows. Other writers update row (db.table, CONNECTION_ID() % slots)
+-- (freshness.slots, default 16). Each slot is compared separately.
 --
 -- Why the rows are pre-created: the triggers' INSERT ... ON DUPLICATE KEY UPDATE always
 -- meets an existing row (`sluice triggers install` inserts rows 0..slots-1 for every
@@ -51,21 +54,21 @@ CREATE DATABASE IF NOT EXISTS `sluice`;
 
 CREATE TABLE IF NOT EXISTS `sluice`.`counters` (
   tbl  VARCHAR(192) NOT NULL COMMENT 'db.table the writes went to, or * for writes sluice bumps itself',
-  slot SMALLINT UNSIGNED NOT NULL COMMENT 'CONNECTION_ID() % slots: spreads row locks over several rows',
+  slot SMALLINT UNSIGNED NOT NULL COMMENT 'CONNECTION_ID() % slots, or slots + @sluice_slot on a connection of sluice: spreads row locks',
   n    BIGINT UNSIGNED NOT NULL DEFAULT 0,
   PRIMARY KEY (tbl, slot)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin COMMENT 'INSERT events (sluice)';
 
 CREATE TABLE IF NOT EXISTS `sluice`.`counters_update` (
   tbl  VARCHAR(192) NOT NULL COMMENT 'db.table the writes went to, or * for writes sluice bumps itself',
-  slot SMALLINT UNSIGNED NOT NULL COMMENT 'CONNECTION_ID() % slots: spreads row locks over several rows',
+  slot SMALLINT UNSIGNED NOT NULL COMMENT 'CONNECTION_ID() % slots, or slots + @sluice_slot on a connection of sluice: spreads row locks',
   n    BIGINT UNSIGNED NOT NULL DEFAULT 0,
   PRIMARY KEY (tbl, slot)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin COMMENT 'UPDATE events (sluice)';
 
 CREATE TABLE IF NOT EXISTS `sluice`.`counters_delete` (
   tbl  VARCHAR(192) NOT NULL COMMENT 'db.table the writes went to, or * for writes sluice bumps itself',
-  slot SMALLINT UNSIGNED NOT NULL COMMENT 'CONNECTION_ID() % slots: spreads row locks over several rows',
+  slot SMALLINT UNSIGNED NOT NULL COMMENT 'CONNECTION_ID() % slots, or slots + @sluice_slot on a connection of sluice: spreads row locks',
   n    BIGINT UNSIGNED NOT NULL DEFAULT 0,
   PRIMARY KEY (tbl, slot)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin COMMENT 'DELETE events (sluice)';

@@ -34,8 +34,13 @@
 --   the write going uncounted.
 -- * Each event's trigger bumps its own counter table (`counters`, `counters_update`,
 --   `counters_delete`; see counter_table.sql for why: LOCK TABLES).
--- * Triggers of the earlier forms (sluice before issue 11, and the upsert of all three
---   events into `counters`) still count correctly and keep their tables tracked;
+-- * The slot: `slots + @sluice_slot` on a connection of sluice (a number no other live
+--   sluice connection holds, so transactions through sluice never wait on each other's
+--   counter rows), `CONNECTION_ID() % slots` for every other writer. CONV and the bounds
+--   make any other value of the variable fall back to the connection id, never an error.
+-- * Triggers of the earlier forms (sluice before issue 11, the upsert of all three
+--   events into `counters`, and the slot from the connection id alone before issue 40)
+--   still count correctly and keep their tables tracked;
 --   `sluice triggers install` replaces them in place (CREATE OR REPLACE TRIGGER, one
 --   statement each) and starts a new counter generation.
 
@@ -65,6 +70,6 @@ INSERT IGNORE INTO `sluice`.`counters_delete` (tbl, slot) VALUES
 
 -- AFTER, FOR EACH ROW, inside the writing transaction: the counter moves if and only if
 -- the write commits, and the bump reaches a replica in the same transaction as the write.
-CREATE TRIGGER `shop`.`sluice_ai_orders` AFTER INSERT ON `shop`.`orders` FOR EACH ROW INSERT INTO `sluice`.`counters` (tbl, slot, n) VALUES ('shop.orders', CONNECTION_ID() % 16, 1) ON DUPLICATE KEY UPDATE n = n + 1;
-CREATE TRIGGER `shop`.`sluice_au_orders` AFTER UPDATE ON `shop`.`orders` FOR EACH ROW INSERT INTO `sluice`.`counters_update` (tbl, slot, n) VALUES ('shop.orders', CONNECTION_ID() % 16, 1) ON DUPLICATE KEY UPDATE n = n + 1;
-CREATE TRIGGER `shop`.`sluice_ad_orders` AFTER DELETE ON `shop`.`orders` FOR EACH ROW INSERT INTO `sluice`.`counters_delete` (tbl, slot, n) VALUES ('shop.orders', CONNECTION_ID() % 16, 1) ON DUPLICATE KEY UPDATE n = n + 1;
+CREATE TRIGGER `shop`.`sluice_ai_orders` AFTER INSERT ON `shop`.`orders` FOR EACH ROW INSERT INTO `sluice`.`counters` (tbl, slot, n) VALUES ('shop.orders', IFNULL(16 + NULLIF(LEAST(CONV(@sluice_slot, 10, 10), 4096), 4096), CONNECTION_ID() % 16), 1) ON DUPLICATE KEY UPDATE n = n + 1;
+CREATE TRIGGER `shop`.`sluice_au_orders` AFTER UPDATE ON `shop`.`orders` FOR EACH ROW INSERT INTO `sluice`.`counters_update` (tbl, slot, n) VALUES ('shop.orders', IFNULL(16 + NULLIF(LEAST(CONV(@sluice_slot, 10, 10), 4096), 4096), CONNECTION_ID() % 16), 1) ON DUPLICATE KEY UPDATE n = n + 1;
+CREATE TRIGGER `shop`.`sluice_ad_orders` AFTER DELETE ON `shop`.`orders` FOR EACH ROW INSERT INTO `sluice`.`counters_delete` (tbl, slot, n) VALUES ('shop.orders', IFNULL(16 + NULLIF(LEAST(CONV(@sluice_slot, 10, 10), 4096), 4096), CONNECTION_ID() % 16), 1) ON DUPLICATE KEY UPDATE n = n + 1;

@@ -431,3 +431,43 @@ async fn wait_timeout_closes_an_idle_session_like_the_server() {
         "wait_timeout back to its default"
     );
 }
+
+/// A client that vanishes while its autocommit statement runs (issue 40): MariaDB
+/// completes the statement (go-sql-driver's `TestContextCancel*` check for the row),
+/// and so does sluice now; it used to kill it. Directly against MariaDB first (the
+/// baseline), then through sluice; each time the row is there afterwards.
+#[tokio::test]
+async fn an_autocommit_statement_completes_after_its_client_vanished() {
+    let s = master_only(4);
+    let db = make_db("ab_auto", 1);
+    let master_port = shared_cluster().master.port;
+    let mut d = direct().await;
+    for (v, through_sluice) in [(1, false), (2, true)] {
+        let mut c = if through_sluice {
+            raw_client(&s)
+        } else {
+            let mut c = RawConn::connect(master_port);
+            let r = c.login(SLUICE_USER, SLUICE_PASSWORD);
+            assert!(r.is_ok(), "login: {r:?}");
+            c
+        };
+        raw_send(&mut c, &format!("INSERT INTO {db}.w (v) SELECT {v} + SLEEP(1)"));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        drop(c);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let n: Option<u64> = d
+                .query_first(format!("SELECT COUNT(*) FROM {db}.w WHERE v = {v}"))
+                .await
+                .expect("count");
+            if n == Some(1) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "through sluice: {through_sluice}: the statement of a vanished client did not complete"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}

@@ -249,11 +249,23 @@ async fn triggers_of_the_previous_version_stay_tracked_and_install_upgrades_them
 async fn triggers_bumping_one_counter_table_stay_tracked_and_install_upgrades_them() {
     // The version before the counter table per event: all three events upsert into
     // `counters` (and LOCK TABLES t WRITE + a write fails with 1442).
-    // The INSERT triggers' bodies are unchanged.
+    // All six are replaced (the INSERT triggers' slot since issue 40).
     upgrade_from(
         include_str!("fixtures/triggers_shared_table.sql"),
         "sluice_prev2_fixture",
-        4,
+        6,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn triggers_with_the_connection_id_slot_stay_tracked_and_install_upgrades_them() {
+    // The version before issue 40: each event's own table, the slot from
+    // `CONNECTION_ID() % 16` alone; install replaces all six in place (online).
+    upgrade_from(
+        include_str!("fixtures/triggers_striped.sql"),
+        "sluice_prev3_fixture",
+        6,
     )
     .await;
 }

@@ -139,6 +139,8 @@ pub struct BackendConn {
     /// The session thread whose driver the socket is registered with
     /// (`None`: tokio's shared pool; see `crate::affinity`).
     home: Option<u16>,
+    /// The counter slot it claims (pooled connections; see `slot.rs`).
+    pub slot: Option<super::slot::Slot>,
 }
 
 impl std::fmt::Debug for BackendConn {
@@ -292,6 +294,7 @@ impl BackendConn {
             permit: None,
             budget: None,
             home: crate::affinity::here(),
+            slot: None,
         })
     }
 
@@ -599,7 +602,8 @@ impl BackendConn {
                 self.db = None;
                 self.dirty = false;
                 self.state.forget();
-                Ok(())
+                // The reset cleared the slot's variable.
+                self.claim_slot().await
             }
             Err(e) => {
                 self.broken = true;
@@ -648,7 +652,7 @@ impl BackendConn {
                 // COM_CHANGE_USER rolled back any transaction; a fresh
                 // login's flags (its OK is consumed by `authenticate`).
                 self.status = SERVER_STATUS_AUTOCOMMIT;
-                Ok(())
+                self.claim_slot().await
             }
             Err(e) => {
                 self.broken = true;

@@ -4,6 +4,7 @@ pub mod auth_guard;
 pub mod conn;
 pub mod error;
 pub mod pool;
+pub mod slot;
 pub mod state;
 pub mod tls;
 pub mod topology;

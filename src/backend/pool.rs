@@ -313,6 +313,8 @@ impl managed::Manager for Manager {
         // would otherwise be part of every checkout's future, which is
         // copied (memmove) into each statement's state.
         let mut conn = Box::pin(BackendConn::connect_as(&self.params, &self.login, self.key)).await?;
+        conn.slot = Some(super::slot::Slot::new(&self.params));
+        Box::pin(conn.claim_slot()).await?;
         conn.permit = Some(permit);
         conn.budget = Some(budget);
         Ok(Box::new(conn))

@@ -440,9 +440,10 @@ pub struct Freshness {
     /// Schema of the counter table (`<schema>.counters`) on every group's
     /// master; never tracked itself. Default "sluice".
     pub schema: String,
-    /// Counter rows per table: writers update row `CONNECTION_ID() % slots`,
-    /// so up to `slots` writers of one table do not wait on each other's row
-    /// lock. 1..=1024, default 16. Used by `sluice triggers install`.
+    /// Counter rows per table for writers that bypass sluice: they update
+    /// row `CONNECTION_ID() % slots` (sluice's own connections each have
+    /// rows of their own above those, see docs/guarantees.md). 1..=1024,
+    /// default 16. Used by `sluice triggers install`.
     pub slots: u16,
     /// How often the counters of the master and of each replica are read in
     /// the background. Greater than zero; default 50ms.

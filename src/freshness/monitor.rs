@@ -147,6 +147,10 @@ pub struct GroupMonitor {
     /// Master probes started: orders snapshots (an older one never replaces
     /// a newer target across a change of generation).
     probe_seq: AtomicU64,
+    /// The newest master snapshot whose probe has ended: a probe compares
+    /// its own with the one it found here when it began (a counter that
+    /// went down in between is a reset, see `Counters::went_down_from`).
+    last_master: arc_swap::ArcSwapOption<Result<Counters, String>>,
     /// `db.table` names with all three sluice triggers; `None` until known.
     tracked: ArcSwap<Option<super::state::TableSet>>,
     /// Set by `forget_tracked`: re-read the set at the next probe.
@@ -340,6 +344,7 @@ impl GroupMonitor {
             epoch_changes: AtomicU64::new(0),
             ddl_seen: AtomicU64::new(NO_DDL_SEEN),
             probe_seq: AtomicU64::new(0),
+            last_master: arc_swap::ArcSwapOption::empty(),
             tracked: ArcSwap::from_pointee(None),
             tracked_forgotten: AtomicBool::new(false),
             cascades: Mutex::new(None),
@@ -452,6 +457,8 @@ impl GroupMonitor {
 
     async fn probe_master(&self) -> Result<Counters, String> {
         let seq = self.probe_seq.fetch_add(1, Ordering::AcqRel) + 1;
+        // Ended before this probe began: its snapshot is older than ours.
+        let before = self.last_master.load_full();
         let mut c = read_counters(
             &self.master,
             &self.cfg.schema,
@@ -462,6 +469,10 @@ impl GroupMonitor {
         )
         .await?;
         c.seq = seq;
+        c.reset = before
+            .as_deref()
+            .and_then(|b| b.as_ref().ok())
+            .is_some_and(|b| c.went_down_from(b));
         Ok(c)
     }
 
@@ -493,7 +504,13 @@ impl GroupMonitor {
         }
         // Lock-free: the closure may run more than once.
         let old = self.target.rcu(|prev| {
-            if prev.epoch == c.epoch {
+            if c.reset {
+                // Counters changed by hand: their values start again, like a
+                // new generation's; the old target says nothing about them.
+                // (What a newer snapshot in the old target held is covered by
+                // the position required below.)
+                Arc::new(c.clone())
+            } else if prev.epoch == c.epoch {
                 let mut merged = (**prev).clone();
                 merged.merge_max(c);
                 merged.seq = prev.seq.max(c.seq);
@@ -507,6 +524,9 @@ impl GroupMonitor {
                 prev.clone()
             }
         });
+        if c.reset {
+            self.counters_reset(c, &old, ticket);
+        }
         if old.epoch != c.epoch && c.seq >= old.seq && old.seq != 0 {
             self.epoch_changes.fetch_add(1, Ordering::Relaxed);
             info!(
@@ -519,9 +539,69 @@ impl GroupMonitor {
         self.target.load_full()
     }
 
+    /// Master counters went down between two probes (`c.reset`): a replica
+    /// that has not applied that change yet still has the higher values and
+    /// would pass for fresh. Like a write whose mark failed (`bump_global`),
+    /// no replica serves a read before it has the master's GTID position of
+    /// this snapshot (and of the previous target, which the new one
+    /// replaced); without a position, none serves one until a probe reads it.
+    fn counters_reset(&self, c: &Counters, old: &Counters, ticket: u64) {
+        self.epoch_changes.fetch_add(1, Ordering::Relaxed);
+        warn!(
+            backend = %self.master_label,
+            "a counter row of the master went down (rows deleted or restored by hand): counted as a \
+             new generation; replicas serve reads again once they have the master's position"
+        );
+        let need = match (&c.gtid, &old.gtid) {
+            (Some(new), Some(prev)) => {
+                let mut need = new.clone();
+                for (d, seq) in prev {
+                    let e = need.entry(*d).or_insert(0);
+                    *e = (*e).max(*seq);
+                }
+                Some(need)
+            }
+            (Some(new), None) => Some(new.clone()),
+            _ => None,
+        };
+        self.unmarked.rcu(|cur| match (cur.as_ref(), &need) {
+            // Position still unknown: stays so (it will be a later one).
+            (Some(Unmarked { gtid: None, .. }), _) => cur.clone(),
+            (
+                Some(Unmarked {
+                    gtid: Some(g),
+                    after_ticket,
+                }),
+                Some(n),
+            ) => {
+                let mut merged = g.clone();
+                for (d, seq) in n {
+                    let e = merged.entry(*d).or_insert(0);
+                    *e = (*e).max(*seq);
+                }
+                Arc::new(Some(Unmarked {
+                    gtid: Some(merged),
+                    after_ticket: *after_ticket,
+                }))
+            }
+            (_, need) => Arc::new(Some(Unmarked {
+                gtid: need.clone(),
+                after_ticket: ticket,
+            })),
+        });
+        self.forget_tracked();
+    }
+
     /// A master snapshot taken after now; merged into the target.
     async fn master_snapshot(&self, ticket: u64) -> Result<Arc<Counters>, String> {
         let r = self.master_flight.after(ticket, || self.probe_master()).await;
+        // The newest ended probe, for the next probes' comparison.
+        if let Ok(c) = r.as_ref() {
+            self.last_master.rcu(|cur| match cur.as_deref() {
+                Some(Ok(prev)) if prev.seq >= c.seq => cur.clone(),
+                _ => Some(r.clone()),
+            });
+        }
         match r.as_ref() {
             Ok(c) => {
                 // This probe started after `ticket`: it includes every write

@@ -44,6 +44,9 @@ pub struct Counters {
     pub ddl_statements: Option<u64>,
     /// Master only: the order in which the probe started (0: none).
     pub seq: u64,
+    /// Master only: a counter row is lower than in a snapshot read before
+    /// this one began (see [`Counters::went_down_from`]).
+    pub reset: bool,
 }
 
 /// Has a replica at position `have` applied every transaction of `need`?
@@ -111,6 +114,25 @@ impl Counters {
                 *m = (*m).max(*o);
             }
         }
+    }
+
+    /// Is any counter row lower here than in `earlier`, of the same
+    /// generation (a row missing here counts as 0)? Counters only grow while
+    /// triggers bump them: a row that went down was changed by hand (rows
+    /// deleted and inserted again, the table restored from a backup). A
+    /// replica that has not applied that change yet still holds the higher
+    /// values, which would pass for the new ones: the caller must treat it
+    /// as a new generation.
+    pub fn went_down_from(&self, earlier: &Counters) -> bool {
+        if self.epoch != earlier.epoch {
+            return false;
+        }
+        earlier.rows.iter().any(|(tbl, vals)| {
+            let mine = self.rows.get(tbl).map(Vec::as_slice).unwrap_or(&[]);
+            vals.iter()
+                .enumerate()
+                .any(|(i, v)| *v > mine.get(i).copied().unwrap_or(0))
+        })
     }
 
     /// Sum of all values: only for lag estimation, never for freshness.
@@ -277,6 +299,19 @@ mod tests {
         // A truncated counter table has no generation: not the same one.
         let truncated = snap(&[]);
         assert!(!truncated.covers(&master, Scope::All));
+    }
+
+    #[test]
+    fn a_row_that_went_down_is_a_reset() {
+        let before = snap(&[("db.a", &[3, 4]), ("db.b", &[1])]);
+        assert!(!snap(&[("db.a", &[3, 5]), ("db.b", &[1])]).went_down_from(&before));
+        // Deleted and inserted again with 0, or restored from an older backup.
+        assert!(snap(&[("db.a", &[3, 0]), ("db.b", &[1])]).went_down_from(&before));
+        assert!(snap(&[("db.a", &[3, 4])]).went_down_from(&before));
+        // Another generation is compared afresh anyway.
+        let mut other = snap(&[]);
+        other.set(EPOCH_ROW, 0, 9);
+        assert!(!other.went_down_from(&before));
     }
 
     #[test]

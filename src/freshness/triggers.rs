@@ -12,17 +12,21 @@
 //! `Event::counter_table`):
 //!
 //! ```sql
-//! INSERT INTO `sluice`.`counters` (tbl, slot, n) VALUES ('shop.orders', CONNECTION_ID() % 16, 1)
+//! INSERT INTO `sluice`.`counters` (tbl, slot, n) VALUES ('shop.orders',
+//!   IFNULL(16 + NULLIF(LEAST(CONV(@sluice_slot, 10, 10), 4096), 4096), CONNECTION_ID() % 16), 1)
 //!   ON DUPLICATE KEY UPDATE n = n + 1
 //! ```
 //!
-//! The rows are created at install time (`INSERT IGNORE`), so a trigger's
-//! insert always meets the existing primary key and updates that row: one
-//! record lock, no gap lock, and no WHERE clause or range optimizer to run
-//! (cheaper than the `UPDATE ... WHERE` of earlier versions, which are still
-//! recognised and replaced by `install`: see `sql::BodyKind`). Writers are
-//! spread over `slots` rows per table by connection id; readers compare the
-//! rows slot by slot.
+//! Rows `0..slots` are created at install time (`INSERT IGNORE`), so a
+//! trigger's insert usually meets the existing primary key and updates that
+//! row: one record lock, no gap lock, and no WHERE clause or range optimizer
+//! to run (cheaper than the `UPDATE ... WHERE` of earlier versions, which are
+//! still recognised and replaced by `install`: see `sql::BodyKind`). Each of
+//! sluice's own backend connections bumps a row no other live one of them
+//! bumps (`slots + @sluice_slot`, created by the first bump), so
+//! transactions through sluice never wait on each other's counter rows;
+//! other writers are spread over rows `0..slots` by connection id. Readers
+//! compare every row, slot by slot (see `sql::trigger_body`).
 //!
 //! Names are kept exactly as the server stores them: `tracked_tables`
 //! returns `db.table` with the case of `information_schema`. MariaDB on Linux
@@ -386,15 +390,13 @@ async fn install_locked(
             report.dropped.push(t.name.clone());
         }
     }
-    // Tables with a trigger that could not be replaced keep the old slot count.
-    let mut unfinished: HashSet<&str> = HashSet::new();
     for (name, table, event) in &plan {
         let (name, table) = (name.as_str(), table.as_str());
-        let failures = report.failed.len();
         let current = existing.get(name);
         let what = format!("CREATE TRIGGER {name}");
         let done = match current {
-            // (A body of the previous form is replaced: same rows, cheaper.)
+            // (A body of a previous form is replaced: it counts the same
+            // writes, into rows that wait on each other.)
             Some(t)
                 if t.table == table
                     && t.event == Some(*event)
@@ -436,23 +438,16 @@ async fn install_locked(
                 None => report.created.push(name.to_owned()),
             }
         }
-        if report.failed.len() > failures {
-            unfinished.insert(table);
-        }
     }
 
-    // Rows beyond the slot count are no longer bumped by this db's triggers,
-    // and rows of tables gone from the db (renamed, dropped) by no trigger.
-    let resized: Vec<String> = tables
-        .iter()
-        .filter(|t| !unfinished.contains(t.as_str()))
-        .map(|t| counter_key(db, t))
-        .collect();
-    report.rows_deleted += delete_rows(conn, counter_schema, counters, &resized, Some(slots)).await?;
+    // Rows of tables gone from the db (renamed, dropped) are bumped by no
+    // trigger. Rows beyond the slot count stay: they are the rows of
+    // sluice's own connections (`slots + @sluice_slot`, see
+    // `sql::trigger_body`), and a counter that stays never goes down.
     if only.is_none() {
         let current: Vec<String> = tables.iter().map(|t| counter_key(db, t)).collect();
         let orphans = unused_rows(conn, counter_schema, db, &current).await?;
-        report.rows_deleted += delete_rows(conn, counter_schema, counters, &orphans, None).await?;
+        report.rows_deleted += delete_rows(conn, counter_schema, counters, &orphans).await?;
     }
 
     if !(report.created.is_empty() && report.replaced.is_empty() && report.dropped.is_empty()) {
@@ -499,13 +494,12 @@ async fn unused_rows(
     Ok(keys)
 }
 
-/// Deletes the rows of `keys` (all of them, or only slots `>= from_slot`).
+/// Deletes the rows of `keys`.
 async fn delete_rows(
     conn: &mut Conn,
     counter_schema: &str,
     tables: CounterTables,
     keys: &[String],
-    from_slot: Option<u16>,
 ) -> Result<u64, TriggerError> {
     let mut deleted = 0;
     if keys.is_empty() {
@@ -514,15 +508,12 @@ async fn delete_rows(
     for event in Event::ALL.into_iter().filter(|e| tables.has(*e)) {
         for chunk in keys.chunks(ROWS_PER_INSERT) {
             let list: Vec<String> = chunk.iter().map(|k| quote_literal(k)).collect();
-            let mut sql = format!(
+            let sql = format!(
                 "DELETE FROM {}.{} WHERE tbl IN ({})",
                 quote_ident(counter_schema),
                 quote_ident(event.counter_table()),
                 list.join(", ")
             );
-            if let Some(slot) = from_slot {
-                sql.push_str(&format!(" AND slot >= {slot}"));
-            }
             deleted += affected_rows(conn, &sql, "cannot delete counter rows").await?;
         }
     }
@@ -597,7 +588,7 @@ async fn uninstall_locked(conn: &mut Conn, counter_schema: &str, db: &str) -> Re
     let tables = counter_tables(conn, counter_schema).await?;
     if tables.has(Event::Insert) {
         let keys = unused_rows(conn, counter_schema, db, &[]).await?;
-        report.rows_deleted = delete_rows(conn, counter_schema, tables, &keys, None).await?;
+        report.rows_deleted = delete_rows(conn, counter_schema, tables, &keys).await?;
         if !report.dropped.is_empty() || report.rows_deleted > 0 {
             conn.query_drop(new_epoch_sql(counter_schema, random_epoch()))
                 .await
@@ -657,9 +648,7 @@ pub async fn status(conn: &mut Conn, counter_schema: &str, db: &str) -> Result<S
             match on_table.iter().find(|t| t.name == name) {
                 Some(t) if t.is_sluice() => match t.sluice_body(counter_schema) {
                     Some((slots, BodyKind::Current)) if t.event == Some(event) => TriggerState::Ok { slots },
-                    Some((slots, BodyKind::Previous)) if t.event == Some(event) => {
-                        TriggerState::Previous { slots }
-                    }
+                    Some((slots, _)) if t.event == Some(event) => TriggerState::Previous { slots },
                     _ => TriggerState::Outdated,
                 },
                 // E.g. `sluice_ai_old` on a table renamed from `old`.

@@ -62,7 +62,7 @@ impl Session {
     pub(super) fn classify(&self, sql: &[u8]) -> Arc<Classified> {
         let lex = self.state.lex;
         memo::classified(sql, |sql| match lex {
-            Some(opts) => classify::classify_with(sql, opts),
+            Some(opts) => classify::classify_in_mode(sql, opts),
             None => classify::classify_any_mode(sql),
         })
     }

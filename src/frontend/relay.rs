@@ -29,6 +29,12 @@ pub struct Guard<'a> {
     pub pool: &'a crate::backend::BackendPool,
     /// The backend connection's thread id (from its handshake).
     pub thread: u32,
+    /// The statement runs outside any transaction (the master connection
+    /// in autocommit with none open): a client that leaves does not stop
+    /// it, as MariaDB completes a statement whose client disconnected (its
+    /// effects commit). Otherwise it is killed, which rolls back the
+    /// transaction it is part of.
+    pub finish_if_gone: bool,
 }
 
 /// Flush the client's buffer once this much is queued even if the backend
@@ -310,7 +316,10 @@ pub async fn response(
         let filled = match (woke, guard) {
             (Woke::Filled(r), _) => r,
             (Woke::ClientGone(e), Some(g)) => {
-                cancel(g, false, "the client closed its connection").await;
+                client.wbuf.clear();
+                if !(g.finish_if_gone && finish_unread(backend, &mut tracker).await) {
+                    cancel(g, false, "the client closed its connection").await;
+                }
                 return Err(RelayError::Client(e));
             }
             (Woke::Killed(KillRequest::Query), Some(g)) => {
@@ -331,6 +340,31 @@ pub async fn response(
                 relayed,
                 last_seq,
             });
+        }
+    }
+}
+
+/// Reads the rest of a response whose client has gone, relaying nothing,
+/// so that the statement completes on the server. `false` when that cannot
+/// be done cleanly (the backend failed, a LOCAL INFILE request nobody can
+/// answer, or over [`DISCARD_LIMIT`] more bytes: a large result the server
+/// itself would stop sending to a closed socket): the caller kills it.
+async fn finish_unread(backend: &mut PacketStream<BackendIo>, tracker: &mut ResponseTracker) -> bool {
+    let mut read = 0usize;
+    loop {
+        while let Some(h) = complete_frame(&backend.rbuf) {
+            let step = tracker.feed(h.len, &backend.rbuf[4..4 + h.len]);
+            backend.rbuf.advance(h.total());
+            read += h.total();
+            match step {
+                Step::Done => return true,
+                Step::LocalInfile => return false,
+                Step::More if read > DISCARD_LIMIT => return false,
+                Step::More => {}
+            }
+        }
+        if backend.reserve_for_frame().is_err() || backend.fill().await.is_err() {
+            return false;
         }
     }
 }

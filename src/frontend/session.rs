@@ -515,6 +515,10 @@ impl Session {
                 // version-dependent: make the next command re-sync it.
                 m.conn.db = None;
                 m.conn.state.forget();
+                // The reset released the counter slot (`backend::slot`).
+                if m.conn.claim_slot().await.is_err() {
+                    m.conn.broken = true;
+                }
             }
             // State the reset may not undo: MariaDB keeps a role set with
             // SET ROLE across COM_RESET_CONNECTION (measured on 10.11). Such
@@ -789,6 +793,9 @@ impl Session {
                 entry: &self.proc,
                 pool,
                 thread: h.conn.thread_id,
+                finish_if_gone: conn == Conn::Master
+                    && h.conn.status & crate::protocol::consts::SERVER_STATUS_AUTOCOMMIT != 0
+                    && !h.conn.in_transaction(),
             });
             let mut verdict = None;
             let checked = provisional.is_some();

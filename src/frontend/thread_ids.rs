@@ -76,6 +76,12 @@ struct Rewritten {
 }
 
 fn rewrite_with(sql: &[u8], session: u32, holders: Option<impl FnOnce() -> Holders>) -> Option<Rewritten> {
+    // Where a double-byte client character set may end a string elsewhere
+    // than this lexer does, a rewrite could land inside a client's literal
+    // (its stored data changed): the text goes untouched (issue 40).
+    if crate::router::lexer::multibyte_view(sql).is_some() {
+        return None;
+    }
     let (ids, locks) = scan(sql);
     let locks = locks && holders.is_some();
     if !ids && !locks {

@@ -39,6 +39,35 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
+/// Where `sql` may read differently in a double-byte client character set
+/// (sjis, cp932, gbk, big5): there the second byte of a character may be
+/// `\` (0x5C) or a backtick (0x60), which this lexer, reading bytes, takes
+/// for an escape or the end of an identifier (`'表'` is `27 95 5C 27` in
+/// Shift_JIS). Returns the text as such a character set reads it, same
+/// length, with those second bytes replaced by `x`, when it differs; `None`
+/// when no byte `0x81..=0xFE` is followed by one of them (every other
+/// second byte is read alike both ways: quotes, `#`, `-`, `/`, `*` are
+/// below 0x40). UTF-8 text can match too (`é` before a backslash): the
+/// caller treats the two readings as it treats any two that may differ.
+pub fn multibyte_view(sql: &[u8]) -> Option<Vec<u8>> {
+    let mut view: Option<Vec<u8>> = None;
+    let mut i = 0;
+    while i + 1 < sql.len() {
+        let b = sql[i];
+        if !(0x81..=0xFE).contains(&b) {
+            i += 1;
+            continue;
+        }
+        let next = sql[i + 1];
+        if next == b'\\' || next == b'`' {
+            view.get_or_insert_with(|| sql.to_vec())[i + 1] = b'x';
+        }
+        // A lead byte and its second byte: one character.
+        i += if next >= 0x40 { 2 } else { 1 };
+    }
+    view
+}
+
 /// The first keyword, upper-cased, and the rest after it.
 pub fn first_word(sql: &[u8]) -> (String, &[u8]) {
     let s = skip_space_and_comments(sql);
@@ -534,6 +563,19 @@ pub fn unquote_ident(raw: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn double_byte_second_bytes_that_read_as_ascii() {
+        // Shift_JIS `表` (95 5C) and `ソ` (83 5C), GBK `胼` (EB 60): a view with x.
+        assert_eq!(
+            multibyte_view(b"SELECT '\x95\x5c', '\x83\x5c' FROM t").as_deref(),
+            Some(&b"SELECT '\x95x', '\x83x' FROM t"[..])
+        );
+        assert_eq!(multibyte_view(b"`\xeb\x60`").as_deref(), Some(&b"`\xebx`"[..]));
+        // Other second bytes read alike; UTF-8 characters pair up (`é` = C3 A9).
+        assert_eq!(multibyte_view(b"SELECT '\x95\x41', '\xc3\xa9\\n'"), None);
+        assert_eq!(multibyte_view(b"SELECT 'plain \\' x'"), None);
+    }
 
     #[test]
     fn words_and_comments() {

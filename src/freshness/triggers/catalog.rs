@@ -174,16 +174,18 @@ pub(super) async fn counter_tables(
 }
 
 /// Per `tbl`: the slot count its rows cover (rows `0..n` all present), or
-/// `None` when the slots are not contiguous from 0.
+/// `None` when there is no row 0.
 pub(super) async fn row_coverage(
     conn: &mut Conn,
     counter_schema: &str,
     db: Option<&str>,
 ) -> Result<HashMap<String, Option<u64>>, TriggerError> {
+    // The first missing slot: rows above it (those of sluice's connections,
+    // `slots + k`, see `sql::trigger_body`) may have gaps of their own.
+    let table = format!("{}.{}", quote_ident(counter_schema), quote_ident(COUNTER_TABLE));
     let mut sql = format!(
-        "SELECT tbl, COUNT(*), MIN(slot), MAX(slot) FROM {}.{}",
-        quote_ident(counter_schema),
-        quote_ident(COUNTER_TABLE)
+        "SELECT tbl, MIN(slot), MIN(IF(EXISTS (SELECT 1 FROM {table} n WHERE n.tbl = c.tbl \
+         AND n.slot = c.slot + 1), NULL, c.slot + 1)) FROM {table} c"
     );
     if let Some(db) = db {
         let prefix = format!("{db}.");
@@ -194,13 +196,13 @@ pub(super) async fn row_coverage(
         ));
     }
     sql.push_str(" GROUP BY tbl");
-    let rows: Vec<(String, u64, u64, u64)> = conn
+    let rows: Vec<(String, u64, u64)> = conn
         .query(sql)
         .await
         .map_err(sql_error("cannot read the counter table"))?;
     Ok(rows
         .into_iter()
-        .map(|(tbl, count, min, max)| (tbl, (min == 0 && max + 1 == count).then_some(count)))
+        .map(|(tbl, min, gap)| (tbl, (min == 0).then_some(gap)))
         .collect())
 }
 

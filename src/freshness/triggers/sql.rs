@@ -100,20 +100,35 @@ pub fn trigger_name(event: Event, table: &str) -> String {
 /// into its event's counter table ([`Event::counter_table`]):
 ///
 /// ```sql
-/// INSERT INTO `sluice`.`counters` (tbl, slot, n) VALUES ('shop.orders', CONNECTION_ID() % 16, 1)
+/// INSERT INTO `sluice`.`counters` (tbl, slot, n) VALUES ('shop.orders',
+///   IFNULL(16 + NULLIF(LEAST(CONV(@sluice_slot, 10, 10), 4096), 4096), CONNECTION_ID() % 16), 1)
 ///   ON DUPLICATE KEY UPDATE n = n + 1
 /// ```
 ///
 /// Why an upsert and not `UPDATE ... WHERE tbl = ... AND slot = ...` (the
-/// body before issue 11, [`BodyKind::Previous`]): the row exists (install
-/// creates it), so the insert finds the duplicate primary key and updates it,
-/// taking the same one record lock (`X, REC_NOT_GAP`: no gap lock), but the
-/// server resolves no WHERE clause and runs no range optimizer for it, which
-/// took about 30 % of the old trigger's CPU: the triggers' server CPU
-/// overhead measured 28-46 % lower (`benches/trigger_cost.sh`, variants
-/// `current` and `odku`; docs/guarantees.md, "The triggers' cost"). A missing
-/// row (a counter table truncated by hand) is created with n = 1 instead of
-/// the mark being lost.
+/// body before issue 11, [`BodyKind::Update`]): the row exists (install
+/// creates rows `0..slots`), so the insert finds the duplicate primary key
+/// and updates it, taking the same one record lock (`X, REC_NOT_GAP`: no gap
+/// lock), but the server resolves no WHERE clause and runs no range
+/// optimizer for it, which took about 30 % of the old trigger's CPU: the
+/// triggers' server CPU overhead measured 28-46 % lower
+/// (`benches/trigger_cost.sh`, variants `current` and `odku`; docs/guarantees.md, "The
+/// triggers' cost"). A missing row is created with n = 1 instead of the mark
+/// being lost.
+///
+/// Which row (issue 40): the row's lock is held until COMMIT, so two open
+/// transactions that bump the same row wait for each other (and two that
+/// bump two tables' rows in opposite orders deadlock). A connection sluice
+/// opened carries `@sluice_slot`, a number `k` no other live sluice
+/// connection to that server holds (`backend::slot`), and bumps row
+/// `slots + k`: sluice's own writers never share a row. Writers that bypass
+/// sluice (no variable) fall back to `CONNECTION_ID() % slots`, rows
+/// `0..slots`, which sluice's never use. Any other value of the variable (a
+/// client's own `SET @sluice_slot = 'x'`) cannot make the statement fail:
+/// `CONV` turns every value into digits without a warning, and a result out
+/// of `0..4096` falls back to the connection id. Freshness does not depend
+/// on the choice: the probes read every row of the table, whichever
+/// exists, and compare them one by one (`state::Counters::covers`).
 pub fn trigger_body(counter_schema: &str, event: Event, db: &str, table: &str, slots: u16) -> String {
     format!(
         "{}{}{UPSERT_SUFFIX}",
@@ -122,29 +137,48 @@ pub fn trigger_body(counter_schema: &str, event: Event, db: &str, table: &str, s
             event.counter_table(),
             &quote_literal(&counter_key(db, table))
         ),
-        slots.max(1)
+        slot_expr(slots.max(1))
     )
 }
 
-/// The body forms sluice recognises as its own.
+/// The user variable sluice sets on its backend connections (see
+/// [`trigger_body`]).
+pub const SLOT_VARIABLE: &str = "@sluice_slot";
+/// Slots sluice assigns per server: `0..SLUICE_SLOTS`.
+pub const SLUICE_SLOTS: u16 = 4096;
+
+/// The slot a trigger bumps (see [`trigger_body`]).
+fn slot_expr(slots: u16) -> String {
+    format!(
+        "IFNULL({slots} + NULLIF(LEAST(CONV({SLOT_VARIABLE}, 10, 10), {SLUICE_SLOTS}), {SLUICE_SLOTS}), \
+         CONNECTION_ID() % {slots})"
+    )
+}
+
+/// The body forms sluice recognises as its own. Every form counts every
+/// write of its table; all but `Current` are replaced by `install`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum BodyKind {
     /// [`trigger_body`]: what `install` creates.
     Current,
-    /// A form of an earlier sluice, which counts the same writes into rows
-    /// of [`COUNTER_TABLE`] (tables with it stay tracked; `install` replaces
-    /// it): `UPDATE ... SET n = n + 1 WHERE tbl = ... AND slot =
-    /// CONNECTION_ID() % N` (before issue 11), or the upsert of every event
-    /// into [`COUNTER_TABLE`] (before the table per event).
-    Previous,
+    /// Before issue 40: the upsert into the event's table with
+    /// `CONNECTION_ID() % N` alone.
+    Striped,
+    /// Before the table per event: the upsert of every event into
+    /// [`COUNTER_TABLE`].
+    Shared,
+    /// Before issue 11: `UPDATE ... SET n = n + 1 WHERE tbl = ... AND slot =
+    /// CONNECTION_ID() % N` into [`COUNTER_TABLE`]; a missing row loses the
+    /// bump, so its table counts only while rows `0..N` exist.
+    Update,
 }
 
 impl BodyKind {
     /// The event whose counter table a body of this form bumps for `event`.
     pub(super) fn counted_in(self, event: Event) -> Event {
         match self {
-            BodyKind::Current => event,
-            BodyKind::Previous => Event::Insert,
+            BodyKind::Current | BodyKind::Striped => event,
+            BodyKind::Shared | BodyKind::Update => Event::Insert,
         }
     }
 
@@ -155,19 +189,19 @@ impl BodyKind {
     }
 }
 
-/// What follows the slot count in an upsert body.
+/// What follows the slot expression in an upsert body.
 const UPSERT_SUFFIX: &str = ", 1) ON DUPLICATE KEY UPDATE n = n + 1";
 
-/// An upsert body into `counter_table` up to the slot count.
+/// An upsert body into `counter_table` up to the slot expression.
 fn upsert_prefix(counter_schema: &str, counter_table: &str, literal: &str) -> String {
     format!(
-        "INSERT INTO {}.{} (tbl, slot, n) VALUES ({literal}, CONNECTION_ID() % ",
+        "INSERT INTO {}.{} (tbl, slot, n) VALUES ({literal}, ",
         quote_ident(counter_schema),
         quote_ident(counter_table)
     )
 }
 
-/// The oldest [`BodyKind::Previous`] body up to the slot count (it ends there).
+/// The oldest body ([`BodyKind::Update`]) up to the slot count (it ends there).
 pub(super) fn previous_prefix(counter_schema: &str, literal: &str) -> String {
     format!(
         "UPDATE {}.{} SET n = n + 1 WHERE tbl = {literal} AND slot = CONNECTION_ID() % ",
@@ -189,14 +223,26 @@ pub(super) fn parse_body(
         body.strip_prefix(&upsert_prefix(counter_schema, table, literal))
             .and_then(|rest| rest.strip_suffix(UPSERT_SUFFIX))
     };
-    let (digits, kind) = if let Some(digits) = upsert(event.counter_table()) {
-        (digits, BodyKind::Current)
-    } else if let Some(digits) = upsert(COUNTER_TABLE) {
-        (digits, BodyKind::Previous)
+    let (digits, kind) = if let Some(expr) = upsert(event.counter_table()) {
+        match expr.strip_prefix("CONNECTION_ID() % ") {
+            Some(digits) => (digits, BodyKind::Striped),
+            None => {
+                // The current expression ends with `% N)`; it must be exactly
+                // the one `slot_expr(N)` writes.
+                let digits = expr.strip_suffix(')')?.rsplit("% ").next()?;
+                let slots: u16 = digits.parse().ok()?;
+                if expr != slot_expr(slots) {
+                    return None;
+                }
+                (digits, BodyKind::Current)
+            }
+        }
+    } else if let Some(expr) = upsert(COUNTER_TABLE) {
+        (expr.strip_prefix("CONNECTION_ID() % ")?, BodyKind::Shared)
     } else {
         (
             body.strip_prefix(&previous_prefix(counter_schema, literal))?,
-            BodyKind::Previous,
+            BodyKind::Update,
         )
     };
     let slots: u16 = digits.parse().ok()?;
@@ -226,7 +272,7 @@ pub fn counter_table_sql(counter_schema: &str) -> Vec<String> {
         out.push(format!(
             "CREATE TABLE IF NOT EXISTS {schema}.{} (\n  \
              tbl  VARCHAR(192) NOT NULL COMMENT 'db.table the writes went to, or * for writes sluice bumps itself',\n  \
-             slot SMALLINT UNSIGNED NOT NULL COMMENT 'CONNECTION_ID() % slots: spreads row locks over several rows',\n  \
+             slot SMALLINT UNSIGNED NOT NULL COMMENT 'CONNECTION_ID() % slots, or slots + @sluice_slot on a connection of sluice: spreads row locks',\n  \
              n    BIGINT UNSIGNED NOT NULL DEFAULT 0,\n  \
              PRIMARY KEY (tbl, slot)\n\
              ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin COMMENT '{} events (sluice)'",

@@ -12,13 +12,13 @@ fn trigger_sql_for_a_plain_table() {
         sql,
         [
             "CREATE TRIGGER `shop`.`sluice_ai_orders` AFTER INSERT ON `shop`.`orders` FOR EACH ROW \
-             INSERT INTO `sluice`.`counters` (tbl, slot, n) VALUES ('shop.orders', CONNECTION_ID() % 16, 1) \
+             INSERT INTO `sluice`.`counters` (tbl, slot, n) VALUES ('shop.orders', IFNULL(16 + NULLIF(LEAST(CONV(@sluice_slot, 10, 10), 4096), 4096), CONNECTION_ID() % 16), 1) \
              ON DUPLICATE KEY UPDATE n = n + 1",
             "CREATE TRIGGER `shop`.`sluice_au_orders` AFTER UPDATE ON `shop`.`orders` FOR EACH ROW \
-             INSERT INTO `sluice`.`counters_update` (tbl, slot, n) VALUES ('shop.orders', CONNECTION_ID() % 16, 1) \
+             INSERT INTO `sluice`.`counters_update` (tbl, slot, n) VALUES ('shop.orders', IFNULL(16 + NULLIF(LEAST(CONV(@sluice_slot, 10, 10), 4096), 4096), CONNECTION_ID() % 16), 1) \
              ON DUPLICATE KEY UPDATE n = n + 1",
             "CREATE TRIGGER `shop`.`sluice_ad_orders` AFTER DELETE ON `shop`.`orders` FOR EACH ROW \
-             INSERT INTO `sluice`.`counters_delete` (tbl, slot, n) VALUES ('shop.orders', CONNECTION_ID() % 16, 1) \
+             INSERT INTO `sluice`.`counters_delete` (tbl, slot, n) VALUES ('shop.orders', IFNULL(16 + NULLIF(LEAST(CONV(@sluice_slot, 10, 10), 4096), 4096), CONNECTION_ID() % 16), 1) \
              ON DUPLICATE KEY UPDATE n = n + 1",
         ]
     );
@@ -31,7 +31,7 @@ fn names_are_quoted_as_identifiers_and_literals() {
         sql[0],
         "CREATE TRIGGER `we``ird'db`.`sluice_ai_o'r\\d``x` AFTER INSERT ON `we``ird'db`.`o'r\\d``x` \
          FOR EACH ROW INSERT INTO `my``ctr`.`counters` (tbl, slot, n) \
-         VALUES ('we`ird''db.o''r\\\\d`x', CONNECTION_ID() % 4, 1) ON DUPLICATE KEY UPDATE n = n + 1"
+         VALUES ('we`ird''db.o''r\\\\d`x', IFNULL(4 + NULLIF(LEAST(CONV(@sluice_slot, 10, 10), 4096), 4096), CONNECTION_ID() % 4), 1) ON DUPLICATE KEY UPDATE n = n + 1"
     );
     assert_eq!(quote_ident("a`b"), "`a``b`");
     assert_eq!(quote_literal("it's a \\ test"), "'it''s a \\\\ test'");
@@ -105,7 +105,7 @@ fn existing_triggers_are_recognised() {
         format!("{}16", previous_prefix("sluice", "'shop.orders'")),
     );
     assert!(previous.is_sluice());
-    assert_eq!(previous.sluice_body("sluice"), Some((16, BodyKind::Previous)));
+    assert_eq!(previous.sluice_body("sluice"), Some((16, BodyKind::Update)));
     assert_eq!(previous.sluice_slots("other"), None);
     // One table per event: an UPDATE trigger into `counters_update` is
     // current; into `counters` (the upsert before the table per event) it is
@@ -122,9 +122,27 @@ fn existing_triggers_are_recognised() {
         current_update.sluice_body("sluice"),
         Some((16, BodyKind::Current))
     );
-    let shared = update(trigger_body("sluice", Event::Insert, "shop", "orders", 16));
-    assert_eq!(shared.sluice_body("sluice"), Some((16, BodyKind::Previous)));
-    assert_eq!(BodyKind::Previous.counter_table(Event::Update), COUNTER_TABLE);
+    let shared = update(
+        "INSERT INTO `sluice`.`counters` (tbl, slot, n) VALUES ('shop.orders', CONNECTION_ID() % 16, 1) \
+         ON DUPLICATE KEY UPDATE n = n + 1"
+            .to_owned(),
+    );
+    assert_eq!(shared.sluice_body("sluice"), Some((16, BodyKind::Shared)));
+    assert_eq!(BodyKind::Shared.counter_table(Event::Update), COUNTER_TABLE);
+    // Before issue 40: the event's own table, the slot from the connection id only.
+    let striped = update(
+        "INSERT INTO `sluice`.`counters_update` (tbl, slot, n) VALUES ('shop.orders', \
+         CONNECTION_ID() % 16, 1) ON DUPLICATE KEY UPDATE n = n + 1"
+            .to_owned(),
+    );
+    assert_eq!(striped.sluice_body("sluice"), Some((16, BodyKind::Striped)));
+    assert_eq!(BodyKind::Striped.counter_table(Event::Update), "counters_update");
+    // The current slot expression, exactly: another count inside it is not sluice's.
+    let body = trigger_body("sluice", Event::Update, "shop", "orders", 16);
+    assert!(body.contains(
+        "IFNULL(16 + NULLIF(LEAST(CONV(@sluice_slot, 10, 10), 4096), 4096), CONNECTION_ID() % 16)"
+    ));
+    assert_eq!(update(body.replace("16 +", "15 +")).sluice_body("sluice"), None);
     let misplaced = existing(
         "sluice_ai_orders",
         "orders",
@@ -174,7 +192,7 @@ fn existing_triggers_are_recognised() {
     for bad in ["0", "016", "1025", "16 ", "x"] {
         for body in [
             format!("{}{bad}", previous_prefix("sluice", "'shop.orders'")),
-            good.replace("% 16,", &format!("% {bad},")),
+            good.replace("16", bad),
         ] {
             assert_eq!(
                 existing("sluice_ai_orders", "orders", body.clone()).sluice_slots("sluice"),
