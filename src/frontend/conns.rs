@@ -171,12 +171,37 @@ impl Session {
     /// the session (default database, replayed SETs). Errors are ready to
     /// send to the client.
     pub(super) async fn held(&mut self, conn: Conn) -> Result<(), ErrPacket> {
+        // hook(pause): an operator's PAUSE holds the statement here (crate::pause;
+        // boxed: rare, keeps the per-statement future small).
+        if self.shared.pause.active() {
+            Box::pin(self.wait_if_paused(conn)).await?;
+        }
         // The session's handle on the pool (see `PoolHandles`), taken out of
         // the session while in use: `pool` borrows no field of `self`.
         let handle = self.pool_handle(conn)?;
         let r = self.held_with(conn, &handle).await;
         *self.pools.slot(conn) = Some(handle);
         r
+    }
+
+    /// hook(pause): wait while `PAUSE` covers `conn` (`crate::pause`). A
+    /// master statement that waited takes a configuration reloaded meanwhile
+    /// (a planned switchover's new master), as it would have at the statement
+    /// boundary: it holds nothing yet, and the plan's target is the master.
+    async fn wait_if_paused(&mut self, conn: Conn) -> Result<(), ErrPacket> {
+        let (g, t) = (
+            &self.rt.topology.groups[0].name,
+            self.rt.config.limits.pause_timeout,
+        );
+        let master = conn == Conn::Master;
+        let admit = self
+            .shared
+            .pause
+            .admit(self.proc.id, g, master, self.in_transaction(), t);
+        if admit.await? && master && self.refresh_runtime() {
+            self.resync_causal().await;
+        }
+        Ok(())
     }
 
     /// The handle for `conn`'s pool: the one kept from an earlier statement
