@@ -184,26 +184,6 @@ impl Session {
         r
     }
 
-    /// hook(pause): wait while `PAUSE` covers `conn` (`crate::pause`). A
-    /// master statement that waited takes a configuration reloaded meanwhile
-    /// (a planned switchover's new master), as it would have at the statement
-    /// boundary: it holds nothing yet, and the plan's target is the master.
-    async fn wait_if_paused(&mut self, conn: Conn) -> Result<(), ErrPacket> {
-        let (g, t) = (
-            &self.rt.topology.groups[0].name,
-            self.rt.config.limits.pause_timeout,
-        );
-        let master = conn == Conn::Master;
-        let admit = self
-            .shared
-            .pause
-            .admit(self.proc.id, g, master, self.in_transaction(), t);
-        if admit.await? && master && self.refresh_runtime() {
-            self.resync_causal().await;
-        }
-        Ok(())
-    }
-
     /// The handle for `conn`'s pool: the one kept from an earlier statement
     /// unless a reload replaced the backend or the login changed.
     fn pool_handle(&mut self, conn: Conn) -> Result<PoolHandle, ErrPacket> {

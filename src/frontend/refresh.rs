@@ -56,6 +56,29 @@ impl Session {
         new_monitor
     }
 
+    /// hook(pause): wait while `PAUSE` covers `conn` (`crate::pause`). A
+    /// master statement that waited takes a configuration reloaded meanwhile
+    /// (a planned switchover's new master), as it would have at the statement
+    /// boundary: it holds nothing yet, and the plan's target is the master.
+    pub(super) async fn wait_if_paused(
+        &mut self,
+        conn: Conn,
+    ) -> Result<(), crate::protocol::packets::ErrPacket> {
+        let (g, t) = (
+            &self.rt.topology.groups[0].name,
+            self.rt.config.limits.pause_timeout,
+        );
+        let master = conn == Conn::Master;
+        let admit = self
+            .shared
+            .pause
+            .admit(self.proc.id, g, master, self.in_transaction(), t);
+        if admit.await? && master && self.refresh_runtime() {
+            self.resync_causal().await;
+        }
+        Ok(())
+    }
+
     /// After a move to new monitors: one master snapshot (shared by the
     /// sessions that moved at once) taken now covers every write the session
     /// committed before it, as `after_write` does after a write.
