@@ -716,3 +716,92 @@ async fn planned_switchover_under_load_has_no_client_errors() {
     );
     assert!(reads > 0, "reads on the replica go on under PAUSE WRITES");
 }
+
+/// `method path` on the admin endpoint with the test's admin token.
+fn http(method: &str, port: u16, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    write!(
+        s,
+        "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\n\r\n",
+        common::http::TEST_ADMIN_TOKEN
+    )
+    .expect("write");
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("read");
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (
+        status,
+        text.split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_owned())
+            .unwrap_or_default(),
+    )
+}
+
+/// MAINTENANCE of the master pauses its writes and, after AFTER, ends the
+/// sessions still holding a master connection; ENABLE undoes it. A session
+/// is also ended over HTTP (`DELETE /v1/sessions/{id}`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn maintenance_ends_who_holds_on_and_http_kills_a_session() {
+    let cluster = shared_cluster();
+    let db = unique_name("maint");
+    cluster.master.sql(&format!(
+        "CREATE DATABASE {db}; CREATE TABLE {db}.t (id INT PRIMARY KEY)"
+    ));
+    let (s, port) = start(cluster, "");
+    let mut a = console(port, OPS).await;
+    let master = cluster.master.addr();
+    let mut holder = app(&s, &db).await;
+    holder.query_drop("BEGIN").await.expect("begin");
+    holder
+        .query_drop("INSERT INTO t VALUES (1)")
+        .await
+        .expect("insert");
+    let mut other = app(&s, &db).await;
+    let other_id: u32 = other
+        .query_first("SELECT CONNECTION_ID()")
+        .await
+        .expect("id")
+        .expect("row");
+
+    let t0 = Instant::now();
+    a.query_drop(format!("MAINTENANCE BACKEND '{master}' AFTER 0.5"))
+        .await
+        .expect("maintenance");
+    assert!(
+        t0.elapsed() < Duration::from_millis(400),
+        "MAINTENANCE answers at once"
+    );
+    let (_, backends) = ask(&mut a, "SHOW BACKENDS").await;
+    assert_eq!(backends[0][3].as_deref(), Some("maintenance"), "{backends:?}");
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert!(holder.query_drop("COMMIT").await.is_err(), "the holder was ended");
+    assert_eq!(
+        cluster.master.sql(&format!("SELECT COUNT(*) FROM {db}.t")).trim(),
+        "0",
+        "rolled back"
+    );
+
+    let (status, body) = http("POST", s.admin_port, &format!("/v1/backends/{master}/enable"));
+    assert_eq!(status, 200, "{body}");
+    let (_, backends) = ask(&mut a, "SHOW BACKENDS").await;
+    assert_eq!(backends[0][3].as_deref(), Some("online"));
+    other
+        .query_drop("INSERT INTO t VALUES (2)")
+        .await
+        .expect("writes go on after ENABLE");
+
+    let (status, body) = http("DELETE", s.admin_port, &format!("/v1/sessions/{other_id}"));
+    assert_eq!(status, 200, "{body}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(other.query_drop("SELECT 1").await.is_err(), "ended over HTTP");
+    let (status, body) = http("DELETE", s.admin_port, &format!("/v1/sessions/{other_id}"));
+    assert!(
+        status == 404 && body.contains("\"code\": 1094"),
+        "{status} {body}"
+    );
+}

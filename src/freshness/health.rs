@@ -153,4 +153,21 @@ mod tests {
         assert!(!h.record(false, 2, 3));
         assert!(h.record(false, 2, 3), "down");
     }
+
+    #[test]
+    fn a_drained_replica_stays_out_of_rotation_across_probes() {
+        let (f, mut h) = (HealthFlags::default(), Health::default());
+        h.record(true, 1, 1);
+        f.store(&h);
+        assert!(f.in_rotation());
+        f.set_drained(true);
+        assert!(
+            !f.in_rotation() && f.up(),
+            "out of rotation, still up (reads under way go on)"
+        );
+        f.store(&h);
+        assert!(!f.in_rotation(), "a probe keeps the drain");
+        f.set_drained(false);
+        assert!(f.in_rotation());
+    }
 }

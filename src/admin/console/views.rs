@@ -74,9 +74,16 @@ pub fn backends(shared: &Shared) -> Vec<Backend> {
 }
 
 /// `online`, `draining` (drained, connections still held), `drained`,
-/// `maintenance`, or `down` (a replica whose probes fail).
-pub fn state_of(b: &Backend, healthy: Option<bool>, maintenance: bool) -> &'static str {
-    if b.pool.is_drained() {
+/// `maintenance`, `paused` (a master whose group is paused: DRAIN of a
+/// master pauses its writes) or `down` (a replica whose probes fail).
+pub fn state_of(b: &Backend, healthy: Option<bool>, maintenance: bool, paused: bool) -> &'static str {
+    if b.replica.is_none() && (paused || maintenance) {
+        if maintenance {
+            "maintenance"
+        } else {
+            "paused"
+        }
+    } else if b.pool.is_drained() {
         if maintenance {
             "maintenance"
         } else if b.pool.in_use() > 0 {
@@ -139,7 +146,7 @@ fn show_backends(shared: &Shared, maintenance: &[String]) -> Table {
             Value::text(&b.group),
             Value::text(b.role()),
             Value::text(b.pool.addr()),
-            Value::text(state_of(&b, healthy, m)),
+            Value::text(state_of(&b, healthy, m, shared.pause.state(&b.group).is_some())),
             Value::opt_flag(in_rotation),
             Value::opt_flag(healthy),
             Value::opt_flag(fresh),
