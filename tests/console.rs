@@ -395,6 +395,33 @@ async fn logins_roles_and_bad_input() {
     assert!(s.log().contains("admin command"), "actions are logged");
 }
 
+/// A new database with an empty `t (id INT PRIMARY KEY)`, without triggers.
+fn table_t(cluster: &Cluster, prefix: &str) -> String {
+    let db = unique_name(prefix);
+    cluster.master.sql(&format!(
+        "CREATE DATABASE {db}; CREATE TABLE {db}.t (id INT PRIMARY KEY)"
+    ));
+    db
+}
+
+async fn session_id(c: &mut Conn) -> u32 {
+    c.query_first("SELECT CONNECTION_ID()")
+        .await
+        .expect("id")
+        .expect("row")
+}
+
+/// A session inside a transaction that inserted `id` into `t`, and its id.
+async fn in_transaction(s: &Sluice, db: &str, id: i64) -> (Conn, u32) {
+    let mut c = app(s, db).await;
+    c.query_drop("BEGIN").await.expect("begin");
+    c.query_drop(format!("INSERT INTO t VALUES ({id})"))
+        .await
+        .expect("insert");
+    let sid = session_id(&mut c).await;
+    (c, sid)
+}
+
 async fn app(s: &Sluice, db: &str) -> Conn {
     Conn::from_url(s.app_url(db)).await.expect("app connect")
 }
@@ -405,27 +432,14 @@ async fn app(s: &Sluice, db: &str) -> Conn {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pause_waits_for_transactions_and_times_out() {
     let cluster = shared_cluster();
-    let db = unique_name("pause");
-    cluster.master.sql(&format!(
-        "CREATE DATABASE {db}; CREATE TABLE {db}.t (id INT PRIMARY KEY)"
-    ));
+    let db = table_t(cluster, "pause");
     let (s, port) = start(cluster, "  pause_timeout: 1s\n");
     let mut a = console(port, OPS).await;
     // Connected before the pause: a login checks its database on the master,
     // so it would wait behind the pause too.
     let mut late = app(&s, &db).await;
 
-    let mut holder = app(&s, &db).await;
-    holder.query_drop("BEGIN").await.expect("begin");
-    holder
-        .query_drop("INSERT INTO t VALUES (1)")
-        .await
-        .expect("insert");
-    let holder_id: u32 = holder
-        .query_first("SELECT CONNECTION_ID()")
-        .await
-        .expect("id")
-        .expect("row");
+    let (mut holder, holder_id) = in_transaction(&s, &db, 1).await;
 
     let t0 = Instant::now();
     let (code, msg) = server_err(a.query_drop("PAUSE WAIT 0.5").await.expect_err("still held"));
@@ -494,12 +508,7 @@ async fn pause_waits_for_transactions_and_times_out() {
     );
 
     // HTTP: pause with a wait, refused while a transaction is open (409).
-    let mut holder = app(&s, &db).await;
-    holder.query_drop("BEGIN").await.expect("begin");
-    holder
-        .query_drop("INSERT INTO t VALUES (5)")
-        .await
-        .expect("insert");
+    let (mut holder, _) = in_transaction(&s, &db, 5).await;
     let (status, body) = http_post(s.admin_port, "/v1/pause?writes=1&wait=300ms").expect("POST");
     assert_eq!(status, 409, "{body}");
     assert!(
@@ -748,25 +757,13 @@ fn http(method: &str, port: u16, path: &str) -> (u16, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn maintenance_ends_who_holds_on_and_http_kills_a_session() {
     let cluster = shared_cluster();
-    let db = unique_name("maint");
-    cluster.master.sql(&format!(
-        "CREATE DATABASE {db}; CREATE TABLE {db}.t (id INT PRIMARY KEY)"
-    ));
+    let db = table_t(cluster, "maint");
     let (s, port) = start(cluster, "");
     let mut a = console(port, OPS).await;
     let master = cluster.master.addr();
-    let mut holder = app(&s, &db).await;
-    holder.query_drop("BEGIN").await.expect("begin");
-    holder
-        .query_drop("INSERT INTO t VALUES (1)")
-        .await
-        .expect("insert");
+    let (mut holder, _) = in_transaction(&s, &db, 1).await;
     let mut other = app(&s, &db).await;
-    let other_id: u32 = other
-        .query_first("SELECT CONNECTION_ID()")
-        .await
-        .expect("id")
-        .expect("row");
+    let other_id = session_id(&mut other).await;
 
     let t0 = Instant::now();
     a.query_drop(format!("MAINTENANCE BACKEND '{master}' AFTER 0.5"))

@@ -124,7 +124,7 @@ fn refusal(req: &Request<Incoming>, admin: &AdminConfig) -> Option<Response<Full
             return Some(text(
                 StatusCode::FORBIDDEN,
                 format!(
-                    "{} {} changes sluice's state and needs the admin token, but none is set: \
+                    "{} {} needs the admin token (it changes sluice's state or shows its sessions), but none is set: \
                      set admin.token or admin.token_file (or {}), or reload with SIGHUP\n",
                     req.method(),
                     req.uri().path(),

@@ -98,22 +98,28 @@ impl Console {
     /// cannot be skipped; its writes wait instead of failing).
     fn start_drain(&self, addr: &str) -> Result<Vec<Backend>, Outcome> {
         let found = self.at(addr)?;
+        self.set_drained(&found, true);
+        Ok(found)
+    }
+
+    /// DRAIN (`on`) or ENABLE `found`.
+    fn set_drained(&self, found: &[Backend], on: bool) {
         let rt = self.shared.runtime();
-        for b in &found {
+        for b in found {
+            let group = std::slice::from_ref(&b.group);
             match b.replica {
                 Some(i) => {
-                    b.pool.set_drained(true);
+                    b.pool.set_drained(on);
                     if let Some(r) = rt.monitors.get(b.group_index).and_then(|m| m.replicas.get(i)) {
-                        r.flags.set_drained(true);
+                        r.flags.set_drained(on);
                     }
                 }
-                None => self
-                    .shared
-                    .pause
-                    .pause(std::slice::from_ref(&b.group), Mode::Writes),
+                None if on => self.shared.pause.pause(group, Mode::Writes),
+                None => {
+                    self.shared.pause.resume(group);
+                }
             }
         }
-        Ok(found)
     }
 
     pub(super) async fn drain(&self, addr: &str, wait: Option<Duration>) -> Outcome {
@@ -131,20 +137,7 @@ impl Console {
             Ok(f) => f,
             Err(o) => return o,
         };
-        let rt = self.shared.runtime();
-        for b in &found {
-            match b.replica {
-                Some(i) => {
-                    b.pool.set_drained(false);
-                    if let Some(r) = rt.monitors.get(b.group_index).and_then(|m| m.replicas.get(i)) {
-                        r.flags.set_drained(false);
-                    }
-                }
-                None => {
-                    self.shared.pause.resume(std::slice::from_ref(&b.group));
-                }
-            }
-        }
+        self.set_drained(&found, false);
         if let Ok(mut m) = self.maintenance.lock() {
             m.retain(|a| a != addr);
         }
