@@ -115,9 +115,16 @@ pub async fn run(config: Config, config_path: PathBuf) -> Result<(), Error> {
     shared.metrics.retarget(rt.topology.labels());
     crate::admin::topology::register(&shared);
 
-    learn_server_version(&shared).await;
-    rt.start(&shared.replica_down_hook());
     drop(rt);
+    // Replica eligibility and, in `topology: follow` groups, the master,
+    // probed once before clients are served (fails without the grant).
+    let follower = crate::follow::Follower::new(reloader.clone());
+    follower
+        .start()
+        .await
+        .map_err(|e| Error::Io(std::io::Error::other(e)))?;
+    learn_server_version(&shared).await;
+    shared.runtime().start(&shared.replica_down_hook());
     start_accounts(&shared).await;
     // Before the listeners: a SIGHUP must never find the default action.
     crate::reload::reload_on_sighup(reloader.clone())?;
@@ -137,7 +144,7 @@ pub async fn run(config: Config, config_path: PathBuf) -> Result<(), Error> {
     let listener = bind(listen)?;
     frontend::listener::log_listening(&listener.local_addr()?);
     info!(addr = %admin_listener.local_addr()?, "admin HTTP endpoint (/metrics, /healthz, /readyz, POST /reload)");
-    let console = crate::admin::console::Console::new(shared.clone(), reloader);
+    let console = crate::admin::console::Console::new(shared.clone(), reloader, follower);
     if let Some(addr) = shared.runtime().config.admin.sql_listen {
         let l = bind(addr)?;
         info!(addr = %l.local_addr()?, "admin console (MySQL protocol, admin.users)");

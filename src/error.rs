@@ -60,6 +60,25 @@ pub fn backend_error_packet(label: &str, addr: &str, err: &BackendError) -> ErrP
     }
 }
 
+/// A session's transaction or pinned state was on a master that is no
+/// longer the master (`frontend::refresh`); `none`: the group has no master.
+pub fn master_changed(old: &str, new: &str, none: bool) -> ErrPacket {
+    let now = if none {
+        "the group has no master now (several servers are writable)".to_owned()
+    } else {
+        format!("the master is now {new}")
+    };
+    ErrPacket::new(
+        errcode::ER_NET_READ_ERROR,
+        "08S01",
+        format!(
+            "Got an error reading communication packets (sluice: the master changed: {old} is no longer the \
+             master, {now}; this session's transaction or session state (temporary tables, locks, user \
+             variables) was on {old} and is lost; nothing was replayed, start the transaction again)"
+        ),
+    )
+}
+
 pub fn access_denied(user: &str, host: &str, using_password: bool) -> ErrPacket {
     ErrPacket::new(
         errcode::ER_ACCESS_DENIED_ERROR,

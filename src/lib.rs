@@ -13,6 +13,7 @@ pub mod auth;
 pub mod backend;
 pub mod config;
 pub mod error;
+pub mod follow;
 pub mod freshness;
 pub mod frontend;
 pub mod logging;

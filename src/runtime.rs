@@ -73,13 +73,43 @@ impl Runtime {
             })
             .collect();
         carry_drains(&topology, &monitors);
-        Ok(Runtime {
+        let next = Runtime {
             generation: self.generation + 1,
             topology,
             monitors,
             shard_rules: config.sharding.rules.clone(),
             config,
-        })
+        };
+        next.inherit_eligibility(self);
+        Ok(next)
+    }
+
+    /// New monitors start with their replicas not eligible until a topology
+    /// probe (`crate::follow`); a replica `previous` knew keeps its reason
+    /// meanwhile (a reload does not take every replica out of rotation).
+    fn inherit_eligibility(&self, previous: &Runtime) {
+        let new = self
+            .config
+            .groups
+            .iter()
+            .zip(&self.monitors)
+            .filter(|(_, m)| !previous.monitors.iter().any(|o| Arc::ptr_eq(o, m)));
+        for (gc, m) in new {
+            for (rc, r) in gc.replicas.iter().zip(&m.replicas) {
+                let old = previous
+                    .config
+                    .groups
+                    .iter()
+                    .zip(&previous.monitors)
+                    .find_map(|(oc, om)| {
+                        let at = oc.replicas.iter().position(|o| o.addr == rc.addr)?;
+                        om.replicas.get(at).map(|o| o.eligibility.get())
+                    });
+                if let Some(reason) = old {
+                    r.eligibility.set(reason);
+                }
+            }
+        }
     }
 
     /// The running monitor of a group with the same name, servers (in the

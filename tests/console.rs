@@ -224,6 +224,11 @@ async fn every_view_from_three_clients_and_http_agrees() {
     assert_eq!(backends.len(), 1 + cluster.replicas.len());
     assert_eq!(backends[0][1].as_deref(), Some("master"));
     assert_eq!(backends[0][2].as_deref(), Some(cluster.master.addr().as_str()));
+    // read_only, server_id, reason: from the topology probes.
+    let master_id = cluster.master.sql("SELECT @@server_id");
+    assert_eq!(backends[0][8].as_deref(), Some("0"), "{backends:?}");
+    assert_eq!(backends[0][9].as_deref(), Some(master_id.trim()), "{backends:?}");
+    assert!(backends[1..].iter().all(|r| r[10].is_some()), "a reason per replica: {backends:?}");
     let (_, sessions) = ask(&mut c, "SHOW SESSIONS").await;
     assert!(
         sessions.is_empty(),

@@ -78,10 +78,17 @@ async fn own_cluster_strict_read_racing_a_direct_write_is_never_released_stale()
         );
     }
 
-    // A write the replica cannot apply (SQL thread stopped), made directly
-    // on the master: the next read starts on the replica, whose answer
-    // (v = 0) must be thrown away.
-    cluster.replicas[0].stop_sql_thread();
+    // A write the replica cannot apply yet, made directly on the master: the
+    // next read starts on the replica, whose answer (v = 0) must be thrown
+    // away. The lag comes from a READ lock on `t` there, which the applier
+    // waits for: a stopped SQL thread would take the replica out of rotation
+    // (replica eligibility, issue 43) and the read would not start there.
+    let mut lock = mysql_async::Conn::from_url(cluster.replicas[0].url(SLUICE_USER, SLUICE_PASSWORD, &db))
+        .await
+        .expect("connect to the replica");
+    lock.query_drop("LOCK TABLES t READ")
+        .await
+        .expect("lock t on the replica");
     writer
         .query_drop("UPDATE t SET v = 1 WHERE id = 1")
         .await
@@ -119,7 +126,8 @@ async fn own_cluster_strict_read_racing_a_direct_write_is_never_released_stale()
         reruns(&s) > before,
         "the prepared read was not sent to the replica and rerun on the master"
     );
-    cluster.replicas[0].start_sql_thread();
+    lock.query_drop("UNLOCK TABLES").await.expect("unlock");
+    drop(lock);
     cluster.wait_replicas_caught_up();
 
     // The race: a writer on the master publishes each value once its

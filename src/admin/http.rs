@@ -167,6 +167,18 @@ async fn handle(
     if let Some(refused) = refusal(&req, &shared.runtime().config.admin) {
         return Ok(refused);
     }
+    // /v1/topology, /v1/master (crate::follow::http).
+    let (method, path, query) = (req.method().as_str(), req.uri().path(), req.uri().query());
+    if let Some(a) = crate::follow::http::handle(&console.follower, method, path, query).await {
+        let mut r = text(StatusCode::from_u16(a.status).unwrap_or(StatusCode::OK), a.body);
+        if a.json {
+            r.headers_mut().insert(
+                hyper::header::CONTENT_TYPE,
+                hyper::header::HeaderValue::from_static("application/json"),
+            );
+        }
+        return Ok(r);
+    }
     Ok(match req.uri().path() {
         p if p.starts_with("/v1/") => {
             super::v1::handle(req.method(), p, req.uri().query(), &peer, &console).await

@@ -382,6 +382,9 @@ pub struct BackendPool {
     pub waits: crate::stats::WaitStats,
     /// A reload removed this backend (see [`BackendPool::close`]).
     closed: AtomicBool,
+    /// What every checkout gets instead of a connection: the group has no
+    /// master (several servers are writable, see `crate::follow`).
+    refusal: std::sync::OnceLock<crate::protocol::packets::ErrPacket>,
     /// Checkouts that moved their connection to the borrower's session
     /// thread (`BackendPool::settled`), for metrics.
     moves: AtomicU64,
@@ -417,6 +420,7 @@ impl BackendPool {
             }),
             waits: Default::default(), // metrics
             closed: AtomicBool::new(false),
+            refusal: std::sync::OnceLock::new(),
             moves: AtomicU64::new(0),
         })
     }
@@ -595,7 +599,26 @@ impl BackendPool {
         self.moves.load(Ordering::Relaxed)
     }
 
+    /// Refuse every checkout with `e` from now on (a pool made for this:
+    /// the group has no master, see `Topology::fence_master`).
+    pub fn fence(&self, e: crate::protocol::packets::ErrPacket) {
+        let _ = self.refusal.set(e);
+    }
+
+    /// See [`BackendPool::fence`].
+    pub fn fenced(&self) -> bool {
+        self.refusal.get().is_some()
+    }
+
+    /// The error a fenced pool answers with.
+    pub fn refusal(&self) -> Option<crate::protocol::packets::ErrPacket> {
+        self.refusal.get().cloned()
+    }
+
     fn removed(&self) -> Result<(), BackendError> {
+        if let Some(e) = self.refusal.get() {
+            return Err(BackendError::Server(e.clone()));
+        }
         if self.closed.load(Ordering::Acquire) {
             return Err(BackendError::Pool(
                 "the backend was removed from the configuration".into(),

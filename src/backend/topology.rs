@@ -113,6 +113,25 @@ impl Topology {
         Ok(Topology { groups })
     }
 
+    /// Give group `gi` a master pool that refuses every checkout with `e`
+    /// (no master: several servers are writable). A new pool, so sessions
+    /// holding a connection of the old one see the master replaced.
+    pub fn fence_master(
+        &mut self,
+        gi: usize,
+        cfg: &Config,
+        e: crate::protocol::packets::ErrPacket,
+    ) -> Result<(), String> {
+        let (Some(g), Some(gc)) = (self.groups.get_mut(gi), cfg.groups.get(gi)) else {
+            return Err(format!("no group {gi}"));
+        };
+        let label = format!("{} master {} (no master)", gc.name, gc.master.addr);
+        let pool = BackendPool::new(label, params(&gc.master, cfg)?, 1);
+        pool.fence(e);
+        g.master = pool;
+        Ok(())
+    }
+
     /// The default group (the first configured).
     pub fn default_group(&self) -> Option<&Group> {
         self.groups.first()
@@ -146,7 +165,10 @@ fn reusable(cfg: &Config, topology: &Topology) -> Vec<Reusable> {
                 pool: pool.clone(),
             })
         };
-        add(Role::Master, &gc.master, &g.master);
+        // A fenced pool (no master) is never taken over: it only refuses.
+        if !g.master.fenced() {
+            add(Role::Master, &gc.master, &g.master);
+        }
         for (rc, r) in gc.replicas.iter().zip(&g.replicas) {
             add(Role::Replica, rc, &r.pool);
         }

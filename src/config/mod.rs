@@ -55,6 +55,7 @@ pub struct Config {
     pub reload: ReloadSettings,
     /// What `/readyz` requires (section `readiness:`).
     pub readiness: Readiness,
+    pub topology: follow::TopologySettings, // section `topology:`
 }
 
 /// `reload:` — following the configuration file.
@@ -339,6 +340,7 @@ pub struct Group {
     pub name: String,
     pub master: Backend,
     pub replicas: Vec<Backend>,
+    pub topology: follow::TopologyMode, // `static` (default) or `follow`
 }
 
 /// `Debug` never shows the password.
@@ -542,6 +544,7 @@ impl BackendSettings {
 mod admin;
 mod de;
 mod duration;
+pub mod follow;
 mod password;
 mod raw;
 #[cfg(test)]

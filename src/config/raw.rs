@@ -61,6 +61,8 @@ pub(super) struct RawConfig {
     reload: RawReload,
     #[serde(default)]
     readiness: RawReadiness,
+    #[serde(default)]
+    topology: super::follow::RawTopology,
     #[serde(default, deserialize_with = "de::unique_list::<RawUser, _>")]
     users: Vec<User>,
     #[serde(deserialize_with = "de::unique_list::<RawGroup, _>")]
@@ -139,6 +141,7 @@ impl RawConfig {
             readiness: Readiness {
                 require_master: self.readiness.require_master,
             },
+            topology: self.topology.into(),
         })
     }
 }
@@ -759,6 +762,8 @@ struct RawGroup {
     master: RawMaster,
     #[serde(default)]
     replicas: Vec<RawReplica>,
+    #[serde(default)]
+    topology: super::follow::TopologyMode,
 }
 
 impl ListItem for RawGroup {
@@ -782,6 +787,7 @@ impl ListItem for RawGroup {
             name: self.name,
             master: self.master.into(),
             replicas: self.replicas.into_iter().map(Into::into).collect(),
+            topology: self.topology,
         })
     }
 }

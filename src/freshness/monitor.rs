@@ -21,6 +21,7 @@ use super::health::{Health, HealthFlags};
 use super::state::{gtid_at_least, Counters, LagHistory, Scope, EPOCH_ROW};
 use super::triggers::{CounterTables, Event};
 
+pub mod eligibility;
 mod strict;
 pub use strict::{strict_probe_sql, Provisional};
 
@@ -83,6 +84,8 @@ pub struct ReplicaMonitor {
     pub last_probe_us: AtomicU64,
     /// Probe round trips, exported by `admin::topology` at scrape time.
     pub probe_seconds: crate::stats::AtomicHistogram,
+    /// Replication state (`crate::follow` sets it): part of `in_rotation`.
+    pub eligibility: eligibility::Eligibility,
 }
 
 impl ReplicaMonitor {
@@ -91,9 +94,10 @@ impl ReplicaMonitor {
         self.flags.up()
     }
 
-    /// Up and its last probe succeeded: may serve new reads.
+    /// Up, its last probe succeeded, and it replicates from the master
+    /// with both threads running: may serve new reads.
     pub fn in_rotation(&self) -> bool {
-        self.flags.in_rotation()
+        self.flags.in_rotation() && self.eligibility.get().eligible()
     }
 
     pub fn counters(&self) -> Arc<Counters> {
@@ -196,7 +200,7 @@ pub struct GroupMonitor {
     stopped: AtomicBool,
 }
 
-fn pool_for(b: &config::Backend, tls: &config::BackendTls) -> mysql_async::Pool {
+pub(crate) fn pool_for(b: &config::Backend, tls: &config::BackendTls) -> mysql_async::Pool {
     let constraints = mysql_async::PoolConstraints::new(0, 4).unwrap_or_default();
     // Straight to the server, or through the guard that keeps the password
     // off connections whose certificate is not verified.
@@ -319,6 +323,7 @@ impl GroupMonitor {
                 probe_failures: AtomicU64::new(0),
                 last_probe_us: AtomicU64::new(0),
                 probe_seconds: crate::stats::AtomicHistogram::default(), // metrics
+                eligibility: Default::default(),
             })
             .collect();
         Arc::new(GroupMonitor {

@@ -68,6 +68,14 @@ impl GroupConns {
         self.wrote.is_some() || self.held.iter().any(Option::is_some)
     }
 
+    /// hook(topo43): the default group's master changed under the
+    /// transaction (`refresh`): what it wrote there is gone with it.
+    pub(in crate::frontend::session) fn forget_default_group_write(&mut self) {
+        if self.wrote == Some(0) {
+            self.wrote = None;
+        }
+    }
+
     fn open_transactions(&self) -> bool {
         self.held.iter().flatten().any(|h| h.in_tx)
     }

@@ -19,6 +19,13 @@
 //! Until it moves, the session keeps the old snapshot alive, with the pools
 //! and freshness monitor it needs: a statement or transaction in flight is
 //! never broken by a reload.
+//!
+//! A change of master (`reload::roles`: another server, or none) is
+//! different: the old master is gone or no longer the master, so nothing is
+//! waited for. A session holding a master connection gives it up (closed,
+//! so the server rolls back what was open) and moves; if its transaction or
+//! pinned state was there, its next statement (COMMIT included) gets 1158
+//! saying so instead of running. Nothing is replayed.
 
 use std::sync::Arc;
 
@@ -27,6 +34,19 @@ use crate::runtime::Runtime;
 
 use super::prepared::Conn;
 use super::Session;
+use crate::protocol::consts::{COM_QUIT, COM_STMT_CLOSE, COM_STMT_SEND_LONG_DATA};
+use crate::protocol::packets::ErrPacket;
+
+/// What [`Session::refresh_runtime`] did.
+pub(super) enum Refreshed {
+    /// Nothing to do, or the session cannot move yet.
+    Stayed,
+    /// Moved; `true`: to a freshness monitor it did not use before.
+    Moved(bool),
+    /// The master changed under the session's transaction or pinned state:
+    /// answer this command with the error instead of running it.
+    MasterLost(ErrPacket, bool),
+}
 
 impl Session {
     /// Adopt the newest snapshot when there is one and the session's state
@@ -38,13 +58,26 @@ impl Session {
     /// settings starts new ones): that monitor's causal target may have been
     /// read before this session's last writes committed, which only the old
     /// monitor saw. [`Self::resync_causal`] must run before the next read.
-    pub(super) fn refresh_runtime(&mut self) -> bool {
+    ///
+    /// `cmd`: the command about to run (a master change is applied only
+    /// before one that gets an answer).
+    pub(super) fn refresh_runtime(&mut self, cmd: u8) -> Refreshed {
         if self.shared.runtime_generation() == self.rt.generation {
-            return false;
+            return Refreshed::Stayed;
         }
         let latest = self.shared.runtime();
+        let mut lost = None;
+        if master_replaced(&self.rt, &latest) && self.backends.master.is_some() {
+            if matches!(cmd, COM_QUIT | COM_STMT_CLOSE | COM_STMT_SEND_LONG_DATA) {
+                return Refreshed::Stayed;
+            }
+            lost = self.give_up_old_master(&latest);
+        }
         if self.move_to(&latest).is_none() {
-            return false;
+            return match lost {
+                Some(e) => Refreshed::MasterLost(e, false),
+                None => Refreshed::Stayed,
+            };
         }
         let new_monitor = latest
             .monitors
@@ -53,7 +86,34 @@ impl Session {
         self.monitor = latest.monitors[0].clone();
         self.health = self.monitor.health_flags().into();
         self.rt = latest;
-        new_monitor
+        match lost {
+            Some(e) => Refreshed::MasterLost(e, new_monitor),
+            None => Refreshed::Moved(new_monitor),
+        }
+    }
+
+    /// The group's master changed: close the session's connection to the
+    /// old one. The error for the client when something of the session's
+    /// lived there (an open transaction, a pin such as a temporary table or
+    /// a named lock).
+    fn give_up_old_master(&mut self, latest: &Runtime) -> Option<ErrPacket> {
+        let had_state = self.state.holds_master();
+        if let Some(mut h) = self.backends.master.take() {
+            h.conn.no_reuse = true;
+        }
+        self.state.master_lost();
+        self.state.pins = Default::default();
+        self.backends.groups.forget_default_group_write();
+        if self.backends.keep == Some(Conn::Master) {
+            self.backends.keep = None;
+        }
+        if matches!(self.backends.cursor, Some((_, Conn::Master))) {
+            self.backends.cursor = None;
+        }
+        self.publish_lock_thread();
+        let (old, new) = (self.rt.topology.groups.first()?, latest.topology.groups.first()?);
+        had_state
+            .then(|| crate::error::master_changed(old.master.addr(), new.master.addr(), new.master.fenced()))
     }
 
     /// hook(pause): wait while `PAUSE` covers `conn` (`crate::pause`). A
@@ -73,10 +133,25 @@ impl Session {
             .shared
             .pause
             .admit(self.proc.id, g, master, self.in_transaction(), t);
-        if admit.await? && master && self.refresh_runtime() {
-            self.resync_causal().await;
+        if !(admit.await? && master) {
+            return Ok(());
         }
-        Ok(())
+        match self.refresh_runtime(crate::protocol::consts::COM_QUERY) {
+            Refreshed::Stayed => Ok(()),
+            Refreshed::Moved(new_monitor) => {
+                if new_monitor {
+                    self.resync_causal().await;
+                }
+                Ok(())
+            }
+            // The session kept state on the old master (see `give_up_old_master`).
+            Refreshed::MasterLost(e, new_monitor) => {
+                if new_monitor {
+                    self.resync_causal().await;
+                }
+                Err(e)
+            }
+        }
     }
 
     /// After a move to new monitors: one master snapshot (shared by the
@@ -134,6 +209,18 @@ impl Session {
             s.last_exec = s.last_exec.and_then(|(c, uid)| map.conn(c).map(|c| (c, uid)));
         }
         Some(())
+    }
+}
+
+/// Did the default group's master change between `old` and `new` (another
+/// server, or none), as opposed to a reload keeping the same master?
+fn master_replaced(old: &Runtime, new: &Runtime) -> bool {
+    match (old.topology.groups.first(), new.topology.groups.first()) {
+        (Some(o), Some(n)) => {
+            !Arc::ptr_eq(&o.master, &n.master)
+                && (o.master.addr() != n.master.addr() || o.master.fenced() || n.master.fenced())
+        }
+        _ => false,
     }
 }
 

@@ -301,15 +301,30 @@ impl Session {
                 }
             };
             self.reply_seq = pkt.seq.wrapping_add(1);
-            // A statement boundary: take over a reloaded configuration.
-            if self.refresh_runtime() {
+            // An empty packet is answered like an unknown command, as MariaDB does.
+            let cmd = pkt.payload.first().copied().unwrap_or(COM_SLEEP);
+            // hook(topo43): a statement boundary: take over a reloaded
+            // configuration or a new master (see `refresh`).
+            match self.refresh_runtime(cmd) {
+                refresh::Refreshed::Stayed => {}
                 // Boxed: rare (after a reload), keeps the command future small.
-                Box::pin(self.resync_causal()).await;
+                refresh::Refreshed::Moved(new_monitor) => {
+                    if new_monitor {
+                        Box::pin(self.resync_causal()).await;
+                    }
+                }
+                refresh::Refreshed::MasterLost(e, new_monitor) => {
+                    if new_monitor {
+                        Box::pin(self.resync_causal()).await;
+                    }
+                    if self.send_err(&e).await.is_err() {
+                        return;
+                    }
+                    continue;
+                }
             }
             // metrics: bytes in
             self.shared.metrics.client_bytes_in(pkt.payload.len());
-            // An empty packet is answered like an unknown command, as MariaDB does.
-            let cmd = pkt.payload.first().copied().unwrap_or(COM_SLEEP);
             let p = &pkt.payload[..];
             self.proc.begin(cmd, p); // hook(kill): processlist Command/Time/Info
             let r = match cmd {

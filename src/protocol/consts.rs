@@ -97,6 +97,8 @@ pub mod errcode {
     pub const ER_BAD_DB_ERROR: u16 = 1049;
     pub const ER_NET_PACKET_TOO_LARGE: u16 = 1153;
     pub const ER_NET_READ_ERROR: u16 = 1158;
+    /// The server runs with --read-only (sluice: a group with no master).
+    pub const ER_OPTION_PREVENTS_STATEMENT: u16 = 1290;
     pub const ER_WRONG_ARGUMENTS: u16 = 1210;
     pub const ER_LOCK_WAIT_TIMEOUT: u16 = 1205;
     pub const ER_SPECIFIC_ACCESS_DENIED_ERROR: u16 = 1227;

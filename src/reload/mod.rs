@@ -11,6 +11,7 @@
 //! holds no backend connection of the old one (see `frontend::refresh`).
 
 mod diff;
+pub mod roles;
 pub mod watch;
 
 use std::path::PathBuf;
@@ -32,6 +33,17 @@ pub struct Reloader {
     /// The version of the file the last reload read (at start: the one
     /// there when sluice started), for `reload.watch`.
     seen: std::sync::Mutex<Option<watch::Fingerprint>>,
+    /// Each group's candidates as the file last loaded lists them, its
+    /// master first (see `roles::carry`).
+    file_groups: std::sync::Mutex<Vec<(String, Vec<String>)>>,
+}
+
+fn file_groups(config: &Config) -> Vec<(String, Vec<String>)> {
+    config
+        .groups
+        .iter()
+        .map(|g| (g.name.clone(), roles::candidates(g)))
+        .collect()
 }
 
 impl Reloader {
@@ -39,12 +51,25 @@ impl Reloader {
         // Read just after the configuration was loaded: a change in between
         // is missed only if it happened within these few microseconds.
         let seen = watch::read(&path).ok().map(|(_, f)| f);
+        let groups = file_groups(&shared.runtime().config);
         Reloader {
             path,
             lock: Mutex::new(()),
             shared,
             seen: std::sync::Mutex::new(seen),
+            file_groups: std::sync::Mutex::new(groups),
         }
+    }
+
+    /// The shared state this reloader replaces snapshots of.
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// `group`'s candidates in the file's order, its master first.
+    pub fn file_order(&self, group: &str) -> Option<Vec<String>> {
+        let groups = self.file_groups.lock().unwrap_or_else(|e| e.into_inner());
+        groups.iter().find(|(g, _)| g == group).map(|(_, c)| c.clone())
     }
 
     fn seen(&self) -> Option<watch::Fingerprint> {
@@ -111,6 +136,13 @@ async fn reload_locked(reloader: &Reloader) -> Result<String, ConfigError> {
         }
     };
     let running = shared.runtime();
+    let file = file_groups(&new);
+    let before = reloader
+        .file_groups
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    let new = roles::carry(&running, &before, new);
     for key in diff::restart_needed(&running.config, &new) {
         warn!(
             key,
@@ -120,6 +152,7 @@ async fn reload_locked(reloader: &Reloader) -> Result<String, ConfigError> {
     }
     let new = diff::keep_running(&running.config, new);
     let changes = diff::changes(&running.config, &new);
+    *reloader.file_groups.lock().unwrap_or_else(|e| e.into_inner()) = file;
     if changes.is_empty() {
         let summary = format!("generation {}: no change", running.generation);
         shared.metrics.config_reloaded(true, running.generation);
@@ -129,7 +162,10 @@ async fn reload_locked(reloader: &Reloader) -> Result<String, ConfigError> {
         );
         return Ok(summary);
     }
-    let next = match running.next(new) {
+    let next = match running.next(new).and_then(|mut rt| {
+        roles::refence(&running, &mut rt)?;
+        Ok(rt)
+    }) {
         Ok(rt) => Arc::new(rt),
         Err(message) => {
             // A backend's TLS files could not be used: nothing was replaced.

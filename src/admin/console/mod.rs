@@ -57,13 +57,20 @@ pub struct Who<'a> {
 pub struct Console {
     pub shared: Arc<Shared>,
     pub reloader: Arc<Reloader>,
+    /// The topology follower (`/v1/topology`, `/v1/master`; the SQL
+    /// `SHOW TOPOLOGY` and `MASTER` are for the coordinator to wire).
+    pub follower: Arc<crate::follow::Follower>,
     commands: IntCounterVec,
     /// Addresses under `MAINTENANCE BACKEND` (for `SHOW BACKENDS`' state).
     maintenance: Mutex<Vec<String>>,
 }
 
 impl Console {
-    pub fn new(shared: Arc<Shared>, reloader: Arc<Reloader>) -> Arc<Console> {
+    pub fn new(
+        shared: Arc<Shared>,
+        reloader: Arc<Reloader>,
+        follower: Arc<crate::follow::Follower>,
+    ) -> Arc<Console> {
         let commands = IntCounterVec::new(
             prometheus::Opts::new(
                 "sluice_admin_commands_total",
@@ -78,6 +85,7 @@ impl Console {
         Arc::new(Console {
             shared,
             reloader,
+            follower,
             commands,
             maintenance: Mutex::new(Vec::new()),
         })
@@ -124,7 +132,10 @@ impl Console {
     /// One arm per command.
     async fn execute(&self, cmd: &Command) -> Outcome {
         match cmd {
-            Command::Show(v) => Outcome::Rows(views::build(*v, &self.shared, &self.maintenance_list())),
+            Command::Show(v) => {
+                let servers = self.follower.backends();
+                Outcome::Rows(views::build(*v, &self.shared, &self.maintenance_list(), &servers))
+            }
             Command::Warnings => Outcome::Rows(Table::new(&[
                 ("Level", table::Kind::Text),
                 ("Code", table::Kind::Int),

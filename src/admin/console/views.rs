@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::backend::BackendPool;
 use crate::config::FreshnessMode;
+use crate::follow::ServerView;
 use crate::freshness::state::Scope;
 use crate::frontend::registry::Holds;
 use crate::frontend::Shared;
@@ -98,16 +99,18 @@ pub fn state_of(b: &Backend, healthy: Option<bool>, maintenance: bool, paused: b
     }
 }
 
-pub fn build(view: View, shared: &Shared, maintenance: &[String]) -> Table {
+/// `servers`: what the topology probes saw (`crate::follow`), for
+/// `SHOW BACKENDS`' read_only, server_id and reason.
+pub fn build(view: View, shared: &Shared, maintenance: &[String], servers: &[ServerView]) -> Table {
     match view {
-        View::Backends => show_backends(shared, maintenance),
+        View::Backends => show_backends(shared, maintenance, servers),
         View::Pools => show_pools(shared),
         View::Sessions => show_sessions(shared),
         View::State => show_state(shared),
     }
 }
 
-fn show_backends(shared: &Shared, maintenance: &[String]) -> Table {
+fn show_backends(shared: &Shared, maintenance: &[String], servers: &[ServerView]) -> Table {
     use Kind::{Int, Text};
     let mut t = Table::new(&[
         ("group", Text),
@@ -141,6 +144,14 @@ fn show_backends(shared: &Shared, maintenance: &[String]) -> Table {
             }
             None => (None, None, None, Value::Null),
         };
+        let probed = servers
+            .iter()
+            .find(|v| v.group == b.group && v.addr == b.pool.addr());
+        // The master: what the topology probes say of it.
+        let (in_rotation, healthy) = match (b.replica, probed) {
+            (None, Some(v)) => (Some(v.in_rotation), Some(v.reachable)),
+            _ => (in_rotation, healthy),
+        };
         let m = maintenance.iter().any(|a| a == b.pool.addr());
         t.rows.push(vec![
             Value::text(&b.group),
@@ -151,10 +162,11 @@ fn show_backends(shared: &Shared, maintenance: &[String]) -> Table {
             Value::opt_flag(healthy),
             Value::opt_flag(fresh),
             lag,
-            // read_only, server_id, reason: from the topology probes (issue 43, parts 1-2).
-            Value::Null,
-            Value::Null,
-            Value::Null,
+            Value::opt_flag(probed.and_then(|v| v.read_only)),
+            probed
+                .and_then(|v| v.server_id)
+                .map_or(Value::Null, |id| Value::Int(i64::from(id))),
+            probed.map_or(Value::Null, |v| Value::text(&v.reason)),
         ]);
     }
     t

@@ -1,0 +1,241 @@
+//! The pure part of following: who the master is, whether a replica may
+//! serve reads, and how many writes a promotion lost. No I/O.
+
+use std::collections::HashMap;
+
+use crate::freshness::monitor::eligibility::Reason;
+
+use super::probe::ServerState;
+
+/// What the probes say a group's master should be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// The current master stays (valid, or nobody else is writable: writes
+    /// then fail as they do against an unreachable master, 1429).
+    Keep,
+    /// The single writable, reachable, not replicating candidate.
+    Switch(String),
+    /// Two or more candidates are writable: no master.
+    NoMaster(Vec<String>),
+}
+
+/// `current`: the master now; `states`: every candidate's last probe;
+/// `chosen`: the master an operator named (`POST /v1/master`), which stays
+/// while it is writable even when others are too (the operator knows which
+/// of them is the master; sluice alone cannot tell).
+pub fn decide(current: &str, states: &[(String, ServerState)], chosen: Option<&str>) -> Decision {
+    let writable: Vec<String> = states
+        .iter()
+        .filter(|(_, s)| s.writable())
+        .map(|(a, _)| a.clone())
+        .collect();
+    if let Some(c) = chosen.filter(|c| writable.iter().any(|w| w == c)) {
+        return if c == current {
+            Decision::Keep
+        } else {
+            Decision::Switch(c.to_owned())
+        };
+    }
+    match writable.as_slice() {
+        [] => Decision::Keep,
+        [one] if one == current => Decision::Keep,
+        [one] => Decision::Switch(one.clone()),
+        _ => Decision::NoMaster(writable),
+    }
+}
+
+/// Whether replica `state` may serve reads while the master's
+/// `@@server_id` is `master_id` (`None`: not known, or no master).
+/// `strict_grant`: an unreadable replication status takes it out of
+/// rotation (`follow`); else it stays, unverified (`static`, as before).
+pub fn replica_reason(state: &ServerState, master_id: Option<u32>, strict_grant: bool) -> Reason {
+    if !state.reachable {
+        return Reason::Unreachable;
+    }
+    let slaves = match &state.slaves {
+        Ok(s) => s,
+        Err(_) if strict_grant => return Reason::Unknown,
+        Err(_) => return Reason::Unverified,
+    };
+    if slaves.is_empty() {
+        return Reason::NotReplicating;
+    }
+    // The master's `@@server_id` is unknown until sluice has reached it once
+    // (it was down when sluice started): its replicas' threads are checked,
+    // their source cannot be (the counters still are, per read).
+    let (row, verified) = match master_id {
+        Some(id) => match slaves.iter().find(|r| r.master_server_id == id) {
+            Some(row) => (row, true),
+            None => return Reason::OtherMaster,
+        },
+        None => (&slaves[0], false),
+    };
+    if !row.io_running() {
+        Reason::IoThreadStopped
+    } else if !row.sql_running() {
+        Reason::SqlThreadStopped
+    } else if verified {
+        Reason::Eligible
+    } else {
+        Reason::Unverified
+    }
+}
+
+/// Writes the old master had (`old_binlog`: its last seen
+/// `gtid_binlog_pos`) that the new master never received: per GTID domain,
+/// how far the old master's sequence is ahead of what the new master had
+/// applied from replication (`gtid_slave_pos`; its own binlog position
+/// where it has none for the domain), summed.
+pub fn lost_transactions(old_binlog: &HashMap<u32, u64>, new: &ServerState) -> u64 {
+    let slave = ServerState::gtid(&new.gtid_slave_pos).unwrap_or_default();
+    let current = ServerState::gtid(&new.gtid_current_pos).unwrap_or_default();
+    old_binlog
+        .iter()
+        .map(|(d, old)| {
+            let have = slave.get(d).or_else(|| current.get(d)).copied().unwrap_or(0);
+            old.saturating_sub(have)
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::probe::SlaveRow;
+    use super::*;
+
+    fn server(read_only: bool, slaves: Vec<SlaveRow>) -> ServerState {
+        ServerState {
+            reachable: true,
+            read_only: Some(read_only),
+            server_id: Some(1),
+            slaves: Ok(slaves),
+            ..Default::default()
+        }
+    }
+
+    fn row(io: &str, sql: &str, master: u32) -> SlaveRow {
+        SlaveRow {
+            connection_name: String::new(),
+            master_host: "127.0.0.1".into(),
+            master_port: 1,
+            io_running: io.into(),
+            sql_running: sql.into(),
+            master_server_id: master,
+            last_io_error: String::new(),
+            last_sql_error: String::new(),
+        }
+    }
+
+    fn states(list: &[(&str, ServerState)]) -> Vec<(String, ServerState)> {
+        list.iter().map(|(a, s)| (a.to_string(), s.clone())).collect()
+    }
+
+    #[test]
+    fn the_master_is_sticky_and_replaced_only_by_a_single_writable_server() {
+        let m = server(false, vec![]);
+        let r = server(true, vec![row("Yes", "Yes", 1)]);
+        let down = ServerState {
+            reachable: false,
+            ..m.clone()
+        };
+        assert_eq!(
+            decide("m", &states(&[("m", m.clone()), ("r", r.clone())]), None),
+            Decision::Keep
+        );
+        // Master gone, nobody promoted: keep (writes fail with 1429).
+        assert_eq!(
+            decide("m", &states(&[("m", down.clone()), ("r", r.clone())]), None),
+            Decision::Keep
+        );
+        // Promoted: STOP SLAVE; RESET SLAVE ALL; read_only=0.
+        let promoted = server(false, vec![]);
+        assert_eq!(
+            decide(
+                "m",
+                &states(&[("m", down.clone()), ("r", promoted.clone())]),
+                None
+            ),
+            Decision::Switch("r".into())
+        );
+        // Writable but still replicating is no master.
+        let replicating = server(false, vec![row("Yes", "Yes", 1)]);
+        assert_eq!(
+            decide("m", &states(&[("m", down), ("r", replicating)]), None),
+            Decision::Keep
+        );
+        // Two writable: no master, both named.
+        let both = states(&[("m", m), ("r", promoted)]);
+        assert_eq!(
+            decide("m", &both, None),
+            Decision::NoMaster(vec!["m".into(), "r".into()])
+        );
+        // An operator named one of them: it is the master while writable.
+        assert_eq!(decide("m", &both, Some("r")), Decision::Switch("r".into()));
+        assert_eq!(decide("r", &both, Some("r")), Decision::Keep);
+        let gone = states(&[("m", server(false, vec![])), ("r", server(true, vec![]))]);
+        assert_eq!(decide("r", &gone, Some("r")), Decision::Switch("m".into()));
+    }
+
+    #[test]
+    fn a_replica_is_eligible_only_with_both_threads_on_the_current_master() {
+        let ok = server(true, vec![row("Yes", "Yes", 7)]);
+        assert_eq!(replica_reason(&ok, Some(7), true), Reason::Eligible);
+        // A dead master leaves the IO thread retrying: still eligible.
+        assert_eq!(
+            replica_reason(&server(true, vec![row("Connecting", "Yes", 7)]), Some(7), true),
+            Reason::Eligible
+        );
+        assert_eq!(
+            replica_reason(&server(true, vec![row("No", "Yes", 7)]), Some(7), true),
+            Reason::IoThreadStopped
+        );
+        assert_eq!(
+            replica_reason(&server(true, vec![row("Yes", "No", 7)]), Some(7), true),
+            Reason::SqlThreadStopped
+        );
+        assert_eq!(replica_reason(&ok, Some(8), true), Reason::OtherMaster);
+        // The master never reached: only the threads can be checked.
+        assert_eq!(replica_reason(&ok, None, true), Reason::Unverified);
+        assert_eq!(
+            replica_reason(&server(true, vec![row("Yes", "No", 7)]), None, true),
+            Reason::SqlThreadStopped
+        );
+        assert_eq!(
+            replica_reason(&server(true, vec![]), Some(7), true),
+            Reason::NotReplicating
+        );
+        let mut no_grant = ok.clone();
+        no_grant.slaves = Err("denied".into());
+        assert_eq!(replica_reason(&no_grant, Some(7), false), Reason::Unverified);
+        assert_eq!(replica_reason(&no_grant, Some(7), true), Reason::Unknown);
+        let mut gone = ok;
+        gone.reachable = false;
+        assert_eq!(replica_reason(&gone, Some(7), false), Reason::Unreachable);
+    }
+
+    #[test]
+    fn lost_writes_are_counted_per_domain_against_what_the_new_master_applied() {
+        // The issue's case: the old master wrote 0-2-32 and 0-2-33 that no
+        // replica received; the new master had applied up to 0-2-31 and has
+        // since written 0-3-32 itself.
+        let old: HashMap<u32, u64> = [(0, 33)].into_iter().collect();
+        let new = ServerState {
+            gtid_slave_pos: Some("0-2-31".into()),
+            gtid_current_pos: Some("0-3-32".into()),
+            ..Default::default()
+        };
+        assert_eq!(lost_transactions(&old, &new), 2);
+        let caught_up = ServerState {
+            gtid_slave_pos: Some("0-2-33".into()),
+            ..Default::default()
+        };
+        assert_eq!(lost_transactions(&old, &caught_up), 0);
+        // A domain only the old master had.
+        let old: HashMap<u32, u64> = [(0, 5), (1, 3)].into_iter().collect();
+        let new = ServerState {
+            gtid_slave_pos: Some("0-1-5".into()),
+            ..Default::default()
+        };
+        assert_eq!(lost_transactions(&old, &new), 3);
+    }
+}

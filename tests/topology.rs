@@ -1,0 +1,274 @@
+//! Replica eligibility in every mode and the topology's edges (issue 43): a
+//! replica with a stopped SQL thread or replicating from another server is out
+//! of rotation with its reason; two writable servers in a `follow` group
+//! refuse writes naming both, and no write reaches either; `follow` refuses
+//! to start without the grant to read replication status; `POST /v1/master`.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::cluster::*;
+use common::failover::{promote, repoint, wait_for};
+use common::http::{http_get, http_post, metric};
+use common::reads::*;
+use mysql_async::prelude::*;
+
+fn reason_series(replica: &Server, reason: &str) -> String {
+    format!(
+        "sluice_replica_eligibility{{group=\"main\",replica=\"{}\",reason=\"{reason}\"}}",
+        replica.addr()
+    )
+}
+
+/// Which servers answered `n` plain reads of `t`.
+async fn readers(s: &Sluice, db: &str, n: usize) -> Vec<u32> {
+    let mut c = sluice_conn(s, db).await;
+    let mut out = Vec::new();
+    for _ in 0..n {
+        out.push(who(&mut c, "SELECT @@server_id + 0 * COUNT(*) FROM t").await);
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_leave_rotation_with_their_reason_in_static_mode() {
+    let cluster = Cluster::start(2);
+    let (m, r1, r2) = (&cluster.master, &cluster.replicas[0], &cluster.replicas[1]);
+    let db = tracked_db(&cluster, "elig").await;
+    let s = Sluice::start(&format!(
+        // The default topology.interval (1s): the same file runs on a sluice
+        // from before eligibility, where this test fails.
+        "{}{}",
+        Sluice::config_for(&cluster),
+        freshness_yaml("causal")
+    ));
+    wait_replica_reads(&s, &db, m.server_id).await;
+    assert_eq!(metric(s.admin_port, &reason_series(r1, "eligible")), Some(1.0));
+
+    // R1's SQL thread stops: out of rotation, though its counters are fresh.
+    r1.stop_sql_thread();
+    wait_for("R1 sql_thread_stopped", &s, || {
+        metric(s.admin_port, &reason_series(r1, "sql_thread_stopped")) == Some(1.0)
+    });
+    assert!(!readers(&s, &db, 30).await.contains(&r1.server_id));
+    // R2 replicates from R1 instead of the master.
+    repoint(r2, r1, "slave_pos", "SLAVE");
+    wait_for("R2 replicates_from_another_master", &s, || {
+        metric(s.admin_port, &reason_series(r2, "replicates_from_another_master")) == Some(1.0)
+    });
+    assert!(readers(&s, &db, 30).await.iter().all(|w| *w == m.server_id));
+    let (_, topo) = http_get(s.admin_port, "/v1/topology").expect("GET /v1/topology");
+    assert!(topo.contains("\"reason\": \"sql_thread_stopped\""), "{topo}");
+    assert!(
+        topo.contains("\"reason\": \"replicates_from_another_master\""),
+        "{topo}"
+    );
+
+    // Back: R1 applies again and serves reads.
+    r1.start_sql_thread();
+    wait_for("R1 eligible", &s, || {
+        metric(s.admin_port, &reason_series(r1, "eligible")) == Some(1.0)
+    });
+    wait_replica_reads(&s, &db, m.server_id).await;
+
+    // A static group follows nothing by itself, but is told: POST
+    // /v1/master switches once the server reads read_only=0.
+    let post =
+        |addr: String| http_post(s.admin_port, &format!("/v1/master?group=main&addr={addr}")).expect("POST");
+    let (code, body) = post(r1.addr());
+    assert_eq!(code, 409, "{body}");
+    assert!(body.contains("read_only=1"), "{body}");
+    let (code, body) = post("127.0.0.1:1".into());
+    assert_eq!(code, 409, "{body}");
+    promote(r1);
+    let (code, body) = post(r1.addr());
+    assert_eq!(code, 200, "{body}");
+    let mut w = sluice_conn(&s, &db).await;
+    w.query_drop("INSERT INTO t VALUES (7, 7)")
+        .await
+        .expect("write after POST /v1/master");
+    assert_eq!(r1.sql(&format!("SELECT COUNT(*) FROM {db}.t WHERE id = 7")), "1");
+    assert_eq!(m.sql(&format!("SELECT COUNT(*) FROM {db}.t WHERE id = 7")), "0");
+    // R2 replicates from R1, the master now: eligible again.
+    wait_for("R2 eligible", &s, || {
+        metric(s.admin_port, &reason_series(r2, "eligible")) == Some(1.0)
+    });
+    assert_eq!(
+        metric(s.admin_port, "sluice_master_changes_total{group=\"main\"}"),
+        Some(1.0)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_writable_servers_refuse_writes_naming_both_until_one_remains() {
+    let cluster = Cluster::start(2);
+    let (m, r1, r2) = (&cluster.master, &cluster.replicas[0], &cluster.replicas[1]);
+    let db = tracked_db(&cluster, "split").await;
+    let s = Sluice::start(&format!(
+        "{}groups:\n{}    topology: follow\ntopology:\n  interval: 100ms\n{}",
+        Sluice::users_yaml(),
+        Sluice::group_yaml("main", &cluster),
+        freshness_yaml("causal")
+    ));
+    wait_replica_reads(&s, &db, m.server_id).await;
+    let mut w = sluice_conn(&s, &db).await;
+    w.query_drop("INSERT INTO t VALUES (1, 1)").await.expect("insert");
+    r1.wait_for_gtid(&m.gtid_binlog_pos(), Duration::from_secs(10));
+    r2.wait_for_gtid(&m.gtid_binlog_pos(), Duration::from_secs(10));
+    // R1 is made writable while the master still is: a split brain.
+    r1.sql("STOP SLAVE; RESET SLAVE ALL; SET GLOBAL read_only=0");
+    wait_for("2 writable servers", &s, || {
+        metric(s.admin_port, "sluice_topology_writable_servers{group=\"main\"}") == Some(2.0)
+    });
+    let (m_pos, r1_pos) = (m.gtid_binlog_pos(), r1.gtid_binlog_pos());
+    let mut refused = 0;
+    for id in 2..12 {
+        // No default database: a login with one asks the master about it.
+        let mut c = sluice_conn(&s, "").await;
+        match c
+            .query_drop(format!("INSERT INTO {db}.t VALUES ({id}, {id})"))
+            .await
+        {
+            Err(mysql_async::Error::Server(e)) => {
+                assert_eq!(e.code, 1290, "{}", e.message);
+                assert!(
+                    e.message.contains(&m.addr()) && e.message.contains(&r1.addr()),
+                    "{}",
+                    e.message
+                );
+                refused += 1;
+            }
+            other => panic!("a write while two servers are writable: {other:?}"),
+        }
+    }
+    assert_eq!(refused, 10);
+    assert_eq!(
+        (m.gtid_binlog_pos(), r1.gtid_binlog_pos()),
+        (m_pos.clone(), r1_pos),
+        "a write reached a server"
+    );
+    // A reload of the file keeps the group without a master.
+    let mut text = std::fs::read_to_string(s.config_path()).expect("config");
+    text.push_str("limits:\n  idle_client_timeout: 1h\n");
+    std::fs::write(s.config_path(), text).expect("rewrite config");
+    let (code, body) = http_post(s.admin_port, "/reload").expect("POST /reload");
+    assert_eq!(code, 200, "{body}");
+    let mut c = sluice_conn(&s, "").await;
+    let e = c
+        .query_drop(format!("INSERT INTO {db}.t VALUES (60, 60)"))
+        .await
+        .expect_err("still no master after a reload");
+    assert!(
+        matches!(&e, mysql_async::Error::Server(x) if x.code == 1290),
+        "{e}"
+    );
+    // The earlier session: its next statement says the master changed.
+    let e = w
+        .query_drop("INSERT INTO t VALUES (50, 50)")
+        .await
+        .expect_err("no master");
+    assert!(
+        matches!(&e, mysql_async::Error::Server(x) if x.code == 1158 || x.code == 1290),
+        "{e}"
+    );
+
+    // The operator names R1 (POST /v1/master, the console's MASTER): it is
+    // the master while it stays writable, though the old one still is.
+    let (code, body) =
+        http_post(s.admin_port, &format!("/v1/master?group=main&addr={}", r1.addr())).expect("POST");
+    assert_eq!(code, 200, "{body}");
+    for id in 100..105 {
+        let mut c = sluice_conn(&s, &db).await;
+        c.query_drop(format!("INSERT INTO t VALUES ({id}, {id})"))
+            .await
+            .expect("write once the operator named the master");
+    }
+    // Several probe rounds later, still R1, and nothing reached the old one.
+    std::thread::sleep(Duration::from_millis(500));
+    let mut c = sluice_conn(&s, &db).await;
+    c.query_drop("INSERT INTO t VALUES (105, 105)")
+        .await
+        .expect("write");
+    assert_eq!(
+        r1.sql(&format!("SELECT COUNT(*) FROM {db}.t WHERE id >= 100")),
+        "6"
+    );
+    assert_eq!(m.gtid_binlog_pos(), m_pos, "a write reached the old master");
+    assert_eq!(
+        metric(s.admin_port, "sluice_topology_writable_servers{group=\"main\"}"),
+        Some(2.0)
+    );
+    // POST /v1/master refuses a read-only server.
+    m.sql("SET GLOBAL read_only=1");
+    let (code, body) = http_post(s.admin_port, &format!("/v1/master?addr={}", m.addr())).expect("POST");
+    assert_eq!(code, 409, "{body}");
+    assert!(body.contains("read_only=1"), "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follow_refuses_to_start_without_the_grant_to_read_replication_status() {
+    let cluster = Cluster::start(1);
+    cluster.master.sql(
+        "CREATE USER 'noslave'@'%' IDENTIFIED BY 'pw'; GRANT SELECT, INSERT, UPDATE, DELETE ON *.* TO 'noslave'@'%'",
+    );
+    cluster.wait_replicas_caught_up();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = format!(
+        "listen: 127.0.0.1:{}\nadmin_listen: 127.0.0.1:{}\n{}groups:\n  - name: main\n    topology: follow\n    \
+         master: {{ addr: {}, user: noslave, password: pw }}\n    replicas:\n      - {{ addr: {}, user: noslave, password: pw }}\n",
+        free_port(),
+        free_port(),
+        Sluice::users_yaml(),
+        cluster.master.addr(),
+        cluster.replicas[0].addr()
+    );
+    let path = dir.path().join("sluice.yaml");
+    std::fs::write(&path, harness_defaults(config)).expect("write config");
+    let bin = std::env::var_os("SLUICE_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_sluice").into());
+    let mut child = std::process::Command::new(bin)
+        .args(["serve", "--config"])
+        .arg(&path)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn sluice");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("sluice kept running without the grant");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = child.wait_with_output().expect("output");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!status.success(), "{text}");
+    assert!(
+        text.contains("SLAVE MONITOR") && text.contains("topology: follow"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follow_warns_when_a_server_would_lose_or_reorder_writes_in_a_promotion() {
+    let cluster = Cluster::start_with_args(1, &["--gtid-strict-mode=0".to_owned()]);
+    let s = Sluice::start(&format!(
+        "{}groups:\n{}    topology: follow\n",
+        Sluice::users_yaml(),
+        Sluice::group_yaml("main", &cluster)
+    ));
+    let log = s.log();
+    for server in [&cluster.master, &cluster.replicas[0]] {
+        let warning = format!("gtid_strict_mode is off on {}", server.addr());
+        assert!(log.contains(&warning), "no warning `{warning}`:\n{log}");
+    }
+    assert!(!log.contains("log_slave_updates is off"), "{log}");
+}
