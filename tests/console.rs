@@ -228,7 +228,10 @@ async fn every_view_from_three_clients_and_http_agrees() {
     let master_id = cluster.master.sql("SELECT @@server_id");
     assert_eq!(backends[0][8].as_deref(), Some("0"), "{backends:?}");
     assert_eq!(backends[0][9].as_deref(), Some(master_id.trim()), "{backends:?}");
-    assert!(backends[1..].iter().all(|r| r[10].is_some()), "a reason per replica: {backends:?}");
+    assert!(
+        backends[1..].iter().all(|r| r[10].is_some()),
+        "a reason per replica: {backends:?}"
+    );
     let (_, sessions) = ask(&mut c, "SHOW SESSIONS").await;
     assert!(
         sessions.is_empty(),
@@ -641,6 +644,24 @@ async fn drain_and_enable_a_replica() {
 /// acknowledged row is on the new master, reads went on during the pause.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn planned_switchover_under_load_has_no_client_errors() {
+    switchover(Repoint::Reload).await;
+}
+
+/// The same, with sluice told by `POST /v1/master` (what the console's
+/// `MASTER 'addr'` calls) instead of a reload.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn planned_switchover_told_by_post_master_has_no_client_errors() {
+    switchover(Repoint::PostMaster).await;
+}
+
+/// How the test points sluice at the promoted replica.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Repoint {
+    Reload,
+    PostMaster,
+}
+
+async fn switchover(how: Repoint) {
     let cluster = Cluster::start(1);
     let db = tracked_db(&cluster, "switch").await;
     let (s, port) = start(&cluster, "  pause_timeout: 20s\n");
@@ -731,18 +752,24 @@ async fn planned_switchover_under_load_has_no_client_errors() {
     let fenced = old.gtid_binlog_pos();
     new.wait_for_gtid(&fenced, Duration::from_secs(10));
     new.sql("STOP SLAVE; RESET SLAVE ALL; SET GLOBAL read_only=0");
-    // Point sluice at the new master (until `MASTER 'addr'` exists: a reload).
-    let text = std::fs::read_to_string(s.config_path()).expect("config");
-    let (head, rest) = text.split_at(text.find("    replicas:\n").expect("replicas block"));
-    let tail: String = rest
-        .lines()
-        .skip(1)
-        .skip_while(|l| l.starts_with("      - "))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    let moved = format!("{head}    replicas: []\n{tail}").replace(&old.addr(), &new.addr());
-    std::fs::write(s.config_path(), moved).expect("rewrite config");
-    a.query_drop("RELOAD").await.expect("RELOAD");
+    // Point sluice at the new master.
+    if how == Repoint::Reload {
+        let text = std::fs::read_to_string(s.config_path()).expect("config");
+        let (head, rest) = text.split_at(text.find("    replicas:\n").expect("replicas block"));
+        let tail: String = rest
+            .lines()
+            .skip(1)
+            .skip_while(|l| l.starts_with("      - "))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let moved = format!("{head}    replicas: []\n{tail}").replace(&old.addr(), &new.addr());
+        std::fs::write(s.config_path(), moved).expect("rewrite config");
+        a.query_drop("RELOAD").await.expect("RELOAD");
+    } else {
+        let (status, body) =
+            http_post(s.admin_port, &format!("/v1/master?addr={}", new.addr())).expect("POST");
+        assert_eq!(status, 200, "{body}");
+    }
     tokio::time::sleep(Duration::from_millis(300)).await;
     paused.store(false, Ordering::Relaxed);
     a.query_drop("RESUME").await.expect("RESUME");
@@ -778,7 +805,7 @@ async fn planned_switchover_under_load_has_no_client_errors() {
     );
     let reads = reads_in_pause.load(Ordering::Relaxed);
     eprintln!(
-        "switchover: pause {pause_took:?}, {} writes acknowledged, {reads} reads during the pause, 0 errors",
+        "switchover ({how:?}): pause {pause_took:?}, {} writes acknowledged, {reads} reads during the pause, 0 errors",
         acked.len()
     );
     assert!(reads > 0, "reads on the replica go on under PAUSE WRITES");
