@@ -144,12 +144,13 @@ pub async fn run(config: Config, config_path: PathBuf) -> Result<(), Error> {
     let listener = bind(listen)?;
     frontend::listener::log_listening(&listener.local_addr()?);
     info!(addr = %admin_listener.local_addr()?, "admin HTTP endpoint (/metrics, /healthz, /readyz, POST /reload)");
-    tokio::spawn(crate::admin::serve(
-        admin_listener,
-        shared.clone(),
-        reloader,
-        follower,
-    ));
+    let console = crate::admin::console::Console::new(shared.clone(), reloader, follower);
+    if let Some(addr) = shared.runtime().config.admin.sql_listen {
+        let l = bind(addr)?;
+        info!(addr = %l.local_addr()?, "admin console (MySQL protocol, admin.users)");
+        tokio::spawn(crate::admin::console::serve(l, console.clone()));
+    }
+    tokio::spawn(crate::admin::serve(admin_listener, console));
 
     let serving = tokio::spawn(frontend::serve(listener, shared.clone()));
     let signal = shutdown_signal().await;

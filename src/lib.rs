@@ -19,6 +19,7 @@ pub mod frontend;
 pub mod logging;
 pub mod merge;
 pub mod metrics;
+pub mod pause;
 pub mod protocol;
 pub mod reload;
 pub mod router;

@@ -54,7 +54,7 @@ impl Runtime {
     /// Fails when a backend's TLS files cannot be used.
     pub fn next(&self, config: Config) -> Result<Runtime, String> {
         let topology = Topology::reusing(&config, Some((&self.config, &self.topology)))?;
-        let monitors = config
+        let monitors: Vec<Arc<GroupMonitor>> = config
             .groups
             .iter()
             .map(|g| match self.monitor_for(g, &config) {
@@ -72,6 +72,7 @@ impl Runtime {
                 }
             })
             .collect();
+        carry_drains(&topology, &monitors);
         let next = Runtime {
             generation: self.generation + 1,
             topology,
@@ -174,6 +175,16 @@ impl Runtime {
     pub fn start(&self, on_replica_down: &crate::freshness::monitor::DownHook) {
         for m in &self.monitors {
             m.spawn(on_replica_down);
+        }
+    }
+}
+
+/// hook(console): a drained replica whose pool a reload kept stays out of
+/// rotation under the new monitors (`DRAIN BACKEND` lives on the pool).
+fn carry_drains(topology: &Topology, monitors: &[Arc<GroupMonitor>]) {
+    for (g, m) in topology.groups.iter().zip(monitors) {
+        for (r, rm) in g.replicas.iter().zip(&m.replicas) {
+            rm.flags.set_drained(r.pool.is_drained());
         }
     }
 }

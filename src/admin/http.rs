@@ -22,13 +22,12 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 use tracing::{debug, warn};
 
 use crate::config::AdminConfig;
-use crate::frontend::backoff::AcceptBackoff;
 use crate::frontend::Shared;
-use crate::reload::Reloader;
+
+use super::console::Console;
 
 /// Admin connections at once; one more is closed at once.
 pub const MAX_CONNECTIONS: usize = 64;
@@ -37,37 +36,12 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// A connection is closed after this long, idle keep-alive or not.
 pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
 
-pub async fn serve(
-    listener: TcpListener,
-    shared: Arc<Shared>,
-    reloader: Arc<Reloader>,
-    follower: Arc<crate::follow::Follower>,
-) {
-    let places = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    let mut backoff = AcceptBackoff::default();
-    loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => {
-                backoff.reset();
-                stream
-            }
-            Err(e) => {
-                // EMFILE and friends repeat at once: pause, never spin.
-                warn!(error = %e, "admin endpoint: accept failed");
-                backoff.wait().await;
-                continue;
-            }
-        };
-        let Ok(place) = places.clone().try_acquire_owned() else {
-            debug!("admin endpoint: connection limit reached, closing a new connection");
-            continue;
-        };
-        let shared = shared.clone();
-        let reloader = reloader.clone();
-        let follower = follower.clone();
-        tokio::spawn(async move {
-            let _place = place;
-            let svc = service_fn(move |req| handle(req, shared.clone(), reloader.clone(), follower.clone()));
+pub async fn serve(listener: TcpListener, console: Arc<Console>) {
+    super::accept_limited(listener, MAX_CONNECTIONS, "admin endpoint", |stream, peer| {
+        let console = console.clone();
+        async move {
+            let peer = peer.to_string();
+            let svc = service_fn(move |req| handle(req, console.clone(), peer.clone()));
             let conn = http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(HEADER_READ_TIMEOUT)
@@ -77,8 +51,9 @@ pub async fn serve(
                 Ok(Ok(())) => {}
                 Err(_) => debug!("admin http connection: lifetime reached"),
             }
-        });
-    }
+        }
+    })
+    .await
 }
 
 fn text(status: StatusCode, body: String) -> Response<Full<Bytes>> {
@@ -139,7 +114,8 @@ fn refusal(req: &Request<Incoming>, admin: &AdminConfig) -> Option<Response<Full
             ));
         }
     }
-    if matches!(*req.method(), Method::GET | Method::HEAD) {
+    // The console's views (`/v1/`) show sessions and addresses: token too.
+    if matches!(*req.method(), Method::GET | Method::HEAD) && !req.uri().path().starts_with("/v1/") {
         return None;
     }
     let expected = match admin.expected_token() {
@@ -148,7 +124,7 @@ fn refusal(req: &Request<Incoming>, admin: &AdminConfig) -> Option<Response<Full
             return Some(text(
                 StatusCode::FORBIDDEN,
                 format!(
-                    "{} {} changes sluice's state and needs the admin token, but none is set: \
+                    "{} {} needs the admin token (it changes sluice's state or shows its sessions), but none is set: \
                      set admin.token or admin.token_file (or {}), or reload with SIGHUP\n",
                     req.method(),
                     req.uri().path(),
@@ -184,16 +160,16 @@ fn refusal(req: &Request<Incoming>, admin: &AdminConfig) -> Option<Response<Full
 
 async fn handle(
     req: Request<Incoming>,
-    shared: Arc<Shared>,
-    reloader: Arc<Reloader>,
-    follower: Arc<crate::follow::Follower>,
+    console: Arc<Console>,
+    peer: String,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
+    let (shared, reloader) = (&console.shared, &console.reloader);
     if let Some(refused) = refusal(&req, &shared.runtime().config.admin) {
         return Ok(refused);
     }
     // /v1/topology, /v1/master (crate::follow::http).
     let (method, path, query) = (req.method().as_str(), req.uri().path(), req.uri().query());
-    if let Some(a) = crate::follow::http::handle(&follower, method, path, query).await {
+    if let Some(a) = crate::follow::http::handle(&console.follower, method, path, query).await {
         let mut r = text(StatusCode::from_u16(a.status).unwrap_or(StatusCode::OK), a.body);
         if a.json {
             r.headers_mut().insert(
@@ -204,6 +180,9 @@ async fn handle(
         return Ok(r);
     }
     Ok(match req.uri().path() {
+        p if p.starts_with("/v1/") => {
+            super::v1::handle(req.method(), p, req.uri().query(), &peer, &console).await
+        }
         "/metrics" => {
             let mut r = text(StatusCode::OK, shared.metrics.render());
             r.headers_mut().insert(
@@ -213,8 +192,8 @@ async fn handle(
             r
         }
         "/healthz" => text(StatusCode::OK, "ok\n".into()),
-        "/readyz" => readyz(&shared).await,
-        "/reload" if req.method() == Method::POST => match crate::reload::reload(&reloader).await {
+        "/readyz" => readyz(shared).await,
+        "/reload" if req.method() == Method::POST => match crate::reload::reload(reloader).await {
             Ok(summary) => text(StatusCode::OK, format!("{summary}\n")),
             Err(e) => text(StatusCode::BAD_REQUEST, format!("{e}\n")),
         },

@@ -220,12 +220,16 @@ pub struct Budget {
     total: Arc<Semaphore>,
     /// Creations waiting for a permit.
     waiting: std::sync::atomic::AtomicUsize,
+    /// An operator drains the backend (`DRAIN BACKEND`): connections given
+    /// back are closed, no new checkout.
+    drained: AtomicBool,
 }
 
 impl Budget {
-    /// Someone waits for a place: a connection given back should be closed.
+    /// Someone waits for a place, or the backend is drained: a connection
+    /// given back should be closed.
     pub fn contended(&self) -> bool {
-        self.waiting.load(Ordering::SeqCst) > 0
+        self.waiting.load(Ordering::SeqCst) > 0 || self.drained.load(Ordering::Acquire)
     }
 }
 
@@ -412,6 +416,7 @@ impl BackendPool {
                 budget: Arc::new(Budget {
                     total: Arc::new(Semaphore::new(max_size)),
                     waiting: Default::default(),
+                    drained: AtomicBool::new(false),
                 }),
                 max: max_size,
             }),
@@ -621,7 +626,40 @@ impl BackendPool {
                 "the backend was removed from the configuration".into(),
             ));
         }
+        if self.is_drained() {
+            return Err(BackendError::Pool(
+                "an operator drained this backend (DRAIN BACKEND; ENABLE BACKEND undoes it)".into(),
+            ));
+        }
         Ok(())
+    }
+
+    /// `DRAIN BACKEND` (`true`) / `ENABLE BACKEND` (`false`). Draining
+    /// refuses new checkouts and closes the idle and parked connections now;
+    /// those that sessions hold are closed when given back, at the end of
+    /// their statement or transaction. A reload that keeps the pool keeps
+    /// the state.
+    pub fn set_drained(&self, drained: bool) {
+        self.registry.budget.drained.store(drained, Ordering::Release);
+        if !drained {
+            return;
+        }
+        if let Ok(pools) = self.registry.pools.lock() {
+            for p in pools.values() {
+                p.retain(|_, _| false);
+                p.manager().parked.drain();
+            }
+        }
+    }
+
+    pub fn is_drained(&self) -> bool {
+        self.registry.budget.drained.load(Ordering::Acquire)
+    }
+
+    /// Connections checked out now (open minus idle and parked).
+    pub fn in_use(&self) -> usize {
+        let (open, idle) = self.status();
+        open.saturating_sub(idle)
     }
 
     /// A reload removed this backend (or changed how it is reached): close

@@ -45,6 +45,9 @@ pub struct Limits {
     /// Connections still in their handshake from one IP address; one more
     /// gets ERR 1040 at once. 1..=1000000, default 128.
     pub max_unauthenticated_per_address: usize,
+    /// Longest a statement waits behind an operator's `PAUSE` before it
+    /// gets ERR 1205 (see docs/operations.md). Greater than zero; default 30s.
+    pub pause_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -59,6 +62,7 @@ impl Default for Limits {
             handshake_timeout: Duration::from_secs(5),
             max_unauthenticated: 1024,
             max_unauthenticated_per_address: 128,
+            pause_timeout: Duration::from_secs(30),
         }
     }
 }

@@ -199,63 +199,6 @@ impl fmt::Debug for BackendAccount {
     }
 }
 
-/// `admin:` — the admin HTTP endpoint's protection. `/metrics`, `/healthz`
-/// and `/readyz` stay open (Prometheus scrapes without credentials); every
-/// state-changing request (`POST /reload`) needs the token, sent as
-/// `Authorization: Bearer TOKEN`. Without a token (none configured, no
-/// `SLUICE_ADMIN_TOKEN` in the environment) such requests are refused:
-/// reload with SIGHUP instead.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct AdminConfig {
-    /// The token, written in the file.
-    pub token: Option<String>,
-    /// A file holding the token (first line, surrounding blanks ignored),
-    /// read on every state-changing request, so it can be rotated without a
-    /// reload. Relative to the configuration file.
-    pub token_file: Option<PathBuf>,
-    /// Host names (besides `localhost` and IP addresses) that requests may
-    /// name in their `Host` header; any other name is refused, which defeats
-    /// DNS rebinding. Default empty.
-    pub allowed_hosts: Vec<String>,
-}
-
-/// The environment variable that sets the admin token when neither
-/// `admin.token` nor `admin.token_file` is configured.
-pub const ADMIN_TOKEN_ENV: &str = "SLUICE_ADMIN_TOKEN";
-
-impl AdminConfig {
-    /// The token requests must present, if one is set; an unreadable
-    /// `token_file` is an error.
-    pub fn expected_token(&self) -> Result<Option<String>, String> {
-        if let Some(t) = &self.token {
-            return Ok(Some(t.clone()));
-        }
-        let Some(path) = &self.token_file else {
-            return Ok(std::env::var(ADMIN_TOKEN_ENV)
-                .ok()
-                .map(|t| t.trim().to_owned())
-                .filter(|t| !t.is_empty()));
-        };
-        let text =
-            std::fs::read_to_string(path).map_err(|e| format!("admin.token_file {}: {e}", path.display()))?;
-        let token = text.lines().next().unwrap_or("").trim();
-        if token.is_empty() {
-            return Err(format!("admin.token_file {} is empty", path.display()));
-        }
-        Ok(Some(token.to_owned()))
-    }
-}
-
-impl fmt::Debug for AdminConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AdminConfig")
-            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
-            .field("token_file", &self.token_file)
-            .field("allowed_hosts", &self.allowed_hosts)
-            .finish()
-    }
-}
-
 /// `sharding:` — tables split into sub-tables `table_0..table_{N-1}`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Sharding {
@@ -534,6 +477,7 @@ impl BackendSettings {
     }
 }
 
+mod admin;
 mod de;
 mod duration;
 mod limits;
@@ -544,6 +488,7 @@ mod raw;
 #[cfg(test)]
 mod tests;
 
+pub use admin::{AdminConfig, ConsoleRole, ConsoleUser, ADMIN_TOKEN_ENV};
 pub use duration::parse_duration;
 pub use password::{format_native_hash, native_password_hash, parse_native_hash};
 

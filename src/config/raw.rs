@@ -101,6 +101,11 @@ impl RawConfig {
                 });
             }
         }
+        let admin: AdminConfig = self.admin.into();
+        super::admin::check_console(&admin, self.tls.is_some()).map_err(|message| SemanticError {
+            keys: &["admin"],
+            message,
+        })?;
         let auth = self.auth.resolve()?;
         if auth.mode != AuthMode::Server && self.users.is_empty() {
             return Err(SemanticError {
@@ -128,7 +133,7 @@ impl RawConfig {
             freshness: self.freshness.into(),
             sharding,
             limits: self.limits.into(),
-            admin: self.admin.into(),
+            admin,
             runtime: self.runtime.into(),
             reload: ReloadSettings {
                 watch: self.reload.watch,
@@ -900,6 +905,15 @@ struct RawLimits {
         deserialize_with = "de::bounded::<usize, 1, 1000000, _>"
     )]
     max_unauthenticated_per_address: usize,
+    #[serde(
+        default = "default_pause_timeout",
+        deserialize_with = "de::parse::<de::Timeout, _>"
+    )]
+    pause_timeout: Duration,
+}
+
+fn default_pause_timeout() -> Duration {
+    Limits::default().pause_timeout
 }
 
 impl Default for RawLimits {
@@ -915,6 +929,7 @@ impl Default for RawLimits {
             handshake_timeout: l.handshake_timeout,
             max_unauthenticated: l.max_unauthenticated,
             max_unauthenticated_per_address: l.max_unauthenticated_per_address,
+            pause_timeout: l.pause_timeout,
         }
     }
 }
@@ -963,6 +978,7 @@ impl From<RawLimits> for Limits {
             handshake_timeout: raw.handshake_timeout,
             max_unauthenticated: raw.max_unauthenticated,
             max_unauthenticated_per_address: raw.max_unauthenticated_per_address,
+            pause_timeout: raw.pause_timeout,
         }
     }
 }
@@ -1048,6 +1064,13 @@ struct RawAdmin {
     token_file: Option<PathBuf>,
     #[serde(default)]
     allowed_hosts: Vec<String>,
+    #[serde(default, deserialize_with = "de::parse_opt::<de::ListenAddr, _>")]
+    sql_listen: Option<SocketAddr>,
+    #[serde(
+        default,
+        deserialize_with = "de::unique_list::<super::admin::RawConsoleUser, _>"
+    )]
+    users: Vec<super::ConsoleUser>,
 }
 
 impl From<RawAdmin> for AdminConfig {
@@ -1060,6 +1083,8 @@ impl From<RawAdmin> for AdminConfig {
                 .into_iter()
                 .map(|h| h.to_ascii_lowercase())
                 .collect(),
+            sql_listen: raw.sql_listen,
+            users: raw.users,
         }
     }
 }

@@ -715,3 +715,60 @@ fn runtime_section_defaults_values_and_problems() {
         assert_error(&format!("{MINIMAL}runtime:\n  {line}\n"), 7, needle);
     }
 }
+
+#[test]
+fn console_keys_parse_and_name_their_line() {
+    let hash = super::format_native_hash(&super::native_password_hash(b"pw"));
+    let text = format!(
+        "{MINIMAL}admin:\n  sql_listen: 127.0.0.1:6034\n  users:\n    - {{ name: ops, password_hash: \"{hash}\", role: admin }}\n    - {{ name: w, password_hash: \"{hash}\", role: monitor }}\nlimits:\n  pause_timeout: 3s\n"
+    );
+    let c = parse(&text).expect("valid");
+    assert_eq!(c.admin.sql_listen, Some("127.0.0.1:6034".parse().expect("addr")));
+    assert_eq!(c.admin.users.len(), 2);
+    assert_eq!(c.admin.users[1].role, super::ConsoleRole::Monitor);
+    assert_eq!(c.limits.pause_timeout, Duration::from_secs(3));
+    assert!(
+        !format!("{:?}", c.admin).contains(&hash[1..]),
+        "the hash is never printed"
+    );
+    let off = parse(MINIMAL).expect("valid");
+    assert_eq!(
+        (off.admin.sql_listen, off.admin.users.len()),
+        (None, 0),
+        "off by default"
+    );
+    assert_eq!(off.limits.pause_timeout, Duration::from_secs(30));
+
+    let base = format!("{MINIMAL}admin:\n  users:\n");
+    assert_error(
+        &format!("{base}    - {{ name: a, password_hash: \"{hash}\", role: root }}\n"),
+        8,
+        "`admin` or `monitor`",
+    );
+    assert_error(
+        &format!("{base}    - {{ name: a, password_hash: secret, role: admin }}\n"),
+        8,
+        "does not start with `*`",
+    );
+    assert_error(
+        &format!("{base}    - {{ name: a, password: x, role: admin }}\n"),
+        8,
+        "unknown field",
+    );
+    assert_error(
+        &format!("{base}    - {{ name: a, password_hash: \"{hash}\", role: admin }}\n    - {{ name: a, password_hash: \"{hash}\", role: admin }}\n"),
+        9,
+        "a",
+    );
+    assert_error(
+        &format!("{MINIMAL}admin:\n  sql_listen: localhost:6034\n"),
+        7,
+        "invalid listen address",
+    );
+    assert_error(&format!("{MINIMAL}limits:\n  pause_timeout: 0s\n"), 7, "");
+    assert_error(
+        &format!("{MINIMAL}admin:\n  sql_listen: 0.0.0.0:6034\n"),
+        6,
+        "not a loopback address",
+    );
+}

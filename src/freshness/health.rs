@@ -60,11 +60,28 @@ pub struct HealthFlags(std::sync::atomic::AtomicU8);
 
 const UP: u8 = 1;
 const CURRENT: u8 = 2;
+/// An operator drains the replica (`DRAIN BACKEND`): out of rotation
+/// whatever the probes say; kept across probes.
+const DRAINED: u8 = 4;
 
 impl HealthFlags {
     pub fn store(&self, h: &Health) {
         let bits = if h.up { UP } else { 0 } | if h.current { CURRENT } else { 0 };
-        self.0.store(bits, std::sync::atomic::Ordering::Release);
+        let _ = self.0.fetch_update(
+            std::sync::atomic::Ordering::Release,
+            std::sync::atomic::Ordering::Acquire,
+            |old| Some(bits | (old & DRAINED)),
+        );
+    }
+
+    /// `DRAIN BACKEND` / `ENABLE BACKEND` of this replica.
+    pub fn set_drained(&self, drained: bool) {
+        use std::sync::atomic::Ordering::AcqRel;
+        if drained {
+            self.0.fetch_or(DRAINED, AcqRel);
+        } else {
+            self.0.fetch_and(!DRAINED, AcqRel);
+        }
     }
 
     fn bits(&self) -> u8 {
@@ -135,5 +152,22 @@ mod tests {
         assert!(h.record(false, 2, 3), "no longer current");
         assert!(!h.record(false, 2, 3));
         assert!(h.record(false, 2, 3), "down");
+    }
+
+    #[test]
+    fn a_drained_replica_stays_out_of_rotation_across_probes() {
+        let (f, mut h) = (HealthFlags::default(), Health::default());
+        h.record(true, 1, 1);
+        f.store(&h);
+        assert!(f.in_rotation());
+        f.set_drained(true);
+        assert!(
+            !f.in_rotation() && f.up(),
+            "out of rotation, still up (reads under way go on)"
+        );
+        f.store(&h);
+        assert!(!f.in_rotation(), "a probe keeps the drain");
+        f.set_drained(false);
+        assert!(f.in_rotation());
     }
 }

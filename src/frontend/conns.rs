@@ -171,6 +171,11 @@ impl Session {
     /// the session (default database, replayed SETs). Errors are ready to
     /// send to the client.
     pub(super) async fn held(&mut self, conn: Conn) -> Result<(), ErrPacket> {
+        // hook(pause): an operator's PAUSE holds the statement here (crate::pause;
+        // boxed: rare, keeps the per-statement future small).
+        if self.shared.pause.active() {
+            Box::pin(self.wait_if_paused(conn)).await?;
+        }
         // The session's handle on the pool (see `PoolHandles`), taken out of
         // the session while in use: `pool` borrows no field of `self`.
         let handle = self.pool_handle(conn)?;

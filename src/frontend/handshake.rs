@@ -76,6 +76,39 @@ pub async fn handshake(
     r
 }
 
+/// The greeting (protocol 10) offering `offered` and mysql_native_password
+/// with `nonce`; `ext`: MariaDB extended capabilities, in the reserved bytes.
+pub fn greeting(
+    version: &[u8],
+    conn_id: u32,
+    nonce: &[u8; 20],
+    offered: CapabilityFlags,
+    collation: u8,
+    ext: u32,
+) -> Vec<u8> {
+    let mut scramble_2 = nonce[8..].to_vec();
+    scramble_2.push(0);
+    let mut first8 = [0u8; 8];
+    first8.copy_from_slice(&nonce[..8]);
+    let greeting = HandshakePacket::new(
+        10,
+        version,
+        conn_id,
+        first8,
+        Some(scramble_2),
+        offered,
+        collation,
+        StatusFlags::from_bits_truncate(SERVER_STATUS_AUTOCOMMIT),
+        Some(NATIVE),
+    )
+    .with_mariadb_ext_capabilities(mysql_common::constants::MariadbCapabilities::from_bits_truncate(
+        ext,
+    ));
+    let mut buf = Vec::new();
+    greeting.serialize(&mut buf);
+    buf
+}
+
 /// The client's next packet in the handshake, which must carry sequence id
 /// `*seq`; a packet out of order is refused with ERR 1156, as MariaDB does.
 async fn read_in_order(
@@ -143,26 +176,14 @@ async fn handshake_inner(
         // in the greeting's reserved bytes.
         offered.remove(CapabilityFlags::CLIENT_LONG_PASSWORD);
     }
-    let mut scramble_2 = nonce[8..].to_vec();
-    scramble_2.push(0);
-    let mut first8 = [0u8; 8];
-    first8.copy_from_slice(&nonce[..8]);
-    let greeting = HandshakePacket::new(
-        10,
+    let buf = greeting(
         version.as_bytes(),
         conn_id,
-        first8,
-        Some(scramble_2),
+        &nonce,
         offered,
         shared.greeting_collation(),
-        StatusFlags::from_bits_truncate(SERVER_STATUS_AUTOCOMMIT),
-        Some(NATIVE),
-    )
-    .with_mariadb_ext_capabilities(mysql_common::constants::MariadbCapabilities::from_bits_truncate(
         offered_ext,
-    ));
-    let mut buf = Vec::new();
-    greeting.serialize(&mut buf);
+    );
     let mut seq = 0u8;
     client.write_packet(&mut seq, &buf).await?;
 

@@ -116,6 +116,44 @@ impl Session {
             .then(|| crate::error::master_changed(old.master.addr(), new.master.addr(), new.master.fenced()))
     }
 
+    /// hook(pause): wait while `PAUSE` covers `conn` (`crate::pause`). A
+    /// master statement that waited takes a configuration reloaded meanwhile
+    /// (a planned switchover's new master), as it would have at the statement
+    /// boundary: it holds nothing yet, and the plan's target is the master.
+    pub(super) async fn wait_if_paused(
+        &mut self,
+        conn: Conn,
+    ) -> Result<(), crate::protocol::packets::ErrPacket> {
+        let (g, t) = (
+            &self.rt.topology.groups[0].name,
+            self.rt.config.limits.pause_timeout,
+        );
+        let master = conn == Conn::Master;
+        let admit = self
+            .shared
+            .pause
+            .admit(self.proc.id, g, master, self.in_transaction(), t);
+        if !(admit.await? && master) {
+            return Ok(());
+        }
+        match self.refresh_runtime(crate::protocol::consts::COM_QUERY) {
+            Refreshed::Stayed => Ok(()),
+            Refreshed::Moved(new_monitor) => {
+                if new_monitor {
+                    self.resync_causal().await;
+                }
+                Ok(())
+            }
+            // The session kept state on the old master (see `give_up_old_master`).
+            Refreshed::MasterLost(e, new_monitor) => {
+                if new_monitor {
+                    self.resync_causal().await;
+                }
+                Err(e)
+            }
+        }
+    }
+
     /// After a move to new monitors: one master snapshot (shared by the
     /// sessions that moved at once) taken now covers every write the session
     /// committed before it, as `after_write` does after a write.

@@ -83,9 +83,57 @@ pub struct Entry {
     /// across statements while it may hold named locks there (0: none):
     /// how `IS_USED_LOCK()` answers are mapped to session ids.
     lock_thread: AtomicU32,
+    /// What the session keeps between commands (see [`Holds`]), for the
+    /// operator's console (`SHOW SESSIONS`, `PAUSE` and `DRAIN` holders).
+    holds: AtomicU32,
+}
+
+/// What a session keeps between commands: a master connection, a replica's
+/// (by position), an open transaction. Packed in one atomic.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Holds {
+    pub master: bool,
+    pub replica: Option<usize>,
+    pub in_transaction: bool,
+}
+
+impl Holds {
+    fn pack(self) -> u32 {
+        let r = self
+            .replica
+            .map_or(0, |i| (i as u32).saturating_add(1).min(0xffff));
+        u32::from(self.master) | u32::from(self.in_transaction) << 1 | r << 16
+    }
+
+    fn unpack(v: u32) -> Holds {
+        Holds {
+            master: v & 1 != 0,
+            in_transaction: v & 2 != 0,
+            replica: (v >> 16).checked_sub(1).map(|i| i as usize),
+        }
+    }
 }
 
 impl Entry {
+    /// hook(console): what the session keeps now that its command is done.
+    /// (Compared first: a store per statement only when it changes.)
+    pub fn set_holds(&self, h: Holds) {
+        let v = h.pack();
+        if self.holds.load(Ordering::Relaxed) != v {
+            self.holds.store(v, Ordering::Relaxed);
+        }
+    }
+
+    /// What the session kept at the end of its last command.
+    pub fn holds(&self) -> Holds {
+        Holds::unpack(self.holds.load(Ordering::Relaxed))
+    }
+
+    /// A command is running (not between commands).
+    pub fn busy(&self) -> bool {
+        self.command.load(Ordering::Relaxed) != crate::protocol::consts::COM_SLEEP
+    }
+
     /// Command `cmd` starts now (`payload` is the whole command packet). A
     /// `KILL QUERY` that arrived between commands is forgotten, as the
     /// server does: it interrupts the statement running when it arrives.
@@ -314,6 +362,7 @@ impl Registry {
             killed: Mutex::new(None),
             epoch: self.epoch,
             lock_thread: AtomicU32::new(0),
+            holds: AtomicU32::new(0),
         });
         entry.since_ms.store(entry.now_ms(), Ordering::Relaxed);
         if let Ok(mut m) = self.shard(id).lock() {

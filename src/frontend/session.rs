@@ -369,6 +369,12 @@ impl Session {
             }
             self.release_idle().await;
             self.publish_lock_thread();
+            // hook(console): what PAUSE, DRAIN and SHOW SESSIONS see it hold.
+            self.proc.set_holds(super::registry::Holds {
+                master: self.backends.master.is_some(),
+                replica: self.backends.replica.as_ref().map(|(i, _)| *i),
+                in_transaction: self.in_transaction(),
+            });
             self.client.trim();
         }
     }

@@ -53,6 +53,8 @@ pub struct Shared {
     pub accounts: Arc<crate::auth::Catalog>,
     /// Which tables' writes use sequences (column defaults, triggers).
     pub sequence_users: super::sequence_users::SequenceUsers,
+    /// The operator's `PAUSE` (`crate::pause`), kept across reloads.
+    pub pause: crate::pause::Gate,
 }
 
 /// Sluice is shutting down. Asked by every session before every command:
@@ -140,6 +142,7 @@ impl Shared {
             sessions: Default::default(),
             accounts: Default::default(),
             sequence_users: Default::default(),
+            pause: Default::default(),
         })
     }
 

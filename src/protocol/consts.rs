@@ -100,6 +100,11 @@ pub mod errcode {
     /// The server runs with --read-only (sluice: a group with no master).
     pub const ER_OPTION_PREVENTS_STATEMENT: u16 = 1290;
     pub const ER_WRONG_ARGUMENTS: u16 = 1210;
+    pub const ER_LOCK_WAIT_TIMEOUT: u16 = 1205;
+    pub const ER_SPECIFIC_ACCESS_DENIED_ERROR: u16 = 1227;
+    pub const ER_PARSE_ERROR: u16 = 1064;
+    pub const ER_UNKNOWN_ERROR: u16 = 1105;
+    pub const ER_NO_SUCH_THREAD: u16 = 1094;
     pub const ER_USER_LIMIT_REACHED: u16 = 1226;
     pub const ER_NOT_SUPPORTED_YET: u16 = 1235;
     pub const ER_UNKNOWN_STMT_HANDLER: u16 = 1243;
