@@ -647,18 +647,19 @@ async fn planned_switchover_under_load_has_no_client_errors() {
     switchover(Repoint::Reload).await;
 }
 
-/// The same, with sluice told by `POST /v1/master` (what the console's
-/// `MASTER 'addr'` calls) instead of a reload.
+/// The same, with sluice told by the console's `MASTER 'addr'` (what
+/// `POST /v1/master` does too; tests/topology.rs uses that) instead of a
+/// reload; `SHOW TOPOLOGY` then names the new master.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn planned_switchover_told_by_post_master_has_no_client_errors() {
-    switchover(Repoint::PostMaster).await;
+async fn planned_switchover_told_by_the_console_has_no_client_errors() {
+    switchover(Repoint::Master).await;
 }
 
 /// How the test points sluice at the promoted replica.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Repoint {
     Reload,
-    PostMaster,
+    Master,
 }
 
 async fn switchover(how: Repoint) {
@@ -766,9 +767,21 @@ async fn switchover(how: Repoint) {
         std::fs::write(s.config_path(), moved).expect("rewrite config");
         a.query_drop("RELOAD").await.expect("RELOAD");
     } else {
-        let (status, body) =
-            http_post(s.admin_port, &format!("/v1/master?addr={}", new.addr())).expect("POST");
-        assert_eq!(status, 200, "{body}");
+        a.query_drop(format!("MASTER '{}'", new.addr()))
+            .await
+            .unwrap_or_else(|e| panic!("MASTER: {e}\n{}", s.log()));
+        let topology: Vec<mysql_async::Row> = a.query("SHOW TOPOLOGY").await.expect("SHOW TOPOLOGY");
+        assert_eq!(topology.len(), 1, "{topology:?}");
+        assert_eq!(
+            topology[0].get::<Option<String>, _>("master").flatten(),
+            Some(new.addr()),
+            "{topology:?}"
+        );
+        assert_eq!(
+            topology[0].get::<i64, _>("master_changes"),
+            Some(1),
+            "{topology:?}"
+        );
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     paused.store(false, Ordering::Relaxed);

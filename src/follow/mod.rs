@@ -133,11 +133,6 @@ impl Follower {
         self.views.load().as_ref().clone()
     }
 
-    /// Every server of every group (`SHOW BACKENDS`).
-    pub fn backends(&self) -> Vec<ServerView> {
-        self.views.load().iter().flat_map(|g| g.servers.clone()).collect()
-    }
-
     /// Make `addr` the master of `group` (the first group when `None`),
     /// in any topology mode, once a probe made now reads `read_only=0`
     /// there. `Ok`: a sentence saying what was done.

@@ -2,7 +2,8 @@
 //! malformed input is checked here without a socket.
 //!
 //! Grammar (keywords in any case, a trailing `;` allowed):
-//! `SHOW BACKENDS|POOLS|SESSIONS|STATE|WARNINGS`,
+//! `SHOW BACKENDS|POOLS|SESSIONS|STATE|TOPOLOGY|WARNINGS`,
+//! `MASTER 'host:port' [GROUP g]`,
 //! `PAUSE [WRITES] [GROUP g] [WAIT n]`, `RESUME [GROUP g]`,
 //! `DRAIN BACKEND 'host:port' [WAIT n]`, `ENABLE BACKEND 'host:port'`,
 //! `MAINTENANCE BACKEND 'host:port' [AFTER n]`, `KILL [SESSION] n`, `RELOAD`,
@@ -20,6 +21,7 @@ pub enum View {
     Pools,
     Sessions,
     State,
+    Topology,
 }
 
 impl View {
@@ -29,6 +31,7 @@ impl View {
             View::Pools => "pools",
             View::Sessions => "sessions",
             View::State => "state",
+            View::Topology => "topology",
         }
     }
 }
@@ -61,6 +64,12 @@ pub enum Command {
         session: u32,
     },
     Reload,
+    /// `MASTER 'host:port' [GROUP g]`: make that server the group's master
+    /// once it is seen writable (`crate::follow`).
+    Master {
+        addr: String,
+        group: Option<String>,
+    },
     /// `select @@version_comment limit 1` and friends: one text value.
     Value {
         name: &'static str,
@@ -87,6 +96,7 @@ impl Command {
             Command::Show(View::Pools) => "show_pools",
             Command::Show(View::Sessions) => "show_sessions",
             Command::Show(View::State) => "show_state",
+            Command::Show(View::Topology) => "show_topology",
             Command::Warnings | Command::Value { .. } | Command::Noop => "client",
             Command::Pause { .. } => "pause",
             Command::Resume { .. } => "resume",
@@ -95,12 +105,13 @@ impl Command {
             Command::Maintenance { .. } => "maintenance",
             Command::Kill { .. } => "kill",
             Command::Reload => "reload",
+            Command::Master { .. } => "master",
         }
     }
 }
 
 /// The list of commands, for error messages.
-pub const KNOWN: &str = "SHOW BACKENDS|POOLS|SESSIONS|STATE, PAUSE [WRITES] [GROUP g] [WAIT n], \
+pub const KNOWN: &str = "SHOW BACKENDS|POOLS|SESSIONS|STATE|TOPOLOGY, MASTER 'host:port' [GROUP g], PAUSE [WRITES] [GROUP g] [WAIT n], \
                          RESUME [GROUP g], DRAIN BACKEND 'host:port' [WAIT n], ENABLE BACKEND \
                          'host:port', MAINTENANCE BACKEND 'host:port' [AFTER n], KILL SESSION n, RELOAD";
 
@@ -224,6 +235,7 @@ pub fn parse(text: &str) -> Result<Command, String> {
                 "POOLS" => Command::Show(View::Pools),
                 "SESSIONS" => Command::Show(View::Sessions),
                 "STATE" => Command::Show(View::State),
+                "TOPOLOGY" => Command::Show(View::Topology),
                 "WARNINGS" => Command::Warnings,
                 _ => return Err(format!("unknown SHOW `{what}`; known: {KNOWN}")),
             }
@@ -283,6 +295,15 @@ pub fn parse(text: &str) -> Result<Command, String> {
             Command::Kill { session }
         }
         "RELOAD" => Command::Reload,
+        "MASTER" => {
+            let addr = w.quoted("the new master's address")?;
+            let group = if w.eat("GROUP") {
+                Some(w.next_any("GROUP's name")?)
+            } else {
+                None
+            };
+            Command::Master { addr, group }
+        }
         "SELECT" => return client_select(text),
         "SET" => {
             let what = w.next_any("what to set")?.to_ascii_lowercase();

@@ -132,10 +132,12 @@ impl Console {
     /// One arm per command.
     async fn execute(&self, cmd: &Command) -> Outcome {
         match cmd {
-            Command::Show(v) => {
-                let servers = self.follower.backends();
-                Outcome::Rows(views::build(*v, &self.shared, &self.maintenance_list(), &servers))
-            }
+            Command::Show(v) => Outcome::Rows(views::build(
+                *v,
+                &self.shared,
+                &self.maintenance_list(),
+                &self.follower.topology(),
+            )),
             Command::Warnings => Outcome::Rows(Table::new(&[
                 ("Level", table::Kind::Text),
                 ("Code", table::Kind::Int),
@@ -154,6 +156,14 @@ impl Console {
             Command::Enable { addr } => self.enable(addr),
             Command::Maintenance { addr, after } => self.maintenance(addr, *after),
             Command::Kill { session } => self.kill(*session),
+            Command::Master { addr, group } => match self.follower.set_master(group.as_deref(), addr).await {
+                Ok(done) => Outcome::Done(done),
+                Err(why) => Outcome::Failed(ErrPacket::new(
+                    errcode::ER_WRONG_ARGUMENTS,
+                    "HY000",
+                    format!("sluice: {addr} was not made the master: {why}"),
+                )),
+            },
             Command::Reload => match crate::reload::reload(&self.reloader).await {
                 Ok(summary) => Outcome::Done(summary),
                 Err(e) => Outcome::Failed(ErrPacket::new(

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::backend::BackendPool;
 use crate::config::FreshnessMode;
-use crate::follow::ServerView;
+use crate::follow::{GroupView, ServerView};
 use crate::freshness::state::Scope;
 use crate::frontend::registry::Holds;
 use crate::frontend::Shared;
@@ -99,14 +99,18 @@ pub fn state_of(b: &Backend, healthy: Option<bool>, maintenance: bool, paused: b
     }
 }
 
-/// `servers`: what the topology probes saw (`crate::follow`), for
-/// `SHOW BACKENDS`' read_only, server_id and reason.
-pub fn build(view: View, shared: &Shared, maintenance: &[String], servers: &[ServerView]) -> Table {
+/// `groups`: what the topology probes saw (`crate::follow`), for
+/// `SHOW TOPOLOGY` and `SHOW BACKENDS`' read_only, server_id and reason.
+pub fn build(view: View, shared: &Shared, maintenance: &[String], groups: &[GroupView]) -> Table {
     match view {
-        View::Backends => show_backends(shared, maintenance, servers),
+        View::Backends => {
+            let servers: Vec<ServerView> = groups.iter().flat_map(|g| g.servers.clone()).collect();
+            show_backends(shared, maintenance, &servers)
+        }
         View::Pools => show_pools(shared),
         View::Sessions => show_sessions(shared),
         View::State => show_state(shared),
+        View::Topology => show_topology(groups),
     }
 }
 
@@ -308,6 +312,32 @@ fn show_state(shared: &Shared) -> Table {
                 0
             }),
             Value::Int(i64::try_from(drained).unwrap_or(0)),
+        ]);
+    }
+    t
+}
+
+/// `SHOW TOPOLOGY`: one row per group as the topology probes last saw it
+/// (the fields of `GET /v1/topology` without its per-server list, which is
+/// `SHOW BACKENDS`).
+fn show_topology(groups: &[GroupView]) -> Table {
+    use Kind::{Int, Text};
+    let mut t = Table::new(&[
+        ("group", Text),
+        ("topology", Text),
+        ("master", Text),
+        ("writable", Text),
+        ("master_changes", Int),
+        ("lost_transactions", Int),
+    ]);
+    for g in groups {
+        t.rows.push(vec![
+            Value::text(&g.group),
+            Value::text(g.topology),
+            g.master.as_deref().map_or(Value::Null, Value::text),
+            Value::text(g.writable.join(",")),
+            Value::Int(g.master_changes as i64),
+            Value::Int(g.lost_transactions as i64),
         ]);
     }
     t
