@@ -92,6 +92,16 @@ pub fn terminator_status(payload: &[u8], deprecate_eof: bool) -> Option<u16> {
     }
 }
 
+/// Warning count of a terminating 0xFE packet under either EOF convention.
+pub fn terminator_warnings(payload: &[u8], deprecate_eof: bool) -> Option<u16> {
+    if deprecate_eof {
+        parse_ok(payload).map(|ok| ok.warnings)
+    } else {
+        let b = payload.get(1..3)?;
+        Some(u16::from_le_bytes([b[0], b[1]]))
+    }
+}
+
 /// A MySQL error as sent to a client: code, SQLSTATE and a sentence.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ErrPacket {
