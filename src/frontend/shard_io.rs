@@ -344,18 +344,21 @@ pub(super) async fn run_part_ok(
     conn: &mut BackendConn,
     part: &Part,
     params: &[RawParam],
-) -> Result<OkInfo, ErrPacket> {
+) -> Result<(OkInfo, Option<String>), ErrPacket> {
     if part.params.is_empty() {
-        return run_ok(conn, &part.sql).await;
+        send_query(conn, &part.sql).await?;
+    } else {
+        send_part(conn, part).await?;
+        execute_part(conn, part, params).await?;
     }
-    send_part(conn, part).await?;
-    execute_part(conn, part, params).await?;
     let p = read_payload(conn).await?;
     match p.first() {
         Some(0x00) => match crate::protocol::packets::parse_ok(&p) {
             Some(ok) => {
                 conn.status = ok.status;
-                Ok(ok)
+                let info =
+                    crate::protocol::packets::ok_info(&p).map(|i| String::from_utf8_lossy(i).into_owned());
+                Ok((ok, info))
             }
             None => {
                 conn.broken = true;

@@ -54,6 +54,7 @@ mod group;
 mod lex;
 mod literal;
 mod names;
+pub mod ok_info;
 mod params;
 mod route;
 mod select;
