@@ -83,7 +83,8 @@ impl Session {
         // Until the merge ends well, FOUND_ROWS() has no answer sluice knows.
         self.state.found_rows_unknown = true;
         let ordered = merge.group.is_none() && !merge.distinct && !merge.order_by.is_empty();
-        if let Some(why) = crate::shard::plan_dependent_join(original.sql, parts.len(), ordered) {
+        let grouped = merge.group.is_some() || merge.distinct;
+        if let Some(why) = crate::shard::plan_dependent_join(original.sql, parts.len(), ordered, grouped) {
             return self.send_err(&not_supported(why)).await;
         }
         let described = self.described(&merge, format, params, original).await;
