@@ -22,9 +22,13 @@ use common::cluster::*;
 use mysql_async::prelude::*;
 use mysql_async::{Conn, Row, Value};
 
-#[path = "sharding/gen.rs"]
-mod gen;
+mod sharding_gen {
+    pub mod corpus;
+    #[allow(dead_code)]
+    pub mod schema;
+}
 use gen::*;
+use sharding_gen::corpus as gen;
 // ---------------------------------------------------------------------------------------
 // Running and comparing
 // ---------------------------------------------------------------------------------------

@@ -72,8 +72,6 @@ struct Tally {
     spelling: u64,
     both_failed: u64,
     refusals: BTreeMap<String, u64>,
-    warnings_only: Vec<String>,
-    metadata_only: Vec<String>,
     wrong: Vec<String>,
 }
 
@@ -120,9 +118,7 @@ impl Pair {
                 }
             }
             let rank = |v: &Verdict| match v {
-                Verdict::Wrong(_) => 5,
-                Verdict::Metadata(_) => 4,
-                Verdict::Warnings(_) => 3,
+                Verdict::Wrong(_) => 3,
                 Verdict::Refused(_) => 2,
                 Verdict::Spelling => 1,
                 Verdict::Same => 0,
@@ -333,16 +329,6 @@ async fn run(seed: u64, count: u64, budget: Duration) -> Tally {
                 Verdict::Same => tally.same += 1,
                 Verdict::Spelling => tally.spelling += 1,
                 Verdict::Refused(kind) => *tally.refusals.entry(kind).or_default() += 1,
-                Verdict::Metadata(w) => tally.metadata_only.push(format!(
-                    "{w}({proto}): {} with {:?}",
-                    g.stmt.render("t"),
-                    pair.settings
-                )),
-                Verdict::Warnings(w) => tally.warnings_only.push(format!(
-                    "{w} ({proto}): {} with {:?}",
-                    g.stmt.render("t"),
-                    pair.settings
-                )),
                 Verdict::Wrong(why) => {
                     let (min, why_min) = pair.shrink(&g, found_rows, &mut kept, first_wrong).await;
                     let rows_note = if first_wrong {
@@ -374,7 +360,7 @@ async fn run(seed: u64, count: u64, budget: Duration) -> Tally {
         }
     }
     eprintln!(
-        "shard-gen seed {seed}: {} statements ({} runs, text and binary) in {:.1}s over {round} schemas: {} same, {} same error, {} only a representative's spelling, {} refused, {} with only the warning count different (open), {} with only column flags, origin or collation number different (open), {} wrong",
+        "shard-gen seed {seed}: {} statements ({} runs, text and binary) in {:.1}s over {round} schemas: {} same, {} same error, {} only a representative's spelling, {} refused, {} wrong",
         tally.statements,
         tally.runs,
         started.elapsed().as_secs_f64(),
@@ -382,16 +368,8 @@ async fn run(seed: u64, count: u64, budget: Duration) -> Tally {
         tally.both_failed,
         tally.spelling,
         tally.refusals.values().sum::<u64>(),
-        tally.warnings_only.len(),
-        tally.metadata_only.len(),
         tally.wrong.len()
     );
-    for w in tally.metadata_only.iter().take(5) {
-        eprintln!("  metadata only: {w}");
-    }
-    for w in tally.warnings_only.iter().take(5) {
-        eprintln!("  warnings only: {w}");
-    }
     for (k, n) in &tally.refusals {
         eprintln!("  refused {n:5}: {k}");
     }

@@ -14,7 +14,7 @@ use crate::merge::{binary_row_to_text, ColumnMeta, MergeError, RowSource, TextRo
 use crate::protocol::consts::{
     errcode, COM_QUERY, COM_STMT_EXECUTE, COM_STMT_PREPARE, COM_STMT_SEND_LONG_DATA, MAX_FRAME,
 };
-use crate::protocol::packets::{ErrPacket, OkInfo};
+use crate::protocol::packets::{terminator_warnings, ErrPacket, OkInfo};
 use crate::shard::Part;
 
 pub(super) fn not_supported(message: impl Into<String>) -> ErrPacket {
@@ -94,9 +94,15 @@ pub(super) struct ShardSource {
     /// Binary-protocol rows (a part run as a prepared statement), decoded with these
     /// column types into the text form the merge reads.
     pub binary: Option<Vec<ColumnMeta>>,
+    /// The warning count of its end of rows, once read.
+    pub warnings: u16,
 }
 
 impl RowSource for ShardSource {
+    fn warnings(&self) -> Option<u16> {
+        self.done.then_some(self.warnings)
+    }
+
     async fn next(&mut self) -> Result<Option<TextRow>, MergeError> {
         if self.done {
             return Ok(None);
@@ -111,6 +117,8 @@ impl RowSource for ShardSource {
         match p.payload.first() {
             Some(0xfe) if p.payload.len() < MAX_FRAME => {
                 self.done = true;
+                let deprecate_eof = self.conn.deprecate_eof();
+                self.warnings = terminator_warnings(&p.payload, deprecate_eof).unwrap_or(0);
                 log_done(self.log.take(), true);
                 Ok(None)
             }
@@ -146,10 +154,14 @@ impl Drop for ShardSource {
     }
 }
 
-/// Rows already read (transaction path).
-pub(super) struct BufferedSource(pub VecDeque<TextRow>);
+/// Rows already read (transaction path), and the warnings their part reported.
+pub(super) struct BufferedSource(pub VecDeque<TextRow>, pub u16);
 
 impl RowSource for BufferedSource {
+    fn warnings(&self) -> Option<u16> {
+        Some(self.1)
+    }
+
     async fn next(&mut self) -> Result<Option<TextRow>, MergeError> {
         Ok(self.0.pop_front())
     }
@@ -332,18 +344,21 @@ pub(super) async fn run_part_ok(
     conn: &mut BackendConn,
     part: &Part,
     params: &[RawParam],
-) -> Result<OkInfo, ErrPacket> {
+) -> Result<(OkInfo, Option<String>), ErrPacket> {
     if part.params.is_empty() {
-        return run_ok(conn, &part.sql).await;
+        send_query(conn, &part.sql).await?;
+    } else {
+        send_part(conn, part).await?;
+        execute_part(conn, part, params).await?;
     }
-    send_part(conn, part).await?;
-    execute_part(conn, part, params).await?;
     let p = read_payload(conn).await?;
     match p.first() {
         Some(0x00) => match crate::protocol::packets::parse_ok(&p) {
             Some(ok) => {
                 conn.status = ok.status;
-                Ok(ok)
+                let info =
+                    crate::protocol::packets::ok_info(&p).map(|i| String::from_utf8_lossy(i).into_owned());
+                Ok((ok, info))
             }
             None => {
                 conn.broken = true;
@@ -397,11 +412,22 @@ pub(super) async fn read_rows_as(
     conn: &mut BackendConn,
     binary: Option<&[ColumnMeta]>,
 ) -> Result<VecDeque<TextRow>, ErrPacket> {
+    read_rows_warned(conn, binary).await.map(|(rows, _)| rows)
+}
+
+/// [`read_rows_as`], with the warning count of the end of rows.
+pub(super) async fn read_rows_warned(
+    conn: &mut BackendConn,
+    binary: Option<&[ColumnMeta]>,
+) -> Result<(VecDeque<TextRow>, u16), ErrPacket> {
     let mut rows = VecDeque::new();
     loop {
         let p = read_payload(conn).await?;
         match p.first() {
-            Some(0xfe) if p.len() < MAX_FRAME => return Ok(rows),
+            Some(0xfe) if p.len() < MAX_FRAME => {
+                let warnings = terminator_warnings(&p, conn.deprecate_eof()).unwrap_or(0);
+                return Ok((rows, warnings));
+            }
             Some(0xff) => return Err(ErrPacket::parse(&p).unwrap_or_else(malformed_err)),
             _ => {
                 let row = match binary {

@@ -14,6 +14,7 @@
 //! on sub-table 0 where the merge would describe it otherwise, else the
 //! shard's with the sub-table's name replaced by the logical table's.
 
+use crate::protocol::consts::errcode::{ER_NET_READ_ERROR, ER_NOT_SUPPORTED_YET};
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
@@ -26,8 +27,8 @@ use crate::protocol::packets::{eof_packet, put_lenenc, ErrPacket};
 use crate::shard::Part;
 
 use super::shard_io::{
-    binary_metas, drain_rows, execute_part, execute_prepared, lost, not_supported, read_head, read_rows_as,
-    send_part, BufferedSource, Head, PartLog, ShardSource,
+    binary_metas, drain_rows, execute_part, execute_prepared, lost, not_supported, read_head,
+    read_rows_warned, send_part, BufferedSource, Head, PartLog, ShardSource,
 };
 use super::{Closed, CmdResult, Conn, Session};
 use crate::frontend::params::RawParam;
@@ -81,6 +82,11 @@ impl Session {
         // `post_reply_2`), which the client must see as the logical table.
         // Until the merge ends well, FOUND_ROWS() has no answer sluice knows.
         self.state.found_rows_unknown = true;
+        let ordered = merge.group.is_none() && !merge.distinct && !merge.order_by.is_empty();
+        let grouped = merge.group.is_some() || merge.distinct;
+        if let Some(why) = crate::shard::plan_dependent_join(original.sql, parts.len(), ordered, grouped) {
+            return self.send_err(&not_supported(why)).await;
+        }
         let described = self.described(&merge, format, params, original).await;
         if self.in_transaction() || self.state.pins.reason().is_some() || self.state.ro_tx.is_some() {
             return self
@@ -147,6 +153,7 @@ impl Session {
                 done: false,
                 log,
                 binary,
+                warnings: 0,
             })
             .collect();
         let origin = parts[0].group;
@@ -241,18 +248,15 @@ impl Session {
         let d = crate::shard::describe(ctx.original.sql, db.as_deref(), rules)?;
         let sql = format!("SET STATEMENT character_set_results = NULL FOR {}", d.sql);
         let binary = (ctx.format == RowFormat::Binary).then_some(ctx.params);
-        let columns =
-            if self.in_transaction() || self.state.pins.reason().is_some() || self.state.ro_tx.is_some() {
-                let r = match self.group_master(d.group).await {
-                    Ok(conn) => run_for_columns(conn, &sql, binary).await,
-                    Err(_) => None,
-                };
-                self.drop_broken(d.group);
-                r
-            } else {
-                let (mut conn, _) = self.scatter_conn(d.group, false).await.ok()?;
-                run_for_columns(&mut conn, &sql, binary).await
-            }?;
+        // Always a connection of its own, never the session's, and not pooled again: the
+        // server restores `character_set_results` after SET STATEMENT as the character
+        // set's default collation (utf8mb4_general_ci after SET NAMES utf8mb4 COLLATE
+        // utf8mb4_bin), so the connection would announce another collation number
+        // afterwards. Column types do not depend on a transaction's rows.
+        let (mut conn, _) = self.scatter_conn(d.group, false).await.ok()?;
+        let columns = run_for_columns(&mut conn, &sql, binary).await;
+        conn.broken = true;
+        let columns = columns?;
         let columns: Arc<[Bytes]> = columns.into();
         rules.learn_description(db.as_deref(), ctx.original.sql, key, columns.clone());
         Some(columns)
@@ -338,15 +342,22 @@ impl Session {
                     Head::Error(e) => return Err(e),
                 };
                 let binary = binary_metas(part, &d)?;
-                let rows = read_rows_as(conn, binary.as_deref()).await?;
+                let rows = read_rows_warned(conn, binary.as_deref()).await;
+                // A part's error among rows read for a LIMIT: see `merge::over_read_refusal`.
+                let rows = rows.map_err(|e| match merge.limit {
+                    Some(_) if !matches!(e.code, ER_NOT_SUPPORTED_YET | ER_NET_READ_ERROR) => not_supported(
+                        format!("sluice: {}", merge::over_read_refusal(e.code, &e.message)),
+                    ),
+                    _ => e,
+                })?;
                 Ok((d, rows))
             }
             .await;
             super::shard_io::log_done(log, r.is_ok());
             match r {
-                Ok((d, rows)) => {
+                Ok((d, (rows, warnings))) => {
                     defs.get_or_insert(d);
-                    sources.push(BufferedSource(rows));
+                    sources.push(BufferedSource(rows, warnings));
                 }
                 Err(e) => {
                     self.drop_broken(part.group);
@@ -494,6 +505,13 @@ impl Session {
         if let Some(why) = merge::inexact_avg(&spec, div_precision_set) {
             return self.send_err(&not_supported(why)).await;
         }
+        let named_zone = merge::named_time_zone(&self.state.sets);
+        let result_defs = described.as_deref().unwrap_or(&defs);
+        if let Some(why) = merge::inexact_timestamp(&spec, &metas, named_zone)
+            .or_else(|| merge::plan_dependent_double(&spec, result_defs))
+        {
+            return self.send_err(&not_supported(why)).await;
+        }
         if let Some(col) = merge::compared_columns(&spec)
             .into_iter()
             .find(|&c| metas.get(c).is_some_and(|m| !merge::exact_order(m)))
@@ -602,6 +620,10 @@ impl Session {
                     return self.client.flush().await.map_err(|_| Closed);
                 }
             }
+        }
+        if let Err(e) = merger.finish().await {
+            self.client.queue(&mut seq, &merge_error_packet(e).encode());
+            return self.client.flush().await.map_err(|_| Closed);
         }
         self.shared.metrics.merged_rows(merger.rows_merged());
         // FOUND_ROWS() next is the merged statement's, on whichever connection it runs.

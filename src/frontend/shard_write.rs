@@ -41,6 +41,10 @@ struct Totals {
     /// DDL: every sub-table answers the same statement, whose warnings (a note that the
     /// engine ignores DISABLE KEYS) the server gives once for the logical table.
     ddl: bool,
+    /// The parts' OK info texts, added up (`Records: …`, `Rows matched: …`).
+    info: crate::shard::ok_info::InfoSum,
+    /// The info text of the one part, when there is one (the server's own).
+    only_info: Option<String>,
 }
 
 impl Session {
@@ -88,6 +92,8 @@ impl Session {
             status: self.state.status,
             done: 0,
             ddl,
+            info: Default::default(),
+            only_info: None,
         };
         let mut failure = None;
         for &g in &groups {
@@ -119,12 +125,20 @@ impl Session {
         self.state.master_status(totals.status);
         // Queued, not flushed: the pipeline applies the write's effects
         // (counter bump, causal snapshot) first, then sends it (`run_plan`).
-        let p = ok_packet(
+        let mut p = ok_packet(
             totals.affected,
             totals.insert_id,
             self.state.status,
             totals.warnings,
         );
+        let info = match parts.len() {
+            1 => totals.only_info.take(),
+            _ if ddl => None,
+            _ => totals.info.text(totals.warnings),
+        };
+        if let Some(info) = info {
+            crate::protocol::packets::put_ok_info(&mut p, info.as_bytes());
+        }
         let mut seq = self.reply_seq;
         self.client.queue(&mut seq, &p);
         Ok(Some(WriteDone {
@@ -169,7 +183,10 @@ impl Session {
         for part in parts {
             let log = PartLog::start(log_on, &part.sql, &label, part.shard);
             match run_part_ok(conn, part, params).await {
-                Ok(ok) => {
+                Ok((ok, info)) => {
+                    let kind = crate::shard::ok_info::WriteKind::of(&part.sql);
+                    totals.info.add(info.as_deref(), ok.affected_rows, kind);
+                    totals.only_info = info;
                     super::shard_io::log_done(log, true);
                     totals.affected += ok.affected_rows;
                     match totals.insert_id_from {

@@ -70,6 +70,20 @@ pub fn inexact_comparison(
                 .into(),
         );
     }
+    // MIN/MAX of a YEAR column: the server writes the year 0 as `0000` or `0` by plan
+    // (through a temporary table or not).
+    if spec.group.as_ref().is_some_and(|g| {
+        g.aggs.iter().any(|a| {
+            matches!(a.kind, AggKind::Min | AggKind::Max)
+                && meta(a.col).is_some_and(|m| m.column_type == types::YEAR)
+        })
+    }) {
+        return Some(
+            "sluice: MIN/MAX of a YEAR column across shards is not supported (the server's text for the year 0 \
+             depends on its plan)"
+                .into(),
+        );
+    }
     // The server compares only the first max_sort_length bytes of strings when it
     // sorts (ORDER BY, and GROUP BY / DISTINCT done by sorting), all of them when it
     // reads an index or a temporary table's key: a session value other than the default
@@ -88,6 +102,79 @@ pub fn inexact_comparison(
     None
 }
 
+/// Why ordering merged TIMESTAMP values would not be the server's: it orders them (and
+/// takes MIN/MAX) by their UTC value, the merge by the text the session's `time_zone`
+/// shows, which goes back by an hour when daylight saving time ends. `named_zone`: the
+/// session set a named time zone (see [`named_time_zone`]).
+pub fn inexact_timestamp(spec: &MergeSpec, metas: &[ColumnMeta], named_zone: bool) -> Option<String> {
+    let compared = compared_columns(spec);
+    let ts = compared
+        .iter()
+        .any(|&c| metas.get(c).is_some_and(|m| m.column_type == types::TIMESTAMP));
+    (named_zone && ts).then(|| {
+        "sluice: ordering, grouping or MIN/MAX of a TIMESTAMP column across shards under a named time_zone \
+         is not supported (the server orders by UTC; the text a zone with daylight saving time shows does \
+         not follow that order)"
+            .to_string()
+    })
+}
+
+/// Whether the last `time_zone` the session set (`sets`: its replayed SET statements) is
+/// a named zone (`'Europe/Berlin'`), which may observe daylight saving time, rather than
+/// an offset (`'+01:00'`), `SYSTEM` or `DEFAULT` (the server's own setting).
+pub fn named_time_zone(sets: &[Vec<u8>]) -> bool {
+    let mut named = false;
+    for s in sets {
+        let lower = s.to_ascii_lowercase();
+        let Some(i) = lower.windows(9).position(|w| w == b"time_zone") else {
+            continue;
+        };
+        let rest = &lower[i + 9..];
+        let Some(eq) = rest.iter().position(|&c| c == b'=') else {
+            continue;
+        };
+        let v: Vec<u8> = rest[eq + 1..]
+            .iter()
+            .copied()
+            .skip_while(u8::is_ascii_whitespace)
+            .take_while(|&c| c != b',' && c != b';')
+            .collect();
+        let v = v.trim_ascii();
+        let unquoted = v
+            .strip_prefix(b"'")
+            .and_then(|v| v.strip_suffix(b"'"))
+            .unwrap_or(v);
+        let offset = unquoted.first().is_some_and(|&c| c == b'+' || c == b'-');
+        named = !(offset || unquoted == b"system" || unquoted == b"default" || unquoted == b"utc");
+    }
+    named
+}
+
+/// Why a merged result of groups or DISTINCT rows would not be the server's for a
+/// FLOAT/DOUBLE expression with a fixed number of decimals (`ROUND(x, 1)`), if it has one
+/// (`defs`: the result's column definitions): the server clips a value wider than that
+/// type's width where it stores it in a temporary table (`1e30` becomes
+/// `100000000000000000.0`) and not elsewhere, so its rows depend on its plan, which the
+/// parts' (grouping by other keys, on smaller tables) do not share.
+pub fn plan_dependent_double(spec: &MergeSpec, defs: &[bytes::Bytes]) -> Option<String> {
+    /// Decimals of a FLOAT/DOUBLE whose digits are not fixed.
+    const NOT_FIXED: u8 = 31;
+    if spec.group.is_none() && !spec.distinct {
+        return None;
+    }
+    let fixed_double_expr = defs.iter().take(spec.visible).any(|d| {
+        let expression = super::value::column_origin(d).is_none_or(|o| o.2.is_empty());
+        super::value::parse_column_def(d).is_some_and(|m| {
+            matches!(m.column_type, types::FLOAT | types::DOUBLE) && m.decimals < NOT_FIXED && expression
+        })
+    });
+    fixed_double_expr.then(|| {
+        "sluice: grouping or DISTINCT across shards with a FLOAT/DOUBLE expression of fixed decimals \
+         (ROUND(x, n), …) in the result is not supported (the server clips such values by plan)"
+            .to_string()
+    })
+}
+
 /// Why the merged AVG would not be the server's, if so: the merge divides with the
 /// server's default `div_precision_increment` (4), so a session that set another is
 /// refused.
@@ -102,4 +189,30 @@ pub fn inexact_avg(spec: &MergeSpec, div_precision_set: bool) -> Option<String> 
          with the default increment of 4)"
             .to_string()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::named_time_zone;
+
+    #[test]
+    fn a_named_time_zone_is_the_last_one_set() {
+        let sets = |v: &[&str]| v.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
+        assert!(named_time_zone(&sets(&["SET time_zone = 'Europe/Berlin'"])));
+        assert!(named_time_zone(&sets(&[
+            "SET NAMES utf8mb4",
+            "set @@time_zone='America/New_York'"
+        ])));
+        assert!(!named_time_zone(&sets(&[
+            "SET time_zone = 'Europe/Berlin'",
+            "SET time_zone = '+00:00'"
+        ])));
+        assert!(!named_time_zone(&sets(&["SET time_zone = '-05:00'"])));
+        assert!(!named_time_zone(&sets(&["SET time_zone = DEFAULT"])));
+        assert!(!named_time_zone(&sets(&[
+            "SET time_zone = 'SYSTEM'",
+            "SET sql_mode = ''"
+        ])));
+        assert!(!named_time_zone(&sets(&[])));
+    }
 }

@@ -16,6 +16,11 @@ use std::future::Future;
 /// `Ok(None)` ends the source; the merger never calls `next` again after that.
 pub trait RowSource: Send {
     fn next(&mut self) -> impl Future<Output = Result<Option<TextRow>, MergeError>> + Send;
+    /// The warnings the source's server reported at the end of its rows: `Some(0)` for a
+    /// source without any, `None` while its end has not been read.
+    fn warnings(&self) -> Option<u16> {
+        Some(0)
+    }
 }
 
 /// A resolved ORDER BY term.
@@ -107,6 +112,29 @@ impl<S: RowSource> KMerge<S> {
     /// Number of sources.
     pub fn sources(&self) -> usize {
         self.sources.len()
+    }
+
+    /// Reads every source to its end, at most `max_rows` more rows each (rows dropped),
+    /// so that its warnings are known: what a part's server reported is only in its last
+    /// packet. A source that has more is left as it is. Errors are the sources'.
+    pub async fn drain(&mut self, max_rows: usize) -> Result<(), MergeError> {
+        for s in &mut self.sources {
+            let mut n = 0;
+            while s.warnings().is_none() && n < max_rows {
+                if s.next().await?.is_none() {
+                    break;
+                }
+                n += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// The warnings of all sources, `None` when some source's end was not read.
+    pub fn warnings(&self) -> Option<u64> {
+        self.sources
+            .iter()
+            .try_fold(0u64, |n, s| s.warnings().map(|w| n + u64::from(w)))
     }
 
     /// The next row in merged order; `Ok(None)` once every source is exhausted.

@@ -64,11 +64,14 @@ mod testutil;
 mod value;
 
 pub use binary::{binary_row_to_text, parse_binary_row, text_row_to_binary};
-pub use exact::{compared_columns, inexact_avg, inexact_comparison, is_text};
+pub use exact::{
+    compared_columns, inexact_avg, inexact_comparison, inexact_timestamp, is_text, named_time_zone,
+    plan_dependent_double,
+};
 pub use having::Tri;
 pub use kmerge::{KMerge, RowSource};
 pub use num::format_double;
-pub use pipeline::{Merger, MAX_CUT_WARNINGS};
+pub use pipeline::{over_read_refusal, Merger, DRAIN_ROWS, MAX_CUT_WARNINGS};
 pub use row::{encode_text_row, TextRow};
 pub use spec::{
     AggKind, AggSpec, CmpOp, CollationOf, Concat, ConcatItem, Expr, GroupSpec, Limit, MergeSpec, SortKey,

@@ -38,6 +38,18 @@ struct Cuts {
     total: u64,
 }
 
+/// Rows read past the merge's end, per part, to learn its warnings.
+pub const DRAIN_ROWS: usize = 10_000;
+
+/// The sentence of [`Merger::over_read`] (also for a part read whole before the merge).
+pub fn over_read_refusal(code: u16, message: &str) -> String {
+    format!(
+        "a part of this statement on a sub-table failed with error {code} ({message}) while \
+         reading rows for the LIMIT, rows the server, applying the LIMIT to one table, may never \
+         evaluate; refused rather than answered with an error the server may not give"
+    )
+}
+
 /// Warnings kept as text (the server's default `max_error_count`).
 pub const MAX_CUT_WARNINGS: usize = 64;
 
@@ -392,7 +404,8 @@ impl<S: RowSource> Merger<S> {
                 self.done = true;
                 return Ok(None);
             }
-            let Some(row) = self.next_stage().await? else {
+            let next = self.next_stage().await;
+            let Some(row) = next.map_err(|e| self.over_read(e))? else {
                 self.done = true;
                 return Ok(None);
             };
@@ -411,6 +424,41 @@ impl<S: RowSource> Merger<S> {
             }
             self.emitted += 1;
             return Ok(Some(row.visible_payload(self.visible)));
+        }
+    }
+
+    /// After the last row: reads the parts to their ends (at most [`DRAIN_ROWS`] more
+    /// rows each) for their warnings, and refuses the statement when they reported
+    /// some. A merged result cannot give the server's warnings: their number follows
+    /// the rows each part evaluated (rows past a LIMIT the server never reaches, a
+    /// group's rows evaluated once per part) and their order the parts' plans. Warnings
+    /// of GROUP_CONCAT cuts the merge computes itself ([`Merger::cut_warnings`]): with
+    /// such cuts, the parts' own (a cut sub-group) are not counted. A part with more
+    /// than [`DRAIN_ROWS`] rows left is not read further (its warnings stay unknown).
+    pub async fn finish(&mut self) -> Result<(), MergeError> {
+        let drained = self.kmerge.drain(DRAIN_ROWS).await;
+        drained.map_err(|e| self.over_read(e))?;
+        match self.kmerge.warnings() {
+            Some(n) if n > 0 && self.cuts.total == 0 => Err(MergeError::Unsupported(format!(
+                "the parts of this statement on the sub-tables gave {n} warning(s), which a merged \
+                 result cannot pass on as the server gives them (their number follows the rows each \
+                 part read, their order its plan); refused rather than answered without them"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// A part's own error met while merging a statement with a LIMIT: each part reads
+    /// `offset + count` rows and evaluates the select list on all of them, where the
+    /// server, applying the LIMIT to one table, evaluates it only on the rows it sends (a
+    /// BIGINT overflow on a row past the window is no error there). Refused: the error
+    /// may not be the server's answer.
+    fn over_read(&self, e: MergeError) -> MergeError {
+        match e {
+            MergeError::Server { code, message, .. } if self.limit.is_some() => {
+                MergeError::Unsupported(over_read_refusal(code, &message))
+            }
+            e => e,
         }
     }
 

@@ -13,6 +13,10 @@ pub struct VecSource {
     pulls: Arc<AtomicUsize>,
     fail_after: Option<usize>,
     ended: bool,
+    /// The warnings its end reports (`None`: a source that knows of none, as before).
+    warnings: Option<u16>,
+    /// The server error its pull after the last row answers instead of the end.
+    server_error: Option<u16>,
 }
 
 impl VecSource {
@@ -22,7 +26,21 @@ impl VecSource {
             pulls: Arc::new(AtomicUsize::new(0)),
             fail_after: None,
             ended: false,
+            warnings: None,
+            server_error: None,
         }
+    }
+
+    /// Its end reports `n` warnings (known only once the end is read).
+    pub fn warned(mut self, n: u16) -> Self {
+        self.warnings = Some(n);
+        self
+    }
+
+    /// After its rows, the server's error `code` (an overflow met on the next row).
+    pub fn server_error_at_end(mut self, code: u16) -> Self {
+        self.server_error = Some(code);
+        self
     }
 
     /// Pulls beyond the first `n` return an error (a shard that must not be read on).
@@ -38,6 +56,13 @@ impl VecSource {
 }
 
 impl RowSource for VecSource {
+    fn warnings(&self) -> Option<u16> {
+        match self.warnings {
+            Some(n) => self.ended.then_some(n),
+            None => Some(0),
+        }
+    }
+
     async fn next(&mut self) -> Result<Option<TextRow>, MergeError> {
         assert!(!self.ended, "source pulled after its end");
         let n = self.pulls.fetch_add(1, Ordering::SeqCst);
@@ -46,7 +71,14 @@ impl RowSource for VecSource {
         }
         let row = self.rows.pop_front();
         self.ended = row.is_none();
-        Ok(row)
+        match self.server_error {
+            Some(code) if row.is_none() => Err(MergeError::Server {
+                code,
+                sql_state: "22003".into(),
+                message: "BIGINT value is out of range".into(),
+            }),
+            _ => Ok(row),
+        }
     }
 }
 

@@ -92,6 +92,36 @@ pub fn terminator_status(payload: &[u8], deprecate_eof: bool) -> Option<u16> {
     }
 }
 
+/// The info text of an OK packet (`Records: 3  Duplicates: 1  Warnings: 1`), after its
+/// status and warnings: a length-encoded string (the server writes it so whatever the
+/// capabilities, and clients read it so). `None` when there is none.
+pub fn ok_info(payload: &[u8]) -> Option<&[u8]> {
+    let rest = payload.get(1..)?;
+    let (_, a) = read_lenenc(rest)?;
+    let rest = rest.get(a..)?;
+    let (_, b) = read_lenenc(rest)?;
+    let rest = rest.get(b..)?.get(4..)?;
+    let (n, c) = read_lenenc(rest)?;
+    let info = rest.get(c..c.checked_add(usize::try_from(n).ok()?)?)?;
+    (!info.is_empty()).then_some(info)
+}
+
+/// Appends an info text to an OK packet of [`ok_packet`] (see [`ok_info`]).
+pub fn put_ok_info(out: &mut BytesMut, info: &[u8]) {
+    put_lenenc(out, info.len() as u64);
+    out.put_slice(info);
+}
+
+/// Warning count of a terminating 0xFE packet under either EOF convention.
+pub fn terminator_warnings(payload: &[u8], deprecate_eof: bool) -> Option<u16> {
+    if deprecate_eof {
+        parse_ok(payload).map(|ok| ok.warnings)
+    } else {
+        let b = payload.get(1..3)?;
+        Some(u16::from_le_bytes([b[0], b[1]]))
+    }
+}
+
 /// A MySQL error as sent to a client: code, SQLSTATE and a sentence.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ErrPacket {

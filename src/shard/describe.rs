@@ -168,6 +168,43 @@ pub fn has_join(sql: &str) -> bool {
     has_word(sql, b"join") || has_word(sql, b"straight_join")
 }
 
+/// Why a statement reading `parts` sub-tables would not be answered as the server answers
+/// it on one table, if so: a join whose rows are ordered (`ordered`: ORDER BY without
+/// grouping or DISTINCT), or a subquery (which the server may run as a semi-join) with
+/// ORDER BY, grouping or DISTINCT (`grouped`). Whether the server goes through a
+/// temporary table for them depends on the join order it picks for the tables' sizes,
+/// and that table changes the result's column flags, origins and types and clips
+/// fixed-decimal DOUBLEs: the parts, on tables a fraction of the size, pick otherwise.
+/// (Grouped joins are described by the server itself, see `describe`, and matched the
+/// reference in every test so far.)
+pub fn plan_dependent_join(sql: &str, parts: usize, ordered: bool, grouped: bool) -> Option<String> {
+    if parts < 2 {
+        return None;
+    }
+    let subquery = count_word(sql, b"select") > 1 && !has_union(sql);
+    let join = has_join(sql) && ordered;
+    let semi = subquery && (ordered || grouped || has_word(sql, b"order"));
+    (join || semi).then(|| {
+        "sluice: a join with ORDER BY, or a subquery with ORDER BY, GROUP BY or DISTINCT, across \
+         shards is not supported (the server's result columns depend on the join order it picks \
+         for one table's size)"
+            .to_string()
+    })
+}
+
+fn count_word(sql: &str, word: &[u8]) -> usize {
+    let b = sql.as_bytes();
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80;
+    b.windows(word.len())
+        .enumerate()
+        .filter(|(i, w)| {
+            w.eq_ignore_ascii_case(word)
+                && (*i == 0 || !ident(b[i - 1]))
+                && b.get(i + word.len()).is_none_or(|&c| !ident(c))
+        })
+        .count()
+}
+
 /// Whether `sql` may hold a LIMIT (a false positive only leaves FOUND_ROWS() alone).
 pub fn has_limit(sql: &str) -> bool {
     has_word(sql, b"limit")

@@ -54,6 +54,7 @@ mod group;
 mod lex;
 mod literal;
 mod names;
+pub mod ok_info;
 mod params;
 mod route;
 mod select;
@@ -68,7 +69,7 @@ mod walk;
 use crate::merge as spec;
 
 pub use columns::{columns_needed, columns_query, wants_columns, NeedColumns};
-pub use describe::{describe, has_join, has_limit, has_union, logical_names, Describe};
+pub use describe::{describe, has_join, has_limit, has_union, logical_names, plan_dependent_join, Describe};
 pub use params::{needs_charset, Charset, ParamValue, Temporal};
 pub use plan::{bind_merge, plan, plan_prepared, Part, Refusal, ShardPlan};
 pub use rule::{

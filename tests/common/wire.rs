@@ -382,8 +382,10 @@ fn parse_ok(p: &[u8], caps: u32) -> Option<OkInfo> {
             let all = lenenc_bytes(&mut b)?;
             track = parse_track(all)?;
         }
-    } else {
-        info = String::from_utf8_lossy(b).into_owned();
+    } else if !b.is_empty() {
+        // A length-encoded string whatever the capabilities: MariaDB writes it so
+        // (`net_send_ok`), and clients (libmariadb, mysql_common) read it so.
+        info = lenenc_str(&mut b)?;
     }
     Some(OkInfo {
         affected_rows,

@@ -29,14 +29,6 @@ pub enum Verdict {
     /// collation differs (a group's or MIN/MAX's representative: the server keeps
     /// whichever its scan meets first, which no merge can know).
     Spelling,
-    /// Rows and columns equal, the warning count not: merged results report none of
-    /// the shards' warnings (open, see docs/sharding.md). Counted, not failed.
-    Warnings(String),
-    /// Rows equal, column definitions differ only in flags, origin (`org_name`) or the
-    /// collation number within the same character set: metadata the server derives
-    /// from its plan (temporary tables) or sluice does not replay (open, see
-    /// docs/sharding.md). Counted, not failed.
-    Metadata(String),
     /// A wrong answer: what differs.
     Wrong(String),
 }
@@ -146,22 +138,6 @@ fn lower(rows: &[Vec<u8>]) -> Vec<String> {
     v
 }
 
-/// Two definitions `name|org_name|cs=…|len=…|type=…|flags=…|dec=…` equal but for
-/// flags, org_name, and a collation of the same character set (utf8mb4: 45 vs 224).
-fn same_but_plan_metadata(a: &str, b: &str) -> bool {
-    let f = |s: &str| -> Vec<String> { s.split('|').map(str::to_string).collect() };
-    let (x, y) = (f(a), f(b));
-    if x.len() != 7 || y.len() != 7 {
-        return false;
-    }
-    let utf8mb4 = |c: &str| matches!(c, "cs=45" | "cs=46" | "cs=224" | "cs=2048" | "cs=255");
-    x[0] == y[0]
-        && (x[2] == y[2] || (utf8mb4(&x[2]) && utf8mb4(&y[2])))
-        && x[3] == y[3]
-        && x[4] == y[4]
-        && x[6] == y[6]
-}
-
 fn show(rows: &[Vec<u8>], i: usize) -> String {
     rows.get(i)
         .map_or("-".into(), |r| format!("{:?}", String::from_utf8_lossy(r)))
@@ -186,11 +162,9 @@ pub fn judge(got: &Seen, want: &Seen, ordered: bool) -> Verdict {
             },
         ) => {
             let mut out = String::new();
-            let mut meta_only = c1 != c2 && c1.len() == c2.len();
             if c1 != c2 {
                 for (i, (a, b)) in c1.iter().zip(c2).enumerate() {
                     if a != b {
-                        meta_only &= same_but_plan_metadata(a, b);
                         out.push_str(&format!("column {i}: sluice {a} / server {b}; "));
                     }
                 }
@@ -224,12 +198,10 @@ pub fn judge(got: &Seen, want: &Seen, ordered: bool) -> Verdict {
                     show(&s2, i)
                 ));
             }
-            let rows_same = s1 == s2;
-            if w1 != w2 && out.is_empty() {
-                return Verdict::Warnings(format!("warnings {w1} vs {w2}"));
-            }
-            if meta_only && rows_same && w1 == w2 {
-                return Verdict::Metadata(out);
+            // Column flags, origin, collation numbers and the warning count are part of
+            // the answer: a difference is a wrong answer like any other.
+            if w1 != w2 {
+                out.push_str(&format!("warnings {w1} vs {w2}; "));
             }
             if out.is_empty() {
                 Verdict::Same

@@ -1,6 +1,7 @@
 //! ORDER BY and LIMIT: the seed's case, early stop, NULLs, hidden sort keys.
 
 use super::*;
+use crate::merge::testutil::int_rows;
 
 // ---------------------------------------------------------------------------------
 // The seed: Atlas sent `LIMIT 20, 20` to every sub-table and concatenated the results.
@@ -272,5 +273,81 @@ async fn order_by_enum_is_refused() {
     assert!(matches!(
         Merger::new(Vec::<VecSource>::new(), bad, vec![meta(types::LONG)]),
         Err(MergeError::InvalidSpec(_))
+    ));
+}
+
+// ---------------------------------------------------------------------------------
+// What a merged result cannot pass on: the parts' warnings, errors past the LIMIT.
+
+fn ordered(limit: Option<Limit>) -> MergeSpec {
+    MergeSpec {
+        visible: 1,
+        order_by: vec![SortKey::asc(0)],
+        limit,
+        group: None,
+        distinct: false,
+    }
+}
+
+#[tokio::test]
+async fn a_part_with_warnings_refuses_the_statement_at_its_end() {
+    let sources = vec![
+        VecSource::new(int_rows(&[&[1], &[3]])).warned(0),
+        VecSource::new(int_rows(&[&[2]])).warned(2),
+    ];
+    let mut m = Merger::new(sources, ordered(None), vec![meta(types::LONG)]).expect("merger");
+    assert_eq!(collect(&mut m).await.len(), 3);
+    assert!(matches!(m.finish().await, Err(MergeError::Unsupported(w)) if w.contains("2 warning")));
+}
+
+#[tokio::test]
+async fn parts_a_limit_stopped_are_read_to_their_end_for_their_warnings() {
+    let a = VecSource::new(int_rows(&[&[1], &[2], &[3]])).warned(0);
+    let pulls = a.pull_counter();
+    let b = VecSource::new(int_rows(&[&[4], &[5], &[6]])).warned(1);
+    let spec = ordered(Some(Limit { offset: 0, count: 1 }));
+    let mut m = Merger::new(vec![a, b], spec, vec![meta(types::LONG)]).expect("merger");
+    assert_eq!(collect(&mut m).await, strs(&[&[Some("1")]]));
+    // The second part's warning is only in its last packet: it is read, and refused.
+    assert!(matches!(m.finish().await, Err(MergeError::Unsupported(_))));
+    assert_eq!(
+        pulls.load(AtomicOrdering::SeqCst),
+        4,
+        "every row and the end of the first part"
+    );
+    let quiet = vec![
+        VecSource::new(int_rows(&[&[1], &[2]])).warned(0),
+        VecSource::new(int_rows(&[&[3]])).warned(0),
+    ];
+    let spec = ordered(Some(Limit { offset: 0, count: 1 }));
+    let mut m = Merger::new(quiet, spec, vec![meta(types::LONG)]).expect("merger");
+    collect(&mut m).await;
+    assert!(m.finish().await.is_ok());
+}
+
+#[tokio::test]
+async fn a_part_error_under_a_limit_is_a_refusal_not_the_server_answer() {
+    let run = |limit| async move {
+        let sources = vec![
+            VecSource::new(int_rows(&[&[1], &[2]])),
+            VecSource::new(int_rows(&[&[3]])).server_error_at_end(1690),
+        ];
+        let mut m = Merger::new(sources, ordered(limit), vec![meta(types::LONG)]).expect("merger");
+        let mut last = Ok(None);
+        for _ in 0..4 {
+            last = m.next_row().await;
+            if !matches!(last, Ok(Some(_))) {
+                break;
+            }
+        }
+        last
+    };
+    // Each part read rows for `LIMIT 0, offset+count`, which the server never evaluates.
+    let limited = run(Some(Limit { offset: 1, count: 5 })).await;
+    assert!(matches!(limited, Err(MergeError::Unsupported(w)) if w.contains("1690")));
+    // Without a LIMIT the parts evaluate the rows the server evaluates: its own error.
+    assert!(matches!(
+        run(None).await,
+        Err(MergeError::Server { code: 1690, .. })
     ));
 }

@@ -1,6 +1,8 @@
-//! The data set and the query generator of the sharding differentials: `tests/sharding.rs`
-//! (text protocol) and `tests/sharding_binary.rs` (binary protocol) run the same queries
-//! on the same rows.
+//! The fixed corpus of the sharding differentials: the seed's table (`post_reply`, 100k
+//! rows) and a list of queries by shape, which `tests/sharding.rs` (text protocol) and
+//! `tests/sharding_binary.rs` (binary protocol) run on the same rows. The random schemas
+//! and statements of `tests/sharding_gen.rs` live next to it (`schema.rs`, `grammar.rs`);
+//! both draw from one PRNG (`schema::Rng`).
 #![allow(dead_code)]
 
 /// Rows of the differential data set (the issue asks for at least 100k).
@@ -45,16 +47,16 @@ pub fn schema(table: &str) -> String {
 // Deterministic data
 // ---------------------------------------------------------------------------------------
 
-/// SplitMix64: a small deterministic generator (same data and queries on every run).
+/// The corpus' view of the shared SplitMix64 ([`super::schema::Rng`]): same data and
+/// queries on every run.
 pub struct Rng(pub u64);
 
 impl Rng {
     pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        let mut core = super::schema::Rng(self.0);
+        let v = core.next();
+        self.0 = core.0;
+        v
     }
     pub fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
@@ -565,10 +567,16 @@ pub fn generate(data: &[Reply]) -> Vec<Q> {
         "key as string",
         "SELECT id, tid FROM post_reply WHERE tid = '228596' ORDER BY id LIMIT 30",
     ));
-    qs.push(Q::new(
-        "key as string",
-        "SELECT COUNT(*) FROM post_reply WHERE tid IN ('4', '8', ' 12 ', '228839')",
-    ));
+    // The server notes 1292 ("Truncated incorrect DECIMAL value: ' 12 '") for an IN list of
+    // several values; a part with several gives it too, and a merged result cannot pass the
+    // parts' warnings on: refused then (an exact answer otherwise).
+    qs.push(
+        Q::new(
+            "key as string",
+            "SELECT COUNT(*) FROM post_reply WHERE tid IN ('4', '8', ' 12 ', '228839')",
+        )
+        .extra(),
+    );
     qs.push(Q::new(
         "key, one shard",
         "SELECT id, tid FROM post_reply WHERE tid IN (4, 8, 12, 228596, 225232) ORDER BY tid DESC, id LIMIT 50, 25",
