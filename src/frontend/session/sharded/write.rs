@@ -13,7 +13,7 @@ use crate::shard::Part;
 
 use crate::frontend::params::RawParam;
 
-use super::shard_io::{not_supported, run_ok, run_part_ok, PartLog};
+use super::io::{not_supported, run_ok, run_part_ok, PartLog};
 use super::{Closed, Session};
 
 /// A sharded write that was applied: what the pipeline needs to apply its
@@ -170,7 +170,7 @@ impl Session {
             let log = PartLog::start(log_on, &part.sql, &label, part.shard);
             match run_part_ok(conn, part, params).await {
                 Ok(ok) => {
-                    super::shard_io::log_done(log, true);
+                    super::io::log_done(log, true);
                     totals.affected += ok.affected_rows;
                     match totals.insert_id_from {
                         Some(s) if s == part.shard => totals.insert_id = ok.last_insert_id,
@@ -187,7 +187,7 @@ impl Session {
                     status = Some(ok.status);
                 }
                 Err(e) => {
-                    super::shard_io::log_done(log, false);
+                    super::io::log_done(log, false);
                     failure = Some(e);
                     break;
                 }

@@ -48,26 +48,19 @@ use super::io::ClientIo;
 use super::prepared::{self, Conn, Registry};
 use super::relay::{self, RelayError};
 use super::shared::Shared;
-use conns::sync_to_state;
-use conns::{lost, slot_of, Held, Pins};
+use backends::sync_to_state;
+use backends::{lost, slot_of, Held, Pins};
 
-#[path = "conns.rs"]
-mod conns;
-#[path = "pipeline.rs"]
+mod backends;
 mod pipeline;
 // hook(abandon/kill/wait_timeout): the session's side of KILL, processlist,
 // wait_timeout and its end.
-#[path = "control.rs"]
 mod control;
-#[path = "refresh.rs"]
 mod refresh;
-#[path = "session_state.rs"]
-mod session_state;
-#[path = "sharded.rs"]
 mod sharded;
-#[path = "statements.rs"]
+mod state;
 mod statements;
-use session_state::SessionState;
+use state::SessionState;
 
 /// Serve one client connection; `slot` is its place among the connections in
 /// their handshake, given up once the handshake ends.
@@ -208,7 +201,7 @@ struct Session {
     /// hook(perf): the idle timeout's timer, kept across commands.
     idle_timer: super::wait::IdleTimer,
     /// hook(perf): handles on the pools `held` checks out from.
-    pools: conns::PoolHandles,
+    pools: backends::PoolHandles,
 }
 
 impl Session {

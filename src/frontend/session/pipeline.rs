@@ -145,7 +145,7 @@ impl Session {
         }
         // ROW_COUNT()/FOUND_ROWS() on the connection are not the session's.
         let prev_foreign = borrowed
-            || self.state.prev_clobbered == super::session_state::PREV_EVERYWHERE
+            || self.state.prev_clobbered == super::state::PREV_EVERYWHERE
             || (self.state.prev_clobbered != 0 && self.state.prev_clobbered == self.gen_of(route.conn));
         let lid_sensitive = on_master && plan.effects.last_insert_id;
         if lid_sensitive {
@@ -265,7 +265,7 @@ impl Session {
         }
         if tracker.result_set
             && (self.state.prev_clobbered == self.gen_of(conn)
-                || self.state.prev_clobbered == super::session_state::PREV_EVERYWHERE)
+                || self.state.prev_clobbered == super::state::PREV_EVERYWHERE)
         {
             self.state.prev_clobbered = 0;
         }

@@ -23,7 +23,7 @@ use crate::protocol::packets::ErrPacket;
 use crate::protocol::resultset::{queue_result, Column};
 use crate::runtime::Runtime;
 
-use super::conns::Pins;
+use super::backends::Pins;
 use super::{Closed, CmdResult, Conn, Session};
 use crate::frontend::kill::{Intercept, KillTarget};
 use crate::frontend::registry::{KillRequest, Row};
