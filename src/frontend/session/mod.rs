@@ -22,44 +22,49 @@
 //! - A backend failure sends the client an error and drops that connection;
 //!   the session stays *Ready* and reconnects on its next command.
 //! - *Closed*: COM_QUIT, client EOF, or a client protocol error.
+//!
+//! The folder, in the order a statement meets it: `cmd/` (one file per
+//! command) → `pipeline.rs` (plan → gate → ready → exec → apply), whose
+//! steps are `gate.rs` (Plan + state + health → Route), `ready.rs` (the
+//! connection made ready for it), `exec.rs` (the one retry loop),
+//! `apply.rs` (its effects) and `followups.rs` (the async work they ask
+//! for). `state.rs` is the session's logical state, `backends.rs` its
+//! connections, `refresh.rs` the move to a reloaded configuration, and
+//! `sharded/` runs statements on sharded tables.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tokio::net::TcpStream;
-use tracing::{debug, info, warn, Instrument};
+use tracing::{debug, info, Instrument};
 
-use crate::backend::{BackendError, PoolKey};
+use crate::backend::PoolKey;
 use crate::error;
-use crate::freshness::monitor::{Fallback, GroupMonitor, Provisional};
+use crate::freshness::monitor::GroupMonitor;
 use crate::protocol::consts::*;
 use crate::protocol::packets::{ok_packet, ErrPacket};
-use crate::protocol::response::{ResponseKind, ResponseTracker};
+use crate::protocol::response::ResponseKind;
 use crate::protocol::{PacketStream, ProtocolError};
-use crate::router::plan::RouteReason;
-use crate::router::route::Source;
 use crate::runtime::Runtime;
-use pipeline::Exec;
 
-use super::abandon::ReadWatch;
-use super::change_user::parse_change_user;
 use super::handshake::{self, Authed, HandshakeError};
 use super::io::ClientIo;
 use super::prepared::{self, Conn, Registry};
-use super::relay::{self, RelayError};
 use super::shared::Shared;
 use backends::sync_to_state;
-use backends::{lost, slot_of, Held, Pins};
+use backends::Backends;
 
+mod apply;
 mod backends;
+mod cmd;
+mod exec;
+mod followups;
+mod gate;
 mod pipeline;
-// hook(abandon/kill/wait_timeout): the session's side of KILL, processlist,
-// wait_timeout and its end.
-mod control;
+mod ready;
 mod refresh;
 mod sharded;
 mod state;
-mod statements;
 use state::SessionState;
 
 /// Serve one client connection; `slot` is its place among the connections in
@@ -127,47 +132,11 @@ pub struct Closed;
 #[derive(Debug)]
 pub struct Stale;
 
-/// Where a statement goes and why (the reason is a metric label).
-#[derive(Debug, Clone, Copy)]
-struct Route {
-    conn: Conn,
-    reason: RouteReason,
-}
-
-/// The backend connections serving a session (its master and at most one
-/// replica of group 0, other groups' masters) and what is known of them.
-struct Backends {
-    master: Option<Held>,
-    replica: Option<(usize, Held)>,
-    /// The connection the next statement may ask about (see conns.rs).
-    keep: Option<Conn>,
-    /// The statement (client id) with an open cursor, and where.
-    cursor: Option<(u32, Conn)>,
-    /// The connection that ran the session's last statement.
-    last_conn: Conn,
-    /// Master connections of backend groups other than 0 (sharded tables
-    /// placed there) and the transaction's writing group (`groups.rs`).
-    groups: sharded::GroupConns,
-}
-
-impl Default for Backends {
-    fn default() -> Backends {
-        Backends {
-            master: None,
-            replica: None,
-            keep: None,
-            cursor: None,
-            last_conn: Conn::Master,
-            groups: sharded::GroupConns::default(),
-        }
-    }
-}
-
 /// One client session: who the client is (login), its logical state
-/// (`state`, the state machine of session_state.rs), the connections
+/// (`state`, the state machine of state.rs), the connections
 /// serving it (`backends`) and its prepared statements. Each command is
-/// handled by its own method (query, init_db, stmt_*, reset_connection,
-/// change_user), and every statement goes through `pipeline::statement`.
+/// handled by its own method in `cmd/`, and every statement goes through
+/// `pipeline::statement`.
 struct Session {
     shared: Arc<Shared>,
     /// The configuration snapshot this session routes with; replica
@@ -355,532 +324,6 @@ impl Session {
         self.state.in_transaction()
     }
 
-    /// COM_QUERY: a statement on a sharded table goes to the shard
-    /// planner; every other one through the pipeline (pipeline.rs).
-    async fn query(&mut self, payload: &[u8]) -> CmdResult {
-        // hook(kill): KILL and SHOW PROCESSLIST are answered by sluice;
-        // CONNECTION_ID() becomes the session's id, IS_USED_LOCK() the
-        // holder's (thread_ids).
-        if let Some(i) = super::kill::intercept(&payload[1..]) {
-            return self.intercepted(i).await;
-        }
-        let rewritten;
-        let registry = &self.shared.sessions;
-        let payload =
-            match super::thread_ids::rewrite(&payload[1..], self.proc.id, || registry.lock_holders()) {
-                Some(sql) => {
-                    rewritten = [&[COM_QUERY][..], &sql].concat();
-                    &rewritten[..]
-                }
-                None => payload,
-            };
-        let sql = &payload[1..];
-        let c = self.classify(sql);
-        // hook(kill): a KILL or SHOW PROCESSLIST after the first statement
-        // of a text would reach the server with sluice's ids (or list the
-        // backend account's threads): refused, never forwarded.
-        if c.multi_statement && later_intercept(sql) {
-            return self
-                .send_err(&ErrPacket::new(
-                    errcode::ER_NOT_SUPPORTED_YET,
-                    "42000",
-                    "sluice answers KILL and SHOW PROCESSLIST itself only as the first statement \
-                     of a multi-statement text; send them on their own",
-                ))
-                .await;
-        }
-        if self.try_sharded(&c, sql).await? {
-            return Ok(());
-        }
-        self.statement(&c, sql, Source::Text, Exec::Text { payload })
-            .await
-    }
-
-    /// Remember a SET that ran on `ran_on`, to replay it on the session's
-    /// other connections before they next serve it.
-    fn record_set(&mut self, sql: &[u8], ran_on: Conn) {
-        // The connection that ran it had run all the others (it was synced).
-        let synced = slot_of(&mut self.backends.master, &mut self.backends.replica, ran_on)
-            .filter(|h| h.conn.state.sets == self.state.chain);
-        if !self.state.push_set(sql) {
-            self.pin(Pins::SESSION_STATE);
-            return;
-        }
-        if let Some(h) = synced {
-            h.conn.state.sets.push(sql);
-        }
-    }
-
-    async fn init_db(&mut self, payload: &[u8]) -> CmdResult {
-        let db = String::from_utf8_lossy(&payload[1..]).into_owned();
-        let route = Route {
-            conn: Conn::Master,
-            reason: RouteReason::SessionState,
-        };
-        let Some(tracker) = self
-            .run_on(route, payload, ResponseKind::Single, false, None)
-            .await?
-        else {
-            return Ok(());
-        };
-        if !tracker.error {
-            self.entered_db(Conn::Master, db);
-        }
-        Ok(())
-    }
-
-    async fn simple(&mut self, payload: &[u8], kind: ResponseKind) -> CmdResult {
-        let route = Route {
-            conn: Conn::Master,
-            reason: RouteReason::Command,
-        };
-        self.run_on(route, payload, kind, false, None).await.map(drop)
-    }
-
-    async fn set_option(&mut self, payload: &[u8]) -> CmdResult {
-        let r = self.simple(payload, ResponseKind::Single).await;
-        // The option (multi-statements on/off) changes the connection's
-        // behaviour for good; COM_RESET_CONNECTION does not undo it, so the
-        // connection must not serve another client afterwards. Replicas
-        // would not know it: keep this session on the master.
-        if let Some(m) = self.backends.master.as_mut() {
-            m.conn.no_reuse = true;
-        }
-        self.pin(Pins::SET_OPTION);
-        // Known here too: `KILL <id>; …` is sluice's only with it on
-        // (control.rs). The server accepts both values of the option.
-        match payload.get(1..3) {
-            Some([0, 0]) => self.caps.insert(CapabilityFlags::CLIENT_MULTI_STATEMENTS),
-            Some([1, 0]) => self.caps.remove(CapabilityFlags::CLIENT_MULTI_STATEMENTS),
-            _ => {}
-        }
-        r
-    }
-
-    /// The client's prepared statements are gone (end of session, reset):
-    /// their texts are no longer open for this client.
-    fn close_all_stmts(&mut self) {
-        for s in self.stmts.stmts.values() {
-            if s.sharded.is_none() {
-                self.shared.open_stmts.close(&s.sql);
-            }
-        }
-        self.stmts.clear();
-    }
-
-    /// Forget all session state (after COM_RESET_CONNECTION/CHANGE_USER).
-    fn clear_state(&mut self) {
-        self.close_all_stmts();
-        // The master connection stays (the caller decides); the replica goes
-        // back to the pool, which resets it.
-        let master = self.backends.master.take();
-        self.backends = Backends::default();
-        self.backends.master = master;
-        self.state.reset();
-    }
-
-    async fn reset_connection(&mut self, payload: &[u8]) -> CmdResult {
-        if self.backends.master.is_some() {
-            let route = Route {
-                conn: Conn::Master,
-                reason: RouteReason::SessionState,
-            };
-            let r = self
-                .run_on(route, payload, ResponseKind::Single, false, None)
-                .await?;
-            if let Some(m) = self.backends.master.as_mut() {
-                // What the server keeps as default database after a reset is
-                // version-dependent: make the next command re-sync it.
-                m.conn.db = None;
-                m.conn.state.forget();
-            }
-            // State the reset may not undo: MariaDB keeps a role set with
-            // SET ROLE across COM_RESET_CONNECTION (measured on 10.11). Such
-            // a connection is closed; the session starts on a fresh one, as
-            // after a new login, and no other session ever gets it.
-            if self.state.pins.has(Pins::CONNECTION_STATE) {
-                if let Some(mut m) = self.backends.master.take() {
-                    m.conn.no_reuse = true;
-                }
-            }
-            self.clear_state();
-            if r.is_some_and(|t| t.error) {
-                return Ok(());
-            }
-            Ok(())
-        } else {
-            self.clear_state();
-            self.send_ok().await
-        }
-    }
-
-    /// COM_CHANGE_USER: authenticate again, then start over with clean
-    /// backend state.
-    async fn change_user(&mut self, payload: &[u8]) -> CmdResult {
-        let Some(req) = parse_change_user(&payload[1..], self.caps) else {
-            let _ = self
-                .send_err(&error::bad_handshake("malformed COM_CHANGE_USER"))
-                .await;
-            return Err(Closed);
-        };
-        let mut seq = self.reply_seq;
-        // The users of the newest configuration, as for a new login, and
-        // the same bounded exchange (unknown users included), within
-        // `limits.handshake_timeout`.
-        let rt = self.shared.runtime();
-        let plugin = req
-            .plugin
-            .map(|p| mysql_common::packets::AuthPlugin::from_bytes(&p).into_owned());
-        let tls = self.client.get_ref().is_tls();
-        let ip = self
-            .client
-            .get_ref()
-            .peer_ip()
-            .and_then(|ip| ip.parse().ok())
-            .unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]));
-        let exchange = handshake::login(
-            &mut self.client,
-            &mut seq,
-            &self.shared,
-            &rt.config,
-            &req.user,
-            ip,
-            plugin,
-            &self.nonce,
-            &req.auth,
-            tls,
-        );
-        let verdict = match tokio::time::timeout(rt.config.limits.handshake_timeout, exchange).await {
-            Ok(Ok(v)) => v,
-            Ok(Err(e)) => {
-                let _ = handshake::exchange_failed(&mut self.client, &mut seq, e).await;
-                return Err(Closed);
-            }
-            Err(_) => return Err(Closed),
-        };
-        drop(rt);
-        self.reply_seq = seq;
-        let (login, account) = match verdict {
-            handshake::Verdict::Accepted(l, account) => (l, account),
-            handshake::Verdict::Denied(e) => {
-                let _ = self.send_err(&e).await;
-                return Err(Closed);
-            }
-        };
-        // The session now counts against the new user's max_connections
-        // (and keeps its place among all sessions).
-        if let Err(e) = self
-            .user_slot
-            .switch_user(&self.shared.user_limits, &req.user, account.as_ref())
-        {
-            let _ = self.send_err(&e).await;
-            return Err(Closed);
-        }
-        // Give the connections back and start clean, from now on as the new
-        // account. One with state no reset undoes (a role: MariaDB keeps it
-        // across COM_CHANGE_USER too) is closed, one with tracked state reset
-        // (`finish_connections`).
-        self.finish_connections().await;
-        self.clear_state();
-        self.login = login;
-        self.user = req.user;
-        self.proc.set_user(&self.user); // hook(kill)
-        if let Some(c) = req.collation {
-            self.key.collation = c;
-        }
-        self.state.db = req.db;
-        if self.state.db.is_some() {
-            if let Err(e) = self.held(Conn::Master).await {
-                self.send_err(&e).await?;
-                return Ok(());
-            }
-        }
-        self.send_ok().await
-    }
-
-    /// Run one command on the routed backend and relay its response.
-    /// `Ok(None)`: the command failed and the client got an error. A read
-    /// that fails on a replica before any byte reached the client is retried
-    /// on the master.
-    async fn run_on(
-        &mut self,
-        route: Route,
-        payload: &[u8],
-        kind: ResponseKind,
-        hold: bool,
-        prepare_id: Option<u32>,
-    ) -> Result<Option<ResponseTracker>, Closed> {
-        self.run_on_stmt(route, payload, kind, hold, prepare_id, None)
-            .await
-    }
-
-    /// `run_on` for a COM_STMT_* command: `stmt_ids` = (backend id, client id).
-    async fn run_on_stmt(
-        &mut self,
-        route: Route,
-        payload: &[u8],
-        kind: ResponseKind,
-        hold: bool,
-        prepare_id: Option<u32>,
-        stmt_ids: Option<(u32, u32)>,
-    ) -> Result<Option<ResponseTracker>, Closed> {
-        self.run_on_inner(route, payload, kind, hold, prepare_id, stmt_ids, None)
-            .await
-    }
-
-    /// `run_on` for a text read sent to a replica before strict mode's
-    /// probe answered (`provisional`, see `freshness::strict`): its answer
-    /// reaches the client only if the replica proves fresh, else it is
-    /// discarded and the read reruns on the master. Counts the route.
-    pub(super) async fn run_on_checked(
-        &mut self,
-        route: Route,
-        payload: &[u8],
-        hold: bool,
-        provisional: Option<Provisional>,
-    ) -> Result<Option<ResponseTracker>, Closed> {
-        self.run_on_inner(route, payload, ResponseKind::Query, hold, None, None, provisional)
-            .await
-    }
-
-    /// `run_on_any` for a command that, if its provisional answer is
-    /// discarded, reruns as it is on the master (a text read). Never an
-    /// EXECUTE: its rerun needs the master's statement id (execute_prepared).
-    #[allow(clippy::too_many_arguments)]
-    async fn run_on_inner(
-        &mut self,
-        route: Route,
-        payload: &[u8],
-        kind: ResponseKind,
-        hold: bool,
-        prepare_id: Option<u32>,
-        stmt_ids: Option<(u32, u32)>,
-        provisional: Option<Provisional>,
-    ) -> Result<Option<ResponseTracker>, Closed> {
-        debug_assert!(kind != ResponseKind::Execute, "EXECUTE goes through run_on_any");
-        let mut provisional = provisional;
-        let mut route = route;
-        loop {
-            match self
-                .run_on_any(
-                    route,
-                    payload,
-                    kind,
-                    hold,
-                    prepare_id,
-                    stmt_ids,
-                    provisional.take(),
-                )
-                .await?
-            {
-                Ok(t) => return Ok(t),
-                Err(Stale) => {
-                    // The replica may lack a write the read must see: its
-                    // answer was discarded; the master answers instead.
-                    debug!("strict: replica behind the master's position, reading from the master");
-                    route = Route {
-                        conn: Conn::Master,
-                        reason: route.reason,
-                    };
-                }
-            }
-        }
-    }
-
-    /// Send one command to `route`'s connection and relay its answer; a
-    /// provisional answer (strict mode) that the check refuses is
-    /// discarded: `Err(Stale)`, as is a read on a replica that failed
-    /// before the client saw any of it when its caller must rerun it (an
-    /// EXECUTE, whose payload names the replica's statement id).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) async fn run_on_any(
-        &mut self,
-        route: Route,
-        payload: &[u8],
-        kind: ResponseKind,
-        hold: bool,
-        prepare_id: Option<u32>,
-        stmt_ids: Option<(u32, u32)>,
-        mut provisional: Option<Provisional>,
-    ) -> Result<Result<Option<ResponseTracker>, Stale>, Closed> {
-        let mut conn = route.conn;
-        let rerunnable = matches!(kind, ResponseKind::Query | ResponseKind::Execute);
-        if provisional.is_some() && (!rerunnable || self.state.ro_tx.is_some() || conn == Conn::Master) {
-            // Only a plain read can be rerun: decide before sending it.
-            provisional = None;
-            self.shared.metrics.route(conn == Conn::Master, route.reason);
-        }
-        loop {
-            // faults: a read on a replica gives up when the replica stops
-            // answering, while connecting or syncing as well as while waiting
-            // for its answer (see frontend::abandon); the existing fallbacks
-            // below then retry it on the master or report it.
-            let first_byte = self.rt.config.backend.replica_read_timeout;
-            // (An EXECUTE too: its caller prepares it on the master.)
-            let retryable =
-                matches!(kind, ResponseKind::Query | ResponseKind::Execute) && self.state.ro_tx.is_none();
-            let mut watch = ReadWatch::for_conn(&self.health, conn, &self.proc.entry, first_byte, retryable);
-            let ready = match watch.as_mut() {
-                None => self.held(conn).await,
-                Some(w) => tokio::select! {
-                    r = self.held(conn) => r,
-                    err = w.abandoned(false) => Err(self.abandon_replica(conn, err)),
-                },
-            };
-            if ready.is_err() && provisional.take().is_some() {
-                // Counted as the plain gate counts it (the replica chosen).
-                self.shared.metrics.route(false, route.reason);
-            }
-            if let Err(e) = ready {
-                if let Conn::Replica(_) = conn {
-                    if self.state.ro_tx.is_none() {
-                        debug!(error = %e, "replica unusable, reading from the master");
-                        self.backends.replica = None;
-                        if kind == ResponseKind::Execute {
-                            // The payload names the replica's statement id:
-                            // the caller prepares it on the master.
-                            return Ok(Err(Stale));
-                        }
-                        conn = Conn::Master;
-                        continue;
-                    }
-                }
-                self.send_err(&e).await?;
-                return Ok(Ok(None));
-            }
-            let Some(h) = slot_of(&mut self.backends.master, &mut self.backends.replica, conn) else {
-                return Ok(Ok(None));
-            };
-            h.conn.dirty = true;
-            let opts = relay::Opts {
-                kind,
-                deprecate_eof: h.conn.deprecate_eof(),
-                hold_final: hold,
-                prepare_id,
-                stmt_ids,
-            };
-            let started = std::time::Instant::now(); // metrics: command latency, slow-query log
-            self.backends.keep = None;
-            // hook(abandon, kill): the relay cancels the statement on the
-            // backend when the client leaves or the session is killed.
-            let guard = control::pool_for(&self.rt, conn).map(|pool| relay::Guard {
-                entry: &self.proc,
-                pool,
-                thread: h.conn.thread_id,
-            });
-            let mut verdict = None;
-            let checked = provisional.is_some();
-            let relayed = match provisional.take() {
-                None => relay::command(
-                    &mut self.client,
-                    &mut h.conn.stream,
-                    payload,
-                    opts,
-                    watch.as_mut(),
-                    guard.as_ref(),
-                )
-                .await
-                .map(Some),
-                Some(p) => {
-                    let monitor = &self.monitor;
-                    let arrival = relay::Arrival::new();
-                    // (Boxed: the probe's future stays out of every
-                    // statement's future.)
-                    let check = Box::pin(async {
-                        let fresh = monitor.verify(&p, arrival.wait()).await;
-                        verdict = Some(fresh);
-                        fresh
-                    });
-                    relay::command_checked(
-                        &mut self.client,
-                        &mut h.conn.stream,
-                        payload,
-                        opts,
-                        watch.as_mut(),
-                        guard.as_ref(),
-                        &arrival,
-                        check,
-                    )
-                    .await
-                }
-            };
-            if checked {
-                match verdict {
-                    Some(false) => self.shared.metrics.route(true, Fallback::Stale.reason()),
-                    // (None: the send failed before the check; counted as
-                    // the plain gate counts it.)
-                    Some(true) | None => self.shared.metrics.route(false, route.reason),
-                }
-            }
-            match relayed {
-                Ok(None) => return Ok(Err(Stale)),
-                Ok(Some(tracker)) => {
-                    h.conn.note_status(tracker.last_status); // hook(abandon): pool's check
-                    self.backends.last_conn = conn;
-                    if tracker.error || tracker.warnings {
-                        // SHOW WARNINGS must find them here.
-                        self.backends.keep = Some(conn);
-                    }
-                    // metrics: latency per backend, server errors, slow-query log
-                    let slow = self.rt.config.log.slow_query;
-                    self.shared
-                        .metrics
-                        .command_done(0, conn, started, tracker.error, payload, slow);
-                    self.shared.metrics.relayed_bytes_out(tracker.relayed_bytes);
-                    if conn == Conn::Master {
-                        if let Some(st) = tracker.last_status {
-                            self.state.master_status(st);
-                        }
-                    }
-                    return Ok(Ok(Some(tracker)));
-                }
-                Err(RelayError::Client(e)) => {
-                    // The backend is mid-response: it cannot serve anyone else.
-                    h.conn.broken = true;
-                    debug!(error = %e, "client gone during a response");
-                    return Err(Closed);
-                }
-                Err(RelayError::Backend {
-                    err,
-                    relayed,
-                    last_seq,
-                }) => {
-                    h.conn.broken = true;
-                    let label = self.label(conn);
-                    warn!(backend = %label, error = %err, "backend failed during a command");
-                    if let (Conn::Replica(_), false, None) = (conn, relayed, self.state.ro_tx) {
-                        if kind == ResponseKind::Query {
-                            self.backends.replica = None;
-                            conn = Conn::Master;
-                            continue;
-                        }
-                        if kind == ResponseKind::Execute {
-                            // A read the client saw nothing of (a discarded
-                            // answer too big to drain among them): rerun on
-                            // the master, where the caller prepares it.
-                            self.backends.replica = None;
-                            return Ok(Err(Stale));
-                        }
-                    }
-                    if conn == Conn::Master {
-                        self.backends.master = None;
-                        // The server's transaction is gone with the connection.
-                        self.state.master_lost();
-                    } else {
-                        self.backends.replica = None;
-                        self.state.replica_lost();
-                    }
-                    if relayed {
-                        self.reply_seq = last_seq.wrapping_add(1);
-                    }
-                    let e = error::backend_error_packet(&label, "", &BackendError::Protocol(err));
-                    self.send_err(&e).await?;
-                    return Ok(Ok(None));
-                }
-            }
-        }
-    }
-
     async fn send_ok(&mut self) -> CmdResult {
         let p = ok_packet(0, 0, self.state.status, 0);
         self.shared.metrics.client_bytes_out(p.len()); // metrics: bytes out
@@ -896,14 +339,4 @@ impl Session {
             .await
             .map_err(|_| Closed)
     }
-}
-
-/// A statement after the first of the text that sluice would answer itself.
-/// (Cheap unless the text names KILL or PROCESSLIST.)
-fn later_intercept(sql: &[u8]) -> bool {
-    use crate::router::route::mentions;
-    (mentions(sql, b"kill") || mentions(sql, b"processlist"))
-        && crate::router::classify::split_statements(sql)
-            .skip(1)
-            .any(|s| super::kill::intercept(s).is_some())
 }
