@@ -5,13 +5,12 @@
 //! server's answer. The async work it asks for is in `followups.rs`.
 
 use crate::frontend::prepared::Conn;
-use crate::frontend::sequence_users;
 use crate::frontend::session::backends::slot_of;
 use crate::frontend::session::state::PREV_EVERYWHERE;
 use crate::frontend::session::Session;
 use crate::protocol::consts::*;
 use crate::protocol::response::ResponseTracker;
-use crate::router::classify::{Classified, Kind};
+use crate::router::classify::Classified;
 use crate::router::plan::{Pins, Plan, WriteSet};
 use crate::router::route::{self};
 
@@ -78,7 +77,7 @@ impl Session {
         let e = &plan.effects;
         // DDL: column defaults or triggers may have changed (a procedure or
         // dynamic SQL running DDL is seen within sequence_users::TTL).
-        if plan.write_set == WriteSet::Everything && sequence_users::is_ddl(sql) {
+        if e.changes_columns {
             self.shared.sequence_users.forget_all();
             // A sharded read's learned result columns may come from this table (a join
             // with an unsharded table): described again from now on.
@@ -107,7 +106,7 @@ impl Session {
                     self.state.ro_tx = Some(i);
                     // START was checked against every table; WITH
                     // CONSISTENT SNAPSHOT takes the snapshot right then.
-                    self.state.ro_checked = route::mentions(sql, b"consistent snapshot");
+                    self.state.ro_checked = e.consistent_snapshot;
                 }
             }
             if e.isolation {
@@ -127,7 +126,7 @@ impl Session {
             }
             // SET [SESSION] wait_timeout / interactive_timeout: the session's
             // idle limit follows (see followups.rs).
-            if matches!(c.kind, Kind::SessionSet(_)) && super::followups::mentions_timeouts(sql) {
+            if e.idle_limit {
                 self.note_wait_timeout(conn).await;
             }
         }

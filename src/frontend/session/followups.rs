@@ -159,12 +159,6 @@ impl Session {
     }
 }
 
-/// Whether a SET may have changed the session's idle limit.
-pub(super) fn mentions_timeouts(sql: &[u8]) -> bool {
-    crate::router::route::mentions(sql, b"wait_timeout")
-        || crate::router::route::mentions(sql, b"interactive_timeout")
-}
-
 /// The user variables of a connection, as `HEX(name):TYPE` items separated
 /// by commas (NULL when it has none). Names in hex: no quoting to undo.
 pub(super) const USER_VARIABLE_LIST: &str =
