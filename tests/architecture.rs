@@ -19,10 +19,6 @@ const MAX_LINES: usize = 800;
 /// Files over `MAX_LINES` today, and the step of issue 41 that splits each.
 const LONG_FILES: &[(&str, &str)] = &[
     (
-        "router/classify.rs",
-        "the classifier splits by statement family (keyword hash, heads, flags)",
-    ),
-    (
         "freshness/monitor.rs",
         "GroupMonitor splits (pick, probes, the shard collation cache)",
     ),
