@@ -533,6 +533,7 @@ impl Session {
 
 /// The backend connections serving a session (its master and at most one
 /// replica of group 0, other groups' masters) and what is known of them.
+#[derive(Default)]
 pub(super) struct Backends {
     pub(super) master: Option<Held>,
     pub(super) replica: Option<(usize, Held)>,
@@ -545,19 +546,6 @@ pub(super) struct Backends {
     /// Master connections of backend groups other than 0 (sharded tables
     /// placed there) and the transaction's writing group (`groups.rs`).
     pub(super) groups: sharded::GroupConns,
-}
-
-impl Default for Backends {
-    fn default() -> Backends {
-        Backends {
-            master: None,
-            replica: None,
-            keep: None,
-            cursor: None,
-            last_conn: Conn::Master,
-            groups: sharded::GroupConns::default(),
-        }
-    }
 }
 
 /// How long resetting a connection at the end of a session may take before

@@ -108,10 +108,7 @@ impl Session {
             };
             // The replica may lack a write the read must see (its answer
             // was discarded), or failed: the master answers instead.
-            route = Route {
-                conn: Conn::Master,
-                reason,
-            };
+            route = Route::master(reason);
         }
     }
 

@@ -35,10 +35,7 @@ impl Session {
             Exec::Command { .. } => false,
         };
         if matches!(exec, Exec::Prepared { long_data: true, .. }) {
-            let route = Route {
-                conn: Conn::Master,
-                reason: RouteReason::LongData,
-            };
+            let route = Route::master(RouteReason::LongData);
             return Ok((route, None));
         }
         if rerunnable && plan.target == Target::FreshReplica {
@@ -50,10 +47,7 @@ impl Session {
     /// The freshness gate: resolve the plan's target to a connection.
     pub(super) async fn gate(&mut self, plan: &Plan<'_>, c: &Classified) -> Result<Route, ErrPacket> {
         Ok(match plan.target {
-            Target::Master => Route {
-                conn: Conn::Master,
-                reason: plan.reason,
-            },
+            Target::Master => Route::master(plan.reason),
             Target::Replica(i) => {
                 if c.kind == Kind::Read && !self.read_only_tx_fresh(i, plan).await? {
                     // The replica's snapshot would miss writes this read must
@@ -62,31 +56,19 @@ impl Session {
                     // statement sees the latest commits anyway (READ
                     // COMMITTED), so it moves to the master unchanged.
                     self.move_read_only_tx_to_master().await?;
-                    return Ok(Route {
-                        conn: Conn::Master,
-                        reason: RouteReason::StaleReplica,
-                    });
+                    return Ok(Route::master(RouteReason::StaleReplica));
                 }
-                Route {
-                    conn: Conn::Replica(i),
-                    reason: plan.reason,
-                }
+                Route::new(Conn::Replica(i), plan.reason)
             }
             Target::Previous => {
                 // A replica that answers about its previous statement must
                 // also be fresh for the tables this statement reads.
                 if let (Conn::Replica(i), true) = (self.backends.last_conn, c.previous_reads_tables) {
                     if !self.replica_fresh_for(i, plan.read_set.tables()).await {
-                        return Ok(Route {
-                            conn: Conn::Master,
-                            reason: RouteReason::StaleReplica,
-                        });
+                        return Ok(Route::master(RouteReason::StaleReplica));
                     }
                 }
-                Route {
-                    conn: self.backends.last_conn,
-                    reason: plan.reason,
-                }
+                Route::new(self.backends.last_conn, plan.reason)
             }
             Target::FreshReplica => self.pick_replica(plan.read_set.tables()).await,
         })
@@ -154,14 +136,8 @@ impl Session {
     pub(super) async fn route_read(&mut self, tables: Option<&[String]>) -> Route {
         match route::read_target(&self.state.view()) {
             (Target::FreshReplica, _) => self.pick_replica(tables).await,
-            (Target::Replica(i), reason) => Route {
-                conn: Conn::Replica(i),
-                reason,
-            },
-            (_, reason) => Route {
-                conn: Conn::Master,
-                reason,
-            },
+            (Target::Replica(i), reason) => Route::new(Conn::Replica(i), reason),
+            (_, reason) => Route::master(reason),
         }
     }
 
@@ -169,14 +145,8 @@ impl Session {
     pub(super) async fn pick_replica(&mut self, tables: Option<&[String]>) -> Route {
         let current = self.backends.replica.as_ref().map(|(i, _)| *i);
         match self.pick_for(tables, current).await {
-            Ok(i) => Route {
-                conn: Conn::Replica(i),
-                reason: RouteReason::FreshReplica,
-            },
-            Err(f) => Route {
-                conn: Conn::Master,
-                reason: f.reason(),
-            },
+            Ok(i) => Route::new(Conn::Replica(i), RouteReason::FreshReplica),
+            Err(f) => Route::master(f.reason()),
         }
     }
 
@@ -196,20 +166,8 @@ impl Session {
             None => Scope::All,
         };
         match self.monitor.pick_overlapped(scope, current).await {
-            Ok((i, p)) => (
-                Route {
-                    conn: Conn::Replica(i),
-                    reason: RouteReason::FreshReplica,
-                },
-                p,
-            ),
-            Err(f) => (
-                Route {
-                    conn: Conn::Master,
-                    reason: f.reason(),
-                },
-                None,
-            ),
+            Ok((i, p)) => (Route::new(Conn::Replica(i), RouteReason::FreshReplica), p),
+            Err(f) => (Route::master(f.reason()), None),
         }
     }
 
@@ -243,4 +201,14 @@ impl Session {
 pub(super) struct Route {
     pub(super) conn: Conn,
     pub(super) reason: RouteReason,
+}
+
+impl Route {
+    pub(super) fn new(conn: Conn, reason: RouteReason) -> Route {
+        Route { conn, reason }
+    }
+
+    pub(super) fn master(reason: RouteReason) -> Route {
+        Route::new(Conn::Master, reason)
+    }
 }

@@ -77,10 +77,7 @@ impl Session {
             Err(e) if self.state.ro_tx.is_none() => {
                 debug!(error = %e, "cannot prepare on the replica, executing on the master");
                 self.backends.replica = None;
-                let master = Route {
-                    conn: Conn::Master,
-                    reason: RouteReason::ReplicaFailed,
-                };
+                let master = Route::master(RouteReason::ReplicaFailed);
                 self.prepare_on(id, Conn::Master, variant)
                     .await
                     .map(|b| (master, b))

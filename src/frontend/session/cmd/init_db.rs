@@ -9,10 +9,7 @@ use crate::router::plan::RouteReason;
 impl Session {
     pub(in crate::frontend::session) async fn init_db(&mut self, payload: &[u8]) -> CmdResult {
         let db = String::from_utf8_lossy(&payload[1..]).into_owned();
-        let route = Route {
-            conn: Conn::Master,
-            reason: RouteReason::SessionState,
-        };
+        let route = Route::master(RouteReason::SessionState);
         let Some(tracker) = self
             .run_on(route, payload, ResponseKind::Single, false, None, None)
             .await?

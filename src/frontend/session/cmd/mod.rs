@@ -14,7 +14,6 @@ mod reset;
 mod set_option;
 mod stmt;
 
-use crate::frontend::prepared::Conn;
 use crate::frontend::session::gate::Route;
 use crate::frontend::session::{CmdResult, Session};
 use crate::protocol::response::ResponseKind;
@@ -26,10 +25,7 @@ impl Session {
         payload: &[u8],
         kind: ResponseKind,
     ) -> CmdResult {
-        let route = Route {
-            conn: Conn::Master,
-            reason: RouteReason::Command,
-        };
+        let route = Route::master(RouteReason::Command);
         self.run_on(route, payload, kind, false, None, None)
             .await
             .map(drop)

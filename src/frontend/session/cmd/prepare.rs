@@ -39,10 +39,7 @@ impl Session {
         }
         let sql = payload[1..].to_vec();
         let c = self.classify(&sql);
-        let route = Route {
-            conn: Conn::Master,
-            reason: RouteReason::Prepare,
-        };
+        let route = Route::master(RouteReason::Prepare);
         // The id is reserved now so the relay can put it in the response.
         let id = self.stmts.insert(Stmt::new(sql, c, 0));
         // A master connection kept for what the previous statement left

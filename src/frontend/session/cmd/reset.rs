@@ -1,6 +1,5 @@
 //! COM_RESET_CONNECTION.
 
-use crate::frontend::prepared::Conn;
 use crate::frontend::session::gate::Route;
 use crate::frontend::session::{CmdResult, Session};
 use crate::protocol::response::ResponseKind;
@@ -31,10 +30,7 @@ impl Session {
 
     pub(in crate::frontend::session) async fn reset_connection(&mut self, payload: &[u8]) -> CmdResult {
         if self.backends.master.is_some() {
-            let route = Route {
-                conn: Conn::Master,
-                reason: RouteReason::SessionState,
-            };
+            let route = Route::master(RouteReason::SessionState);
             let r = self
                 .run_on(route, payload, ResponseKind::Single, false, None, None)
                 .await?;

@@ -57,10 +57,7 @@ impl Session {
         };
         let mut packet = payload.to_vec();
         prepared::set_stmt_id(&mut packet, backend_id);
-        let route = Route {
-            conn,
-            reason: RouteReason::Statement,
-        };
+        let route = Route::new(conn, RouteReason::Statement);
         self.run_on(route, &packet, kind, false, None, Some((backend_id, id)))
             .await
             .map(drop)
