@@ -16,8 +16,9 @@ pub use topology::{Group, Topology};
 
 /// Which backend of a group serves a statement: the master, or replica `i`
 /// (a position in the group's configuration).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum Conn {
+    #[default]
     Master,
     Replica(usize),
 }

@@ -11,7 +11,7 @@
 //! A text that starts with `KILL <id>;` and goes on is `KillThen`: the
 //! KILL is sluice's, the rest the server's. A KILL or SHOW PROCESSLIST
 //! after a text's first statement is refused by the session, never
-//! forwarded (session.rs `later_intercept`).
+//! forwarded (session/cmd/query.rs `later_intercept`).
 
 /// What sluice does instead of forwarding a statement.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -43,7 +43,7 @@ pub struct ShardedStmt {
     pub long_data: Vec<Option<Vec<u8>>>,
     /// Bytes of long data received since the last EXECUTE or RESET, kept or
     /// not: past the cap the bytes are dropped and the EXECUTE fails
-    /// (`shard_prepared.rs`).
+    /// (`session/sharded/prepared.rs`).
     pub long_data_sent: usize,
 }
 

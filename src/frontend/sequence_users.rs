@@ -152,12 +152,6 @@ pub fn parse(value: &str) -> Option<HashSet<String>> {
     (set.len() == count).then_some(set)
 }
 
-/// CREATE / ALTER / DROP / RENAME: may change column defaults or triggers.
-pub fn is_ddl(sql: &[u8]) -> bool {
-    let (word, _) = crate::router::lexer::first_word(sql);
-    matches!(word.as_str(), "CREATE" | "ALTER" | "DROP" | "RENAME")
-}
-
 /// The table a write statement writes, as far as the text shows it.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Written<'a> {
@@ -296,8 +290,6 @@ mod tests {
         assert_eq!(written_table(b"/*!INSERT INTO t VALUES (1)*/"), Unknown);
         assert_eq!(written_table(b"GET DIAGNOSTICS @n = NUMBER"), NotDml);
         assert_eq!(written_table(b"INSERT"), Unknown);
-        assert!(is_ddl(b"  alter table t add c int default nextval(s)"));
-        assert!(!is_ddl(b"CALL p()"));
     }
 
     #[test]

@@ -77,6 +77,15 @@ pub struct Effects {
     pub sql_mode: bool,
     /// DDL or unknown: the set of tables with triggers may have changed.
     pub refresh_tracked: bool,
+    /// DDL (CREATE, ALTER, DROP, RENAME): column defaults, triggers and the
+    /// columns a sharded read learned may have changed.
+    pub changes_columns: bool,
+    /// `START TRANSACTION WITH CONSISTENT SNAPSHOT ... READ ONLY`: the
+    /// snapshot is taken at once (with `begin_read_only`).
+    pub consistent_snapshot: bool,
+    /// A SET of `wait_timeout` or `interactive_timeout`: the session's idle
+    /// limit may have changed.
+    pub idle_limit: bool,
     /// A `SET TRANSACTION ...` for the next transaction only.
     pub next_transaction: bool,
     /// May change the session's isolation level.

@@ -304,8 +304,14 @@ fn effects(c: &Classified, sql: &[u8], src: Source, write_set: WriteSet) -> Effe
             }
         }
         Kind::Use(ref db) => e.use_db = Some(db.clone()),
-        Kind::Begin { read_only: true } => e.begin_read_only = true,
+        Kind::Begin { read_only: true } => {
+            e.begin_read_only = true;
+            e.consistent_snapshot = mentions(sql, b"consistent snapshot");
+        }
         _ => {}
+    }
+    if let Kind::SessionSet(_) = c.kind {
+        e.idle_limit = mentions(sql, b"wait_timeout") || mentions(sql, b"interactive_timeout");
     }
     e.commits = match c.kind {
         Kind::Commit | Kind::Begin { .. } => true,
@@ -315,7 +321,14 @@ fn effects(c: &Classified, sql: &[u8], src: Source, write_set: WriteSet) -> Effe
     e.last_insert_id = mentions(sql, b"last_insert_id");
     e.keep_for_found_rows = c.force_master == Some(MasterReason::FoundRows);
     e.refresh_tracked = write_set == WriteSet::Everything;
+    e.changes_columns = e.refresh_tracked && is_ddl(sql);
     e
+}
+
+/// CREATE / ALTER / DROP / RENAME: may change column defaults or triggers.
+fn is_ddl(sql: &[u8]) -> bool {
+    let (word, _) = first_word(sql);
+    matches!(word.as_str(), "CREATE" | "ALTER" | "DROP" | "RENAME")
 }
 
 /// Functions whose value depends only on their arguments (and on session
@@ -501,6 +514,20 @@ mod tests {
 
     fn text(sql: &str) -> (Target, WriteSet, Effects) {
         p(sql, Source::Text, View::default())
+    }
+
+    #[test]
+    fn what_apply_used_to_read_from_the_text_is_in_the_effects() {
+        let e = |sql: &str| text(sql).2;
+        assert!(e("  alter table t add c int default nextval(s)").changes_columns);
+        assert!(e("DROP TABLE t").changes_columns);
+        assert!(!e("CALL p()").changes_columns);
+        assert!(!e("INSERT INTO t VALUES (1)").changes_columns);
+        assert!(e("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY").consistent_snapshot);
+        assert!(!e("START TRANSACTION READ ONLY").consistent_snapshot);
+        assert!(e("SET SESSION wait_timeout = 5").idle_limit);
+        assert!(e("SET @@interactive_timeout = DEFAULT").idle_limit);
+        assert!(!e("SET @x = 1").idle_limit);
     }
 
     #[test]

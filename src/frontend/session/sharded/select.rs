@@ -26,7 +26,7 @@ use crate::protocol::consts::{CapabilityFlags, COM_QUERY, COM_STMT_PREPARE};
 use crate::protocol::packets::{eof_packet, put_lenenc, ErrPacket};
 use crate::shard::Part;
 
-use super::shard_io::{
+use super::io::{
     binary_metas, drain_rows, execute_part, execute_prepared, lost, not_supported, read_head,
     read_rows_warned, send_part, BufferedSource, Head, PartLog, ShardSource,
 };
@@ -353,7 +353,7 @@ impl Session {
                 Ok((d, rows))
             }
             .await;
-            super::shard_io::log_done(log, r.is_ok());
+            super::io::log_done(log, r.is_ok());
             match r {
                 Ok((d, (rows, warnings))) => {
                     defs.get_or_insert(d);
@@ -629,7 +629,7 @@ impl Session {
         // FOUND_ROWS() next is the merged statement's, on whichever connection it runs.
         if ctx.found_rows_known {
             self.state.prev.found_rows = merger.found_rows();
-            self.state.prev_clobbered = crate::frontend::session::session_state::PREV_EVERYWHERE;
+            self.state.prev_clobbered = crate::frontend::session::state::PREV_EVERYWHERE;
         }
         self.state.found_rows_unknown = !ctx.found_rows_known;
         let (cut_rows, cuts) = merger.cut_warnings();

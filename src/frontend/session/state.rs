@@ -29,7 +29,7 @@ use crate::router::plan::Pins;
 use crate::router::previous::Previous;
 use crate::router::route::View;
 
-use super::conns::LastInsertId;
+use super::backends::LastInsertId;
 
 /// Replayable `SET` statements kept per session; beyond this the session is
 /// pinned to the master rather than growing without bound.
@@ -70,7 +70,7 @@ pub(super) struct SessionState {
     /// connection's own values are the session's.
     pub prev_clobbered: u64,
     /// The previous statement was a sharded read whose FOUND_ROWS() sluice does not
-    /// know (see `shard_select::MergeCtx::found_rows_known`).
+    /// know (see `select::MergeCtx::found_rows_known`).
     pub found_rows_unknown: bool,
     /// The session's copies of which tables use sequences (sequence_users).
     pub sequences: crate::frontend::sequence_users::Local,

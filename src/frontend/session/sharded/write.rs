@@ -13,7 +13,7 @@ use crate::shard::Part;
 
 use crate::frontend::params::RawParam;
 
-use super::shard_io::{not_supported, run_ok, run_part_ok, PartLog};
+use super::io::{not_supported, run_ok, run_part_ok, PartLog};
 use super::{Closed, Session};
 
 /// A sharded write that was applied: what the pipeline needs to apply its
@@ -187,7 +187,7 @@ impl Session {
                     let kind = crate::shard::ok_info::WriteKind::of(&part.sql);
                     totals.info.add(info.as_deref(), ok.affected_rows, kind);
                     totals.only_info = info;
-                    super::shard_io::log_done(log, true);
+                    super::io::log_done(log, true);
                     totals.affected += ok.affected_rows;
                     match totals.insert_id_from {
                         Some(s) if s == part.shard => totals.insert_id = ok.last_insert_id,
@@ -204,7 +204,7 @@ impl Session {
                     status = Some(ok.status);
                 }
                 Err(e) => {
-                    super::shard_io::log_done(log, false);
+                    super::io::log_done(log, false);
                     failure = Some(e);
                     break;
                 }

@@ -26,8 +26,8 @@ use crate::protocol::packets::{eof_packet, ErrPacket};
 use crate::protocol::response::ResponseKind;
 use crate::shard::{Charset, ParamValue, ShardPlan};
 
-use super::shard_io::{lost, not_supported, read_defs, read_payload};
-use super::shard_select::RowFormat;
+use super::io::{lost, not_supported, read_defs, read_payload};
+use super::select::RowFormat;
 use super::{Closed, CmdResult, Session};
 
 /// CURSOR_TYPE_READ_ONLY in COM_STMT_EXECUTE's flags.

@@ -34,6 +34,14 @@
 //! default database, then the replayable SETs it has not run (see
 //! `backend::state`); a connection whose SETs are not a prefix of the
 //! session's is reset first.
+//!
+//! When the session ends (the client left, was killed, timed out), no
+//! backend connection keeps anything of it (`finish_connections`): one with
+//! a transaction open (or state sluice cannot know: CALL, SQL PREPARE,
+//! HANDLER, XA, COM_SET_OPTION) is closed, so the server rolls back and
+//! frees its locks as soon as it reads the end of the stream; one with other
+//! session state (temporary tables, named locks, variables) is reset at once
+//! and goes back to the pool clean; a failed reset closes it.
 
 use crate::backend::pool::PoolHandle;
 use crate::backend::state::SetChain;
@@ -42,8 +50,11 @@ use crate::error;
 use crate::protocol::packets::ErrPacket;
 
 use super::prepared::Conn;
+use super::sharded;
 use super::Session;
 pub(super) use crate::router::plan::Pins;
+use crate::runtime::Runtime;
+use std::time::Duration;
 
 /// hook(perf): the session's pool handles, one for the master and one for
 /// the replica it last read from: a checkout through a handle takes no lock
@@ -79,9 +90,9 @@ pub(super) struct LastInsertId {
     /// can change it): read it back before giving the connection away.
     pub unknown: bool,
     /// The connection's value before the first such statement.
-    prior: u64,
+    pub(super) prior: u64,
     /// The last insert id an OK packet reported since then (0: none).
-    last_reported: u64,
+    pub(super) last_reported: u64,
 }
 
 impl Session {
@@ -293,148 +304,6 @@ impl Session {
         error::backend_error_packet(&self.label(conn), "", &BackendError::Protocol(err))
     }
 
-    /// Before a master statement that mentions `LAST_INSERT_ID`: give the
-    /// connection the session's value if it is not the one holding it.
-    pub(super) async fn sync_last_insert_id(&mut self) -> Result<(), ErrPacket> {
-        let label = self.label(Conn::Master);
-        let Some(h) = self.backends.master.as_mut() else {
-            return Ok(());
-        };
-        if h.conn.state.uid == self.state.lid.owner || h.conn.state.last_insert_id == self.state.lid.value {
-            self.state.lid.owner = h.conn.state.uid;
-            return Ok(());
-        }
-        let sql = format!("DO LAST_INSERT_ID({})", self.state.lid.value);
-        error::answered(&label, h.conn.query_drop(&sql).await)?;
-        h.conn.state.last_insert_id = self.state.lid.value;
-        self.state.lid.owner = h.conn.state.uid;
-        Ok(())
-    }
-
-    /// After a master statement: `reported` is the insert id of its OK
-    /// packet (0 if none); `mentions` whether its text names LAST_INSERT_ID.
-    pub(super) fn note_insert_id(&mut self, reported: u64, mentions: bool) {
-        if reported == 0 && !mentions {
-            return;
-        }
-        let Some(h) = self.backends.master.as_ref() else {
-            return;
-        };
-        if !self.state.lid.unknown {
-            self.state.lid.unknown = true;
-            self.state.lid.prior = h.conn.state.last_insert_id;
-        }
-        self.state.lid.owner = h.conn.state.uid;
-        if reported != 0 {
-            self.state.lid.last_reported = reported;
-        }
-    }
-
-    /// Read the connection's LAST_INSERT_ID() back before it leaves the
-    /// session. An OK packet reports explicit ids too, which do not change
-    /// LAST_INSERT_ID(): a value equal to the one before the statements is
-    /// "unchanged" unless it is also the id they reported (an explicit id
-    /// equal to another session's last generated id on this connection is
-    /// the one ambiguous case; it is taken as generated).
-    async fn capture_last_insert_id(&mut self, h: &mut Held) -> Result<(), ()> {
-        match h.conn.query_u64("SELECT LAST_INSERT_ID()").await {
-            Ok(Ok(v)) => {
-                let now = v.unwrap_or(0);
-                h.conn.state.last_insert_id = now;
-                let changed = now != self.state.lid.prior
-                    || (self.state.lid.last_reported != 0 && now == self.state.lid.last_reported)
-                    || self.state.lid.prior == self.state.lid.value;
-                if changed {
-                    self.state.lid.value = now;
-                }
-                self.state.lid.unknown = false;
-                self.state.lid.last_reported = 0;
-                Ok(())
-            }
-            _ => Err(()),
-        }
-    }
-
-    /// After a statement that set session state ran on replica connection
-    /// `conn` (the previous statement's connection, for `GET DIAGNOSTICS
-    /// @n = NUMBER` or `SET @w = @@warning_count`; or the read-only
-    /// transaction's, for `SET @x = 1` or `SELECT ... INTO @x` in it): the
-    /// session's state lives on its master connection, and a replica
-    /// connection must never go back to the pool with it (the next borrower
-    /// would read this session's variables). The connection's user
-    /// variables, which are all this session's (connections are lent
-    /// without any), are copied to the master with their types and
-    /// collations, and the session is pinned there like any session with
-    /// user variables; the replica connection is closed when the session
-    /// lets it go, never pooled.
-    pub(super) async fn take_state_from_replica(&mut self, conn: Conn, sql: &[u8]) -> Result<(), ErrPacket> {
-        let label = self.label(conn);
-        let h = self.slot(conn).ok_or_else(|| lost(&label))?;
-        h.conn.no_reuse = true;
-        // GET DIAGNOSTICS names its targets and their types: no listing,
-        // whose table read would empty the diagnostics area that SHOW
-        // WARNINGS reads next.
-        let listed = match diagnostics_targets(sql) {
-            Some(l) => Some(l),
-            None => error::answered(&label, h.conn.query_text(USER_VARIABLE_LIST).await)?,
-        };
-        let Some(read) = user_variable_copy_sql(listed.as_deref().unwrap_or_default()) else {
-            return Ok(());
-        };
-        let Some(set) = error::answered(&label, h.conn.query_text(&read).await)? else {
-            return Ok(());
-        };
-        self.held(Conn::Master).await?;
-        let label = self.label(Conn::Master);
-        let m = self.slot(Conn::Master).ok_or_else(|| lost(&label))?;
-        error::answered(&label, m.conn.query_drop(&set).await)?;
-        self.pin(Pins::USER_VARIABLE);
-        Ok(())
-    }
-
-    /// Run `sql`, a SQL PREPARE / DEALLOCATE PREPARE that ran on a replica
-    /// inside a read-only transaction, on the master too, and keep the
-    /// session there (`pins`): the statements after the transaction run on
-    /// the master and must find the same named statements. The answer is not
-    /// the client's (it had the replica's); the master gives the same one, as
-    /// the text reads nothing that differs between them.
-    pub(super) async fn mirror_on_master(&mut self, sql: &[u8], pins: Pins) {
-        let Ok(text) = std::str::from_utf8(sql) else {
-            // Not valid UTF-8 as one string: the replica's answer stands, and
-            // the session is not pinned (nothing was made on the master).
-            tracing::warn!("cannot repeat a PREPARE on the master: its text is not UTF-8");
-            return;
-        };
-        if self.held(Conn::Master).await.is_err() {
-            tracing::warn!("cannot repeat a PREPARE on the master: no master connection");
-            return;
-        }
-        let Some(m) = self.slot(Conn::Master) else {
-            return;
-        };
-        m.conn.dirty = true;
-        if let Err(e) = m.conn.query_drop(text).await {
-            tracing::warn!(error = %e, "cannot repeat a PREPARE on the master");
-            return;
-        }
-        self.pin_all(pins);
-    }
-
-    /// Borrow the connection for `conn` and run a statement that leaves no
-    /// warnings, so SHOW WARNINGS & co. describe this session's (empty)
-    /// previous statement.
-    pub(super) async fn clear_diagnostics(&mut self, conn: Conn) -> Result<(), ErrPacket> {
-        self.held(conn).await?;
-        let label = self.label(conn);
-        let h = self.slot(conn).ok_or_else(|| lost(&label))?;
-        // A statement that uses a table: only those reset the warnings.
-        let r = h
-            .conn
-            .query_drop("SELECT 0 FROM information_schema.ENGINES LIMIT 0")
-            .await;
-        error::answered(&label, r)
-    }
-
     /// Return a connection as clean (the session checked that it holds only
     /// tracked state: default database, SETs, prepared statements) through
     /// the session's handle on its pool, which parks it for the session's
@@ -522,103 +391,6 @@ impl Session {
             }
         }
     }
-}
-
-/// The user variables of a connection, as `HEX(name):TYPE` items separated
-/// by commas (NULL when it has none). Names in hex: no quoting to undo.
-const USER_VARIABLE_LIST: &str = "SELECT GROUP_CONCAT(CONCAT(HEX(VARIABLE_NAME), ':', VARIABLE_TYPE) \
-     SEPARATOR ',') FROM information_schema.USER_VARIABLES";
-
-/// From [`USER_VARIABLE_LIST`]'s answer: a query whose one value is the
-/// `SET @a = ..., @b = ...` that recreates those variables elsewhere with the
-/// same values, types and collations: numbers as numbers (DOUBLE with an
-/// exponent), strings as `CONVERT(X'..' USING cs) COLLATE coll` (`_binary
-/// X'..'` for binary ones), NULL as NULL. None when there is nothing to copy
-/// or a name is not plain ASCII (the statement's text would then depend on
-/// the connections' character sets).
-pub(super) fn user_variable_copy_sql(listed: &str) -> Option<String> {
-    let mut parts = Vec::new();
-    for item in listed.split(',').filter(|i| !i.is_empty()) {
-        let (hex, kind) = item.split_once(':')?;
-        let name = decode_hex(hex)?;
-        if !name.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
-            return None;
-        }
-        let name = String::from_utf8(name).ok()?;
-        let var = format!("@`{}`", name.replace('`', "``"));
-        let text = format!("CAST({var} AS CHAR)");
-        let literal = match kind {
-            "INT" | "DECIMAL" => text,
-            // (A small unsigned value would read back signed.)
-            "INT UNSIGNED" => format!("CONCAT('CAST(', {text}, ' AS UNSIGNED)')"),
-            "DOUBLE" => format!("IF(LOCATE('e', {text}) > 0, {text}, CONCAT({text}, 'e0'))"),
-            "VARCHAR" => format!(
-                "IF(CHARSET({var}) = 'binary', CONCAT('_binary X''', HEX({var}), ''''), \
-                 CONCAT('CONVERT(X''', HEX({var}), ''' USING ', CHARSET({var}), ') COLLATE `', \
-                 COLLATION({var}), '`'))"
-            ),
-            _ => return None,
-        };
-        // The name inside a string literal of CONCAT: quotes and
-        // backslashes doubled.
-        let shown = var.replace('\\', "\\\\").replace('\'', "''");
-        parts.push(format!(
-            "CONCAT('{shown} = ', IF({var} IS NULL, 'NULL', {literal}))"
-        ));
-    }
-    if parts.is_empty() {
-        return None;
-    }
-    Some(format!(
-        "SELECT CONCAT('SET ', CONCAT_WS(', ', {}))",
-        parts.join(", ")
-    ))
-}
-
-/// The user variables `GET [CURRENT] DIAGNOSTICS [CONDITION n] @a = ITEM, …`
-/// sets, with the types the server gives them, as [`USER_VARIABLE_LIST`]
-/// lists them (`HEX(name):TYPE,…`); `None` for another statement, a quoted
-/// name or an item not known here.
-pub(super) fn diagnostics_targets(sql: &[u8]) -> Option<String> {
-    use crate::router::lexer::{first_word, Token, Tokens};
-    if first_word(sql).0 != "GET" {
-        return None;
-    }
-    let toks: Vec<Token<'_>> = Tokens::new(sql).collect();
-    let mut listed = Vec::new();
-    for w in toks.windows(3) {
-        let [Token::UserVar(name), Token::Eq, Token::Word(item)] = w else {
-            continue;
-        };
-        if !name
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'$')
-        {
-            return None;
-        }
-        let item = String::from_utf8_lossy(item).to_ascii_uppercase();
-        let kind = match item.as_str() {
-            "NUMBER" | "MYSQL_ERRNO" => "INT UNSIGNED",
-            "ROW_COUNT" => "INT",
-            "CLASS_ORIGIN" | "SUBCLASS_ORIGIN" | "RETURNED_SQLSTATE" | "MESSAGE_TEXT"
-            | "CONSTRAINT_CATALOG" | "CONSTRAINT_SCHEMA" | "CONSTRAINT_NAME" | "CATALOG_NAME"
-            | "SCHEMA_NAME" | "TABLE_NAME" | "COLUMN_NAME" | "CURSOR_NAME" => "VARCHAR",
-            _ => return None,
-        };
-        let hex: String = name.iter().map(|b| format!("{b:02X}")).collect();
-        listed.push(format!("{hex}:{kind}"));
-    }
-    (!listed.is_empty()).then(|| listed.join(","))
-}
-
-fn decode_hex(hex: &str) -> Option<Vec<u8>> {
-    if hex.len() % 2 != 0 {
-        return None;
-    }
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
-        .collect()
 }
 
 /// Close the connection's cached statements that no client has open any
@@ -744,43 +516,71 @@ pub(super) fn lost(label: &str) -> ErrPacket {
     )
 }
 
-#[cfg(test)]
-mod tests {
-    use super::{diagnostics_targets, user_variable_copy_sql};
-
-    #[test]
-    fn diagnostics_targets_come_with_their_types() {
-        let t = |s: &str| diagnostics_targets(s.as_bytes());
-        assert_eq!(
-            t("GET DIAGNOSTICS @n = NUMBER, @r = row_count").as_deref(),
-            Some("6E:INT UNSIGNED,72:INT")
-        );
-        assert_eq!(
-            t("get current diagnostics condition 1 @e = MYSQL_ERRNO, @m = MESSAGE_TEXT").as_deref(),
-            Some("65:INT UNSIGNED,6D:VARCHAR")
-        );
-        // A quoted name, an item not known here, another statement: listed by the server.
-        assert_eq!(t("GET DIAGNOSTICS @`n` = NUMBER"), None);
-        assert_eq!(t("GET DIAGNOSTICS CONDITION 1 @x = ROW_NUMBER"), None);
-        assert_eq!(t("SET @w = @@warning_count"), None);
+impl Session {
+    /// hook(abandon): at the end of the session, after `release_idle`.
+    pub(super) async fn finish_connections(&mut self) {
+        let in_tx = self.in_transaction();
+        let unknown = self.state.pins.has(Pins::CONNECTION_STATE) || self.state.pins.has(Pins::SET_OPTION);
+        if let Some(mut h) = self.backends.master.take() {
+            match pool_for(&self.rt, Conn::Master) {
+                Some(pool) => finish(&mut h.conn, pool, in_tx || unknown).await,
+                None => h.conn.no_reuse = true,
+            }
+        }
+        if let Some((i, mut h)) = self.backends.replica.take() {
+            match pool_for(&self.rt, Conn::Replica(i)) {
+                Some(pool) => finish(&mut h.conn, pool, self.state.ro_tx.is_some()).await,
+                None => h.conn.no_reuse = true,
+            }
+        }
     }
+}
 
-    #[test]
-    fn user_variables_are_copied_by_type() {
-        // `n` (INT UNSIGNED), `B` (DECIMAL), `c` (DOUBLE), `d` (VARCHAR) and a
-        // name with a backtick and a quote.
-        let listed = "6E:INT UNSIGNED,42:DECIMAL,63:DOUBLE,64:VARCHAR,612762:INT";
-        let sql = user_variable_copy_sql(listed).expect("a query");
-        assert!(sql.starts_with("SELECT CONCAT('SET ', CONCAT_WS(', ', CONCAT('@`n` = ', IF(@`n` IS NULL"));
-        assert!(sql.contains("CONCAT('CAST(', CAST(@`n` AS CHAR), ' AS UNSIGNED)')"));
-        assert!(sql.contains("CONCAT('@`B` = ', IF(@`B` IS NULL, 'NULL', CAST(@`B` AS CHAR)))"));
-        assert!(sql.contains("CONCAT(CAST(@`c` AS CHAR), 'e0')"));
-        assert!(sql.contains("COLLATION(@`d`)"));
-        assert!(sql.contains("CONCAT('@`a''b` = ', IF(@`a'b` IS NULL"), "{sql}");
-        assert_eq!(user_variable_copy_sql(""), None);
-        // Not ASCII, odd hex, an unknown type: nothing is guessed.
-        assert_eq!(user_variable_copy_sql("C39F:INT"), None);
-        assert_eq!(user_variable_copy_sql("6:INT"), None);
-        assert_eq!(user_variable_copy_sql("6E:GEOMETRY"), None);
+/// The backend connections serving a session (its master and at most one
+/// replica of group 0, other groups' masters) and what is known of them.
+#[derive(Default)]
+pub(super) struct Backends {
+    pub(super) master: Option<Held>,
+    pub(super) replica: Option<(usize, Held)>,
+    /// The connection the next statement may ask about (see the module doc).
+    pub(super) keep: Option<Conn>,
+    /// The statement (client id) with an open cursor, and where.
+    pub(super) cursor: Option<(u32, Conn)>,
+    /// The connection that ran the session's last statement.
+    pub(super) last_conn: Conn,
+    /// Master connections of backend groups other than 0 (sharded tables
+    /// placed there) and the transaction's writing group (`groups.rs`).
+    pub(super) groups: sharded::GroupConns,
+}
+
+/// How long resetting a connection at the end of a session may take before
+/// it is closed instead.
+const END_RESET_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The pool a session connection comes from (no reference count touched:
+/// borrowed from the session's configuration snapshot).
+pub(super) fn pool_for(rt: &Runtime, conn: Conn) -> Option<&BackendPool> {
+    let g = rt.topology.groups.first()?;
+    match conn {
+        Conn::Master => Some(&g.master),
+        Conn::Replica(i) => g.replicas.get(i).map(|r| &*r.pool),
+    }
+}
+
+/// Give a session's connection back at the end of the session, or close it
+/// (`close`: it holds a transaction or state nobody can reset reliably).
+async fn finish(conn: &mut Pooled, pool: &BackendPool, close: bool) {
+    if conn.broken || conn.no_reuse {
+        return;
+    }
+    if close || conn.in_transaction() {
+        conn.no_reuse = true;
+        return;
+    }
+    if conn.dirty {
+        match tokio::time::timeout(END_RESET_TIMEOUT, pool.reset(conn)).await {
+            Ok(Ok(())) => {}
+            _ => conn.broken = true,
+        }
     }
 }

@@ -1,68 +1,19 @@
-//! The session's side of thread ids, `KILL`, `wait_timeout` and of its own
-//! end (a submodule of `session`, reached through small marked hooks there):
-//!
-//! - `KILL` and `SHOW PROCESSLIST` are answered from the session registry
-//!   (`registry.rs`, classification in `kill.rs`), never forwarded.
-//! - After a `SET` that mentions `wait_timeout`/`interactive_timeout`, the
-//!   session reads its effective `@@session.wait_timeout` back from the
-//!   server that ran it; the command loop then closes the session when idle
-//!   that long (`wait::idle_limit`), silently, as MariaDB does.
-//! - When the session ends (the client left, was killed, timed out), no
-//!   backend connection keeps anything of it: one with a transaction open
-//!   (or state sluice cannot know: CALL, SQL PREPARE, HANDLER, XA,
-//!   COM_SET_OPTION) is closed, so the server rolls back and frees its locks
-//!   as soon as it reads the end of the stream; one with other session state
-//!   (temporary tables, named locks, variables) is reset at once and goes
-//!   back to the pool clean; a failed reset closes it.
+//! COM_PROCESS_KILL, and the `KILL` and `SHOW PROCESSLIST` statements
+//! `frontend::kill` recognizes: answered from the session registry
+//! (`frontend::registry`), never forwarded.
 
-use std::time::Duration;
-
-use crate::backend::{BackendPool, Pooled};
 use crate::protocol::consts::errcode;
 use crate::protocol::packets::ErrPacket;
 use crate::protocol::resultset::{queue_result, Column};
-use crate::runtime::Runtime;
 
-use super::conns::Pins;
-use super::{Closed, CmdResult, Conn, Session};
 use crate::frontend::kill::{Intercept, KillTarget};
+use crate::frontend::prepared::Conn;
 use crate::frontend::registry::{KillRequest, Row};
-
-/// How long resetting a connection at the end of a session may take before
-/// it is closed instead.
-const END_RESET_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// The pool a session connection comes from (no reference count touched:
-/// borrowed from the session's configuration snapshot).
-pub(super) fn pool_for(rt: &Runtime, conn: Conn) -> Option<&BackendPool> {
-    let g = rt.topology.groups.first()?;
-    match conn {
-        Conn::Master => Some(&g.master),
-        Conn::Replica(i) => g.replicas.get(i).map(|r| &*r.pool),
-    }
-}
+use crate::frontend::session::{Closed, CmdResult, Session};
 
 impl Session {
-    /// hook(abandon): at the end of the session, after `release_idle`.
-    pub(super) async fn finish_connections(&mut self) {
-        let in_tx = self.in_transaction();
-        let unknown = self.state.pins.has(Pins::CONNECTION_STATE) || self.state.pins.has(Pins::SET_OPTION);
-        if let Some(mut h) = self.backends.master.take() {
-            match pool_for(&self.rt, Conn::Master) {
-                Some(pool) => finish(&mut h.conn, pool, in_tx || unknown).await,
-                None => h.conn.no_reuse = true,
-            }
-        }
-        if let Some((i, mut h)) = self.backends.replica.take() {
-            match pool_for(&self.rt, Conn::Replica(i)) {
-                Some(pool) => finish(&mut h.conn, pool, self.state.ro_tx.is_some()).await,
-                None => h.conn.no_reuse = true,
-            }
-        }
-    }
-
     /// hook(kill): answer a statement `kill::intercept` recognized.
-    pub(super) async fn intercepted(&mut self, i: Intercept) -> CmdResult {
+    pub(in crate::frontend::session) async fn intercepted(&mut self, i: Intercept) -> CmdResult {
         match i {
             Intercept::Processlist { full } => self.send_processlist(full).await,
             Intercept::Kill { query_only, target } => self.kill(query_only, target).await,
@@ -97,7 +48,7 @@ impl Session {
 
     /// hook(kill): COM_PROCESS_KILL (old clients' `mysql_kill()`): KILL
     /// CONNECTION of the 4-byte id that follows.
-    pub(super) async fn process_kill(&mut self, payload: &[u8]) -> CmdResult {
+    pub(in crate::frontend::session) async fn process_kill(&mut self, payload: &[u8]) -> CmdResult {
         match payload.get(1..5).and_then(|b| <[u8; 4]>::try_from(b).ok()) {
             Some(id) => {
                 self.kill(false, KillTarget::Thread(u64::from(u32::from_le_bytes(id))))
@@ -273,43 +224,6 @@ impl Session {
         match h.conn.query_text(ADMIN_RIGHTS_SQL).await {
             Ok(Ok(Some(flags))) => AdminRights::parse(&flags),
             _ => AdminRights::default(),
-        }
-    }
-
-    /// hook(wait_timeout): after a `SET` mentioning `wait_timeout` or
-    /// `interactive_timeout` succeeded on `conn`, read the session's
-    /// effective value back there (DEFAULT, expressions and the server's
-    /// clamping included). A failed read keeps the previous limit.
-    pub(super) async fn note_wait_timeout(&mut self, conn: Conn) {
-        let Some(h) = self.slot(conn) else {
-            return;
-        };
-        if let Ok(Ok(Some(secs))) = h.conn.query_u64("SELECT @@session.wait_timeout").await {
-            self.state.wait_timeout = Some(Duration::from_secs(secs));
-        }
-    }
-}
-
-/// Whether a SET may have changed the session's idle limit.
-pub(super) fn mentions_timeouts(sql: &[u8]) -> bool {
-    crate::router::route::mentions(sql, b"wait_timeout")
-        || crate::router::route::mentions(sql, b"interactive_timeout")
-}
-
-/// Give a session's connection back at the end of the session, or close it
-/// (`close`: it holds a transaction or state nobody can reset reliably).
-async fn finish(conn: &mut Pooled, pool: &BackendPool, close: bool) {
-    if conn.broken || conn.no_reuse {
-        return;
-    }
-    if close || conn.in_transaction() {
-        conn.no_reuse = true;
-        return;
-    }
-    if conn.dirty {
-        match tokio::time::timeout(END_RESET_TIMEOUT, pool.reset(conn)).await {
-            Ok(Ok(())) => {}
-            _ => conn.broken = true,
         }
     }
 }

@@ -25,7 +25,7 @@ use crate::backend::{BackendConn, Pooled};
 use crate::protocol::packets::ErrPacket;
 use crate::router::classify::{Classified, Kind};
 
-use super::shard_io::{lost, not_supported, run_ok};
+use super::io::{lost, not_supported, run_ok};
 use super::{Closed, Conn, Session};
 
 /// The session's connections to the masters of groups other than 0.

@@ -2,13 +2,13 @@
 //! sub-tables get which SQL; the modules below run the parts on backend
 //! connections and merge the answers exactly (`crate::merge`), streaming.
 //!
-//! - `shard_select.rs`: reads (scatter or in a transaction), the merge, text
+//! - `select.rs`: reads (scatter or in a transaction), the merge, text
 //!   or binary rows;
-//! - `shard_write.rs`: writes and DDL;
-//! - `shard_prepared.rs`: COM_STMT_* on sharded tables;
+//! - `write.rs`: writes and DDL;
+//! - `prepared.rs`: COM_STMT_* on sharded tables;
 //! - `groups.rs`: sub-tables in several backend groups (a master connection
 //!   per group, one writing group per transaction);
-//! - `shard_io.rs`: reading shard answers, the query log.
+//! - `io.rs`: reading shard answers, the query log.
 
 use crate::protocol::response::{ResponseKind, ResponseTracker};
 use crate::router::classify::Classified;
@@ -53,20 +53,15 @@ fn starts_ddl(text: &str) -> bool {
 /// bounds one), so their number is bounded too.
 static LARGE_PLANS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
 
-#[path = "groups.rs"]
 mod groups;
-#[path = "shard_io.rs"]
-mod shard_io;
-#[path = "shard_prepared.rs"]
-mod shard_prepared;
-#[path = "shard_select.rs"]
-mod shard_select;
-#[path = "shard_write.rs"]
-mod shard_write;
+mod io;
+mod prepared;
+mod select;
+mod write;
 
 pub(super) use groups::GroupConns;
-use shard_io::{not_supported, read_head, read_rows, send_query, Head};
-use shard_select::RowFormat;
+use io::{not_supported, read_head, read_rows, send_query, Head};
+use select::RowFormat;
 
 use super::{Closed, CmdResult, Conn, Session};
 
@@ -387,7 +382,7 @@ impl Session {
                             wildcard_helpers,
                             format,
                             params,
-                            shard_select::Original {
+                            select::Original {
                                 sql: &String::from_utf8_lossy(sql),
                                 rerunnable: c.replica_eligible() && !c.reads_user_variable,
                             },
@@ -398,7 +393,7 @@ impl Session {
                 }
             }
         };
-        let r = shard_io::HIDE_PART_SQL.scope(hide, run).await;
+        let r = io::HIDE_PART_SQL.scope(hide, run).await;
         self.groups_settle().await;
         r
     }

@@ -1,0 +1,24 @@
+//! COM_INIT_DB.
+
+use crate::frontend::prepared::Conn;
+use crate::frontend::session::gate::Route;
+use crate::frontend::session::{CmdResult, Session};
+use crate::protocol::response::ResponseKind;
+use crate::router::plan::RouteReason;
+
+impl Session {
+    pub(in crate::frontend::session) async fn init_db(&mut self, payload: &[u8]) -> CmdResult {
+        let db = String::from_utf8_lossy(&payload[1..]).into_owned();
+        let route = Route::master(RouteReason::SessionState);
+        let Some(tracker) = self
+            .run_on(route, payload, ResponseKind::Single, false, None, None)
+            .await?
+        else {
+            return Ok(());
+        };
+        if !tracker.error {
+            self.entered_db(Conn::Master, db);
+        }
+        Ok(())
+    }
+}

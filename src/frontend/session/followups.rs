@@ -1,0 +1,299 @@
+//! The async work after a statement that `apply` asks for, on the
+//! connection that ran it: learning the sql_mode and the idle limit a SET
+//! may have changed, carrying LAST_INSERT_ID, and moving session state made
+//! on a replica connection to the master.
+//!
+//! After a `SET` that mentions `wait_timeout`/`interactive_timeout`, the
+//! session reads its effective `@@session.wait_timeout` back from the
+//! server that ran it; the command loop then closes the session when idle
+//! that long (`wait::idle_limit`), silently, as MariaDB does.
+
+use crate::error;
+use crate::frontend::prepared::Conn;
+use crate::frontend::session::backends::{lost, Held};
+use crate::frontend::session::Session;
+use crate::protocol::packets::ErrPacket;
+use crate::router::lexer::LexOptions;
+use crate::router::plan::Pins;
+use std::time::Duration;
+
+impl Session {
+    /// After a SET that may change sql_mode: read the mode the connection
+    /// now has, so the next statements are classified under it. When it
+    /// cannot be read, classify under every reading again.
+    pub(super) async fn learn_sql_mode(&mut self, conn: Conn) {
+        self.state.lex = None;
+        let Some(h) = self.slot(conn) else {
+            return;
+        };
+        if let Ok(Ok(Some(mode))) = h.conn.query_text("SELECT @@session.sql_mode").await {
+            let has = |flag: &str| mode.split(',').any(|m| m.eq_ignore_ascii_case(flag));
+            self.state.lex = Some(LexOptions {
+                ansi_quotes: has("ANSI_QUOTES"),
+                no_backslash_escapes: has("NO_BACKSLASH_ESCAPES"),
+                ..LexOptions::default()
+            });
+        }
+    }
+
+    /// hook(wait_timeout): after a `SET` mentioning `wait_timeout` or
+    /// `interactive_timeout` succeeded on `conn`, read the session's
+    /// effective value back there (DEFAULT, expressions and the server's
+    /// clamping included). A failed read keeps the previous limit.
+    pub(super) async fn note_wait_timeout(&mut self, conn: Conn) {
+        let Some(h) = self.slot(conn) else {
+            return;
+        };
+        if let Ok(Ok(Some(secs))) = h.conn.query_u64("SELECT @@session.wait_timeout").await {
+            self.state.wait_timeout = Some(Duration::from_secs(secs));
+        }
+    }
+
+    /// After a master statement: `reported` is the insert id of its OK
+    /// packet (0 if none); `mentions` whether its text names LAST_INSERT_ID.
+    pub(super) fn note_insert_id(&mut self, reported: u64, mentions: bool) {
+        if reported == 0 && !mentions {
+            return;
+        }
+        let Some(h) = self.backends.master.as_ref() else {
+            return;
+        };
+        if !self.state.lid.unknown {
+            self.state.lid.unknown = true;
+            self.state.lid.prior = h.conn.state.last_insert_id;
+        }
+        self.state.lid.owner = h.conn.state.uid;
+        if reported != 0 {
+            self.state.lid.last_reported = reported;
+        }
+    }
+
+    /// Read the connection's LAST_INSERT_ID() back before it leaves the
+    /// session. An OK packet reports explicit ids too, which do not change
+    /// LAST_INSERT_ID(): a value equal to the one before the statements is
+    /// "unchanged" unless it is also the id they reported (an explicit id
+    /// equal to another session's last generated id on this connection is
+    /// the one ambiguous case; it is taken as generated).
+    pub(super) async fn capture_last_insert_id(&mut self, h: &mut Held) -> Result<(), ()> {
+        match h.conn.query_u64("SELECT LAST_INSERT_ID()").await {
+            Ok(Ok(v)) => {
+                let now = v.unwrap_or(0);
+                h.conn.state.last_insert_id = now;
+                let changed = now != self.state.lid.prior
+                    || (self.state.lid.last_reported != 0 && now == self.state.lid.last_reported)
+                    || self.state.lid.prior == self.state.lid.value;
+                if changed {
+                    self.state.lid.value = now;
+                }
+                self.state.lid.unknown = false;
+                self.state.lid.last_reported = 0;
+                Ok(())
+            }
+            _ => Err(()),
+        }
+    }
+
+    /// After a statement that set session state ran on replica connection
+    /// `conn` (the previous statement's connection, for `GET DIAGNOSTICS
+    /// @n = NUMBER` or `SET @w = @@warning_count`; or the read-only
+    /// transaction's, for `SET @x = 1` or `SELECT ... INTO @x` in it): the
+    /// session's state lives on its master connection, and a replica
+    /// connection must never go back to the pool with it (the next borrower
+    /// would read this session's variables). The connection's user
+    /// variables, which are all this session's (connections are lent
+    /// without any), are copied to the master with their types and
+    /// collations, and the session is pinned there like any session with
+    /// user variables; the replica connection is closed when the session
+    /// lets it go, never pooled.
+    pub(super) async fn take_state_from_replica(&mut self, conn: Conn, sql: &[u8]) -> Result<(), ErrPacket> {
+        let label = self.label(conn);
+        let h = self.slot(conn).ok_or_else(|| lost(&label))?;
+        h.conn.no_reuse = true;
+        // GET DIAGNOSTICS names its targets and their types: no listing,
+        // whose table read would empty the diagnostics area that SHOW
+        // WARNINGS reads next.
+        let listed = match diagnostics_targets(sql) {
+            Some(l) => Some(l),
+            None => error::answered(&label, h.conn.query_text(USER_VARIABLE_LIST).await)?,
+        };
+        let Some(read) = user_variable_copy_sql(listed.as_deref().unwrap_or_default()) else {
+            return Ok(());
+        };
+        let Some(set) = error::answered(&label, h.conn.query_text(&read).await)? else {
+            return Ok(());
+        };
+        self.held(Conn::Master).await?;
+        let label = self.label(Conn::Master);
+        let m = self.slot(Conn::Master).ok_or_else(|| lost(&label))?;
+        error::answered(&label, m.conn.query_drop(&set).await)?;
+        self.pin(Pins::USER_VARIABLE);
+        Ok(())
+    }
+
+    /// Run `sql`, a SQL PREPARE / DEALLOCATE PREPARE that ran on a replica
+    /// inside a read-only transaction, on the master too, and keep the
+    /// session there (`pins`): the statements after the transaction run on
+    /// the master and must find the same named statements. The answer is not
+    /// the client's (it had the replica's); the master gives the same one, as
+    /// the text reads nothing that differs between them.
+    pub(super) async fn mirror_on_master(&mut self, sql: &[u8], pins: Pins) {
+        let Ok(text) = std::str::from_utf8(sql) else {
+            // Not valid UTF-8 as one string: the replica's answer stands, and
+            // the session is not pinned (nothing was made on the master).
+            tracing::warn!("cannot repeat a PREPARE on the master: its text is not UTF-8");
+            return;
+        };
+        if self.held(Conn::Master).await.is_err() {
+            tracing::warn!("cannot repeat a PREPARE on the master: no master connection");
+            return;
+        }
+        let Some(m) = self.slot(Conn::Master) else {
+            return;
+        };
+        m.conn.dirty = true;
+        if let Err(e) = m.conn.query_drop(text).await {
+            tracing::warn!(error = %e, "cannot repeat a PREPARE on the master");
+            return;
+        }
+        self.pin_all(pins);
+    }
+}
+
+/// The user variables of a connection, as `HEX(name):TYPE` items separated
+/// by commas (NULL when it has none). Names in hex: no quoting to undo.
+pub(super) const USER_VARIABLE_LIST: &str =
+    "SELECT GROUP_CONCAT(CONCAT(HEX(VARIABLE_NAME), ':', VARIABLE_TYPE) \
+     SEPARATOR ',') FROM information_schema.USER_VARIABLES";
+
+/// From [`USER_VARIABLE_LIST`]'s answer: a query whose one value is the
+/// `SET @a = ..., @b = ...` that recreates those variables elsewhere with the
+/// same values, types and collations: numbers as numbers (DOUBLE with an
+/// exponent), strings as `CONVERT(X'..' USING cs) COLLATE coll` (`_binary
+/// X'..'` for binary ones), NULL as NULL. None when there is nothing to copy
+/// or a name is not plain ASCII (the statement's text would then depend on
+/// the connections' character sets).
+pub(super) fn user_variable_copy_sql(listed: &str) -> Option<String> {
+    let mut parts = Vec::new();
+    for item in listed.split(',').filter(|i| !i.is_empty()) {
+        let (hex, kind) = item.split_once(':')?;
+        let name = decode_hex(hex)?;
+        if !name.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
+            return None;
+        }
+        let name = String::from_utf8(name).ok()?;
+        let var = format!("@`{}`", name.replace('`', "``"));
+        let text = format!("CAST({var} AS CHAR)");
+        let literal = match kind {
+            "INT" | "DECIMAL" => text,
+            // (A small unsigned value would read back signed.)
+            "INT UNSIGNED" => format!("CONCAT('CAST(', {text}, ' AS UNSIGNED)')"),
+            "DOUBLE" => format!("IF(LOCATE('e', {text}) > 0, {text}, CONCAT({text}, 'e0'))"),
+            "VARCHAR" => format!(
+                "IF(CHARSET({var}) = 'binary', CONCAT('_binary X''', HEX({var}), ''''), \
+                 CONCAT('CONVERT(X''', HEX({var}), ''' USING ', CHARSET({var}), ') COLLATE `', \
+                 COLLATION({var}), '`'))"
+            ),
+            _ => return None,
+        };
+        // The name inside a string literal of CONCAT: quotes and
+        // backslashes doubled.
+        let shown = var.replace('\\', "\\\\").replace('\'', "''");
+        parts.push(format!(
+            "CONCAT('{shown} = ', IF({var} IS NULL, 'NULL', {literal}))"
+        ));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "SELECT CONCAT('SET ', CONCAT_WS(', ', {}))",
+        parts.join(", ")
+    ))
+}
+
+/// The user variables `GET [CURRENT] DIAGNOSTICS [CONDITION n] @a = ITEM, …`
+/// sets, with the types the server gives them, as [`USER_VARIABLE_LIST`]
+/// lists them (`HEX(name):TYPE,…`); `None` for another statement, a quoted
+/// name or an item not known here.
+pub(super) fn diagnostics_targets(sql: &[u8]) -> Option<String> {
+    use crate::router::lexer::{first_word, Token, Tokens};
+    if first_word(sql).0 != "GET" {
+        return None;
+    }
+    let toks: Vec<Token<'_>> = Tokens::new(sql).collect();
+    let mut listed = Vec::new();
+    for w in toks.windows(3) {
+        let [Token::UserVar(name), Token::Eq, Token::Word(item)] = w else {
+            continue;
+        };
+        if !name
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'$')
+        {
+            return None;
+        }
+        let item = String::from_utf8_lossy(item).to_ascii_uppercase();
+        let kind = match item.as_str() {
+            "NUMBER" | "MYSQL_ERRNO" => "INT UNSIGNED",
+            "ROW_COUNT" => "INT",
+            "CLASS_ORIGIN" | "SUBCLASS_ORIGIN" | "RETURNED_SQLSTATE" | "MESSAGE_TEXT"
+            | "CONSTRAINT_CATALOG" | "CONSTRAINT_SCHEMA" | "CONSTRAINT_NAME" | "CATALOG_NAME"
+            | "SCHEMA_NAME" | "TABLE_NAME" | "COLUMN_NAME" | "CURSOR_NAME" => "VARCHAR",
+            _ => return None,
+        };
+        let hex: String = name.iter().map(|b| format!("{b:02X}")).collect();
+        listed.push(format!("{hex}:{kind}"));
+    }
+    (!listed.is_empty()).then(|| listed.join(","))
+}
+
+pub(super) fn decode_hex(hex: &str) -> Option<Vec<u8>> {
+    if hex.len() % 2 != 0 {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{diagnostics_targets, user_variable_copy_sql};
+
+    #[test]
+    pub(super) fn diagnostics_targets_come_with_their_types() {
+        let t = |s: &str| diagnostics_targets(s.as_bytes());
+        assert_eq!(
+            t("GET DIAGNOSTICS @n = NUMBER, @r = row_count").as_deref(),
+            Some("6E:INT UNSIGNED,72:INT")
+        );
+        assert_eq!(
+            t("get current diagnostics condition 1 @e = MYSQL_ERRNO, @m = MESSAGE_TEXT").as_deref(),
+            Some("65:INT UNSIGNED,6D:VARCHAR")
+        );
+        // A quoted name, an item not known here, another statement: listed by the server.
+        assert_eq!(t("GET DIAGNOSTICS @`n` = NUMBER"), None);
+        assert_eq!(t("GET DIAGNOSTICS CONDITION 1 @x = ROW_NUMBER"), None);
+        assert_eq!(t("SET @w = @@warning_count"), None);
+    }
+
+    #[test]
+    pub(super) fn user_variables_are_copied_by_type() {
+        // `n` (INT UNSIGNED), `B` (DECIMAL), `c` (DOUBLE), `d` (VARCHAR) and a
+        // name with a backtick and a quote.
+        let listed = "6E:INT UNSIGNED,42:DECIMAL,63:DOUBLE,64:VARCHAR,612762:INT";
+        let sql = user_variable_copy_sql(listed).expect("a query");
+        assert!(sql.starts_with("SELECT CONCAT('SET ', CONCAT_WS(', ', CONCAT('@`n` = ', IF(@`n` IS NULL"));
+        assert!(sql.contains("CONCAT('CAST(', CAST(@`n` AS CHAR), ' AS UNSIGNED)')"));
+        assert!(sql.contains("CONCAT('@`B` = ', IF(@`B` IS NULL, 'NULL', CAST(@`B` AS CHAR)))"));
+        assert!(sql.contains("CONCAT(CAST(@`c` AS CHAR), 'e0')"));
+        assert!(sql.contains("COLLATION(@`d`)"));
+        assert!(sql.contains("CONCAT('@`a''b` = ', IF(@`a'b` IS NULL"), "{sql}");
+        assert_eq!(user_variable_copy_sql(""), None);
+        // Not ASCII, odd hex, an unknown type: nothing is guessed.
+        assert_eq!(user_variable_copy_sql("C39F:INT"), None);
+        assert_eq!(user_variable_copy_sql("6:INT"), None);
+        assert_eq!(user_variable_copy_sql("6E:GEOMETRY"), None);
+    }
+}

@@ -1,0 +1,214 @@
+//! The freshness gate: a statement's `Plan`, the session's state and the
+//! replicas' health become a [`Route`] (a connection and the reason, which
+//! is the route metric's label).
+
+use crate::freshness::monitor::Provisional;
+use crate::freshness::state::Scope;
+use crate::frontend::prepared::Conn;
+use crate::frontend::session::backends::lost;
+use crate::frontend::session::pipeline::Exec;
+use crate::frontend::session::Session;
+use crate::protocol::consts::*;
+use crate::protocol::packets::ErrPacket;
+use crate::router::classify::{Classified, Kind};
+use crate::router::plan::{Plan, ReadSet, RouteReason, Target};
+use crate::router::route::{self};
+
+impl Session {
+    /// Where a statement runs: with long data on the master (it went
+    /// there); else a fresh replica or the master, as the gate decides.
+    ///
+    /// hook(strict): a read that can be rerun may run on a replica while
+    /// strict mode's master probe is under way (freshness::strict); its
+    /// route is counted once its answer is released or rerun (exec.rs).
+    /// A text read, or an EXECUTE that opens no cursor (a cursor's rows
+    /// are fetched later, from that connection).
+    pub(super) async fn route_statement(
+        &mut self,
+        plan: &Plan<'_>,
+        c: &Classified,
+        exec: &Exec<'_>,
+    ) -> Result<(Route, Option<Provisional>), ErrPacket> {
+        let rerunnable = match exec {
+            Exec::Text { .. } => true,
+            Exec::Prepared { layout, .. } => layout.cursor_flags == 0,
+            Exec::Command { .. } => false,
+        };
+        if matches!(exec, Exec::Prepared { long_data: true, .. }) {
+            let route = Route::master(RouteReason::LongData);
+            return Ok((route, None));
+        }
+        if rerunnable && plan.target == Target::FreshReplica {
+            return Ok(self.pick_replica_overlapped(plan.read_set.tables()).await);
+        }
+        Ok((self.gate(plan, c).await?, None))
+    }
+
+    /// The freshness gate: resolve the plan's target to a connection.
+    pub(super) async fn gate(&mut self, plan: &Plan<'_>, c: &Classified) -> Result<Route, ErrPacket> {
+        Ok(match plan.target {
+            Target::Master => Route::master(plan.reason),
+            Target::Replica(i) => {
+                if c.kind == Kind::Read && !self.read_only_tx_fresh(i, plan).await? {
+                    // The replica's snapshot would miss writes this read must
+                    // see: the transaction has read nothing that binds it
+                    // (REPEATABLE READ before its first read), or every
+                    // statement sees the latest commits anyway (READ
+                    // COMMITTED), so it moves to the master unchanged.
+                    self.move_read_only_tx_to_master().await?;
+                    return Ok(Route::master(RouteReason::StaleReplica));
+                }
+                Route::new(Conn::Replica(i), plan.reason)
+            }
+            Target::Previous => {
+                // A replica that answers about its previous statement must
+                // also be fresh for the tables this statement reads.
+                if let (Conn::Replica(i), true) = (self.backends.last_conn, c.previous_reads_tables) {
+                    if !self.replica_fresh_for(i, plan.read_set.tables()).await {
+                        return Ok(Route::master(RouteReason::StaleReplica));
+                    }
+                }
+                Route::new(self.backends.last_conn, plan.reason)
+            }
+            Target::FreshReplica => self.pick_replica(plan.read_set.tables()).await,
+        })
+    }
+
+    /// A read inside the read-only transaction on replica `i`: is the
+    /// replica fresh enough for it? Under REPEATABLE READ the snapshot is
+    /// taken at the first read, so that read must find every write
+    /// committed before it (all tables: later reads see the same snapshot);
+    /// under READ COMMITTED each statement must find the writes committed
+    /// before it, for the tables it reads.
+    pub(super) async fn read_only_tx_fresh(&mut self, i: usize, plan: &Plan<'_>) -> Result<bool, ErrPacket> {
+        let rc = match self.state.read_committed {
+            Some(rc) => rc,
+            None => self.learn_isolation(Conn::Replica(i)).await?,
+        };
+        if !rc && self.state.ro_checked {
+            return Ok(true);
+        }
+        let tables = match (rc, plan.read_set) {
+            (true, ReadSet::Tables(t)) => Some(t),
+            _ => None,
+        };
+        let fresh = self.replica_fresh_for(i, tables).await;
+        if fresh && !rc {
+            self.state.ro_checked = true;
+        }
+        Ok(fresh)
+    }
+
+    /// The session's isolation level, as its connection `conn` reports it.
+    pub(super) async fn learn_isolation(&mut self, conn: Conn) -> Result<bool, ErrPacket> {
+        let label = self.label(conn);
+        let h = self.slot(conn).ok_or_else(|| lost(&label))?;
+        let level = crate::error::answered(&label, h.conn.query_text("SELECT @@session.tx_isolation").await)?
+            .unwrap_or_default();
+        let rc =
+            level.eq_ignore_ascii_case("READ-COMMITTED") || level.eq_ignore_ascii_case("READ-UNCOMMITTED");
+        self.state.read_committed = Some(rc);
+        Ok(rc)
+    }
+
+    /// End the read-only transaction on its replica (it has read nothing
+    /// that binds it) and open the same one on the master.
+    pub(super) async fn move_read_only_tx_to_master(&mut self) -> Result<(), ErrPacket> {
+        if let Some((_, mut h)) = self.backends.replica.take() {
+            if !matches!(h.conn.query_drop("ROLLBACK").await, Ok(Ok(()))) {
+                h.conn.broken = true;
+            }
+        }
+        self.state.ro_tx = None;
+        self.state.ro_checked = false;
+        self.held(Conn::Master).await?;
+        let label = self.label(Conn::Master);
+        let h = self.slot(Conn::Master).ok_or_else(|| lost(&label))?;
+        h.conn.dirty = true;
+        crate::error::answered(&label, h.conn.query_drop("START TRANSACTION READ ONLY").await)?;
+        self.state.status |= SERVER_STATUS_IN_TRANS;
+        Ok(())
+    }
+
+    /// A read its text allows on a replica (sharded parts use this too):
+    /// the session's state first (read-only transaction, pins, transaction),
+    /// then freshness.
+    pub(super) async fn route_read(&mut self, tables: Option<&[String]>) -> Route {
+        match route::read_target(&self.state.view()) {
+            (Target::FreshReplica, _) => self.pick_replica(tables).await,
+            (Target::Replica(i), reason) => Route::new(Conn::Replica(i), reason),
+            (_, reason) => Route::master(reason),
+        }
+    }
+
+    /// A fresh replica for a read of `tables` (None: unknown), or the master.
+    pub(super) async fn pick_replica(&mut self, tables: Option<&[String]>) -> Route {
+        let current = self.backends.replica.as_ref().map(|(i, _)| *i);
+        match self.pick_for(tables, current).await {
+            Ok(i) => Route::new(Conn::Replica(i), RouteReason::FreshReplica),
+            Err(f) => Route::master(f.reason()),
+        }
+    }
+
+    /// [`Session::pick_replica`] for a text read that may start on the
+    /// replica before strict mode's probe has answered: the provisional
+    /// decides whether its answer is released (see `freshness::strict`).
+    pub(super) async fn pick_replica_overlapped(
+        &mut self,
+        tables: Option<&[String]>,
+    ) -> (Route, Option<Provisional>) {
+        let current = self.backends.replica.as_ref().map(|(i, _)| *i);
+        let qualified = tables
+            .filter(|_| self.monitor.compares_counters())
+            .and_then(|t| self.state.qualified(t));
+        let scope = match qualified {
+            Some(t) => Scope::Tables(t),
+            None => Scope::All,
+        };
+        match self.monitor.pick_overlapped(scope, current).await {
+            Ok((i, p)) => (Route::new(Conn::Replica(i), RouteReason::FreshReplica), p),
+            Err(f) => (Route::master(f.reason()), None),
+        }
+    }
+
+    /// Is replica `i` (the one the session uses) fresh for a read of `tables`?
+    pub(super) async fn replica_fresh_for(&mut self, i: usize, tables: Option<&[String]>) -> bool {
+        self.pick_for(tables, Some(i)).await == Ok(i)
+    }
+
+    /// The freshness gate's choice for a read of `tables` (None: unknown),
+    /// preferring replica `current`.
+    pub(super) async fn pick_for(
+        &mut self,
+        tables: Option<&[String]>,
+        current: Option<usize>,
+    ) -> Result<usize, crate::freshness::monitor::Fallback> {
+        // The scope (allocated `db.table` names) only matters when the
+        // gate compares counters.
+        let qualified = tables
+            .filter(|_| self.monitor.compares_counters())
+            .and_then(|t| self.state.qualified(t));
+        let scope = match qualified {
+            Some(t) => Scope::Tables(t),
+            None => Scope::All,
+        };
+        self.monitor.pick(scope, current).await
+    }
+}
+
+/// Where a statement goes and why (the reason is a metric label).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Route {
+    pub(super) conn: Conn,
+    pub(super) reason: RouteReason,
+}
+
+impl Route {
+    pub(super) fn new(conn: Conn, reason: RouteReason) -> Route {
+        Route { conn, reason }
+    }
+
+    pub(super) fn master(reason: RouteReason) -> Route {
+        Route::new(Conn::Master, reason)
+    }
+}

@@ -1,0 +1,120 @@
+//! The one statement pipeline: every statement a client runs, whatever
+//! command carried it, goes through
+//! `classify → Plan (router::route) → freshness gate → execute → apply`.
+//!
+//! - COM_QUERY text and COM_STMT_EXECUTE of a prepared statement share it;
+//!   the SQL-level dynamic statements (`EXECUTE IMMEDIATE`, `PREPARE`,
+//!   `EXECUTE`, `CALL`, compound statements) are classified as opaque by the
+//!   router: master, counted as writing everything, and the session pinned
+//!   to its connection until reset.
+//! - [`Session::apply`] is the only place where a statement's effects reach
+//!   the session: pins taken and lifted, SETs recorded for replay, the
+//!   default database, the read-only transaction, LAST_INSERT_ID, the global
+//!   counter bump and the causal snapshot. (A COM_STMT_PREPARE runs nothing,
+//!   but preparing may make user variables: [`Session::apply_prepare`].)
+//! - Statements on sharded tables leave the pipeline before the plan
+//!   (`sharded/`): their parts are planned by `crate::shard`.
+
+use std::sync::Arc;
+
+use crate::config::FreshnessMode;
+use crate::protocol::response::ResponseKind;
+use crate::router::classify::{self, Classified};
+use crate::router::memo;
+use crate::router::route::{self, Source};
+
+use super::prepared::{self, Conn};
+use super::{Closed, CmdResult, Session};
+
+/// How a planned statement is sent to the backend.
+#[derive(Clone, Copy)]
+pub(super) enum Exec<'p> {
+    /// A COM_QUERY packet, sent as it came.
+    Text { payload: &'p [u8] },
+    /// A command that is not a statement, answered as `kind` (exec.rs `run_on`).
+    Command {
+        payload: &'p [u8],
+        kind: ResponseKind,
+        prepare_id: Option<u32>,
+        stmt_ids: Option<(u32, u32)>,
+    },
+    /// A COM_STMT_EXECUTE of client statement `id`.
+    Prepared {
+        id: u32,
+        payload: &'p [u8],
+        layout: prepared::ExecuteLayout,
+        /// SEND_LONG_DATA went to the master: so must the EXECUTE.
+        long_data: bool,
+        /// The text to prepare and run instead of the statement's own (its
+        /// ROW_COUNT()/FOUND_ROWS() replaced by the session's values).
+        variant: Option<&'p [u8]>,
+        /// The client's parameters in the order `variant` binds them, when
+        /// that is not their own order (thread_ids::rewrite_prepared).
+        order: Option<&'p [u16]>,
+    },
+}
+
+impl Session {
+    /// Classify a statement under the session's sql_mode when it is known
+    /// (it changes where strings end), else under both readings; a text
+    /// of a shape seen before is answered by the memo (`router::memo`:
+    /// on the texts it serves, the sql_mode changes nothing).
+    pub(super) fn classify(&self, sql: &[u8]) -> Arc<Classified> {
+        let lex = self.state.lex;
+        memo::classified(sql, |sql| match lex {
+            Some(opts) => classify::classify_in_mode(sql, opts),
+            None => classify::classify_any_mode(sql),
+        })
+    }
+
+    /// Run one statement through the pipeline. `sql` is its text (for a
+    /// prepared statement, the text it was prepared with).
+    pub(super) async fn statement(
+        &mut self,
+        c: &Classified,
+        sql: &[u8],
+        src: Source,
+        exec: Exec<'_>,
+    ) -> CmdResult {
+        let plan = route::plan(c, sql, src, &self.state.view());
+        // Sub-tables in other backend groups: one writing group per transaction.
+        if self.groups_before(c).await? {
+            return Ok(());
+        }
+        let (route, provisional) = match self.route_statement(&plan, c, &exec).await {
+            Ok(r) => r,
+            Err(e) => return self.send_err(&e).await,
+        };
+        let on_master = route.conn == Conn::Master;
+        // A statement may also commit implicitly (SET autocommit=1, DDL, BEGIN
+        // inside a transaction): anything on the master while in a
+        // transaction may make writes visible, so its answer waits for the
+        // causal snapshot (released below once it is decided).
+        let was_in_tx = self.in_transaction();
+        let was_in_server_tx = self.state.in_server_transaction();
+        let hold = on_master && (plan.is_write || was_in_tx) && self.monitor.mode == FreshnessMode::Causal;
+        if provisional.is_none() {
+            self.shared.metrics.route(on_master, route.reason);
+        }
+        let ready = match self.ready(&plan, c, sql, route.conn, &exec).await {
+            Ok(r) => r,
+            Err(e) => return self.send_err(&e).await,
+        };
+        let values = self.session_values(c, sql, src, &exec, ready);
+        let kept = self.backends.keep;
+        let ran = self.execute(route, values.over(exec), hold, provisional).await?;
+        self.groups_after(&c.kind, ran.as_ref().is_some_and(|(t, _)| !t.error))
+            .await;
+        let Some((tracker, conn)) = ran else {
+            self.state.prev.row_count = -1;
+            return Ok(());
+        };
+        self.settle(&plan, c, sql, conn, &tracker, kept).await;
+        self.apply(&plan, c, sql, conn, &tracker, was_in_server_tx, &[0])
+            .await;
+        if hold {
+            self.client.flush().await.map_err(|_| Closed)?;
+        }
+        Ok(())
+    }
+}
