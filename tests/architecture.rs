@@ -23,10 +23,6 @@ const LONG_FILES: &[(&str, &str)] = &[
         "GroupMonitor splits (pick, probes, the shard collation cache)",
     ),
     ("shard/group.rs", "group::build splits into its phases"),
-    (
-        "config/raw.rs",
-        "#[serde(default)] on the Raw structs replaces the default_* functions",
-    ),
 ];
 
 fn src() -> PathBuf {

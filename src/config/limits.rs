@@ -2,6 +2,10 @@
 
 use std::time::Duration;
 
+use serde::Deserialize;
+
+use super::de;
+
 /// `limits:` — what one sluice accepts from its clients, and how long it
 /// waits for them when it stops. Every field has a default (see
 /// [`Limits::default`]), so the whole section is optional.
@@ -63,6 +67,133 @@ impl Default for Limits {
             max_unauthenticated: 1024,
             max_unauthenticated_per_address: 128,
             pause_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// `limits:`; defaults are those of [`Limits::default`].
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping such as { max_client_connections: 10000, idle_client_timeout: 8h }"
+)]
+pub(super) struct RawLimits {
+    #[serde(
+        default = "default_max_client_connections",
+        deserialize_with = "de::bounded::<usize, 1, 1000000, _>"
+    )]
+    max_client_connections: usize,
+    #[serde(
+        default = "default_max_packet_size",
+        deserialize_with = "de::parse::<de::PacketSize, _>"
+    )]
+    max_packet_size: usize,
+    #[serde(
+        default = "default_idle_client_timeout",
+        deserialize_with = "de::parse::<de::AnyDuration, _>"
+    )]
+    idle_client_timeout: Duration,
+    #[serde(
+        default = "default_shutdown_timeout",
+        deserialize_with = "de::parse::<de::AnyDuration, _>"
+    )]
+    shutdown_timeout: Duration,
+    #[serde(default, deserialize_with = "de::parse::<de::AnyDuration, _>")]
+    drain_delay: Duration,
+    #[serde(
+        default = "default_shutdown_wait_for_clients",
+        deserialize_with = "de::parse::<de::AnyDuration, _>"
+    )]
+    shutdown_wait_for_clients: Duration,
+    #[serde(
+        default = "default_handshake_timeout",
+        deserialize_with = "de::parse::<de::Timeout, _>"
+    )]
+    handshake_timeout: Duration,
+    #[serde(
+        default = "default_max_unauthenticated",
+        deserialize_with = "de::bounded::<usize, 1, 1000000, _>"
+    )]
+    max_unauthenticated: usize,
+    #[serde(
+        default = "default_max_unauthenticated_per_address",
+        deserialize_with = "de::bounded::<usize, 1, 1000000, _>"
+    )]
+    max_unauthenticated_per_address: usize,
+    #[serde(
+        default = "default_pause_timeout",
+        deserialize_with = "de::parse::<de::Timeout, _>"
+    )]
+    pause_timeout: Duration,
+}
+
+fn default_pause_timeout() -> Duration {
+    Limits::default().pause_timeout
+}
+
+impl Default for RawLimits {
+    fn default() -> Self {
+        let l = Limits::default();
+        RawLimits {
+            max_client_connections: l.max_client_connections,
+            max_packet_size: l.max_packet_size,
+            idle_client_timeout: l.idle_client_timeout,
+            shutdown_timeout: l.shutdown_timeout,
+            drain_delay: l.drain_delay,
+            shutdown_wait_for_clients: l.shutdown_wait_for_clients,
+            handshake_timeout: l.handshake_timeout,
+            max_unauthenticated: l.max_unauthenticated,
+            max_unauthenticated_per_address: l.max_unauthenticated_per_address,
+            pause_timeout: l.pause_timeout,
+        }
+    }
+}
+
+fn default_handshake_timeout() -> Duration {
+    Limits::default().handshake_timeout
+}
+
+fn default_max_unauthenticated() -> usize {
+    Limits::default().max_unauthenticated
+}
+
+fn default_max_unauthenticated_per_address() -> usize {
+    Limits::default().max_unauthenticated_per_address
+}
+
+fn default_max_client_connections() -> usize {
+    Limits::default().max_client_connections
+}
+
+fn default_max_packet_size() -> usize {
+    Limits::default().max_packet_size
+}
+
+fn default_idle_client_timeout() -> Duration {
+    Limits::default().idle_client_timeout
+}
+
+fn default_shutdown_wait_for_clients() -> Duration {
+    Limits::default().shutdown_wait_for_clients
+}
+
+fn default_shutdown_timeout() -> Duration {
+    Limits::default().shutdown_timeout
+}
+
+impl From<RawLimits> for Limits {
+    fn from(raw: RawLimits) -> Self {
+        Limits {
+            max_client_connections: raw.max_client_connections,
+            max_packet_size: raw.max_packet_size,
+            idle_client_timeout: raw.idle_client_timeout,
+            shutdown_timeout: raw.shutdown_timeout,
+            drain_delay: raw.drain_delay,
+            shutdown_wait_for_clients: raw.shutdown_wait_for_clients,
+            handshake_timeout: raw.handshake_timeout,
+            max_unauthenticated: raw.max_unauthenticated,
+            max_unauthenticated_per_address: raw.max_unauthenticated_per_address,
+            pause_timeout: raw.pause_timeout,
         }
     }
 }

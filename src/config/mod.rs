@@ -480,7 +480,9 @@ impl BackendSettings {
 mod admin;
 mod de;
 mod duration;
+mod freshness;
 mod limits;
+mod sharding;
 pub use limits::Limits;
 pub mod follow;
 mod password;
