@@ -199,8 +199,19 @@ async fn auto_install_off_leaves_new_tables_untracked() {
         after >= before + 2.0,
         "untracked reads counted: {before} -> {after}"
     );
+    // The gauge follows the tracked set's refresh, which may not have seen
+    // `d` (created directly on the master) yet.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let mut untracked = None;
+    while std::time::Instant::now() < deadline {
+        untracked = metric(s.admin_port, "sluice_untracked_tables{group=\"main\"}");
+        if untracked == Some(2.0) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     assert_eq!(
-        metric(s.admin_port, "sluice_untracked_tables{group=\"main\"}"),
+        untracked,
         Some(2.0),
         "n and d are the untracked tables of the tracked schema"
     );

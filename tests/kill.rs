@@ -431,7 +431,20 @@ async fn processlist_shows_the_sessions() {
         Some("SHOW FULL PROCESSLIST")
     );
     let mut a = running.await.expect("task");
-    let rows: Vec<Row> = b.query("SHOW PROCESSLIST").await.expect("processlist");
+    // The session is marked idle right after its answer is sent (as the
+    // server sets COM_SLEEP after end_statement): a listing taken at once may
+    // still see it finishing.
+    let mut rows: Vec<Row> = Vec::new();
+    for _ in 0..50 {
+        rows = b.query("SHOW PROCESSLIST").await.expect("processlist");
+        let idle = rows
+            .iter()
+            .any(|r| r.get::<u64, _>(0) == Some(aid) && r.get::<String, _>(4).as_deref() == Some("Sleep"));
+        if idle {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let ra = rows
         .iter()
         .find(|r| r.get::<u64, _>(0) == Some(aid))
