@@ -141,6 +141,65 @@ impl Session {
         }
     }
 
+    /// The gate for the parts of a sharded read run outside a transaction
+    /// (scatter reads), one [`Route`] per part's backend group, counted in
+    /// the routing metrics: group 0 by the session's read rules, another
+    /// group by its own replicas' freshness (outside a transaction and
+    /// unpinned, the rules of `route_read` reduce to that); then the pause
+    /// gate of that group ([`Session::admit`]), once per statement, before
+    /// anything of it runs.
+    pub(super) async fn route_parts(
+        &mut self,
+        groups: impl Iterator<Item = usize>,
+    ) -> Result<Vec<Route>, ErrPacket> {
+        let mut routes = Vec::with_capacity(groups.size_hint().0);
+        for group in groups {
+            let route = self.route_part(group).await?;
+            self.shared
+                .metrics
+                .route(route.conn == Conn::Master, route.reason);
+            routes.push(route);
+        }
+        Ok(routes)
+    }
+
+    /// [`Session::route_parts`] for one part, not counted (a description's
+    /// run of the original statement, see `sharded/select.rs`).
+    pub(super) async fn route_part(&mut self, group: usize) -> Result<Route, ErrPacket> {
+        let route = if group == 0 {
+            self.route_read(None).await
+        } else {
+            match self.rt.monitors[group].pick(Scope::All, None).await {
+                Ok(i) => Route::new(Conn::Replica(i), RouteReason::FreshReplica),
+                Err(f) => Route::master(f.reason()),
+            }
+        };
+        self.admit(group, route.conn).await?;
+        Ok(route)
+    }
+
+    /// hook(pause): wait while `PAUSE` covers `conn` of backend group
+    /// `group` (`crate::pause`), for connections taken outside `held`:
+    /// sharded parts and other groups' masters. (Group 0's held
+    /// connections wait in `held`, which may also take a reloaded master.)
+    pub(super) async fn admit(&self, group: usize, conn: Conn) -> Result<(), ErrPacket> {
+        if !self.shared.pause.active() {
+            return Ok(());
+        }
+        let Some(g) = self.rt.topology.groups.get(group) else {
+            return Ok(());
+        };
+        let (master, t) = (conn == Conn::Master, self.rt.config.limits.pause_timeout);
+        // Boxed: rare, keeps the per-statement future small.
+        Box::pin(
+            self.shared
+                .pause
+                .admit(self.proc.id, &g.name, master, self.in_transaction(), t),
+        )
+        .await
+        .map(drop)
+    }
+
     /// A fresh replica for a read of `tables` (None: unknown), or the master.
     pub(super) async fn pick_replica(&mut self, tables: Option<&[String]>) -> Route {
         let current = self.backends.replica.as_ref().map(|(i, _)| *i);

@@ -20,7 +20,6 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 
 use crate::backend::Pooled;
-use crate::freshness::state::Scope;
 use crate::merge::{self, MergeError, Merger, RowSource};
 use crate::protocol::consts::{CapabilityFlags, COM_QUERY, COM_STMT_PREPARE};
 use crate::protocol::packets::{eof_packet, put_lenenc, ErrPacket};
@@ -32,6 +31,7 @@ use super::io::{
 };
 use super::{Closed, CmdResult, Conn, Session};
 use crate::frontend::params::RawParam;
+use crate::frontend::session::gate::Route;
 
 /// Flush merged rows to the client in batches of about this size.
 const FLUSH_AT: usize = 256 * 1024;
@@ -87,8 +87,20 @@ impl Session {
         if let Some(why) = crate::shard::plan_dependent_join(original.sql, parts.len(), ordered, grouped) {
             return self.send_err(&not_supported(why)).await;
         }
+        let buffered =
+            self.in_transaction() || self.state.pins.reason().is_some() || self.state.ro_tx.is_some();
+        // Scatter: the gate chooses every part's connection (and holds the
+        // statement while a pause covers one) before anything runs.
+        let routes = if buffered {
+            vec![]
+        } else {
+            match self.route_parts(parts.iter().map(|p| p.group)).await {
+                Ok(r) => r,
+                Err(e) => return self.send_err(&e).await,
+            }
+        };
         let described = self.described(&merge, format, params, original).await;
-        if self.in_transaction() || self.state.pins.reason().is_some() || self.state.ro_tx.is_some() {
+        if buffered {
             return self
                 .select_buffered(
                     parts,
@@ -104,8 +116,8 @@ impl Session {
         // Scatter: one connection per part, all queries sent before any is read.
         let log_on = self.rt.config.log.sql_log;
         let mut conns = Vec::with_capacity(parts.len());
-        for part in &parts {
-            let (mut conn, label) = match self.scatter_conn(part.group, true).await {
+        for (part, route) in parts.iter().zip(routes) {
+            let (mut conn, label) = match self.scatter_conn(part.group, route).await {
                 Ok(c) => c,
                 Err(e) => return self.send_err(&e).await,
             };
@@ -216,7 +228,8 @@ impl Session {
                 self.drop_broken(d.group);
                 r
             } else {
-                let (mut conn, _) = self.scatter_conn(d.group, false).await.ok()?;
+                let route = self.route_part(d.group).await.ok()?;
+                let (mut conn, _) = self.scatter_conn(d.group, route).await.ok()?;
                 run_for_columns(&mut conn, &d.sql, binary).await
             }?;
         let columns: Arc<[Bytes]> = columns
@@ -253,7 +266,8 @@ impl Session {
         // set's default collation (utf8mb4_general_ci after SET NAMES utf8mb4 COLLATE
         // utf8mb4_bin), so the connection would announce another collation number
         // afterwards. Column types do not depend on a transaction's rows.
-        let (mut conn, _) = self.scatter_conn(d.group, false).await.ok()?;
+        let route = self.route_part(d.group).await.ok()?;
+        let (mut conn, _) = self.scatter_conn(d.group, route).await.ok()?;
         let columns = run_for_columns(&mut conn, &sql, binary).await;
         conn.broken = true;
         let columns = columns?;
@@ -279,25 +293,11 @@ impl Session {
         h.finish()
     }
 
-    /// A connection for one part of a scatter read on `group`: a fresh
-    /// replica's of that group when its freshness rules allow, else its
-    /// master's; in sync with the session. Also returns the backend's label.
-    /// `count`: the read is counted in the routing metrics (not a description's).
-    async fn scatter_conn(&mut self, group: usize, count: bool) -> Result<(Pooled, String), ErrPacket> {
-        let (conn, reason) = if group == 0 {
-            let route = self.route_read(None).await;
-            (route.conn, route.reason)
-        } else {
-            // Outside a transaction and unpinned (scatter reads only): the
-            // rules of `route_read` reduce to the group's freshness.
-            match self.rt.monitors[group].pick(Scope::All, None).await {
-                Ok(i) => (Conn::Replica(i), crate::router::plan::RouteReason::FreshReplica),
-                Err(f) => (Conn::Master, f.reason()),
-            }
-        };
-        if count {
-            self.shared.metrics.route(conn == Conn::Master, reason);
-        }
+    /// A connection for one part of a scatter read on `group`, where the
+    /// gate routed it (`route_parts`), in sync with the session. Also
+    /// returns the backend's label.
+    async fn scatter_conn(&mut self, group: usize, route: Route) -> Result<(Pooled, String), ErrPacket> {
+        let conn = route.conn;
         let g = &self.rt.topology.groups[group];
         let pool = match conn {
             Conn::Replica(i) => g.replicas.get(i).map(|r| r.pool.clone()),
