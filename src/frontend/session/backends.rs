@@ -98,17 +98,9 @@ pub(super) struct LastInsertId {
 impl Session {
     /// Pin the session (see `Pins`); counted once per reason and session
     /// stretch, so operators see what keeps multiplexing from working.
-    pub(super) fn pin(&mut self, bit: Pins) {
-        if !self.state.pins.has(bit) {
+    pub(super) fn pin(&mut self, bits: Pins) {
+        for bit in self.state.take_pins(bits).iter() {
             self.shared.metrics.session_pinned(Pins::name(bit)); // metrics: pins by reason
-        }
-        self.state.pins.insert(bit);
-    }
-
-    /// Take every pin of `bits` (see [`Self::pin`]).
-    pub(super) fn pin_all(&mut self, bits: Pins) {
-        for bit in bits.iter() {
-            self.pin(bit);
         }
     }
 

@@ -92,6 +92,8 @@ impl Session {
                     )
                     .await?
                 }
+                // Run on its sub-tables at the pipeline's first step, never here.
+                Exec::Sharded { .. } => Ok(None),
             };
             let reason = match (ran, &exec) {
                 (Ok(done), _) => return Ok(done),

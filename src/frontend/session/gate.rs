@@ -32,7 +32,7 @@ impl Session {
         let rerunnable = match exec {
             Exec::Text { .. } => true,
             Exec::Prepared { layout, .. } => layout.cursor_flags == 0,
-            Exec::Command { .. } => false,
+            Exec::Command { .. } | Exec::Sharded { .. } => false,
         };
         if matches!(exec, Exec::Prepared { long_data: true, .. }) {
             let route = Route::master(RouteReason::LongData);

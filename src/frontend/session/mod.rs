@@ -54,7 +54,6 @@ use super::shared::Shared;
 use backends::sync_to_state;
 use backends::Backends;
 
-mod apply;
 mod backends;
 mod cmd;
 mod exec;

@@ -24,7 +24,10 @@ use crate::router::memo;
 use crate::router::route::{self, Source};
 
 use super::prepared::{self, Conn};
+use super::sharded::{Sharding, Shards};
+use super::state::Outcome;
 use super::{Closed, CmdResult, Session};
+use crate::router::plan::Plan;
 
 /// How a planned statement is sent to the backend.
 #[derive(Clone, Copy)]
@@ -38,6 +41,9 @@ pub(super) enum Exec<'p> {
         prepare_id: Option<u32>,
         stmt_ids: Option<(u32, u32)>,
     },
+    /// A COM_STMT_EXECUTE of client statement `id` on sharded tables:
+    /// planned with its parameters at the pipeline's first step (`sharded/`).
+    Sharded { id: u32, payload: &'p [u8] },
     /// A COM_STMT_EXECUTE of client statement `id`.
     Prepared {
         id: u32,
@@ -77,6 +83,12 @@ impl Session {
         exec: Exec<'_>,
     ) -> CmdResult {
         let plan = route::plan(c, sql, src, &self.state.view());
+        match self.sharding(sql, &exec).await? {
+            Sharding::No => {}
+            Sharding::Answered => return Ok(()),
+            // Boxed: the sharded path's future (scatter, merge) is large.
+            Sharding::On(shards) => return Box::pin(self.on_shards(&plan, shards, c, sql)).await,
+        }
         // Sub-tables in other backend groups: one writing group per transaction.
         if self.groups_before(c).await? {
             return Ok(());
@@ -106,15 +118,45 @@ impl Session {
         self.groups_after(&c.kind, ran.as_ref().is_some_and(|(t, _)| !t.error))
             .await;
         let Some((tracker, conn)) = ran else {
-            self.state.prev.row_count = -1;
+            self.state.unanswered();
             return Ok(());
         };
-        self.settle(&plan, c, sql, conn, &tracker, kept).await;
-        self.apply(&plan, c, sql, conn, &tracker, was_in_server_tx, &[0])
-            .await;
+        let out = Outcome {
+            conn,
+            conn_uid: self.gen_of(conn),
+            answer: &tracker,
+            was_in_server_tx,
+            kept,
+        };
+        self.apply(&plan, &out, sql, &[0]).await;
         if hold {
             self.client.flush().await.map_err(|_| Closed)?;
         }
         Ok(())
+    }
+
+    /// The rest of the pipeline for a statement on sharded tables: its
+    /// parts run where the gate routes them (`sharded/`), and a write's
+    /// effects are applied as any other statement's.
+    async fn on_shards(
+        &mut self,
+        plan: &Plan<'_>,
+        shards: Box<Shards>,
+        c: &Classified,
+        sql: &[u8],
+    ) -> CmdResult {
+        let was_in_server_tx = self.state.in_server_transaction();
+        let Some((answer, groups)) = self.run_shards(shards, c, sql).await? else {
+            return Ok(());
+        };
+        let out = Outcome {
+            conn: Conn::Master,
+            conn_uid: self.gen_of(Conn::Master),
+            answer: &answer,
+            was_in_server_tx,
+            kept: None,
+        };
+        self.apply(plan, &out, sql, &groups).await;
+        self.client.flush().await.map_err(|_| Closed)
     }
 }

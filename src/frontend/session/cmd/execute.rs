@@ -31,11 +31,14 @@ impl Session {
                 .send_err(&error::unknown_stmt(id, "mysqld_stmt_execute"))
                 .await;
         };
-        if stmt.sharded.is_some() {
-            return self.sharded_execute(id, payload).await;
-        }
         let (class, sql, params, long_data) =
             (stmt.class.clone(), stmt.sql.clone(), stmt.params, stmt.long_data);
+        let src = Source::Prepared { params };
+        if stmt.sharded.is_some() {
+            return self
+                .statement(&class, &sql, src, Exec::Sharded { id, payload })
+                .await;
+        }
         let Some(layout) = prepared::execute_layout(payload, params) else {
             return self.send_err(&error::malformed_packet()).await;
         };
@@ -47,8 +50,7 @@ impl Session {
             variant: None,
             order: None,
         };
-        self.statement(&class, &sql, Source::Prepared { params }, exec)
-            .await
+        self.statement(&class, &sql, src, exec).await
     }
 
     /// faults: `prepare_on` for an EXECUTE routed to `route`. On a replica,

@@ -29,9 +29,10 @@ use super::io::{
     binary_metas, drain_rows, execute_part, execute_prepared, lost, not_supported, read_head,
     read_rows_warned, send_part, BufferedSource, Head, PartLog, ShardSource,
 };
-use super::{Closed, CmdResult, Conn, Session};
+use super::{Closed, Conn, Session};
 use crate::frontend::params::RawParam;
 use crate::frontend::session::gate::Route;
+use crate::frontend::session::CmdResult;
 
 /// Flush merged rows to the client in batches of about this size.
 const FLUSH_AT: usize = 256 * 1024;

@@ -31,6 +31,9 @@ use crate::router::route::View;
 
 use super::backends::LastInsertId;
 
+mod apply;
+pub(super) use apply::Outcome;
+
 /// Replayable `SET` statements kept per session; beyond this the session is
 /// pinned to the master rather than growing without bound.
 pub(super) const MAX_REPLAYED_SETS: usize = 64;
