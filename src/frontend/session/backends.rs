@@ -109,7 +109,7 @@ impl Session {
     /// by a lock or by state sluice cannot see into (a procedure, dynamic
     /// SQL); every other session holds no lock past its statement.
     pub(super) fn publish_lock_thread(&self) {
-        let pins = &self.state.pins;
+        let pins = &self.state.pins();
         let may_lock = pins.has(Pins::NAMED_LOCK) || pins.has(Pins::CONNECTION_STATE);
         let thread = match &self.backends.master {
             Some(h) if may_lock => h.conn.thread_id,
@@ -155,7 +155,7 @@ impl Session {
         if let Some(h) = self.slot(conn) {
             h.conn.db = Some(db.clone());
         }
-        self.state.db = Some(db);
+        self.state.set_db(Some(db));
     }
 
     pub(super) fn label(&self, conn: Conn) -> String {
@@ -257,8 +257,8 @@ impl Session {
     /// rather than carry on silently without it.
     fn drop_if_closed(&mut self, conn: Conn, label: &str) -> Result<(), ErrPacket> {
         let stateful = match conn {
-            Conn::Master => self.in_transaction() || self.state.pins.reason().is_some(),
-            Conn::Replica(_) => self.state.ro_tx.is_some(),
+            Conn::Master => self.in_transaction() || self.state.pins().reason().is_some(),
+            Conn::Replica(_) => self.state.ro_tx().is_some(),
         };
         let Some(h) = self.slot(conn) else {
             return Ok(());
@@ -271,8 +271,8 @@ impl Session {
             return Ok(());
         }
         match conn {
-            Conn::Master => self.state.status = crate::protocol::consts::SERVER_STATUS_AUTOCOMMIT,
-            Conn::Replica(_) => self.state.ro_tx = None,
+            Conn::Master => self.state.master_lost(),
+            Conn::Replica(_) => self.state.replica_lost(),
         }
         Err(ErrPacket::new(
             crate::protocol::consts::errcode::ER_NET_READ_ERROR,
@@ -292,7 +292,7 @@ impl Session {
         if let Some((_, h)) = self.backends.replica.as_mut() {
             h.conn.broken = true;
         }
-        self.state.ro_tx = None;
+        self.state.replica_lost();
         error::backend_error_packet(&self.label(conn), "", &BackendError::Protocol(err))
     }
 
@@ -356,7 +356,7 @@ impl Session {
             self.backends.master.take()
         } {
             let needs_capture =
-                self.state.lid.unknown && self.state.lid.owner == h.conn.state.uid && !h.conn.broken;
+                self.state.lid().unknown && self.state.lid().owner == h.conn.state.uid && !h.conn.broken;
             // A failed capture on a live connection keeps it: its
             // LAST_INSERT_ID() is the only copy.
             let keep = needs_capture && self.capture_last_insert_id(&mut h).await.is_err() && !h.conn.broken;
@@ -364,10 +364,10 @@ impl Session {
                 self.backends.master = Some(h);
             } else {
                 if needs_capture {
-                    self.state.lid.unknown = false;
+                    self.state.lid_mut().unknown = false;
                 }
-                if self.state.lid.owner == h.conn.state.uid {
-                    self.state.lid.owner = 0;
+                if self.state.lid().owner == h.conn.state.uid {
+                    self.state.lid_mut().owner = 0;
                 }
                 sweep_stmts(&mut h, &self.shared.open_stmts).await;
                 self.give_back(Conn::Master, h);
@@ -432,21 +432,15 @@ pub(in crate::frontend) async fn sync_to_state(
     pool: &BackendPool,
     state: &super::SessionState,
 ) -> Result<(), ErrPacket> {
-    if in_sync(conn, state.db.as_deref(), &state.sets, &state.chain) {
+    if in_sync(conn, state.db(), state.sets(), state.chain()) {
         return Ok(());
     }
     // Boxed: a reset (COM_CHANGE_USER) and the replayed statements make a
     // future of kilobytes that every statement would otherwise carry (and
     // copy) for a path most statements skip.
-    Box::pin(sync_conn(
-        conn,
-        pool,
-        state.db.as_deref(),
-        &state.sets,
-        &state.chain,
-    ))
-    .await
-    .map_err(|e| e.into_packet(pool))
+    Box::pin(sync_conn(conn, pool, state.db(), state.sets(), state.chain()))
+        .await
+        .map_err(|e| e.into_packet(pool))
 }
 
 /// Is `conn` already in line with the session (nothing for `sync_conn` to do)?
@@ -512,7 +506,8 @@ impl Session {
     /// hook(abandon): at the end of the session, after `release_idle`.
     pub(super) async fn finish_connections(&mut self) {
         let in_tx = self.in_transaction();
-        let unknown = self.state.pins.has(Pins::CONNECTION_STATE) || self.state.pins.has(Pins::SET_OPTION);
+        let unknown =
+            self.state.pins().has(Pins::CONNECTION_STATE) || self.state.pins().has(Pins::SET_OPTION);
         if let Some(mut h) = self.backends.master.take() {
             match pool_for(&self.rt, Conn::Master) {
                 Some(pool) => finish(&mut h.conn, pool, in_tx || unknown).await,
@@ -521,7 +516,7 @@ impl Session {
         }
         if let Some((i, mut h)) = self.backends.replica.take() {
             match pool_for(&self.rt, Conn::Replica(i)) {
-                Some(pool) => finish(&mut h.conn, pool, self.state.ro_tx.is_some()).await,
+                Some(pool) => finish(&mut h.conn, pool, self.state.ro_tx().is_some()).await,
                 None => h.conn.no_reuse = true,
             }
         }

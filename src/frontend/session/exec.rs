@@ -132,7 +132,7 @@ impl Session {
     ) -> Result<Result<Option<ResponseTracker>, Stale>, Closed> {
         let mut conn = route.conn;
         let rerunnable = matches!(kind, ResponseKind::Query | ResponseKind::Execute);
-        if provisional.is_some() && (!rerunnable || self.state.ro_tx.is_some() || conn == Conn::Master) {
+        if provisional.is_some() && (!rerunnable || self.state.ro_tx().is_some() || conn == Conn::Master) {
             // Only a plain read can be rerun: decide before sending it.
             provisional = None;
             self.shared.metrics.route(conn == Conn::Master, route.reason);
@@ -145,7 +145,7 @@ impl Session {
             let first_byte = self.rt.config.backend.replica_read_timeout;
             // (An EXECUTE too: its caller prepares it on the master.)
             let retryable =
-                matches!(kind, ResponseKind::Query | ResponseKind::Execute) && self.state.ro_tx.is_none();
+                matches!(kind, ResponseKind::Query | ResponseKind::Execute) && self.state.ro_tx().is_none();
             let mut watch = ReadWatch::for_conn(&self.health, conn, &self.proc.entry, first_byte, retryable);
             let ready = match watch.as_mut() {
                 None => self.held(conn).await,
@@ -160,7 +160,7 @@ impl Session {
             }
             if let Err(e) = ready {
                 if let Conn::Replica(_) = conn {
-                    if self.state.ro_tx.is_none() {
+                    if self.state.ro_tx().is_none() {
                         debug!(error = %e, "replica unusable, reading from the master");
                         self.backends.replica = None;
                         if kind == ResponseKind::Execute {
@@ -278,7 +278,7 @@ impl Session {
                     h.conn.broken = true;
                     let label = self.label(conn);
                     warn!(backend = %label, error = %err, "backend failed during a command");
-                    if let (Conn::Replica(_), false, None) = (conn, relayed, self.state.ro_tx) {
+                    if let (Conn::Replica(_), false, None) = (conn, relayed, self.state.ro_tx()) {
                         if kind == ResponseKind::Query {
                             self.backends.replica = None;
                             conn = Conn::Master;

@@ -94,7 +94,7 @@ impl Session {
     fn record_set(&mut self, sql: &[u8], ran_on: Conn) {
         // The connection that ran it had run all the others (it was synced).
         let synced = slot_of(&mut self.backends.master, &mut self.backends.replica, ran_on)
-            .filter(|h| h.conn.state.sets == self.state.chain);
+            .filter(|h| h.conn.state.sets == *self.state.chain());
         if !self.state.push_set(sql) {
             self.pin(Pins::SESSION_STATE);
             return;
@@ -117,17 +117,17 @@ impl Session {
     /// now has, so the next statements are classified under it. When it
     /// cannot be read, classify under every reading again.
     pub(super) async fn learn_sql_mode(&mut self, conn: Conn) {
-        self.state.lex = None;
+        self.state.set_lex(None);
         let Some(h) = self.slot(conn) else {
             return;
         };
         if let Ok(Ok(Some(mode))) = h.conn.query_text("SELECT @@session.sql_mode").await {
             let has = |flag: &str| mode.split(',').any(|m| m.eq_ignore_ascii_case(flag));
-            self.state.lex = Some(LexOptions {
+            self.state.set_lex(Some(LexOptions {
                 ansi_quotes: has("ANSI_QUOTES"),
                 no_backslash_escapes: has("NO_BACKSLASH_ESCAPES"),
                 ..LexOptions::default()
-            });
+            }));
         }
     }
 
@@ -140,7 +140,7 @@ impl Session {
             return;
         };
         if let Ok(Ok(Some(secs))) = h.conn.query_u64("SELECT @@session.wait_timeout").await {
-            self.state.wait_timeout = Some(Duration::from_secs(secs));
+            self.state.set_wait_timeout(Duration::from_secs(secs));
         }
     }
 
@@ -153,13 +153,13 @@ impl Session {
         let Some(h) = self.backends.master.as_ref() else {
             return;
         };
-        if !self.state.lid.unknown {
-            self.state.lid.unknown = true;
-            self.state.lid.prior = h.conn.state.last_insert_id;
+        if !self.state.lid().unknown {
+            self.state.lid_mut().unknown = true;
+            self.state.lid_mut().prior = h.conn.state.last_insert_id;
         }
-        self.state.lid.owner = h.conn.state.uid;
+        self.state.lid_mut().owner = h.conn.state.uid;
         if reported != 0 {
-            self.state.lid.last_reported = reported;
+            self.state.lid_mut().last_reported = reported;
         }
     }
 
@@ -174,14 +174,14 @@ impl Session {
             Ok(Ok(v)) => {
                 let now = v.unwrap_or(0);
                 h.conn.state.last_insert_id = now;
-                let changed = now != self.state.lid.prior
-                    || (self.state.lid.last_reported != 0 && now == self.state.lid.last_reported)
-                    || self.state.lid.prior == self.state.lid.value;
+                let changed = now != self.state.lid().prior
+                    || (self.state.lid().last_reported != 0 && now == self.state.lid().last_reported)
+                    || self.state.lid().prior == self.state.lid().value;
                 if changed {
-                    self.state.lid.value = now;
+                    self.state.lid_mut().value = now;
                 }
-                self.state.lid.unknown = false;
-                self.state.lid.last_reported = 0;
+                self.state.lid_mut().unknown = false;
+                self.state.lid_mut().last_reported = 0;
                 Ok(())
             }
             _ => Err(()),

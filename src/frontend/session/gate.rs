@@ -8,7 +8,6 @@ use crate::frontend::prepared::Conn;
 use crate::frontend::session::backends::lost;
 use crate::frontend::session::pipeline::Exec;
 use crate::frontend::session::Session;
-use crate::protocol::consts::*;
 use crate::protocol::packets::ErrPacket;
 use crate::router::classify::{Classified, Kind};
 use crate::router::plan::{Plan, ReadSet, RouteReason, Target};
@@ -81,11 +80,11 @@ impl Session {
     /// under READ COMMITTED each statement must find the writes committed
     /// before it, for the tables it reads.
     pub(super) async fn read_only_tx_fresh(&mut self, i: usize, plan: &Plan<'_>) -> Result<bool, ErrPacket> {
-        let rc = match self.state.read_committed {
+        let rc = match self.state.read_committed() {
             Some(rc) => rc,
             None => self.learn_isolation(Conn::Replica(i)).await?,
         };
-        if !rc && self.state.ro_checked {
+        if !rc && self.state.ro_checked() {
             return Ok(true);
         }
         let tables = match (rc, plan.read_set) {
@@ -94,7 +93,7 @@ impl Session {
         };
         let fresh = self.replica_fresh_for(i, tables).await;
         if fresh && !rc {
-            self.state.ro_checked = true;
+            self.state.ro_snapshot_checked();
         }
         Ok(fresh)
     }
@@ -107,7 +106,7 @@ impl Session {
             .unwrap_or_default();
         let rc =
             level.eq_ignore_ascii_case("READ-COMMITTED") || level.eq_ignore_ascii_case("READ-UNCOMMITTED");
-        self.state.read_committed = Some(rc);
+        self.state.learned_isolation(rc);
         Ok(rc)
     }
 
@@ -119,14 +118,12 @@ impl Session {
                 h.conn.broken = true;
             }
         }
-        self.state.ro_tx = None;
-        self.state.ro_checked = false;
         self.held(Conn::Master).await?;
         let label = self.label(Conn::Master);
         let h = self.slot(Conn::Master).ok_or_else(|| lost(&label))?;
         h.conn.dirty = true;
         crate::error::answered(&label, h.conn.query_drop("START TRANSACTION READ ONLY").await)?;
-        self.state.status |= SERVER_STATUS_IN_TRANS;
+        self.state.ro_tx_moved_to_master();
         Ok(())
     }
 

@@ -207,7 +207,7 @@ impl Session {
 
     /// Finish the login: check the default database on the master, then OK.
     async fn accept_login(&mut self) -> CmdResult {
-        if self.state.db.is_some() {
+        if self.state.db().is_some() {
             if let Err(e) = self.held(Conn::Master).await {
                 self.send_err(&e).await?;
                 return Err(Closed);
@@ -220,9 +220,9 @@ impl Session {
     /// database, it reports the schema as the server's own login OK does.
     async fn send_login_ok(&mut self) -> CmdResult {
         let track = self.caps.contains(CapabilityFlags::CLIENT_SESSION_TRACK);
-        let p = match (&self.state.db, track) {
-            (Some(db), true) => crate::protocol::packets::ok_packet_with_schema(self.state.status, db),
-            _ => ok_packet(0, 0, self.state.status, 0),
+        let p = match (self.state.db(), track) {
+            (Some(db), true) => crate::protocol::packets::ok_packet_with_schema(self.state.status(), db),
+            _ => ok_packet(0, 0, self.state.status(), 0),
         };
         self.shared.metrics.client_bytes_out(p.len()); // metrics: bytes out
         let mut seq = self.reply_seq;
@@ -232,8 +232,10 @@ impl Session {
     async fn command_loop(&mut self) {
         loop {
             // hook(wait_timeout, kill): the session's idle limit; killed while idle.
-            let idle =
-                super::wait::idle_limit(self.rt.config.limits.idle_client_timeout, self.state.wait_timeout);
+            let idle = super::wait::idle_limit(
+                self.rt.config.limits.idle_client_timeout,
+                self.state.wait_timeout(),
+            );
             let in_tx = self.transaction_open();
             let pkt = match super::wait::next_command(
                 &mut self.client,
@@ -324,7 +326,7 @@ impl Session {
                 COM_PROCESS_KILL => self.process_kill(p).await, // hook(kill)
                 other => self.send_err(&error::unknown_command(other)).await,
             };
-            self.proc.end(self.state.db.as_deref()); // hook(kill)
+            self.proc.end(self.state.db()); // hook(kill)
             if r.is_err() {
                 return;
             }
@@ -345,7 +347,7 @@ impl Session {
     }
 
     async fn send_ok(&mut self) -> CmdResult {
-        let p = ok_packet(0, 0, self.state.status, 0);
+        let p = ok_packet(0, 0, self.state.status(), 0);
         self.shared.metrics.client_bytes_out(p.len()); // metrics: bytes out
         let mut seq = self.reply_seq;
         self.client.write_packet(&mut seq, &p).await.map_err(|_| Closed)

@@ -66,7 +66,7 @@ impl Session {
     /// of a shape seen before is answered by the memo (`router::memo`:
     /// on the texts it serves, the sql_mode changes nothing).
     pub(super) fn classify(&self, sql: &[u8]) -> Arc<Classified> {
-        let lex = self.state.lex;
+        let lex = self.state.lex();
         memo::classified(sql, |sql| match lex {
             Some(opts) => classify::classify_in_mode(sql, opts),
             None => classify::classify_any_mode(sql),

@@ -64,7 +64,7 @@ impl Session {
         variant: Option<&[u8]>,
     ) -> Result<(Route, u32), ErrPacket> {
         let first_byte = self.rt.config.backend.replica_read_timeout;
-        let retryable = self.state.ro_tx.is_none();
+        let retryable = self.state.ro_tx().is_none();
         let Some(mut watch) =
             ReadWatch::for_conn(&self.health, route.conn, &self.proc.entry, first_byte, retryable)
         else {
@@ -76,7 +76,7 @@ impl Session {
         };
         match on_replica {
             Ok(b) => Ok((route, b)),
-            Err(e) if self.state.ro_tx.is_none() => {
+            Err(e) if self.state.ro_tx().is_none() => {
                 debug!(error = %e, "cannot prepare on the replica, executing on the master");
                 self.backends.replica = None;
                 let master = Route::master(RouteReason::ReplicaFailed);

@@ -195,7 +195,7 @@ impl Session {
             ext,
             &cols,
             &rows,
-            self.state.status,
+            self.state.status(),
         );
         self.shared
             .metrics

@@ -208,7 +208,7 @@ impl Session {
                         // The writes are gone: end the whole transaction.
                         if let Ok(conn) = self.group_master(0).await {
                             if let Ok(ok) = run_ok(conn, "ROLLBACK").await {
-                                self.state.status = ok.status;
+                                self.state.master_status(ok.status);
                             }
                         }
                         self.drop_broken(0);

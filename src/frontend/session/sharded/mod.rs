@@ -176,8 +176,7 @@ impl Session {
     /// information_schema on the master of the group holding sub-table 0
     /// and remember it (`crate::shard::columns_needed`). True when learned.
     pub(super) async fn learn_columns(&mut self, text: &str) -> bool {
-        let Some(need) = crate::shard::columns_needed(text, self.state.db.as_deref(), &self.rt.shard_rules)
-        else {
+        let Some(need) = crate::shard::columns_needed(text, self.state.db(), &self.rt.shard_rules) else {
             return false;
         };
         let sql = crate::shard::columns_query(&need);
@@ -221,12 +220,16 @@ impl Session {
                     .sum()
             });
         if size < PLAN_OFF_WORKER {
-            return run(text, params, self.state.db.as_deref(), &self.rt);
+            return run(text, params, self.state.db(), &self.rt);
         }
         let Ok(_permit) = LARGE_PLANS.acquire().await else {
             return Err(Refusal("sluice: shutting down".into()));
         };
-        let (rt, db, text) = (self.rt.clone(), self.state.db.clone(), text.to_owned());
+        let (rt, db, text) = (
+            self.rt.clone(),
+            self.state.db().map(str::to_owned),
+            text.to_owned(),
+        );
         let params = params.map(|(p, cs)| (p.to_vec(), cs.clone()));
         tokio::task::spawn_blocking(move || {
             run(
@@ -361,7 +364,7 @@ impl Session {
     ) -> Result<Option<(ResponseTracker, Vec<usize>)>, Closed> {
         let Shards { plan, format, params } = *shards;
         let params = &params[..];
-        if let Some(pin) = self.state.pins.reason() {
+        if let Some(pin) = self.state.pins().reason() {
             if plan.parts().iter().any(|p| p.group != 0) {
                 // Such sessions keep state (user variables, temporary tables,
                 // locks, unreplayed SETs) on their group-0 connection only.

@@ -57,10 +57,10 @@ impl Session {
             return Ok(false);
         }
         let count = crate::shard::count_placeholders(&text).unwrap_or(0);
-        let mut checked = plannable(&text, count, self.state.db.as_deref(), rules);
+        let mut checked = plannable(&text, count, self.state.db(), rules);
         let wants = matches!(&checked, Err(e) if crate::shard::wants_columns(&crate::shard::Refusal(e.message.clone())));
         if wants && self.learn_columns(&text).await {
-            checked = plannable(&text, count, self.state.db.as_deref(), &self.rt.shard_rules);
+            checked = plannable(&text, count, self.state.db(), &self.rt.shard_rules);
         }
         match checked {
             Ok(false) => return Ok(false),
@@ -75,7 +75,7 @@ impl Session {
             return Ok(true);
         }
         let rules = &self.rt.shard_rules;
-        let Some(d) = crate::shard::describe(&text, self.state.db.as_deref(), rules) else {
+        let Some(d) = crate::shard::describe(&text, self.state.db(), rules) else {
             self.send_err(&not_supported(
                 "sluice: cannot prepare this statement on a sharded table; send it as text",
             ))
@@ -170,7 +170,7 @@ impl Session {
             }
             if eof && !defs.is_empty() {
                 self.client
-                    .queue(&mut seq, &eof_packet(self.caps, self.state.status, 0));
+                    .queue(&mut seq, &eof_packet(self.caps, self.state.status(), 0));
             }
         }
         self.client.flush().await.map_err(|_| Closed)

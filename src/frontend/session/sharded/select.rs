@@ -82,14 +82,14 @@ impl Session {
         // it is: its column definitions name the sub-table (org_table
         // `post_reply_2`), which the client must see as the logical table.
         // Until the merge ends well, FOUND_ROWS() has no answer sluice knows.
-        self.state.found_rows_unknown = true;
+        self.state.merging();
         let ordered = merge.group.is_none() && !merge.distinct && !merge.order_by.is_empty();
         let grouped = merge.group.is_some() || merge.distinct;
         if let Some(why) = crate::shard::plan_dependent_join(original.sql, parts.len(), ordered, grouped) {
             return self.send_err(&not_supported(why)).await;
         }
         let buffered =
-            self.in_transaction() || self.state.pins.reason().is_some() || self.state.ro_tx.is_some();
+            self.in_transaction() || self.state.pins().reason().is_some() || self.state.ro_tx().is_some();
         // Scatter: the gate chooses every part's connection (and holds the
         // statement while a pause covers one) before anything runs.
         let routes = if buffered {
@@ -210,29 +210,30 @@ impl Session {
         }
         let ctx = self.description_context(format, params);
         // A repeated statement: one hash and one atomic load, nothing allocated.
-        if let Some(d) = (self.rt.shard_rules).described_columns(self.state.db.as_deref(), original.sql, ctx)
-        {
+        if let Some(d) = (self.rt.shard_rules).described_columns(self.state.db(), original.sql, ctx) {
             return Some(d);
         }
-        let db = self.state.db.clone();
+        let db = self.state.db().map(str::to_owned);
         let rt = self.rt.clone();
         let rules = &rt.shard_rules;
         let d = crate::shard::describe(original.sql, db.as_deref(), rules)?;
         let binary = (format == RowFormat::Binary).then_some(params);
-        let columns =
-            if self.in_transaction() || self.state.pins.reason().is_some() || self.state.ro_tx.is_some() {
-                // The session's own connection of that group (what the parts use).
-                let r = match self.group_master(d.group).await {
-                    Ok(conn) => run_for_columns(conn, &d.sql, binary).await,
-                    Err(_) => None,
-                };
-                self.drop_broken(d.group);
-                r
-            } else {
-                let route = self.route_part(d.group).await.ok()?;
-                let (mut conn, _) = self.scatter_conn(d.group, route).await.ok()?;
-                run_for_columns(&mut conn, &d.sql, binary).await
-            }?;
+        let columns = if self.in_transaction()
+            || self.state.pins().reason().is_some()
+            || self.state.ro_tx().is_some()
+        {
+            // The session's own connection of that group (what the parts use).
+            let r = match self.group_master(d.group).await {
+                Ok(conn) => run_for_columns(conn, &d.sql, binary).await,
+                Err(_) => None,
+            };
+            self.drop_broken(d.group);
+            r
+        } else {
+            let route = self.route_part(d.group).await.ok()?;
+            let (mut conn, _) = self.scatter_conn(d.group, route).await.ok()?;
+            run_for_columns(&mut conn, &d.sql, binary).await
+        }?;
         let columns: Arc<[Bytes]> = columns
             .into_iter()
             .map(|c| crate::shard::logical_names(&c, rules).map_or(c, Bytes::from))
@@ -255,7 +256,7 @@ impl Session {
         let key = self.description_context(ctx.format, ctx.params) ^ SALT;
         let rt = self.rt.clone();
         let rules = &rt.shard_rules;
-        let db = self.state.db.clone();
+        let db = self.state.db().map(str::to_owned);
         if let Some(d) = rules.described_columns(db.as_deref(), ctx.original.sql, key) {
             return Some(d);
         }
@@ -284,7 +285,7 @@ impl Session {
     fn description_context(&self, format: RowFormat, params: &[RawParam]) -> u64 {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        self.state.sets.hash(&mut h);
+        self.state.sets().hash(&mut h);
         (self.key.caps, self.key.collation, self.key.mariadb_ext).hash(&mut h);
         if format == RowFormat::Binary {
             for p in params {
@@ -489,7 +490,7 @@ impl Session {
         // What sluice would compare otherwise than the server: refused.
         let sort_length_set = self
             .state
-            .sets
+            .sets()
             .iter()
             .any(|s| s.windows(15).any(|w| w.eq_ignore_ascii_case(b"max_sort_length")));
         let sent: Vec<Option<u16>> = defs
@@ -499,14 +500,14 @@ impl Session {
         if let Some(why) = merge::inexact_comparison(&spec, &metas, &sent, sort_length_set) {
             return self.send_err(&not_supported(why)).await;
         }
-        let div_precision_set = (self.state.sets.iter()).any(|s| {
+        let div_precision_set = (self.state.sets().iter()).any(|s| {
             s.windows(23)
                 .any(|w| w.eq_ignore_ascii_case(b"div_precision_increment"))
         });
         if let Some(why) = merge::inexact_avg(&spec, div_precision_set) {
             return self.send_err(&not_supported(why)).await;
         }
-        let named_zone = merge::named_time_zone(&self.state.sets);
+        let named_zone = merge::named_time_zone(self.state.sets());
         let result_defs = described.as_deref().unwrap_or(&defs);
         if let Some(why) = merge::inexact_timestamp(&spec, &metas, named_zone)
             .or_else(|| merge::plan_dependent_double(&spec, result_defs))
@@ -596,7 +597,7 @@ impl Session {
         let deprecate_eof = self.caps.contains(CapabilityFlags::CLIENT_DEPRECATE_EOF);
         if !deprecate_eof {
             self.client
-                .queue(&mut seq, &eof_packet(self.caps, self.state.status, 0));
+                .queue(&mut seq, &eof_packet(self.caps, self.state.status(), 0));
         }
         loop {
             let row = match merger.next_row().await {
@@ -628,11 +629,8 @@ impl Session {
         }
         self.shared.metrics.merged_rows(merger.rows_merged());
         // FOUND_ROWS() next is the merged statement's, on whichever connection it runs.
-        if ctx.found_rows_known {
-            self.state.prev.found_rows = merger.found_rows();
-            self.state.prev_clobbered = crate::frontend::session::state::PREV_EVERYWHERE;
-        }
-        self.state.found_rows_unknown = !ctx.found_rows_known;
+        self.state
+            .merged(ctx.found_rows_known.then(|| merger.found_rows()));
         let (cut_rows, cuts) = merger.cut_warnings();
         if cuts > 0 {
             let plant = plant_cut_warnings(cut_rows, cuts);
@@ -645,7 +643,7 @@ impl Session {
         }
         let warnings = u16::try_from(cuts).unwrap_or(u16::MAX);
         self.client
-            .queue(&mut seq, &eof_packet(self.caps, self.state.status, warnings));
+            .queue(&mut seq, &eof_packet(self.caps, self.state.status(), warnings));
         self.client.flush().await.map_err(|_| Closed)
     }
 

@@ -89,7 +89,7 @@ impl Session {
             insert_id: 0,
             insert_id_from,
             warnings: 0,
-            status: self.state.status,
+            status: self.state.status(),
             done: 0,
             ddl,
             info: Default::default(),
@@ -128,7 +128,7 @@ impl Session {
         let mut p = ok_packet(
             totals.affected,
             totals.insert_id,
-            self.state.status,
+            self.state.status(),
             totals.warnings,
         );
         let info = match parts.len() {
@@ -165,7 +165,7 @@ impl Session {
         // Under LOCK TABLES, START TRANSACTION would release the session's table
         // locks: the parts' transaction is opened by turning autocommit off
         // instead (COMMIT and ROLLBACK keep table locks), and back on after.
-        let locked = self.state.pins.has(crate::router::plan::Pins::LOCK_TABLES);
+        let locked = self.state.pins().has(crate::router::plan::Pins::LOCK_TABLES);
         let conn = self.group_master(group).await?;
         let mut status = None;
         if wrap {
