@@ -143,31 +143,21 @@ impl Session {
         }
     }
 
-    pub(super) fn slot(&mut self, conn: Conn) -> Option<&mut Held> {
-        slot_of(&mut self.backends.master, &mut self.backends.replica, conn)
-    }
-
     /// `conn` ran a successful `USE db` / COM_INIT_DB: the session and that
     /// connection are both in `db` now. The connection must record it too,
     /// or its next borrower (another session maybe) is judged in sync by
     /// [`sync_to_state`] and runs in this session's database.
     pub(super) fn entered_db(&mut self, conn: Conn, db: String) {
-        if let Some(h) = self.slot(conn) {
+        if let Some(h) = self.backends.slot(conn) {
             h.conn.db = Some(db.clone());
         }
         self.state.set_db(Some(db));
     }
 
     pub(super) fn label(&self, conn: Conn) -> String {
-        let g = &self.rt.topology.groups[0];
-        match conn {
-            Conn::Master => g.master.label.clone(),
-            Conn::Replica(i) => g
-                .replicas
-                .get(i)
-                .map(|r| r.pool.label.clone())
-                .unwrap_or_default(),
-        }
+        pool_for(&self.rt, conn)
+            .map(|p| p.label.clone())
+            .unwrap_or_default()
     }
 
     /// Make sure the connection for `conn` is checked out and in sync with
@@ -242,8 +232,7 @@ impl Session {
             }
         }
         // Borrow the fields separately: nothing is cloned on this per-command path.
-        let h = slot_of(&mut self.backends.master, &mut self.backends.replica, conn)
-            .ok_or_else(|| lost(&pool.label))?;
+        let h = self.backends.slot(conn).ok_or_else(|| lost(&pool.label))?;
         sync_to_state(&mut h.conn, pool, &self.state).await
     }
 
@@ -260,7 +249,7 @@ impl Session {
             Conn::Master => self.in_transaction() || self.state.pins().reason().is_some(),
             Conn::Replica(_) => self.state.ro_tx().is_some(),
         };
-        let Some(h) = self.slot(conn) else {
+        let Some(h) = self.backends.slot(conn) else {
             return Ok(());
         };
         if h.conn.broken || !h.conn.closed_while_idle() {
@@ -478,22 +467,6 @@ async fn sync_conn(
     Ok(())
 }
 
-/// The held connection for `conn` (a free function so callers can borrow
-/// the client socket at the same time).
-pub(super) fn slot_of<'a>(
-    master: &'a mut Option<Held>,
-    replica: &'a mut Option<(usize, Held)>,
-    conn: Conn,
-) -> Option<&'a mut Held> {
-    match conn {
-        Conn::Master => master.as_mut(),
-        Conn::Replica(i) => match replica {
-            Some((j, h)) if *j == i => Some(h),
-            _ => None,
-        },
-    }
-}
-
 pub(super) fn lost(label: &str) -> ErrPacket {
     ErrPacket::new(
         crate::protocol::consts::errcode::ER_NET_READ_ERROR,
@@ -538,6 +511,20 @@ pub(super) struct Backends {
     /// Master connections of backend groups other than 0 (sharded tables
     /// placed there) and the transaction's writing group (`groups.rs`).
     pub(super) groups: sharded::GroupConns,
+}
+
+impl Backends {
+    /// The held connection for `conn` (borrowing only the connections, so
+    /// callers can use the client socket or the state at the same time).
+    pub(super) fn slot(&mut self, conn: Conn) -> Option<&mut Held> {
+        match conn {
+            Conn::Master => self.master.as_mut(),
+            Conn::Replica(i) => match &mut self.replica {
+                Some((j, h)) if *j == i => Some(h),
+                _ => None,
+            },
+        }
+    }
 }
 
 /// How long resetting a connection at the end of a session may take before

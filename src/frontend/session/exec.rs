@@ -9,7 +9,7 @@ use crate::freshness::monitor::{Fallback, Provisional};
 use crate::frontend::abandon::ReadWatch;
 use crate::frontend::prepared::{self, Conn};
 use crate::frontend::relay::{self, RelayError};
-use crate::frontend::session::backends::{lost, slot_of};
+use crate::frontend::session::backends::lost;
 use crate::frontend::session::gate::Route;
 use crate::frontend::session::pipeline::Exec;
 use crate::frontend::session::{Closed, Session, Stale};
@@ -175,7 +175,9 @@ impl Session {
                 self.send_err(&e).await?;
                 return Ok(Ok(None));
             }
-            let Some(h) = slot_of(&mut self.backends.master, &mut self.backends.replica, conn) else {
+            // (`held` above made sure the connection is there.)
+            self.backends.keep = None;
+            let Some(h) = self.backends.slot(conn) else {
                 return Ok(Ok(None));
             };
             h.conn.dirty = true;
@@ -187,9 +189,8 @@ impl Session {
                 stmt_ids,
             };
             let started = std::time::Instant::now(); // metrics: command latency, slow-query log
-            self.backends.keep = None;
-            // hook(abandon, kill): the relay cancels the statement on the
-            // backend when the client leaves or the session is killed.
+                                                     // hook(abandon, kill): the relay cancels the statement on the
+                                                     // backend when the client leaves or the session is killed.
             let guard = super::backends::pool_for(&self.rt, conn).map(|pool| relay::Guard {
                 entry: &self.proc,
                 pool,
@@ -363,7 +364,7 @@ impl Session {
         // received for this statement, possibly from another session: send
         // this session's whenever they differ.
         // (The label only for the error: it is a String, allocated per call.)
-        let Some(h) = slot_of(&mut self.backends.master, &mut self.backends.replica, route.conn) else {
+        let Some(h) = self.backends.slot(route.conn) else {
             let e = lost(&self.label(route.conn));
             self.send_err(&e).await?;
             return Ok(Ok(None));

@@ -12,7 +12,7 @@
 
 use crate::error;
 use crate::frontend::prepared::Conn;
-use crate::frontend::session::backends::{lost, slot_of, Held};
+use crate::frontend::session::backends::{lost, Held};
 use crate::frontend::session::state::Outcome;
 use crate::frontend::session::Session;
 use crate::protocol::packets::ErrPacket;
@@ -50,7 +50,7 @@ impl Session {
         if f.keep_for_found_rows {
             self.backends.keep = Some(Conn::Master);
         }
-        if let (Some(db), Some(h)) = (f.use_db, self.slot(conn)) {
+        if let (Some(db), Some(h)) = (f.use_db, self.backends.slot(conn)) {
             // Its next borrower (another session maybe) must not be judged in
             // sync by `sync_to_state` and run in this session's database.
             h.conn.db = Some(db);
@@ -93,7 +93,9 @@ impl Session {
     /// other connections before they next serve it.
     fn record_set(&mut self, sql: &[u8], ran_on: Conn) {
         // The connection that ran it had run all the others (it was synced).
-        let synced = slot_of(&mut self.backends.master, &mut self.backends.replica, ran_on)
+        let synced = self
+            .backends
+            .slot(ran_on)
             .filter(|h| h.conn.state.sets == *self.state.chain());
         if !self.state.push_set(sql) {
             self.pin(Pins::SESSION_STATE);
@@ -118,7 +120,7 @@ impl Session {
     /// cannot be read, classify under every reading again.
     pub(super) async fn learn_sql_mode(&mut self, conn: Conn) {
         self.state.set_lex(None);
-        let Some(h) = self.slot(conn) else {
+        let Some(h) = self.backends.slot(conn) else {
             return;
         };
         if let Ok(Ok(Some(mode))) = h.conn.query_text("SELECT @@session.sql_mode").await {
@@ -136,7 +138,7 @@ impl Session {
     /// effective value back there (DEFAULT, expressions and the server's
     /// clamping included). A failed read keeps the previous limit.
     pub(super) async fn note_wait_timeout(&mut self, conn: Conn) {
-        let Some(h) = self.slot(conn) else {
+        let Some(h) = self.backends.slot(conn) else {
             return;
         };
         if let Ok(Ok(Some(secs))) = h.conn.query_u64("SELECT @@session.wait_timeout").await {
@@ -202,7 +204,7 @@ impl Session {
     /// lets it go, never pooled.
     pub(super) async fn take_state_from_replica(&mut self, conn: Conn, sql: &[u8]) -> Result<(), ErrPacket> {
         let label = self.label(conn);
-        let h = self.slot(conn).ok_or_else(|| lost(&label))?;
+        let h = self.backends.slot(conn).ok_or_else(|| lost(&label))?;
         h.conn.no_reuse = true;
         // GET DIAGNOSTICS names its targets and their types: no listing,
         // whose table read would empty the diagnostics area that SHOW
@@ -219,7 +221,7 @@ impl Session {
         };
         self.held(Conn::Master).await?;
         let label = self.label(Conn::Master);
-        let m = self.slot(Conn::Master).ok_or_else(|| lost(&label))?;
+        let m = self.backends.slot(Conn::Master).ok_or_else(|| lost(&label))?;
         error::answered(&label, m.conn.query_drop(&set).await)?;
         self.pin(Pins::USER_VARIABLE);
         Ok(())
@@ -242,7 +244,7 @@ impl Session {
             tracing::warn!("cannot repeat a PREPARE on the master: no master connection");
             return;
         }
-        let Some(m) = self.slot(Conn::Master) else {
+        let Some(m) = self.backends.slot(Conn::Master) else {
             return;
         };
         m.conn.dirty = true;

@@ -2,11 +2,12 @@
 //! replicas' health become a [`Route`] (a connection and the reason, which
 //! is the route metric's label).
 
-use crate::freshness::monitor::Provisional;
+use crate::freshness::monitor::{Fallback, GroupMonitor, Provisional};
 use crate::freshness::state::Scope;
 use crate::frontend::prepared::Conn;
 use crate::frontend::session::backends::lost;
 use crate::frontend::session::pipeline::Exec;
+use crate::frontend::session::state::SessionState;
 use crate::frontend::session::Session;
 use crate::protocol::packets::ErrPacket;
 use crate::router::classify::{Classified, Kind};
@@ -101,7 +102,7 @@ impl Session {
     /// The session's isolation level, as its connection `conn` reports it.
     pub(super) async fn learn_isolation(&mut self, conn: Conn) -> Result<bool, ErrPacket> {
         let label = self.label(conn);
-        let h = self.slot(conn).ok_or_else(|| lost(&label))?;
+        let h = self.backends.slot(conn).ok_or_else(|| lost(&label))?;
         let level = crate::error::answered(&label, h.conn.query_text("SELECT @@session.tx_isolation").await)?
             .unwrap_or_default();
         let rc =
@@ -120,7 +121,7 @@ impl Session {
         }
         self.held(Conn::Master).await?;
         let label = self.label(Conn::Master);
-        let h = self.slot(Conn::Master).ok_or_else(|| lost(&label))?;
+        let h = self.backends.slot(Conn::Master).ok_or_else(|| lost(&label))?;
         h.conn.dirty = true;
         crate::error::answered(&label, h.conn.query_drop("START TRANSACTION READ ONLY").await)?;
         self.state.ro_tx_moved_to_master();
@@ -166,10 +167,7 @@ impl Session {
         let route = if group == 0 {
             self.route_read(None).await
         } else {
-            match self.rt.monitors[group].pick(Scope::All, None).await {
-                Ok(i) => Route::new(Conn::Replica(i), RouteReason::FreshReplica),
-                Err(f) => Route::master(f.reason()),
-            }
+            Route::picked(self.rt.monitors[group].pick(Scope::All, None).await)
         };
         self.admit(group, route.conn).await?;
         Ok(route)
@@ -200,10 +198,7 @@ impl Session {
     /// A fresh replica for a read of `tables` (None: unknown), or the master.
     pub(super) async fn pick_replica(&mut self, tables: Option<&[String]>) -> Route {
         let current = self.backends.replica.as_ref().map(|(i, _)| *i);
-        match self.pick_for(tables, current).await {
-            Ok(i) => Route::new(Conn::Replica(i), RouteReason::FreshReplica),
-            Err(f) => Route::master(f.reason()),
-        }
+        Route::picked(self.pick_for(tables, current).await)
     }
 
     /// [`Session::pick_replica`] for a text read that may start on the
@@ -214,15 +209,9 @@ impl Session {
         tables: Option<&[String]>,
     ) -> (Route, Option<Provisional>) {
         let current = self.backends.replica.as_ref().map(|(i, _)| *i);
-        let qualified = tables
-            .filter(|_| self.monitor.compares_counters())
-            .and_then(|t| self.state.qualified(t));
-        let scope = match qualified {
-            Some(t) => Scope::Tables(t),
-            None => Scope::All,
-        };
+        let scope = scope(&self.monitor, &mut self.state, tables);
         match self.monitor.pick_overlapped(scope, current).await {
-            Ok((i, p)) => (Route::new(Conn::Replica(i), RouteReason::FreshReplica), p),
+            Ok((i, p)) => (Route::picked(Ok(i)), p),
             Err(f) => (Route::master(f.reason()), None),
         }
     }
@@ -238,17 +227,21 @@ impl Session {
         &mut self,
         tables: Option<&[String]>,
         current: Option<usize>,
-    ) -> Result<usize, crate::freshness::monitor::Fallback> {
-        // The scope (allocated `db.table` names) only matters when the
-        // gate compares counters.
-        let qualified = tables
-            .filter(|_| self.monitor.compares_counters())
-            .and_then(|t| self.state.qualified(t));
-        let scope = match qualified {
-            Some(t) => Scope::Tables(t),
-            None => Scope::All,
-        };
+    ) -> Result<usize, Fallback> {
+        let scope = scope(&self.monitor, &mut self.state, tables);
         self.monitor.pick(scope, current).await
+    }
+}
+
+/// The freshness scope of a read of `tables` (None: unknown): the
+/// allocated `db.table` names only matter when the gate compares counters.
+fn scope<'s>(monitor: &GroupMonitor, state: &'s mut SessionState, tables: Option<&[String]>) -> Scope<'s> {
+    match tables
+        .filter(|_| monitor.compares_counters())
+        .and_then(|t| state.qualified(t))
+    {
+        Some(t) => Scope::Tables(t),
+        None => Scope::All,
     }
 }
 
@@ -266,5 +259,13 @@ impl Route {
 
     pub(super) fn master(reason: RouteReason) -> Route {
         Route::new(Conn::Master, reason)
+    }
+
+    /// The freshness gate's choice: a fresh replica, or the master and why.
+    fn picked(r: Result<usize, Fallback>) -> Route {
+        match r {
+            Ok(i) => Route::new(Conn::Replica(i), RouteReason::FreshReplica),
+            Err(f) => Route::master(f.reason()),
+        }
     }
 }

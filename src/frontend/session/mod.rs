@@ -24,13 +24,14 @@
 //! - *Closed*: COM_QUIT, client EOF, or a client protocol error.
 //!
 //! The folder, in the order a statement meets it: `cmd/` (one file per
-//! command) → `pipeline.rs` (plan → gate → ready → exec → apply), whose
-//! steps are `gate.rs` (Plan + state + health → Route), `ready.rs` (the
-//! connection made ready for it), `exec.rs` (the one retry loop),
-//! `apply.rs` (its effects) and `followups.rs` (the async work they ask
-//! for). `state.rs` is the session's logical state, `backends.rs` its
-//! connections, `refresh.rs` the move to a reloaded configuration, and
-//! `sharded/` runs statements on sharded tables.
+//! command) → `pipeline.rs` (plan → shards? → gate → ready → exec →
+//! apply), whose steps are `sharded/` (statements on sharded tables),
+//! `gate.rs` (Plan + state + health → Route, for sharded parts too),
+//! `ready.rs` (the connection made ready for it), `exec.rs` (the one retry
+//! loop), `state/apply.rs` (its effects, pure) and `followups.rs` (the work
+//! they ask for). `state/` is the session's logical state (private fields),
+//! `backends.rs` its connections, `refresh.rs` the move to a reloaded
+//! configuration.
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -1,19 +1,21 @@
 //! The one statement pipeline: every statement a client runs, whatever
 //! command carried it, goes through
-//! `classify → Plan (router::route) → freshness gate → execute → apply`.
+//! `classify → Plan (router::route) → shards? → gate → ready → execute → apply`.
 //!
 //! - COM_QUERY text and COM_STMT_EXECUTE of a prepared statement share it;
 //!   the SQL-level dynamic statements (`EXECUTE IMMEDIATE`, `PREPARE`,
 //!   `EXECUTE`, `CALL`, compound statements) are classified as opaque by the
 //!   router: master, counted as writing everything, and the session pinned
 //!   to its connection until reset.
-//! - [`Session::apply`] is the only place where a statement's effects reach
-//!   the session: pins taken and lifted, SETs recorded for replay, the
-//!   default database, the read-only transaction, LAST_INSERT_ID, the global
-//!   counter bump and the causal snapshot. (A COM_STMT_PREPARE runs nothing,
-//!   but preparing may make user variables: [`Session::apply_prepare`].)
-//! - Statements on sharded tables leave the pipeline before the plan
-//!   (`sharded/`): their parts are planned by `crate::shard`.
+//! - Statements on sharded tables are planned by `crate::shard` right after
+//!   the router's Plan (`sharded/`): their parts are routed by the same gate
+//!   (`gate::route_parts`: freshness, pauses), and a sharded write's effects
+//!   are applied by the same `apply` with the same Plan.
+//! - [`SessionState::apply`](super::state::SessionState::apply) is the only
+//!   place where a statement's effects reach the session, decided from the
+//!   Plan and the answer ([`Outcome`]); the work they ask for is done by
+//!   `followups.rs`. (A COM_STMT_PREPARE runs nothing, but preparing may
+//!   make user variables: [`Session::apply_prepare`].)
 
 use std::sync::Arc;
 

@@ -198,7 +198,7 @@ impl Session {
         if self.held(Conn::Master).await.is_err() {
             return sequence_users::Known::new(None);
         }
-        let Some(h) = self.slot(Conn::Master) else {
+        let Some(h) = self.backends.slot(Conn::Master) else {
             return sequence_users::Known::new(None);
         };
         let uid = h.conn.state.uid;
@@ -240,7 +240,7 @@ impl Session {
     pub(super) async fn clear_diagnostics(&mut self, conn: Conn) -> Result<(), ErrPacket> {
         self.held(conn).await?;
         let label = self.label(conn);
-        let h = self.slot(conn).ok_or_else(|| lost(&label))?;
+        let h = self.backends.slot(conn).ok_or_else(|| lost(&label))?;
         // A statement that uses a table: only those reset the warnings.
         let r = h
             .conn

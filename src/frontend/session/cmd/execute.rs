@@ -14,7 +14,7 @@ use crate::router::route::Source;
 use crate::frontend::abandon::ReadWatch;
 
 use crate::frontend::prepared::{self, Conn};
-use crate::frontend::session::backends::{lost, slot_of};
+use crate::frontend::session::backends::lost;
 use crate::frontend::session::gate::Route;
 use crate::frontend::session::pipeline::Exec;
 use crate::frontend::session::{CmdResult, Session};
@@ -107,7 +107,7 @@ impl Session {
             .sql;
         let sql: std::sync::Arc<[u8]> = variant.map_or_else(|| own.clone(), std::sync::Arc::from);
         // The label (a String, allocated per call) only on the way to an error.
-        let Some(held) = slot_of(&mut self.backends.master, &mut self.backends.replica, conn) else {
+        let Some(held) = self.backends.slot(conn) else {
             return Err(lost(&self.label(conn)));
         };
         let ctx = held.conn.stmt_context();

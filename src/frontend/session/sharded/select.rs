@@ -656,7 +656,7 @@ impl Session {
         if self.held(Conn::Master).await.is_err() {
             return;
         }
-        if let Some(h) = self.slot(Conn::Master) {
+        if let Some(h) = self.backends.slot(Conn::Master) {
             match h.conn.query_drop(sql).await {
                 Ok(Ok(())) => self.backends.keep = Some(Conn::Master),
                 _ => tracing::debug!("could not plant the GROUP_CONCAT warnings of a merged read"),

@@ -17,7 +17,7 @@ use super::io::{not_supported, run_ok, run_part_ok, PartLog};
 use super::{Closed, Session};
 
 /// A sharded write that was applied: what the pipeline needs to apply its
-/// effects (`pipeline::apply`).
+/// effects (`SessionState::apply`).
 pub(super) struct WriteDone {
     pub affected: u64,
     pub insert_id: u64,
@@ -124,7 +124,7 @@ impl Session {
         }
         self.state.master_status(totals.status);
         // Queued, not flushed: the pipeline applies the write's effects
-        // (counter bump, causal snapshot) first, then sends it (`run_plan`).
+        // (counter bump, causal snapshot) first, then sends it (`pipeline::on_shards`).
         let mut p = ok_packet(
             totals.affected,
             totals.insert_id,

@@ -113,7 +113,9 @@ impl SessionState {
         }
     }
 
-    /// The default database as the client sees it.
+    // The fields as the rest of the session reads them (see their docs
+    // above), and the changes made outside `apply`, each by its name.
+
     pub fn db(&self) -> Option<&str> {
         self.db.as_deref()
     }
@@ -122,12 +124,10 @@ impl SessionState {
         self.db = db;
     }
 
-    /// Status flags of the master's last answer.
     pub fn status(&self) -> u16 {
         self.status
     }
 
-    /// The SETs to replay, and their hash chain.
     pub fn sets(&self) -> &[Vec<u8>] {
         &self.sets
     }
@@ -146,7 +146,6 @@ impl SessionState {
         self.pins = Pins::default();
     }
 
-    /// How the server reads quotes in this session, when known.
     pub fn lex(&self) -> Option<LexOptions> {
         self.lex
     }
@@ -155,7 +154,6 @@ impl SessionState {
         self.lex = lex;
     }
 
-    /// LAST_INSERT_ID() bookkeeping (`backends::LastInsertId`).
     pub fn lid(&self) -> &LastInsertId {
         &self.lid
     }
@@ -164,7 +162,6 @@ impl SessionState {
         &mut self.lid
     }
 
-    /// The replica running the session's read-only transaction.
     pub fn ro_tx(&self) -> Option<usize> {
         self.ro_tx
     }
@@ -175,7 +172,6 @@ impl SessionState {
         self.ro_tx = ro_tx;
     }
 
-    /// The read-only transaction's snapshot is known to be fresh enough.
     pub fn ro_checked(&self) -> bool {
         self.ro_checked
     }
@@ -192,7 +188,6 @@ impl SessionState {
         self.status |= SERVER_STATUS_IN_TRANS;
     }
 
-    /// READ COMMITTED or READ UNCOMMITTED, when known.
     pub fn read_committed(&self) -> Option<bool> {
         self.read_committed
     }
@@ -201,13 +196,10 @@ impl SessionState {
         self.read_committed = Some(read_committed);
     }
 
-    /// ROW_COUNT() and FOUND_ROWS() of the previous statement.
     pub fn prev(&self) -> Previous {
         self.prev
     }
 
-    /// The uid of the connection whose ROW_COUNT()/FOUND_ROWS() sluice's
-    /// own query replaced ([`PREV_EVERYWHERE`]: every connection's).
     pub fn prev_clobbered(&self) -> u64 {
         self.prev_clobbered
     }
@@ -217,8 +209,6 @@ impl SessionState {
         self.prev_clobbered = uid;
     }
 
-    /// The previous statement was a sharded read whose FOUND_ROWS() sluice
-    /// does not know.
     pub fn found_rows_unknown(&self) -> bool {
         self.found_rows_unknown
     }
@@ -239,7 +229,6 @@ impl SessionState {
         self.found_rows_unknown = found_rows.is_none();
     }
 
-    /// Which tables use sequences, as this session knows.
     pub fn sequences_mut(&mut self) -> &mut crate::frontend::sequence_users::Local {
         &mut self.sequences
     }
@@ -249,7 +238,6 @@ impl SessionState {
         (self.db.as_deref(), &mut self.sequences)
     }
 
-    /// The session's `wait_timeout` once it set one.
     pub fn wait_timeout(&self) -> Option<std::time::Duration> {
         self.wait_timeout
     }
