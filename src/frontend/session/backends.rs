@@ -143,17 +143,6 @@ impl Session {
         }
     }
 
-    /// `conn` ran a successful `USE db` / COM_INIT_DB: the session and that
-    /// connection are both in `db` now. The connection must record it too,
-    /// or its next borrower (another session maybe) is judged in sync by
-    /// [`sync_to_state`] and runs in this session's database.
-    pub(super) fn entered_db(&mut self, conn: Conn, db: String) {
-        if let Some(h) = self.backends.slot(conn) {
-            h.conn.db = Some(db.clone());
-        }
-        self.state.set_db(Some(db));
-    }
-
     pub(super) fn label(&self, conn: Conn) -> String {
         pool_for(&self.rt, conn)
             .map(|p| p.label.clone())

@@ -64,7 +64,7 @@ impl Session {
                 // A replica that answers about its previous statement must
                 // also be fresh for the tables this statement reads.
                 if let (Conn::Replica(i), true) = (self.backends.last_conn, c.previous_reads_tables) {
-                    if !self.replica_fresh_for(i, plan.read_set.tables()).await {
+                    if self.pick_for(plan.read_set.tables(), Some(i)).await != Ok(i) {
                         return Ok(Route::master(RouteReason::StaleReplica));
                     }
                 }
@@ -92,7 +92,7 @@ impl Session {
             (true, ReadSet::Tables(t)) => Some(t),
             _ => None,
         };
-        let fresh = self.replica_fresh_for(i, tables).await;
+        let fresh = self.pick_for(tables, Some(i)).await == Ok(i);
         if fresh && !rc {
             self.state.ro_snapshot_checked();
         }
@@ -214,11 +214,6 @@ impl Session {
             Ok((i, p)) => (Route::picked(Ok(i)), p),
             Err(f) => (Route::master(f.reason()), None),
         }
-    }
-
-    /// Is replica `i` (the one the session uses) fresh for a read of `tables`?
-    pub(super) async fn replica_fresh_for(&mut self, i: usize, tables: Option<&[String]>) -> bool {
-        self.pick_for(tables, Some(i)).await == Ok(i)
     }
 
     /// The freshness gate's choice for a read of `tables` (None: unknown),
