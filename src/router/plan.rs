@@ -111,6 +111,24 @@ pub struct Plan<'a> {
     /// A write for the transaction rules of backend groups (one writing group
     /// per transaction) and for causal snapshots.
     pub is_write: bool,
+    /// What it does to a transaction open before and after it on the master
+    /// (for the causal snapshot: `route::needs_snapshot`).
+    pub tx: TxEffect,
+    /// It reads no table (SHOW WARNINGS, @@warning_count, SELECT 1): the
+    /// diagnostics area stays as it was, and so may the connection holding it.
+    pub reads_no_table: bool,
+}
+
+/// What a master statement does to a transaction open before and after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxEffect {
+    /// ROLLBACK: nothing it undid was visible to anyone else.
+    RollsBack,
+    /// It cannot have committed it.
+    Keeps,
+    /// It may have committed it (BEGIN, COMMIT, a SET of autocommit, DDL, a
+    /// procedure).
+    MayCommit,
 }
 
 impl Plan<'_> {

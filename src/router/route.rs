@@ -4,7 +4,7 @@
 
 use super::classify::{Classified, Kind, MasterReason, SetScope};
 use super::lexer::{first_word, LexOptions, Token, Tokens};
-use super::plan::{Effects, Pins, Plan, ReadSet, RouteReason, Target, WriteSet};
+use super::plan::{Effects, Pins, Plan, ReadSet, RouteReason, Target, TxEffect, WriteSet};
 
 /// How the statement reached sluice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,13 +64,32 @@ pub fn plan<'a>(c: &'a Classified, sql: &[u8], src: Source, v: &View) -> Plan<'a
         reason,
         read_set,
         write_set,
-        effects,
         // `SET STATEMENT ... FOR INSERT ...` writes like its statement; a
         // stored function may write too (counted by triggers, and the
         // causal snapshot must follow it).
         is_write: matches!(c.kind, Kind::Write | Kind::Commit)
             || write_set != WriteSet::Nothing
             || c.force_master == Some(MasterReason::StoredFunction),
+        tx: tx_effect(c, write_set, effects.commits),
+        reads_no_table: c.refers_to_previous || c.tables.as_ref().is_some_and(|t| t.is_empty()),
+        effects,
+    }
+}
+
+/// Inside a transaction (before and after the statement): only what may
+/// have committed it.
+fn tx_effect(c: &Classified, write_set: WriteSet, commits: bool) -> TxEffect {
+    let may = match c.kind {
+        Kind::Rollback => return TxEffect::RollsBack,
+        Kind::Read | Kind::Empty | Kind::Use(_) => false,
+        Kind::Begin { .. } | Kind::Commit => true,
+        Kind::SessionSet(_) => c.autocommit.is_some() || write_set == WriteSet::Everything,
+        Kind::Write => commits || write_set == WriteSet::Everything,
+    };
+    if may {
+        TxEffect::MayCommit
+    } else {
+        TxEffect::Keeps
     }
 }
 
@@ -452,12 +471,8 @@ pub fn mentions(sql: &[u8], needle: &[u8]) -> bool {
 /// anything that ended or may have implicitly committed one (COMMIT, COMMIT
 /// AND CHAIN, BEGIN inside a transaction, DDL, SET autocommit=1, ...). Plain
 /// DML and reads inside a transaction commit nothing.
-pub fn needs_snapshot(plan: &Plan<'_>, c: &Classified, was_in_tx: bool, now_in_tx: bool) -> bool {
-    if !plan.on_master() {
-        return false;
-    }
-    if c.kind == Kind::Rollback {
-        // Nothing it undid was visible to anyone else.
+pub fn needs_snapshot(plan: &Plan<'_>, was_in_tx: bool, now_in_tx: bool) -> bool {
+    if !plan.on_master() || plan.tx == TxEffect::RollsBack {
         return false;
     }
     if was_in_tx && !now_in_tx {
@@ -466,17 +481,7 @@ pub fn needs_snapshot(plan: &Plan<'_>, c: &Classified, was_in_tx: bool, now_in_t
     if !was_in_tx {
         return plan.is_write && !now_in_tx;
     }
-    // In a transaction before and after: only what may have committed it.
-    match c.kind {
-        Kind::Read | Kind::Rollback | Kind::Empty | Kind::Use(_) => false,
-        Kind::Begin { .. } | Kind::Commit => true,
-        Kind::SessionSet(_) => mentions_autocommit(c) || plan.write_set == WriteSet::Everything,
-        Kind::Write => plan.effects.commits || plan.write_set == WriteSet::Everything,
-    }
-}
-
-fn mentions_autocommit(c: &Classified) -> bool {
-    c.autocommit.is_some()
+    plan.tx == TxEffect::MayCommit
 }
 
 #[cfg(test)]
@@ -740,7 +745,7 @@ mod tests {
                 ..View::default()
             };
             let plan = plan(&c, sql.as_bytes(), Source::Text, &v);
-            needs_snapshot(&plan, &c, was, now)
+            needs_snapshot(&plan, was, now)
         };
         assert!(snap("INSERT INTO t VALUES (1)", false, false));
         // autocommit=0: the first write opens a transaction and commits nothing.

@@ -98,17 +98,9 @@ pub(super) struct LastInsertId {
 impl Session {
     /// Pin the session (see `Pins`); counted once per reason and session
     /// stretch, so operators see what keeps multiplexing from working.
-    pub(super) fn pin(&mut self, bit: Pins) {
-        if !self.state.pins.has(bit) {
+    pub(super) fn pin(&mut self, bits: Pins) {
+        for bit in self.state.take_pins(bits).iter() {
             self.shared.metrics.session_pinned(Pins::name(bit)); // metrics: pins by reason
-        }
-        self.state.pins.insert(bit);
-    }
-
-    /// Take every pin of `bits` (see [`Self::pin`]).
-    pub(super) fn pin_all(&mut self, bits: Pins) {
-        for bit in bits.iter() {
-            self.pin(bit);
         }
     }
 
@@ -117,7 +109,7 @@ impl Session {
     /// by a lock or by state sluice cannot see into (a procedure, dynamic
     /// SQL); every other session holds no lock past its statement.
     pub(super) fn publish_lock_thread(&self) {
-        let pins = &self.state.pins;
+        let pins = &self.state.pins();
         let may_lock = pins.has(Pins::NAMED_LOCK) || pins.has(Pins::CONNECTION_STATE);
         let thread = match &self.backends.master {
             Some(h) if may_lock => h.conn.thread_id,
@@ -151,31 +143,10 @@ impl Session {
         }
     }
 
-    pub(super) fn slot(&mut self, conn: Conn) -> Option<&mut Held> {
-        slot_of(&mut self.backends.master, &mut self.backends.replica, conn)
-    }
-
-    /// `conn` ran a successful `USE db` / COM_INIT_DB: the session and that
-    /// connection are both in `db` now. The connection must record it too,
-    /// or its next borrower (another session maybe) is judged in sync by
-    /// [`sync_to_state`] and runs in this session's database.
-    pub(super) fn entered_db(&mut self, conn: Conn, db: String) {
-        if let Some(h) = self.slot(conn) {
-            h.conn.db = Some(db.clone());
-        }
-        self.state.db = Some(db);
-    }
-
     pub(super) fn label(&self, conn: Conn) -> String {
-        let g = &self.rt.topology.groups[0];
-        match conn {
-            Conn::Master => g.master.label.clone(),
-            Conn::Replica(i) => g
-                .replicas
-                .get(i)
-                .map(|r| r.pool.label.clone())
-                .unwrap_or_default(),
-        }
+        pool_for(&self.rt, conn)
+            .map(|p| p.label.clone())
+            .unwrap_or_default()
     }
 
     /// Make sure the connection for `conn` is checked out and in sync with
@@ -250,8 +221,7 @@ impl Session {
             }
         }
         // Borrow the fields separately: nothing is cloned on this per-command path.
-        let h = slot_of(&mut self.backends.master, &mut self.backends.replica, conn)
-            .ok_or_else(|| lost(&pool.label))?;
+        let h = self.backends.slot(conn).ok_or_else(|| lost(&pool.label))?;
         sync_to_state(&mut h.conn, pool, &self.state).await
     }
 
@@ -265,10 +235,10 @@ impl Session {
     /// rather than carry on silently without it.
     fn drop_if_closed(&mut self, conn: Conn, label: &str) -> Result<(), ErrPacket> {
         let stateful = match conn {
-            Conn::Master => self.in_transaction() || self.state.pins.reason().is_some(),
-            Conn::Replica(_) => self.state.ro_tx.is_some(),
+            Conn::Master => self.in_transaction() || self.state.pins().reason().is_some(),
+            Conn::Replica(_) => self.state.ro_tx().is_some(),
         };
-        let Some(h) = self.slot(conn) else {
+        let Some(h) = self.backends.slot(conn) else {
             return Ok(());
         };
         if h.conn.broken || !h.conn.closed_while_idle() {
@@ -279,8 +249,8 @@ impl Session {
             return Ok(());
         }
         match conn {
-            Conn::Master => self.state.status = crate::protocol::consts::SERVER_STATUS_AUTOCOMMIT,
-            Conn::Replica(_) => self.state.ro_tx = None,
+            Conn::Master => self.state.master_lost(),
+            Conn::Replica(_) => self.state.replica_lost(),
         }
         Err(ErrPacket::new(
             crate::protocol::consts::errcode::ER_NET_READ_ERROR,
@@ -300,7 +270,7 @@ impl Session {
         if let Some((_, h)) = self.backends.replica.as_mut() {
             h.conn.broken = true;
         }
-        self.state.ro_tx = None;
+        self.state.replica_lost();
         error::backend_error_packet(&self.label(conn), "", &BackendError::Protocol(err))
     }
 
@@ -364,7 +334,7 @@ impl Session {
             self.backends.master.take()
         } {
             let needs_capture =
-                self.state.lid.unknown && self.state.lid.owner == h.conn.state.uid && !h.conn.broken;
+                self.state.lid().unknown && self.state.lid().owner == h.conn.state.uid && !h.conn.broken;
             // A failed capture on a live connection keeps it: its
             // LAST_INSERT_ID() is the only copy.
             let keep = needs_capture && self.capture_last_insert_id(&mut h).await.is_err() && !h.conn.broken;
@@ -372,10 +342,10 @@ impl Session {
                 self.backends.master = Some(h);
             } else {
                 if needs_capture {
-                    self.state.lid.unknown = false;
+                    self.state.lid_mut().unknown = false;
                 }
-                if self.state.lid.owner == h.conn.state.uid {
-                    self.state.lid.owner = 0;
+                if self.state.lid().owner == h.conn.state.uid {
+                    self.state.lid_mut().owner = 0;
                 }
                 sweep_stmts(&mut h, &self.shared.open_stmts).await;
                 self.give_back(Conn::Master, h);
@@ -440,21 +410,15 @@ pub(in crate::frontend) async fn sync_to_state(
     pool: &BackendPool,
     state: &super::SessionState,
 ) -> Result<(), ErrPacket> {
-    if in_sync(conn, state.db.as_deref(), &state.sets, &state.chain) {
+    if in_sync(conn, state.db(), state.sets(), state.chain()) {
         return Ok(());
     }
     // Boxed: a reset (COM_CHANGE_USER) and the replayed statements make a
     // future of kilobytes that every statement would otherwise carry (and
     // copy) for a path most statements skip.
-    Box::pin(sync_conn(
-        conn,
-        pool,
-        state.db.as_deref(),
-        &state.sets,
-        &state.chain,
-    ))
-    .await
-    .map_err(|e| e.into_packet(pool))
+    Box::pin(sync_conn(conn, pool, state.db(), state.sets(), state.chain()))
+        .await
+        .map_err(|e| e.into_packet(pool))
 }
 
 /// Is `conn` already in line with the session (nothing for `sync_conn` to do)?
@@ -492,22 +456,6 @@ async fn sync_conn(
     Ok(())
 }
 
-/// The held connection for `conn` (a free function so callers can borrow
-/// the client socket at the same time).
-pub(super) fn slot_of<'a>(
-    master: &'a mut Option<Held>,
-    replica: &'a mut Option<(usize, Held)>,
-    conn: Conn,
-) -> Option<&'a mut Held> {
-    match conn {
-        Conn::Master => master.as_mut(),
-        Conn::Replica(i) => match replica {
-            Some((j, h)) if *j == i => Some(h),
-            _ => None,
-        },
-    }
-}
-
 pub(super) fn lost(label: &str) -> ErrPacket {
     ErrPacket::new(
         crate::protocol::consts::errcode::ER_NET_READ_ERROR,
@@ -520,7 +468,8 @@ impl Session {
     /// hook(abandon): at the end of the session, after `release_idle`.
     pub(super) async fn finish_connections(&mut self) {
         let in_tx = self.in_transaction();
-        let unknown = self.state.pins.has(Pins::CONNECTION_STATE) || self.state.pins.has(Pins::SET_OPTION);
+        let unknown =
+            self.state.pins().has(Pins::CONNECTION_STATE) || self.state.pins().has(Pins::SET_OPTION);
         if let Some(mut h) = self.backends.master.take() {
             match pool_for(&self.rt, Conn::Master) {
                 Some(pool) => finish(&mut h.conn, pool, in_tx || unknown).await,
@@ -529,7 +478,7 @@ impl Session {
         }
         if let Some((i, mut h)) = self.backends.replica.take() {
             match pool_for(&self.rt, Conn::Replica(i)) {
-                Some(pool) => finish(&mut h.conn, pool, self.state.ro_tx.is_some()).await,
+                Some(pool) => finish(&mut h.conn, pool, self.state.ro_tx().is_some()).await,
                 None => h.conn.no_reuse = true,
             }
         }
@@ -551,6 +500,20 @@ pub(super) struct Backends {
     /// Master connections of backend groups other than 0 (sharded tables
     /// placed there) and the transaction's writing group (`groups.rs`).
     pub(super) groups: sharded::GroupConns,
+}
+
+impl Backends {
+    /// The held connection for `conn` (borrowing only the connections, so
+    /// callers can use the client socket or the state at the same time).
+    pub(super) fn slot(&mut self, conn: Conn) -> Option<&mut Held> {
+        match conn {
+            Conn::Master => self.master.as_mut(),
+            Conn::Replica(i) => match &mut self.replica {
+                Some((j, h)) if *j == i => Some(h),
+                _ => None,
+            },
+        }
+    }
 }
 
 /// How long resetting a connection at the end of a session may take before

@@ -9,7 +9,7 @@ use crate::freshness::monitor::{Fallback, Provisional};
 use crate::frontend::abandon::ReadWatch;
 use crate::frontend::prepared::{self, Conn};
 use crate::frontend::relay::{self, RelayError};
-use crate::frontend::session::backends::{lost, slot_of};
+use crate::frontend::session::backends::lost;
 use crate::frontend::session::gate::Route;
 use crate::frontend::session::pipeline::Exec;
 use crate::frontend::session::{Closed, Session, Stale};
@@ -92,6 +92,8 @@ impl Session {
                     )
                     .await?
                 }
+                // Run on its sub-tables at the pipeline's first step, never here.
+                Exec::Sharded { .. } => Ok(None),
             };
             let reason = match (ran, &exec) {
                 (Ok(done), _) => return Ok(done),
@@ -130,7 +132,7 @@ impl Session {
     ) -> Result<Result<Option<ResponseTracker>, Stale>, Closed> {
         let mut conn = route.conn;
         let rerunnable = matches!(kind, ResponseKind::Query | ResponseKind::Execute);
-        if provisional.is_some() && (!rerunnable || self.state.ro_tx.is_some() || conn == Conn::Master) {
+        if provisional.is_some() && (!rerunnable || self.state.ro_tx().is_some() || conn == Conn::Master) {
             // Only a plain read can be rerun: decide before sending it.
             provisional = None;
             self.shared.metrics.route(conn == Conn::Master, route.reason);
@@ -143,7 +145,7 @@ impl Session {
             let first_byte = self.rt.config.backend.replica_read_timeout;
             // (An EXECUTE too: its caller prepares it on the master.)
             let retryable =
-                matches!(kind, ResponseKind::Query | ResponseKind::Execute) && self.state.ro_tx.is_none();
+                matches!(kind, ResponseKind::Query | ResponseKind::Execute) && self.state.ro_tx().is_none();
             let mut watch = ReadWatch::for_conn(&self.health, conn, &self.proc.entry, first_byte, retryable);
             let ready = match watch.as_mut() {
                 None => self.held(conn).await,
@@ -158,7 +160,7 @@ impl Session {
             }
             if let Err(e) = ready {
                 if let Conn::Replica(_) = conn {
-                    if self.state.ro_tx.is_none() {
+                    if self.state.ro_tx().is_none() {
                         debug!(error = %e, "replica unusable, reading from the master");
                         self.backends.replica = None;
                         if kind == ResponseKind::Execute {
@@ -173,7 +175,9 @@ impl Session {
                 self.send_err(&e).await?;
                 return Ok(Ok(None));
             }
-            let Some(h) = slot_of(&mut self.backends.master, &mut self.backends.replica, conn) else {
+            // (`held` above made sure the connection is there.)
+            self.backends.keep = None;
+            let Some(h) = self.backends.slot(conn) else {
                 return Ok(Ok(None));
             };
             h.conn.dirty = true;
@@ -185,9 +189,8 @@ impl Session {
                 stmt_ids,
             };
             let started = std::time::Instant::now(); // metrics: command latency, slow-query log
-            self.backends.keep = None;
-            // hook(abandon, kill): the relay cancels the statement on the
-            // backend when the client leaves or the session is killed.
+                                                     // hook(abandon, kill): the relay cancels the statement on the
+                                                     // backend when the client leaves or the session is killed.
             let guard = super::backends::pool_for(&self.rt, conn).map(|pool| relay::Guard {
                 entry: &self.proc,
                 pool,
@@ -276,7 +279,7 @@ impl Session {
                     h.conn.broken = true;
                     let label = self.label(conn);
                     warn!(backend = %label, error = %err, "backend failed during a command");
-                    if let (Conn::Replica(_), false, None) = (conn, relayed, self.state.ro_tx) {
+                    if let (Conn::Replica(_), false, None) = (conn, relayed, self.state.ro_tx()) {
                         if kind == ResponseKind::Query {
                             self.backends.replica = None;
                             conn = Conn::Master;
@@ -361,7 +364,7 @@ impl Session {
         // received for this statement, possibly from another session: send
         // this session's whenever they differ.
         // (The label only for the error: it is a String, allocated per call.)
-        let Some(h) = slot_of(&mut self.backends.master, &mut self.backends.replica, route.conn) else {
+        let Some(h) = self.backends.slot(route.conn) else {
             let e = lost(&self.label(route.conn));
             self.send_err(&e).await?;
             return Ok(Ok(None));

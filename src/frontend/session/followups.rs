@@ -1,7 +1,9 @@
-//! The async work after a statement that `apply` asks for, on the
-//! connection that ran it: learning the sql_mode and the idle limit a SET
-//! may have changed, carrying LAST_INSERT_ID, and moving session state made
-//! on a replica connection to the master.
+//! The work after a statement that `SessionState::apply` asks for
+//! ([`FollowUps`]), on the connection that ran it and the shared caches:
+//! moving session state made on a replica connection to the master,
+//! carrying LAST_INSERT_ID, recording SETs for replay, learning the
+//! sql_mode and the idle limit a SET may have changed, the counter bumps
+//! and the causal snapshot.
 //!
 //! After a `SET` that mentions `wait_timeout`/`interactive_timeout`, the
 //! session reads its effective `@@session.wait_timeout` back from the
@@ -11,28 +13,123 @@
 use crate::error;
 use crate::frontend::prepared::Conn;
 use crate::frontend::session::backends::{lost, Held};
+use crate::frontend::session::state::Outcome;
 use crate::frontend::session::Session;
 use crate::protocol::packets::ErrPacket;
+use crate::router::classify::Classified;
 use crate::router::lexer::LexOptions;
 use crate::router::plan::Pins;
+use crate::router::plan::Plan;
 use std::time::Duration;
 
 impl Session {
+    /// Apply a statement's effects (`SessionState::apply`) and do the work
+    /// they ask for, in this order. `sql`: the statement's text; `groups`:
+    /// the backend groups it wrote to (`[0]` but for sharded writes), whose
+    /// counters are bumped and snapshots taken.
+    pub(super) async fn apply(&mut self, plan: &Plan<'_>, out: &Outcome<'_>, sql: &[u8], groups: &[usize]) {
+        let f = self.state.apply(plan, out);
+        let conn = out.conn;
+        if f.take_state_from_replica {
+            if let Err(e) = self.take_state_from_replica(conn, sql).await {
+                tracing::warn!(error = %e.message, "cannot move user variables from a replica connection to the master");
+            }
+        }
+        if f.keep_diagnostics.is_some() && self.backends.keep.is_none() {
+            self.backends.keep = f.keep_diagnostics;
+        }
+        if f.forget_columns {
+            self.shared.sequence_users.forget_all();
+            // A sharded read's learned result columns may come from this table (a join
+            // with an unsharded table): described again from now on.
+            self.rt.shard_rules.forget_columns();
+        }
+        if let Some((reported, mentions)) = f.insert_id {
+            self.note_insert_id(reported, mentions);
+        }
+        if f.keep_for_found_rows {
+            self.backends.keep = Some(Conn::Master);
+        }
+        if let (Some(db), Some(h)) = (f.use_db, self.backends.slot(conn)) {
+            // Its next borrower (another session maybe) must not be judged in
+            // sync by `sync_to_state` and run in this session's database.
+            h.conn.db = Some(db);
+        }
+        if f.record_set {
+            self.record_set(sql, conn);
+        }
+        for bit in f.pinned.iter() {
+            self.shared.metrics.session_pinned(Pins::name(bit)); // metrics: pins by reason
+        }
+        if f.learn_sql_mode {
+            self.learn_sql_mode(conn).await;
+        }
+        if f.idle_limit {
+            self.note_wait_timeout(conn).await;
+        }
+        if let Some(pins) = f.mirror_on_master {
+            self.mirror_on_master(sql, pins).await;
+        }
+        if f.bump_global {
+            for m in groups.iter().filter_map(|&g| self.rt.monitors.get(g)) {
+                // freshness.auto_install: a new table gets its triggers now.
+                if f.install_new_tables && crate::freshness::triggers::may_add_tables(sql) {
+                    m.install_new_tables().await;
+                }
+                if f.forget_tracked {
+                    m.forget_tracked();
+                }
+                m.bump_global().await;
+            }
+        }
+        if f.snapshot {
+            for m in groups.iter().filter_map(|&g| self.rt.monitors.get(g)) {
+                m.after_write().await;
+            }
+        }
+    }
+
+    /// Remember a SET that ran on `ran_on`, to replay it on the session's
+    /// other connections before they next serve it.
+    fn record_set(&mut self, sql: &[u8], ran_on: Conn) {
+        // The connection that ran it had run all the others (it was synced).
+        let synced = self
+            .backends
+            .slot(ran_on)
+            .filter(|h| h.conn.state.sets == *self.state.chain());
+        if !self.state.push_set(sql) {
+            self.pin(Pins::SESSION_STATE);
+            return;
+        }
+        if let Some(h) = synced {
+            h.conn.state.sets.push(sql);
+        }
+    }
+
+    /// What a COM_STMT_PREPARE itself leaves on the master connection it
+    /// ran on (`route::prepare_pins`): the statement is not run, but the
+    /// server may have made session state while preparing it. Taken as soon
+    /// as the server answered, an error too (it may have failed after
+    /// making the state): a pin costs only this session's multiplexing.
+    pub(super) fn apply_prepare(&mut self, c: &Classified) {
+        self.pin(crate::router::route::prepare_pins(c));
+    }
+
     /// After a SET that may change sql_mode: read the mode the connection
     /// now has, so the next statements are classified under it. When it
     /// cannot be read, classify under every reading again.
     pub(super) async fn learn_sql_mode(&mut self, conn: Conn) {
-        self.state.lex = None;
-        let Some(h) = self.slot(conn) else {
+        self.state.set_lex(None);
+        let Some(h) = self.backends.slot(conn) else {
             return;
         };
         if let Ok(Ok(Some(mode))) = h.conn.query_text("SELECT @@session.sql_mode").await {
             let has = |flag: &str| mode.split(',').any(|m| m.eq_ignore_ascii_case(flag));
-            self.state.lex = Some(LexOptions {
+            self.state.set_lex(Some(LexOptions {
                 ansi_quotes: has("ANSI_QUOTES"),
                 no_backslash_escapes: has("NO_BACKSLASH_ESCAPES"),
                 ..LexOptions::default()
-            });
+            }));
         }
     }
 
@@ -41,11 +138,11 @@ impl Session {
     /// effective value back there (DEFAULT, expressions and the server's
     /// clamping included). A failed read keeps the previous limit.
     pub(super) async fn note_wait_timeout(&mut self, conn: Conn) {
-        let Some(h) = self.slot(conn) else {
+        let Some(h) = self.backends.slot(conn) else {
             return;
         };
         if let Ok(Ok(Some(secs))) = h.conn.query_u64("SELECT @@session.wait_timeout").await {
-            self.state.wait_timeout = Some(Duration::from_secs(secs));
+            self.state.set_wait_timeout(Duration::from_secs(secs));
         }
     }
 
@@ -58,13 +155,13 @@ impl Session {
         let Some(h) = self.backends.master.as_ref() else {
             return;
         };
-        if !self.state.lid.unknown {
-            self.state.lid.unknown = true;
-            self.state.lid.prior = h.conn.state.last_insert_id;
+        if !self.state.lid().unknown {
+            self.state.lid_mut().unknown = true;
+            self.state.lid_mut().prior = h.conn.state.last_insert_id;
         }
-        self.state.lid.owner = h.conn.state.uid;
+        self.state.lid_mut().owner = h.conn.state.uid;
         if reported != 0 {
-            self.state.lid.last_reported = reported;
+            self.state.lid_mut().last_reported = reported;
         }
     }
 
@@ -79,14 +176,14 @@ impl Session {
             Ok(Ok(v)) => {
                 let now = v.unwrap_or(0);
                 h.conn.state.last_insert_id = now;
-                let changed = now != self.state.lid.prior
-                    || (self.state.lid.last_reported != 0 && now == self.state.lid.last_reported)
-                    || self.state.lid.prior == self.state.lid.value;
+                let changed = now != self.state.lid().prior
+                    || (self.state.lid().last_reported != 0 && now == self.state.lid().last_reported)
+                    || self.state.lid().prior == self.state.lid().value;
                 if changed {
-                    self.state.lid.value = now;
+                    self.state.lid_mut().value = now;
                 }
-                self.state.lid.unknown = false;
-                self.state.lid.last_reported = 0;
+                self.state.lid_mut().unknown = false;
+                self.state.lid_mut().last_reported = 0;
                 Ok(())
             }
             _ => Err(()),
@@ -107,7 +204,7 @@ impl Session {
     /// lets it go, never pooled.
     pub(super) async fn take_state_from_replica(&mut self, conn: Conn, sql: &[u8]) -> Result<(), ErrPacket> {
         let label = self.label(conn);
-        let h = self.slot(conn).ok_or_else(|| lost(&label))?;
+        let h = self.backends.slot(conn).ok_or_else(|| lost(&label))?;
         h.conn.no_reuse = true;
         // GET DIAGNOSTICS names its targets and their types: no listing,
         // whose table read would empty the diagnostics area that SHOW
@@ -124,7 +221,7 @@ impl Session {
         };
         self.held(Conn::Master).await?;
         let label = self.label(Conn::Master);
-        let m = self.slot(Conn::Master).ok_or_else(|| lost(&label))?;
+        let m = self.backends.slot(Conn::Master).ok_or_else(|| lost(&label))?;
         error::answered(&label, m.conn.query_drop(&set).await)?;
         self.pin(Pins::USER_VARIABLE);
         Ok(())
@@ -147,7 +244,7 @@ impl Session {
             tracing::warn!("cannot repeat a PREPARE on the master: no master connection");
             return;
         }
-        let Some(m) = self.slot(Conn::Master) else {
+        let Some(m) = self.backends.slot(Conn::Master) else {
             return;
         };
         m.conn.dirty = true;
@@ -155,7 +252,7 @@ impl Session {
             tracing::warn!(error = %e, "cannot repeat a PREPARE on the master");
             return;
         }
-        self.pin_all(pins);
+        self.pin(pins);
     }
 }
 

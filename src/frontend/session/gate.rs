@@ -2,13 +2,13 @@
 //! replicas' health become a [`Route`] (a connection and the reason, which
 //! is the route metric's label).
 
-use crate::freshness::monitor::Provisional;
+use crate::freshness::monitor::{Fallback, GroupMonitor, Provisional};
 use crate::freshness::state::Scope;
 use crate::frontend::prepared::Conn;
 use crate::frontend::session::backends::lost;
 use crate::frontend::session::pipeline::Exec;
+use crate::frontend::session::state::SessionState;
 use crate::frontend::session::Session;
-use crate::protocol::consts::*;
 use crate::protocol::packets::ErrPacket;
 use crate::router::classify::{Classified, Kind};
 use crate::router::plan::{Plan, ReadSet, RouteReason, Target};
@@ -32,7 +32,7 @@ impl Session {
         let rerunnable = match exec {
             Exec::Text { .. } => true,
             Exec::Prepared { layout, .. } => layout.cursor_flags == 0,
-            Exec::Command { .. } => false,
+            Exec::Command { .. } | Exec::Sharded { .. } => false,
         };
         if matches!(exec, Exec::Prepared { long_data: true, .. }) {
             let route = Route::master(RouteReason::LongData);
@@ -64,7 +64,7 @@ impl Session {
                 // A replica that answers about its previous statement must
                 // also be fresh for the tables this statement reads.
                 if let (Conn::Replica(i), true) = (self.backends.last_conn, c.previous_reads_tables) {
-                    if !self.replica_fresh_for(i, plan.read_set.tables()).await {
+                    if self.pick_for(plan.read_set.tables(), Some(i)).await != Ok(i) {
                         return Ok(Route::master(RouteReason::StaleReplica));
                     }
                 }
@@ -81,20 +81,20 @@ impl Session {
     /// under READ COMMITTED each statement must find the writes committed
     /// before it, for the tables it reads.
     pub(super) async fn read_only_tx_fresh(&mut self, i: usize, plan: &Plan<'_>) -> Result<bool, ErrPacket> {
-        let rc = match self.state.read_committed {
+        let rc = match self.state.read_committed() {
             Some(rc) => rc,
             None => self.learn_isolation(Conn::Replica(i)).await?,
         };
-        if !rc && self.state.ro_checked {
+        if !rc && self.state.ro_checked() {
             return Ok(true);
         }
         let tables = match (rc, plan.read_set) {
             (true, ReadSet::Tables(t)) => Some(t),
             _ => None,
         };
-        let fresh = self.replica_fresh_for(i, tables).await;
+        let fresh = self.pick_for(tables, Some(i)).await == Ok(i);
         if fresh && !rc {
-            self.state.ro_checked = true;
+            self.state.ro_snapshot_checked();
         }
         Ok(fresh)
     }
@@ -102,12 +102,12 @@ impl Session {
     /// The session's isolation level, as its connection `conn` reports it.
     pub(super) async fn learn_isolation(&mut self, conn: Conn) -> Result<bool, ErrPacket> {
         let label = self.label(conn);
-        let h = self.slot(conn).ok_or_else(|| lost(&label))?;
+        let h = self.backends.slot(conn).ok_or_else(|| lost(&label))?;
         let level = crate::error::answered(&label, h.conn.query_text("SELECT @@session.tx_isolation").await)?
             .unwrap_or_default();
         let rc =
             level.eq_ignore_ascii_case("READ-COMMITTED") || level.eq_ignore_ascii_case("READ-UNCOMMITTED");
-        self.state.read_committed = Some(rc);
+        self.state.learned_isolation(rc);
         Ok(rc)
     }
 
@@ -119,14 +119,12 @@ impl Session {
                 h.conn.broken = true;
             }
         }
-        self.state.ro_tx = None;
-        self.state.ro_checked = false;
         self.held(Conn::Master).await?;
         let label = self.label(Conn::Master);
-        let h = self.slot(Conn::Master).ok_or_else(|| lost(&label))?;
+        let h = self.backends.slot(Conn::Master).ok_or_else(|| lost(&label))?;
         h.conn.dirty = true;
         crate::error::answered(&label, h.conn.query_drop("START TRANSACTION READ ONLY").await)?;
-        self.state.status |= SERVER_STATUS_IN_TRANS;
+        self.state.ro_tx_moved_to_master();
         Ok(())
     }
 
@@ -141,13 +139,66 @@ impl Session {
         }
     }
 
+    /// The gate for the parts of a sharded read run outside a transaction
+    /// (scatter reads), one [`Route`] per part's backend group, counted in
+    /// the routing metrics: group 0 by the session's read rules, another
+    /// group by its own replicas' freshness (outside a transaction and
+    /// unpinned, the rules of `route_read` reduce to that); then the pause
+    /// gate of that group ([`Session::admit`]), once per statement, before
+    /// anything of it runs.
+    pub(super) async fn route_parts(
+        &mut self,
+        groups: impl Iterator<Item = usize>,
+    ) -> Result<Vec<Route>, ErrPacket> {
+        let mut routes = Vec::with_capacity(groups.size_hint().0);
+        for group in groups {
+            let route = self.route_part(group).await?;
+            self.shared
+                .metrics
+                .route(route.conn == Conn::Master, route.reason);
+            routes.push(route);
+        }
+        Ok(routes)
+    }
+
+    /// [`Session::route_parts`] for one part, not counted (a description's
+    /// run of the original statement, see `sharded/select.rs`).
+    pub(super) async fn route_part(&mut self, group: usize) -> Result<Route, ErrPacket> {
+        let route = if group == 0 {
+            self.route_read(None).await
+        } else {
+            Route::picked(self.rt.monitors[group].pick(Scope::All, None).await)
+        };
+        self.admit(group, route.conn).await?;
+        Ok(route)
+    }
+
+    /// hook(pause): wait while `PAUSE` covers `conn` of backend group
+    /// `group` (`crate::pause`), for connections taken outside `held`:
+    /// sharded parts and other groups' masters. (Group 0's held
+    /// connections wait in `held`, which may also take a reloaded master.)
+    pub(super) async fn admit(&self, group: usize, conn: Conn) -> Result<(), ErrPacket> {
+        if !self.shared.pause.active() {
+            return Ok(());
+        }
+        let Some(g) = self.rt.topology.groups.get(group) else {
+            return Ok(());
+        };
+        let (master, t) = (conn == Conn::Master, self.rt.config.limits.pause_timeout);
+        // Boxed: rare, keeps the per-statement future small.
+        Box::pin(
+            self.shared
+                .pause
+                .admit(self.proc.id, &g.name, master, self.in_transaction(), t),
+        )
+        .await
+        .map(drop)
+    }
+
     /// A fresh replica for a read of `tables` (None: unknown), or the master.
     pub(super) async fn pick_replica(&mut self, tables: Option<&[String]>) -> Route {
         let current = self.backends.replica.as_ref().map(|(i, _)| *i);
-        match self.pick_for(tables, current).await {
-            Ok(i) => Route::new(Conn::Replica(i), RouteReason::FreshReplica),
-            Err(f) => Route::master(f.reason()),
-        }
+        Route::picked(self.pick_for(tables, current).await)
     }
 
     /// [`Session::pick_replica`] for a text read that may start on the
@@ -158,22 +209,11 @@ impl Session {
         tables: Option<&[String]>,
     ) -> (Route, Option<Provisional>) {
         let current = self.backends.replica.as_ref().map(|(i, _)| *i);
-        let qualified = tables
-            .filter(|_| self.monitor.compares_counters())
-            .and_then(|t| self.state.qualified(t));
-        let scope = match qualified {
-            Some(t) => Scope::Tables(t),
-            None => Scope::All,
-        };
+        let scope = scope(&self.monitor, &mut self.state, tables);
         match self.monitor.pick_overlapped(scope, current).await {
-            Ok((i, p)) => (Route::new(Conn::Replica(i), RouteReason::FreshReplica), p),
+            Ok((i, p)) => (Route::picked(Ok(i)), p),
             Err(f) => (Route::master(f.reason()), None),
         }
-    }
-
-    /// Is replica `i` (the one the session uses) fresh for a read of `tables`?
-    pub(super) async fn replica_fresh_for(&mut self, i: usize, tables: Option<&[String]>) -> bool {
-        self.pick_for(tables, Some(i)).await == Ok(i)
     }
 
     /// The freshness gate's choice for a read of `tables` (None: unknown),
@@ -182,17 +222,21 @@ impl Session {
         &mut self,
         tables: Option<&[String]>,
         current: Option<usize>,
-    ) -> Result<usize, crate::freshness::monitor::Fallback> {
-        // The scope (allocated `db.table` names) only matters when the
-        // gate compares counters.
-        let qualified = tables
-            .filter(|_| self.monitor.compares_counters())
-            .and_then(|t| self.state.qualified(t));
-        let scope = match qualified {
-            Some(t) => Scope::Tables(t),
-            None => Scope::All,
-        };
+    ) -> Result<usize, Fallback> {
+        let scope = scope(&self.monitor, &mut self.state, tables);
         self.monitor.pick(scope, current).await
+    }
+}
+
+/// The freshness scope of a read of `tables` (None: unknown): the
+/// allocated `db.table` names only matter when the gate compares counters.
+fn scope<'s>(monitor: &GroupMonitor, state: &'s mut SessionState, tables: Option<&[String]>) -> Scope<'s> {
+    match tables
+        .filter(|_| monitor.compares_counters())
+        .and_then(|t| state.qualified(t))
+    {
+        Some(t) => Scope::Tables(t),
+        None => Scope::All,
     }
 }
 
@@ -210,5 +254,13 @@ impl Route {
 
     pub(super) fn master(reason: RouteReason) -> Route {
         Route::new(Conn::Master, reason)
+    }
+
+    /// The freshness gate's choice: a fresh replica, or the master and why.
+    fn picked(r: Result<usize, Fallback>) -> Route {
+        match r {
+            Ok(i) => Route::new(Conn::Replica(i), RouteReason::FreshReplica),
+            Err(f) => Route::master(f.reason()),
+        }
     }
 }

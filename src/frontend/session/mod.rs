@@ -24,13 +24,14 @@
 //! - *Closed*: COM_QUIT, client EOF, or a client protocol error.
 //!
 //! The folder, in the order a statement meets it: `cmd/` (one file per
-//! command) → `pipeline.rs` (plan → gate → ready → exec → apply), whose
-//! steps are `gate.rs` (Plan + state + health → Route), `ready.rs` (the
-//! connection made ready for it), `exec.rs` (the one retry loop),
-//! `apply.rs` (its effects) and `followups.rs` (the async work they ask
-//! for). `state.rs` is the session's logical state, `backends.rs` its
-//! connections, `refresh.rs` the move to a reloaded configuration, and
-//! `sharded/` runs statements on sharded tables.
+//! command) → `pipeline.rs` (plan → shards? → gate → ready → exec →
+//! apply), whose steps are `sharded/` (statements on sharded tables),
+//! `gate.rs` (Plan + state + health → Route, for sharded parts too),
+//! `ready.rs` (the connection made ready for it), `exec.rs` (the one retry
+//! loop), `state/apply.rs` (its effects, pure) and `followups.rs` (the work
+//! they ask for). `state/` is the session's logical state (private fields),
+//! `backends.rs` its connections, `refresh.rs` the move to a reloaded
+//! configuration.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -54,7 +55,6 @@ use super::shared::Shared;
 use backends::sync_to_state;
 use backends::Backends;
 
-mod apply;
 mod backends;
 mod cmd;
 mod exec;
@@ -208,7 +208,7 @@ impl Session {
 
     /// Finish the login: check the default database on the master, then OK.
     async fn accept_login(&mut self) -> CmdResult {
-        if self.state.db.is_some() {
+        if self.state.db().is_some() {
             if let Err(e) = self.held(Conn::Master).await {
                 self.send_err(&e).await?;
                 return Err(Closed);
@@ -221,9 +221,9 @@ impl Session {
     /// database, it reports the schema as the server's own login OK does.
     async fn send_login_ok(&mut self) -> CmdResult {
         let track = self.caps.contains(CapabilityFlags::CLIENT_SESSION_TRACK);
-        let p = match (&self.state.db, track) {
-            (Some(db), true) => crate::protocol::packets::ok_packet_with_schema(self.state.status, db),
-            _ => ok_packet(0, 0, self.state.status, 0),
+        let p = match (self.state.db(), track) {
+            (Some(db), true) => crate::protocol::packets::ok_packet_with_schema(self.state.status(), db),
+            _ => ok_packet(0, 0, self.state.status(), 0),
         };
         self.shared.metrics.client_bytes_out(p.len()); // metrics: bytes out
         let mut seq = self.reply_seq;
@@ -233,8 +233,10 @@ impl Session {
     async fn command_loop(&mut self) {
         loop {
             // hook(wait_timeout, kill): the session's idle limit; killed while idle.
-            let idle =
-                super::wait::idle_limit(self.rt.config.limits.idle_client_timeout, self.state.wait_timeout);
+            let idle = super::wait::idle_limit(
+                self.rt.config.limits.idle_client_timeout,
+                self.state.wait_timeout(),
+            );
             let in_tx = self.transaction_open();
             let pkt = match super::wait::next_command(
                 &mut self.client,
@@ -325,7 +327,7 @@ impl Session {
                 COM_PROCESS_KILL => self.process_kill(p).await, // hook(kill)
                 other => self.send_err(&error::unknown_command(other)).await,
             };
-            self.proc.end(self.state.db.as_deref()); // hook(kill)
+            self.proc.end(self.state.db()); // hook(kill)
             if r.is_err() {
                 return;
             }
@@ -346,7 +348,7 @@ impl Session {
     }
 
     async fn send_ok(&mut self) -> CmdResult {
-        let p = ok_packet(0, 0, self.state.status, 0);
+        let p = ok_packet(0, 0, self.state.status(), 0);
         self.shared.metrics.client_bytes_out(p.len()); // metrics: bytes out
         let mut seq = self.reply_seq;
         self.client.write_packet(&mut seq, &p).await.map_err(|_| Closed)

@@ -1,19 +1,21 @@
 //! The one statement pipeline: every statement a client runs, whatever
 //! command carried it, goes through
-//! `classify → Plan (router::route) → freshness gate → execute → apply`.
+//! `classify → Plan (router::route) → shards? → gate → ready → execute → apply`.
 //!
 //! - COM_QUERY text and COM_STMT_EXECUTE of a prepared statement share it;
 //!   the SQL-level dynamic statements (`EXECUTE IMMEDIATE`, `PREPARE`,
 //!   `EXECUTE`, `CALL`, compound statements) are classified as opaque by the
 //!   router: master, counted as writing everything, and the session pinned
 //!   to its connection until reset.
-//! - [`Session::apply`] is the only place where a statement's effects reach
-//!   the session: pins taken and lifted, SETs recorded for replay, the
-//!   default database, the read-only transaction, LAST_INSERT_ID, the global
-//!   counter bump and the causal snapshot. (A COM_STMT_PREPARE runs nothing,
-//!   but preparing may make user variables: [`Session::apply_prepare`].)
-//! - Statements on sharded tables leave the pipeline before the plan
-//!   (`sharded/`): their parts are planned by `crate::shard`.
+//! - Statements on sharded tables are planned by `crate::shard` right after
+//!   the router's Plan (`sharded/`): their parts are routed by the same gate
+//!   (`gate::route_parts`: freshness, pauses), and a sharded write's effects
+//!   are applied by the same `apply` with the same Plan.
+//! - [`SessionState::apply`](super::state::SessionState::apply) is the only
+//!   place where a statement's effects reach the session, decided from the
+//!   Plan and the answer ([`Outcome`]); the work they ask for is done by
+//!   `followups.rs`. (A COM_STMT_PREPARE runs nothing, but preparing may
+//!   make user variables: [`Session::apply_prepare`].)
 
 use std::sync::Arc;
 
@@ -24,7 +26,10 @@ use crate::router::memo;
 use crate::router::route::{self, Source};
 
 use super::prepared::{self, Conn};
+use super::sharded::{Sharding, Shards};
+use super::state::Outcome;
 use super::{Closed, CmdResult, Session};
+use crate::router::plan::Plan;
 
 /// How a planned statement is sent to the backend.
 #[derive(Clone, Copy)]
@@ -38,6 +43,9 @@ pub(super) enum Exec<'p> {
         prepare_id: Option<u32>,
         stmt_ids: Option<(u32, u32)>,
     },
+    /// A COM_STMT_EXECUTE of client statement `id` on sharded tables:
+    /// planned with its parameters at the pipeline's first step (`sharded/`).
+    Sharded { id: u32, payload: &'p [u8] },
     /// A COM_STMT_EXECUTE of client statement `id`.
     Prepared {
         id: u32,
@@ -60,7 +68,7 @@ impl Session {
     /// of a shape seen before is answered by the memo (`router::memo`:
     /// on the texts it serves, the sql_mode changes nothing).
     pub(super) fn classify(&self, sql: &[u8]) -> Arc<Classified> {
-        let lex = self.state.lex;
+        let lex = self.state.lex();
         memo::classified(sql, |sql| match lex {
             Some(opts) => classify::classify_in_mode(sql, opts),
             None => classify::classify_any_mode(sql),
@@ -77,6 +85,12 @@ impl Session {
         exec: Exec<'_>,
     ) -> CmdResult {
         let plan = route::plan(c, sql, src, &self.state.view());
+        match self.sharding(sql, &exec).await? {
+            Sharding::No => {}
+            Sharding::Answered => return Ok(()),
+            // Boxed: the sharded path's future (scatter, merge) is large.
+            Sharding::On(shards) => return Box::pin(self.on_shards(&plan, shards, c, sql)).await,
+        }
         // Sub-tables in other backend groups: one writing group per transaction.
         if self.groups_before(c).await? {
             return Ok(());
@@ -106,15 +120,45 @@ impl Session {
         self.groups_after(&c.kind, ran.as_ref().is_some_and(|(t, _)| !t.error))
             .await;
         let Some((tracker, conn)) = ran else {
-            self.state.prev.row_count = -1;
+            self.state.unanswered();
             return Ok(());
         };
-        self.settle(&plan, c, sql, conn, &tracker, kept).await;
-        self.apply(&plan, c, sql, conn, &tracker, was_in_server_tx, &[0])
-            .await;
+        let out = Outcome {
+            conn,
+            conn_uid: self.gen_of(conn),
+            answer: &tracker,
+            was_in_server_tx,
+            kept,
+        };
+        self.apply(&plan, &out, sql, &[0]).await;
         if hold {
             self.client.flush().await.map_err(|_| Closed)?;
         }
         Ok(())
+    }
+
+    /// The rest of the pipeline for a statement on sharded tables: its
+    /// parts run where the gate routes them (`sharded/`), and a write's
+    /// effects are applied as any other statement's.
+    async fn on_shards(
+        &mut self,
+        plan: &Plan<'_>,
+        shards: Box<Shards>,
+        c: &Classified,
+        sql: &[u8],
+    ) -> CmdResult {
+        let was_in_server_tx = self.state.in_server_transaction();
+        let Some((answer, groups)) = self.run_shards(shards, c, sql).await? else {
+            return Ok(());
+        };
+        let out = Outcome {
+            conn: Conn::Master,
+            conn_uid: self.gen_of(Conn::Master),
+            answer: &answer,
+            was_in_server_tx,
+            kept: None,
+        };
+        self.apply(plan, &out, sql, &groups).await;
+        self.client.flush().await.map_err(|_| Closed)
     }
 }

@@ -53,15 +53,15 @@ impl Session {
         }
         // ROW_COUNT()/FOUND_ROWS() on the connection are not the session's.
         let prev_foreign = borrowed
-            || self.state.prev_clobbered == PREV_EVERYWHERE
-            || (self.state.prev_clobbered != 0 && self.state.prev_clobbered == self.gen_of(conn));
+            || self.state.prev_clobbered() == PREV_EVERYWHERE
+            || (self.state.prev_clobbered() != 0 && self.state.prev_clobbered() == self.gen_of(conn));
         if on_master && plan.effects.last_insert_id {
             self.held(Conn::Master).await?;
             self.sync_last_insert_id().await?;
         }
         // FOUND_ROWS() after a sharded read whose count the merge did not see (one
         // sub-table's LIMIT, a UNION's): refused rather than another statement's count.
-        if c.refers_to_previous && self.state.found_rows_unknown {
+        if c.refers_to_previous && self.state.found_rows_unknown() {
             let text = match exec {
                 Exec::Text { payload } => payload.get(1..).unwrap_or_default(),
                 _ => &[][..],
@@ -95,8 +95,8 @@ impl Session {
         match *exec {
             // (Not in a multi-statement: its own statements come before.)
             Exec::Text { payload } if c.refers_to_previous && ready.prev_foreign && !c.multi_statement => {
-                let lex = self.state.lex.unwrap_or_default();
-                match previous::rewrite(&payload[1..], self.state.prev, lex) {
+                let lex = self.state.lex().unwrap_or_default();
+                match previous::rewrite(&payload[1..], self.state.prev(), lex) {
                     Some(sql) => Values::Text([&payload[..1], &sql[..]].concat()),
                     None => Values::Same,
                 }
@@ -132,9 +132,9 @@ impl Session {
                     _ => (None, None),
                 };
                 let base = mapped.as_deref().unwrap_or(sql);
-                let lex = self.state.lex.unwrap_or_default();
+                let lex = self.state.lex().unwrap_or_default();
                 let variant = match c.refers_to_previous && ready.prev_foreign {
-                    true => previous::rewrite(base, self.state.prev, lex).or(mapped),
+                    true => previous::rewrite(base, self.state.prev(), lex).or(mapped),
                     false => mapped,
                 };
                 Values::Prepared { variant, order }
@@ -146,7 +146,7 @@ impl Session {
     /// Already pinned for state the server keeps on the connection (a
     /// sequence's LASTVAL() among it): no sequence-user lookup needed.
     pub(super) fn keeps_connection_state(&self) -> bool {
-        self.state.pins.has(Pins::SESSION_STATE) || self.state.pins.has(Pins::CONNECTION_STATE)
+        self.state.pins().has(Pins::SESSION_STATE) || self.state.pins().has(Pins::CONNECTION_STATE)
     }
 
     /// Whether the write `sql` touches a table whose column defaults or
@@ -157,21 +157,22 @@ impl Session {
     /// session's master connection.
     pub(super) async fn writes_sequence_user(&mut self, sql: &[u8]) -> bool {
         let written = sequence_users::written_table(sql);
+        let (session_db, sequences) = self.state.db_and_sequences();
         let (db, table) = match &written {
             sequence_users::Written::One(Some(db), t) => (db.as_ref(), Some(t.as_ref())),
-            sequence_users::Written::One(None, t) => match self.state.db.as_deref() {
+            sequence_users::Written::One(None, t) => match session_db {
                 Some(db) => (db, Some(t.as_ref())),
                 // No database: the statement fails (1046).
                 None => return false,
             },
-            sequence_users::Written::Unknown => match self.state.db.as_deref() {
+            sequence_users::Written::Unknown => match session_db {
                 Some(db) => (db, None),
                 None => return false,
             },
             sequence_users::Written::NotDml => return false,
         };
         let shared = &self.shared.sequence_users;
-        let known = match self.state.sequences.get(db, shared) {
+        let known = match sequences.get(db, shared) {
             Some(k) => k,
             None => {
                 let cached = shared.get(db);
@@ -180,7 +181,7 @@ impl Session {
                     Some(k) => k,
                     None => Box::pin(self.look_up_sequence_users(&db)).await,
                 };
-                self.state.sequences.put(&db, k.clone());
+                self.state.sequences_mut().put(&db, k.clone());
                 k
             }
         };
@@ -197,12 +198,12 @@ impl Session {
         if self.held(Conn::Master).await.is_err() {
             return sequence_users::Known::new(None);
         }
-        let Some(h) = self.slot(Conn::Master) else {
+        let Some(h) = self.backends.slot(Conn::Master) else {
             return sequence_users::Known::new(None);
         };
         let uid = h.conn.state.uid;
         let answer = h.conn.query_text(&sequence_users::lookup_sql(db)).await;
-        self.state.prev_clobbered = uid;
+        self.state.clobbered(uid);
         let tables = match answer {
             Ok(Ok(Some(v))) => sequence_users::parse(&v),
             _ => None,
@@ -221,14 +222,15 @@ impl Session {
         let Some(h) = self.backends.master.as_mut() else {
             return Ok(());
         };
-        if h.conn.state.uid == self.state.lid.owner || h.conn.state.last_insert_id == self.state.lid.value {
-            self.state.lid.owner = h.conn.state.uid;
+        if h.conn.state.uid == self.state.lid().owner || h.conn.state.last_insert_id == self.state.lid().value
+        {
+            self.state.lid_mut().owner = h.conn.state.uid;
             return Ok(());
         }
-        let sql = format!("DO LAST_INSERT_ID({})", self.state.lid.value);
+        let sql = format!("DO LAST_INSERT_ID({})", self.state.lid().value);
         error::answered(&label, h.conn.query_drop(&sql).await)?;
-        h.conn.state.last_insert_id = self.state.lid.value;
-        self.state.lid.owner = h.conn.state.uid;
+        h.conn.state.last_insert_id = self.state.lid().value;
+        self.state.lid_mut().owner = h.conn.state.uid;
         Ok(())
     }
 
@@ -238,7 +240,7 @@ impl Session {
     pub(super) async fn clear_diagnostics(&mut self, conn: Conn) -> Result<(), ErrPacket> {
         self.held(conn).await?;
         let label = self.label(conn);
-        let h = self.slot(conn).ok_or_else(|| lost(&label))?;
+        let h = self.backends.slot(conn).ok_or_else(|| lost(&label))?;
         // A statement that uses a table: only those reset the warnings.
         let r = h
             .conn

@@ -102,7 +102,7 @@ impl Session {
             h.conn.no_reuse = true;
         }
         self.state.master_lost();
-        self.state.pins = Default::default();
+        self.state.unpin_all();
         self.backends.groups.forget_default_group_write();
         if self.backends.keep == Some(Conn::Master) {
             self.backends.keep = None;
@@ -177,7 +177,7 @@ impl Session {
         }
         let map = Positions { old, new };
         // Computed before anything changes: all or nothing.
-        let ro_tx = match self.state.ro_tx {
+        let ro_tx = match self.state.ro_tx() {
             Some(i) => Some(map.replica(i)?),
             None => None,
         };
@@ -199,7 +199,7 @@ impl Session {
             Some(None) => self.backends.replica = None,
             None => {}
         }
-        self.state.ro_tx = ro_tx;
+        self.state.set_ro_tx(ro_tx);
         self.backends.keep = keep;
         self.backends.cursor = cursor;
         // The previous statement's connection went back to the pool (else

@@ -81,8 +81,8 @@ impl Session {
         if let Some(c) = req.collation {
             self.key.collation = c;
         }
-        self.state.db = req.db;
-        if self.state.db.is_some() {
+        self.state.set_db(req.db);
+        if self.state.db().is_some() {
             if let Err(e) = self.held(Conn::Master).await {
                 self.send_err(&e).await?;
                 return Ok(());

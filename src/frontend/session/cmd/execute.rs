@@ -14,7 +14,7 @@ use crate::router::route::Source;
 use crate::frontend::abandon::ReadWatch;
 
 use crate::frontend::prepared::{self, Conn};
-use crate::frontend::session::backends::{lost, slot_of};
+use crate::frontend::session::backends::lost;
 use crate::frontend::session::gate::Route;
 use crate::frontend::session::pipeline::Exec;
 use crate::frontend::session::{CmdResult, Session};
@@ -31,11 +31,14 @@ impl Session {
                 .send_err(&error::unknown_stmt(id, "mysqld_stmt_execute"))
                 .await;
         };
-        if stmt.sharded.is_some() {
-            return self.sharded_execute(id, payload).await;
-        }
         let (class, sql, params, long_data) =
             (stmt.class.clone(), stmt.sql.clone(), stmt.params, stmt.long_data);
+        let src = Source::Prepared { params };
+        if stmt.sharded.is_some() {
+            return self
+                .statement(&class, &sql, src, Exec::Sharded { id, payload })
+                .await;
+        }
         let Some(layout) = prepared::execute_layout(payload, params) else {
             return self.send_err(&error::malformed_packet()).await;
         };
@@ -47,8 +50,7 @@ impl Session {
             variant: None,
             order: None,
         };
-        self.statement(&class, &sql, Source::Prepared { params }, exec)
-            .await
+        self.statement(&class, &sql, src, exec).await
     }
 
     /// faults: `prepare_on` for an EXECUTE routed to `route`. On a replica,
@@ -62,7 +64,7 @@ impl Session {
         variant: Option<&[u8]>,
     ) -> Result<(Route, u32), ErrPacket> {
         let first_byte = self.rt.config.backend.replica_read_timeout;
-        let retryable = self.state.ro_tx.is_none();
+        let retryable = self.state.ro_tx().is_none();
         let Some(mut watch) =
             ReadWatch::for_conn(&self.health, route.conn, &self.proc.entry, first_byte, retryable)
         else {
@@ -74,7 +76,7 @@ impl Session {
         };
         match on_replica {
             Ok(b) => Ok((route, b)),
-            Err(e) if self.state.ro_tx.is_none() => {
+            Err(e) if self.state.ro_tx().is_none() => {
                 debug!(error = %e, "cannot prepare on the replica, executing on the master");
                 self.backends.replica = None;
                 let master = Route::master(RouteReason::ReplicaFailed);
@@ -105,7 +107,7 @@ impl Session {
             .sql;
         let sql: std::sync::Arc<[u8]> = variant.map_or_else(|| own.clone(), std::sync::Arc::from);
         // The label (a String, allocated per call) only on the way to an error.
-        let Some(held) = slot_of(&mut self.backends.master, &mut self.backends.replica, conn) else {
+        let Some(held) = self.backends.slot(conn) else {
             return Err(lost(&self.label(conn)));
         };
         let ctx = held.conn.stmt_context();

@@ -17,7 +17,13 @@ impl Session {
             return Ok(());
         };
         if !tracker.error {
-            self.entered_db(Conn::Master, db);
+            // The connection records it too, or its next borrower (another
+            // session maybe) is judged in sync by `sync_to_state` and runs in
+            // this session's database (as after `USE`, followups.rs).
+            if let Some(h) = self.backends.slot(Conn::Master) {
+                h.conn.db = Some(db.clone());
+            }
+            self.state.set_db(Some(db));
         }
         Ok(())
     }

@@ -160,7 +160,7 @@ impl Session {
     async fn send_kill_err(&mut self, e: ErrPacket) -> CmdResult {
         if let Some(signal) = signal_sql(&e) {
             if self.held(Conn::Master).await.is_ok() {
-                if let Some(h) = self.slot(Conn::Master) {
+                if let Some(h) = self.backends.slot(Conn::Master) {
                     if let Ok(Err(planted)) = h.conn.query_drop(&signal).await {
                         if planted.code == e.code {
                             self.backends.keep = Some(Conn::Master);
@@ -195,7 +195,7 @@ impl Session {
             ext,
             &cols,
             &rows,
-            self.state.status,
+            self.state.status(),
         );
         self.shared
             .metrics
@@ -218,7 +218,7 @@ impl Session {
         if self.held(Conn::Master).await.is_err() {
             return AdminRights::default();
         }
-        let Some(h) = self.slot(Conn::Master) else {
+        let Some(h) = self.backends.slot(Conn::Master) else {
             return AdminRights::default();
         };
         match h.conn.query_text(ADMIN_RIGHTS_SQL).await {

@@ -7,8 +7,7 @@ use crate::protocol::packets::ErrPacket;
 use crate::router::route::Source;
 
 impl Session {
-    /// COM_QUERY: a statement on a sharded table goes to the shard
-    /// planner; every other one through the pipeline (pipeline.rs).
+    /// COM_QUERY: through the pipeline (pipeline.rs).
     pub(in crate::frontend::session) async fn query(&mut self, payload: &[u8]) -> CmdResult {
         // hook(kill): KILL and SHOW PROCESSLIST are answered by sluice;
         // CONNECTION_ID() becomes the session's id, IS_USED_LOCK() the
@@ -41,9 +40,6 @@ impl Session {
                      of a multi-statement text; send them on their own",
                 ))
                 .await;
-        }
-        if self.try_sharded(&c, sql).await? {
-            return Ok(());
         }
         self.statement(&c, sql, Source::Text, Exec::Text { payload })
             .await

@@ -48,7 +48,7 @@ impl Session {
             // SET ROLE across COM_RESET_CONNECTION (measured on 10.11). Such
             // a connection is closed; the session starts on a fresh one, as
             // after a new login, and no other session ever gets it.
-            if self.state.pins.has(Pins::CONNECTION_STATE) {
+            if self.state.pins().has(Pins::CONNECTION_STATE) {
                 if let Some(mut m) = self.backends.master.take() {
                     m.conn.no_reuse = true;
                 }

@@ -109,7 +109,7 @@ impl Session {
             // Its cursor is open on the server: closing the backend
             // statement is what closes it.
             self.backends.cursor = None;
-            if let Some(h) = self.slot(conn) {
+            if let Some(h) = self.backends.slot(conn) {
                 let ctx = h.conn.stmt_context();
                 if let Some(backend_id) = h.conn.state.stmts.remove(ctx, &stmt.sql) {
                     let _ = h.conn.close_stmt(backend_id).await;

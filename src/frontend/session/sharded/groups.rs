@@ -113,11 +113,8 @@ impl Session {
             .ok_or_else(|| lost("no such backend group"))?;
         let pool = g.master.clone();
         let in_tx = self.in_transaction();
-        // hook(pause): another group's master, held back by PAUSE as group 0's is in `held`.
-        if self.shared.pause.active() {
-            let t = self.rt.config.limits.pause_timeout;
-            Box::pin(self.shared.pause.admit(self.proc.id, &g.name, true, in_tx, t)).await?;
-        }
+        // Another group's master, held back by PAUSE as group 0's is in `held`.
+        self.admit(group, Conn::Master).await?;
         let slot = self.backends.groups.slot(group);
         if slot.as_ref().is_none_or(|h| h.conn.broken) {
             let conn = self
@@ -211,7 +208,7 @@ impl Session {
                         // The writes are gone: end the whole transaction.
                         if let Ok(conn) = self.group_master(0).await {
                             if let Ok(ok) = run_ok(conn, "ROLLBACK").await {
-                                self.state.status = ok.status;
+                                self.state.master_status(ok.status);
                             }
                         }
                         self.drop_broken(0);

@@ -45,7 +45,7 @@ pub(super) struct PartLog {
 tokio::task_local! {
     /// The client's statement mentions a password (perhaps only in a
     /// comment the rewritten parts no longer carry): log no part's text.
-    /// Set by `run_plan` for the statement's whole run.
+    /// Set by `run_shards` for the statement's whole run.
     pub(super) static HIDE_PART_SQL: bool;
 }
 

@@ -13,7 +13,6 @@
 use crate::protocol::response::{ResponseKind, ResponseTracker};
 use crate::router::classify::Classified;
 use crate::router::plan::{Pins, RouteReason};
-use crate::router::route::{self, Source};
 use crate::shard::{Charset, ParamValue, Refusal, ShardPlan};
 
 /// Statements (with their parameters) at least this large are planned on a
@@ -63,27 +62,63 @@ pub(super) use groups::GroupConns;
 use io::{not_supported, read_head, read_rows, send_query, Head};
 use select::RowFormat;
 
-use super::{Closed, CmdResult, Conn, Session};
+use super::pipeline::Exec;
+use super::{Closed, Conn, Session};
+
+/// A statement on sharded tables, planned by `crate::shard`: its parts, how
+/// its rows go back, and a prepared statement's parameters as the client
+/// sent them.
+pub(in crate::frontend::session) struct Shards {
+    plan: ShardPlan,
+    format: RowFormat,
+    params: Vec<crate::frontend::params::RawParam>,
+}
+
+/// What the shard planner says of a statement (the pipeline's first step).
+pub(in crate::frontend::session) enum Sharding {
+    /// It names no sharded table: the pipeline goes on as usual.
+    No,
+    /// Refused, the client has its error.
+    Answered,
+    On(Box<Shards>),
+}
 
 impl Session {
-    /// Handle a COM_QUERY on a sharded table. `Ok(false)`: not sharded,
-    /// the caller goes on as usual.
-    pub(super) async fn try_sharded(&mut self, c: &Classified, sql: &[u8]) -> Result<bool, Closed> {
-        let rules = &self.rt.shard_rules;
-        if rules.is_empty() {
-            return Ok(false);
+    /// Is the statement on sharded tables? A text that names one is
+    /// planned by `crate::shard`; a sharded prepared statement at each
+    /// EXECUTE, with its parameters (`prepared.rs`).
+    pub(in crate::frontend::session) async fn sharding(
+        &mut self,
+        sql: &[u8],
+        exec: &Exec<'_>,
+    ) -> Result<Sharding, Closed> {
+        match *exec {
+            Exec::Text { .. } => {
+                let rules = &self.rt.shard_rules;
+                if rules.is_empty() {
+                    return Ok(Sharding::No);
+                }
+                let text = String::from_utf8_lossy(sql);
+                if !rules.mentioned_in(&text) {
+                    return Ok(Sharding::No);
+                }
+                // Boxed: the sharded path's future (planning) is large, and
+                // every COM_QUERY's future would otherwise include it.
+                Box::pin(self.plan_text(sql, &text)).await
+            }
+            Exec::Sharded { id, payload } => Box::pin(self.plan_execute(id, payload)).await,
+            _ => Ok(Sharding::No),
         }
-        let text = String::from_utf8_lossy(sql);
-        if !rules.mentioned_in(&text) {
-            return Ok(false);
-        }
-        // Boxed: the sharded path's future (planning, scatter, merge) is
-        // large, and every COM_QUERY's future would otherwise include it.
-        Box::pin(self.run_sharded_text(c, sql, &text)).await
+    }
+
+    /// Send `e`: the statement was refused before anything of it ran.
+    async fn refuse(&mut self, e: &crate::protocol::packets::ErrPacket) -> Result<Sharding, Closed> {
+        self.send_err(e).await?;
+        Ok(Sharding::Answered)
     }
 
     /// COM_QUERY on text that mentions a sharded table.
-    async fn run_sharded_text(&mut self, c: &Classified, sql: &[u8], text: &str) -> Result<bool, Closed> {
+    async fn plan_text(&mut self, sql: &[u8], text: &str) -> Result<Sharding, Closed> {
         let planned = self.plan_sharded(text, None).await;
         if let Ok(None) = planned {
             // DDL naming a sub-table (`ALTER TABLE post_reply_0 …`) may change
@@ -92,35 +127,31 @@ impl Session {
                 self.rt.shard_rules.forget_columns();
             }
             // Sent untouched: the server reads it as the client wrote it.
-            return Ok(false);
+            return Ok(Sharding::No);
         }
         // A plan (or a refusal) is only right if sluice read the text as the
         // server will.
         if let Some(refusal) = self.unreadable_text(sql).await {
-            self.send_err(&not_supported(refusal)).await?;
-            return Ok(true);
+            return self.refuse(&not_supported(refusal)).await;
         }
         // The planner reads string literals with backslash escapes; under
         // NO_BACKSLASH_ESCAPES a key with a backslash would be placed wrongly.
         if text.contains('\\') && self.no_backslash_escapes().await {
-            self.send_err(&not_supported(
-                "sluice: a statement on a sharded table with a backslash in it is not supported \
-                 while sql_mode has NO_BACKSLASH_ESCAPES",
-            ))
-            .await?;
-            return Ok(true);
+            return self
+                .refuse(&not_supported(
+                    "sluice: a statement on a sharded table with a backslash in it is not supported \
+                     while sql_mode has NO_BACKSLASH_ESCAPES",
+                ))
+                .await;
         }
         match planned {
-            Ok(None) => Ok(false),
-            Err(r) => {
-                self.send_err(&not_supported(r.0)).await?;
-                Ok(true)
-            }
-            Ok(Some(plan)) => {
-                self.run_plan(plan, RowFormat::Text, c, sql, Source::Text, &[])
-                    .await?;
-                Ok(true)
-            }
+            Ok(None) => Ok(Sharding::No),
+            Err(r) => self.refuse(&not_supported(r.0)).await,
+            Ok(Some(plan)) => Ok(Sharding::On(Box::new(Shards {
+                plan,
+                format: RowFormat::Text,
+                params: Vec::new(),
+            }))),
         }
     }
 
@@ -145,8 +176,7 @@ impl Session {
     /// information_schema on the master of the group holding sub-table 0
     /// and remember it (`crate::shard::columns_needed`). True when learned.
     pub(super) async fn learn_columns(&mut self, text: &str) -> bool {
-        let Some(need) = crate::shard::columns_needed(text, self.state.db.as_deref(), &self.rt.shard_rules)
-        else {
+        let Some(need) = crate::shard::columns_needed(text, self.state.db(), &self.rt.shard_rules) else {
             return false;
         };
         let sql = crate::shard::columns_query(&need);
@@ -190,12 +220,16 @@ impl Session {
                     .sum()
             });
         if size < PLAN_OFF_WORKER {
-            return run(text, params, self.state.db.as_deref(), &self.rt);
+            return run(text, params, self.state.db(), &self.rt);
         }
         let Ok(_permit) = LARGE_PLANS.acquire().await else {
             return Err(Refusal("sluice: shutting down".into()));
         };
-        let (rt, db, text) = (self.rt.clone(), self.state.db.clone(), text.to_owned());
+        let (rt, db, text) = (
+            self.rt.clone(),
+            self.state.db().map(str::to_owned),
+            text.to_owned(),
+        );
         let params = params.map(|(p, cs)| (p.to_vec(), cs.clone()));
         tokio::task::spawn_blocking(move || {
             run(
@@ -317,32 +351,34 @@ impl Session {
         }
     }
 
-    pub(super) async fn run_plan(
+    /// Run a statement's parts: reads where the gate routes them
+    /// (`gate::route_parts`), writes on their groups' masters. `plan`: the
+    /// statement as the router planned it, like any other. A write that was
+    /// applied comes back as its answer (queued, not flushed) and the
+    /// groups it wrote to, for the pipeline to apply its effects.
+    pub(in crate::frontend::session) async fn run_shards(
         &mut self,
-        plan: ShardPlan,
-        format: RowFormat,
+        shards: Box<Shards>,
         c: &Classified,
         sql: &[u8],
-        src: Source,
-        params: &[crate::frontend::params::RawParam],
-    ) -> CmdResult {
-        if let Some(pin) = self.state.pins.reason() {
+    ) -> Result<Option<(ResponseTracker, Vec<usize>)>, Closed> {
+        let Shards { plan, format, params } = *shards;
+        let params = &params[..];
+        if let Some(pin) = self.state.pins().reason() {
             if plan.parts().iter().any(|p| p.group != 0) {
                 // Such sessions keep state (user variables, temporary tables,
                 // locks, unreplayed SETs) on their group-0 connection only.
-                return self
-                    .send_err(&not_supported(format!(
-                        "sluice: this session is pinned to its master connection ({pin}); statements \
-                         on sub-tables in other backend groups are not supported in it"
-                    )))
-                    .await;
+                self.send_err(&not_supported(format!(
+                    "sluice: this session is pinned to its master connection ({pin}); statements \
+                     on sub-tables in other backend groups are not supported in it"
+                )))
+                .await?;
+                return Ok(None);
             }
         }
         self.shared
             .metrics
             .shard_fanout(plan.parts().len(), RouteReason::Sharded);
-        let routed = route::plan(c, sql, src, &self.state.view());
-        let was_in_server_tx = self.state.in_server_transaction();
         let hide = self.rt.config.log.sql_log && crate::logging::may_hold_password(sql);
         let run = async {
             match plan {
@@ -352,21 +388,14 @@ impl Session {
                     insert_id_from,
                 } => {
                     self.pin_for_sequence_users(&parts).await;
-                    match self.run_write(parts, ddl, insert_id_from, params).await? {
-                        None => {
-                            self.state.prev.row_count = -1;
-                            Ok(())
-                        }
-                        Some(done) => {
-                            let mut t = ResponseTracker::new(ResponseKind::Single, false);
-                            t.last_ok = Some((done.affected, done.insert_id));
-                            t.last_status = Some(done.status);
-                            self.note_previous(&t);
-                            self.apply(&routed, c, sql, Conn::Master, &t, was_in_server_tx, &done.groups)
-                                .await;
-                            self.client.flush().await.map_err(|_| Closed)
-                        }
-                    }
+                    let Some(done) = self.run_write(parts, ddl, insert_id_from, params).await? else {
+                        self.state.unanswered();
+                        return Ok(None);
+                    };
+                    let mut t = ResponseTracker::new(ResponseKind::Single, false);
+                    t.last_ok = Some((done.affected, done.insert_id));
+                    t.last_status = Some(done.status);
+                    Ok(Some((t, done.groups)))
                 }
                 ShardPlan::Select {
                     parts,
@@ -375,21 +404,13 @@ impl Session {
                 } => {
                     // A read has no effect the pipeline applies; what it leaves
                     // for ROW_COUNT() is -1.
-                    let r = self
-                        .run_select(
-                            parts,
-                            merge,
-                            wildcard_helpers,
-                            format,
-                            params,
-                            select::Original {
-                                sql: &String::from_utf8_lossy(sql),
-                                rerunnable: c.replica_eligible() && !c.reads_user_variable,
-                            },
-                        )
-                        .await;
-                    self.state.prev.row_count = -1;
-                    r
+                    let original = select::Original {
+                        sql: &String::from_utf8_lossy(sql),
+                        rerunnable: c.replica_eligible() && !c.reads_user_variable,
+                    };
+                    let r = (self.run_select(parts, merge, wildcard_helpers, format, params, original)).await;
+                    self.state.unanswered();
+                    r.map(|()| None)
                 }
             }
         };

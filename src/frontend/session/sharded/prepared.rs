@@ -28,7 +28,8 @@ use crate::shard::{Charset, ParamValue, ShardPlan};
 
 use super::io::{lost, not_supported, read_defs, read_payload};
 use super::select::RowFormat;
-use super::{Closed, CmdResult, Session};
+use super::{Closed, Session, Sharding, Shards};
+use crate::frontend::session::CmdResult;
 
 /// CURSOR_TYPE_READ_ONLY in COM_STMT_EXECUTE's flags.
 const CURSOR_READ_ONLY: u8 = 0x01;
@@ -56,10 +57,10 @@ impl Session {
             return Ok(false);
         }
         let count = crate::shard::count_placeholders(&text).unwrap_or(0);
-        let mut checked = plannable(&text, count, self.state.db.as_deref(), rules);
+        let mut checked = plannable(&text, count, self.state.db(), rules);
         let wants = matches!(&checked, Err(e) if crate::shard::wants_columns(&crate::shard::Refusal(e.message.clone())));
         if wants && self.learn_columns(&text).await {
-            checked = plannable(&text, count, self.state.db.as_deref(), &self.rt.shard_rules);
+            checked = plannable(&text, count, self.state.db(), &self.rt.shard_rules);
         }
         match checked {
             Ok(false) => return Ok(false),
@@ -74,7 +75,7 @@ impl Session {
             return Ok(true);
         }
         let rules = &self.rt.shard_rules;
-        let Some(d) = crate::shard::describe(&text, self.state.db.as_deref(), rules) else {
+        let Some(d) = crate::shard::describe(&text, self.state.db(), rules) else {
             self.send_err(&not_supported(
                 "sluice: cannot prepare this statement on a sharded table; send it as text",
             ))
@@ -169,22 +170,17 @@ impl Session {
             }
             if eof && !defs.is_empty() {
                 self.client
-                    .queue(&mut seq, &eof_packet(self.caps, self.state.status, 0));
+                    .queue(&mut seq, &eof_packet(self.caps, self.state.status(), 0));
             }
         }
         self.client.flush().await.map_err(|_| Closed)
     }
 
-    /// COM_STMT_EXECUTE of a sharded statement.
-    pub(in crate::frontend::session) async fn sharded_execute(
-        &mut self,
-        id: u32,
-        payload: &[u8],
-    ) -> CmdResult {
+    /// COM_STMT_EXECUTE of a sharded statement: its parameters decoded and
+    /// the statement planned with them (or refused, answered here).
+    pub(super) async fn plan_execute(&mut self, id: u32, payload: &[u8]) -> Result<Sharding, Closed> {
         let Some(stmt) = self.stmts.stmts.get_mut(&id) else {
-            return self
-                .send_err(&error::unknown_stmt(id, "mysqld_stmt_execute"))
-                .await;
+            return self.refuse(&error::unknown_stmt(id, "mysqld_stmt_execute")).await;
         };
         let n = usize::from(stmt.params);
         let sent = stmt
@@ -202,16 +198,14 @@ impl Session {
         let cap = self.rt.shard_rules.max_long_data_size();
         if sent > cap {
             return self
-                .send_err(&not_supported(format!(
+                .refuse(&not_supported(format!(
                     "sluice: {sent} bytes of long data were sent for this statement on a sharded \
                      table; sluice holds at most {cap} per statement (sharding.max_long_data_size)"
                 )))
                 .await;
         }
         let Some(stmt) = self.stmts.stmts.get_mut(&id) else {
-            return self
-                .send_err(&error::unknown_stmt(id, "mysqld_stmt_execute"))
-                .await;
+            return self.refuse(&error::unknown_stmt(id, "mysqld_stmt_execute")).await;
         };
         let (values, raw) = match params::decode(payload, n, stmt.types.as_deref(), &long) {
             Ok(d) => {
@@ -220,11 +214,9 @@ impl Session {
                 }
                 (d.values, d.raw)
             }
-            Err(e) => return self.send_err(&error::bad_params(&e)).await,
+            Err(e) => return self.refuse(&error::bad_params(&e)).await,
         };
         let text = String::from_utf8_lossy(&stmt.sql).into_owned();
-        let (class, sql) = (stmt.class.clone(), stmt.sql.clone());
-        let src = crate::router::route::Source::Prepared { params: stmt.params };
         let cursor = payload.get(5).is_some_and(|f| f & CURSOR_READ_ONLY != 0);
         // A string parameter that is not ASCII places a row by its bytes only
         // in a UTF-8 client character set (`crate::shard::Charset`); a
@@ -238,7 +230,7 @@ impl Session {
         };
         if !text.is_ascii() && !cs.lexes_like_utf8() {
             return self
-                .send_err(&not_supported(
+                .refuse(&not_supported(
                     "sluice: a prepared statement on a sharded table with non-ASCII text is not supported \
                      under this character_set_client (a multi-byte character set other than UTF-8); bind \
                      such values as parameters",
@@ -247,7 +239,7 @@ impl Session {
         }
         if text.contains('\\') && cs.no_backslash_escapes {
             return self
-                .send_err(&not_supported(
+                .refuse(&not_supported(
                     "sluice: a prepared statement on a sharded table with a backslash in its text is not \
                      supported while sql_mode has NO_BACKSLASH_ESCAPES",
                 ))
@@ -255,25 +247,26 @@ impl Session {
         }
         let planned = self.plan_sharded(&text, Some((&values, &cs))).await;
         match planned {
-            Err(r) => self.send_err(&not_supported(r.0)).await,
+            Err(r) => self.refuse(&not_supported(r.0)).await,
             Ok(None) => {
-                self.send_err(&not_supported(
+                self.refuse(&not_supported(
                     "sluice: this prepared statement no longer names a sharded table (the default \
                      database changed since it was prepared); prepare it again",
                 ))
                 .await
             }
             Ok(Some(ShardPlan::Select { .. })) if cursor => {
-                self.send_err(&not_supported(
+                self.refuse(&not_supported(
                     "sluice: cursors (CURSOR_TYPE_READ_ONLY) on prepared statements over sharded tables \
                      are not supported; execute the statement without a cursor",
                 ))
                 .await
             }
-            Ok(Some(plan)) => {
-                self.run_plan(plan, RowFormat::Binary, &class, &sql, src, &raw)
-                    .await
-            }
+            Ok(Some(plan)) => Ok(Sharding::On(Box::new(Shards {
+                plan,
+                format: RowFormat::Binary,
+                params: raw,
+            }))),
         }
     }
 

@@ -20,7 +20,6 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 
 use crate::backend::Pooled;
-use crate::freshness::state::Scope;
 use crate::merge::{self, MergeError, Merger, RowSource};
 use crate::protocol::consts::{CapabilityFlags, COM_QUERY, COM_STMT_PREPARE};
 use crate::protocol::packets::{eof_packet, put_lenenc, ErrPacket};
@@ -30,8 +29,10 @@ use super::io::{
     binary_metas, drain_rows, execute_part, execute_prepared, lost, not_supported, read_head,
     read_rows_warned, send_part, BufferedSource, Head, PartLog, ShardSource,
 };
-use super::{Closed, CmdResult, Conn, Session};
+use super::{Closed, Conn, Session};
 use crate::frontend::params::RawParam;
+use crate::frontend::session::gate::Route;
+use crate::frontend::session::CmdResult;
 
 /// Flush merged rows to the client in batches of about this size.
 const FLUSH_AT: usize = 256 * 1024;
@@ -81,14 +82,26 @@ impl Session {
         // it is: its column definitions name the sub-table (org_table
         // `post_reply_2`), which the client must see as the logical table.
         // Until the merge ends well, FOUND_ROWS() has no answer sluice knows.
-        self.state.found_rows_unknown = true;
+        self.state.merging();
         let ordered = merge.group.is_none() && !merge.distinct && !merge.order_by.is_empty();
         let grouped = merge.group.is_some() || merge.distinct;
         if let Some(why) = crate::shard::plan_dependent_join(original.sql, parts.len(), ordered, grouped) {
             return self.send_err(&not_supported(why)).await;
         }
+        let buffered =
+            self.in_transaction() || self.state.pins().reason().is_some() || self.state.ro_tx().is_some();
+        // Scatter: the gate chooses every part's connection (and holds the
+        // statement while a pause covers one) before anything runs.
+        let routes = if buffered {
+            vec![]
+        } else {
+            match self.route_parts(parts.iter().map(|p| p.group)).await {
+                Ok(r) => r,
+                Err(e) => return self.send_err(&e).await,
+            }
+        };
         let described = self.described(&merge, format, params, original).await;
-        if self.in_transaction() || self.state.pins.reason().is_some() || self.state.ro_tx.is_some() {
+        if buffered {
             return self
                 .select_buffered(
                     parts,
@@ -104,8 +117,8 @@ impl Session {
         // Scatter: one connection per part, all queries sent before any is read.
         let log_on = self.rt.config.log.sql_log;
         let mut conns = Vec::with_capacity(parts.len());
-        for part in &parts {
-            let (mut conn, label) = match self.scatter_conn(part.group, true).await {
+        for (part, route) in parts.iter().zip(routes) {
+            let (mut conn, label) = match self.scatter_conn(part.group, route).await {
                 Ok(c) => c,
                 Err(e) => return self.send_err(&e).await,
             };
@@ -197,28 +210,30 @@ impl Session {
         }
         let ctx = self.description_context(format, params);
         // A repeated statement: one hash and one atomic load, nothing allocated.
-        if let Some(d) = (self.rt.shard_rules).described_columns(self.state.db.as_deref(), original.sql, ctx)
-        {
+        if let Some(d) = (self.rt.shard_rules).described_columns(self.state.db(), original.sql, ctx) {
             return Some(d);
         }
-        let db = self.state.db.clone();
+        let db = self.state.db().map(str::to_owned);
         let rt = self.rt.clone();
         let rules = &rt.shard_rules;
         let d = crate::shard::describe(original.sql, db.as_deref(), rules)?;
         let binary = (format == RowFormat::Binary).then_some(params);
-        let columns =
-            if self.in_transaction() || self.state.pins.reason().is_some() || self.state.ro_tx.is_some() {
-                // The session's own connection of that group (what the parts use).
-                let r = match self.group_master(d.group).await {
-                    Ok(conn) => run_for_columns(conn, &d.sql, binary).await,
-                    Err(_) => None,
-                };
-                self.drop_broken(d.group);
-                r
-            } else {
-                let (mut conn, _) = self.scatter_conn(d.group, false).await.ok()?;
-                run_for_columns(&mut conn, &d.sql, binary).await
-            }?;
+        let columns = if self.in_transaction()
+            || self.state.pins().reason().is_some()
+            || self.state.ro_tx().is_some()
+        {
+            // The session's own connection of that group (what the parts use).
+            let r = match self.group_master(d.group).await {
+                Ok(conn) => run_for_columns(conn, &d.sql, binary).await,
+                Err(_) => None,
+            };
+            self.drop_broken(d.group);
+            r
+        } else {
+            let route = self.route_part(d.group).await.ok()?;
+            let (mut conn, _) = self.scatter_conn(d.group, route).await.ok()?;
+            run_for_columns(&mut conn, &d.sql, binary).await
+        }?;
         let columns: Arc<[Bytes]> = columns
             .into_iter()
             .map(|c| crate::shard::logical_names(&c, rules).map_or(c, Bytes::from))
@@ -241,7 +256,7 @@ impl Session {
         let key = self.description_context(ctx.format, ctx.params) ^ SALT;
         let rt = self.rt.clone();
         let rules = &rt.shard_rules;
-        let db = self.state.db.clone();
+        let db = self.state.db().map(str::to_owned);
         if let Some(d) = rules.described_columns(db.as_deref(), ctx.original.sql, key) {
             return Some(d);
         }
@@ -253,7 +268,8 @@ impl Session {
         // set's default collation (utf8mb4_general_ci after SET NAMES utf8mb4 COLLATE
         // utf8mb4_bin), so the connection would announce another collation number
         // afterwards. Column types do not depend on a transaction's rows.
-        let (mut conn, _) = self.scatter_conn(d.group, false).await.ok()?;
+        let route = self.route_part(d.group).await.ok()?;
+        let (mut conn, _) = self.scatter_conn(d.group, route).await.ok()?;
         let columns = run_for_columns(&mut conn, &sql, binary).await;
         conn.broken = true;
         let columns = columns?;
@@ -269,7 +285,7 @@ impl Session {
     fn description_context(&self, format: RowFormat, params: &[RawParam]) -> u64 {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        self.state.sets.hash(&mut h);
+        self.state.sets().hash(&mut h);
         (self.key.caps, self.key.collation, self.key.mariadb_ext).hash(&mut h);
         if format == RowFormat::Binary {
             for p in params {
@@ -279,25 +295,11 @@ impl Session {
         h.finish()
     }
 
-    /// A connection for one part of a scatter read on `group`: a fresh
-    /// replica's of that group when its freshness rules allow, else its
-    /// master's; in sync with the session. Also returns the backend's label.
-    /// `count`: the read is counted in the routing metrics (not a description's).
-    async fn scatter_conn(&mut self, group: usize, count: bool) -> Result<(Pooled, String), ErrPacket> {
-        let (conn, reason) = if group == 0 {
-            let route = self.route_read(None).await;
-            (route.conn, route.reason)
-        } else {
-            // Outside a transaction and unpinned (scatter reads only): the
-            // rules of `route_read` reduce to the group's freshness.
-            match self.rt.monitors[group].pick(Scope::All, None).await {
-                Ok(i) => (Conn::Replica(i), crate::router::plan::RouteReason::FreshReplica),
-                Err(f) => (Conn::Master, f.reason()),
-            }
-        };
-        if count {
-            self.shared.metrics.route(conn == Conn::Master, reason);
-        }
+    /// A connection for one part of a scatter read on `group`, where the
+    /// gate routed it (`route_parts`), in sync with the session. Also
+    /// returns the backend's label.
+    async fn scatter_conn(&mut self, group: usize, route: Route) -> Result<(Pooled, String), ErrPacket> {
+        let conn = route.conn;
         let g = &self.rt.topology.groups[group];
         let pool = match conn {
             Conn::Replica(i) => g.replicas.get(i).map(|r| r.pool.clone()),
@@ -488,7 +490,7 @@ impl Session {
         // What sluice would compare otherwise than the server: refused.
         let sort_length_set = self
             .state
-            .sets
+            .sets()
             .iter()
             .any(|s| s.windows(15).any(|w| w.eq_ignore_ascii_case(b"max_sort_length")));
         let sent: Vec<Option<u16>> = defs
@@ -498,14 +500,14 @@ impl Session {
         if let Some(why) = merge::inexact_comparison(&spec, &metas, &sent, sort_length_set) {
             return self.send_err(&not_supported(why)).await;
         }
-        let div_precision_set = (self.state.sets.iter()).any(|s| {
+        let div_precision_set = (self.state.sets().iter()).any(|s| {
             s.windows(23)
                 .any(|w| w.eq_ignore_ascii_case(b"div_precision_increment"))
         });
         if let Some(why) = merge::inexact_avg(&spec, div_precision_set) {
             return self.send_err(&not_supported(why)).await;
         }
-        let named_zone = merge::named_time_zone(&self.state.sets);
+        let named_zone = merge::named_time_zone(self.state.sets());
         let result_defs = described.as_deref().unwrap_or(&defs);
         if let Some(why) = merge::inexact_timestamp(&spec, &metas, named_zone)
             .or_else(|| merge::plan_dependent_double(&spec, result_defs))
@@ -595,7 +597,7 @@ impl Session {
         let deprecate_eof = self.caps.contains(CapabilityFlags::CLIENT_DEPRECATE_EOF);
         if !deprecate_eof {
             self.client
-                .queue(&mut seq, &eof_packet(self.caps, self.state.status, 0));
+                .queue(&mut seq, &eof_packet(self.caps, self.state.status(), 0));
         }
         loop {
             let row = match merger.next_row().await {
@@ -627,11 +629,8 @@ impl Session {
         }
         self.shared.metrics.merged_rows(merger.rows_merged());
         // FOUND_ROWS() next is the merged statement's, on whichever connection it runs.
-        if ctx.found_rows_known {
-            self.state.prev.found_rows = merger.found_rows();
-            self.state.prev_clobbered = crate::frontend::session::state::PREV_EVERYWHERE;
-        }
-        self.state.found_rows_unknown = !ctx.found_rows_known;
+        self.state
+            .merged(ctx.found_rows_known.then(|| merger.found_rows()));
         let (cut_rows, cuts) = merger.cut_warnings();
         if cuts > 0 {
             let plant = plant_cut_warnings(cut_rows, cuts);
@@ -644,7 +643,7 @@ impl Session {
         }
         let warnings = u16::try_from(cuts).unwrap_or(u16::MAX);
         self.client
-            .queue(&mut seq, &eof_packet(self.caps, self.state.status, warnings));
+            .queue(&mut seq, &eof_packet(self.caps, self.state.status(), warnings));
         self.client.flush().await.map_err(|_| Closed)
     }
 
@@ -657,7 +656,7 @@ impl Session {
         if self.held(Conn::Master).await.is_err() {
             return;
         }
-        if let Some(h) = self.slot(Conn::Master) {
+        if let Some(h) = self.backends.slot(Conn::Master) {
             match h.conn.query_drop(sql).await {
                 Ok(Ok(())) => self.backends.keep = Some(Conn::Master),
                 _ => tracing::debug!("could not plant the GROUP_CONCAT warnings of a merged read"),

@@ -17,7 +17,7 @@ use super::io::{not_supported, run_ok, run_part_ok, PartLog};
 use super::{Closed, Session};
 
 /// A sharded write that was applied: what the pipeline needs to apply its
-/// effects (`pipeline::apply`).
+/// effects (`SessionState::apply`).
 pub(super) struct WriteDone {
     pub affected: u64,
     pub insert_id: u64,
@@ -89,7 +89,7 @@ impl Session {
             insert_id: 0,
             insert_id_from,
             warnings: 0,
-            status: self.state.status,
+            status: self.state.status(),
             done: 0,
             ddl,
             info: Default::default(),
@@ -124,11 +124,11 @@ impl Session {
         }
         self.state.master_status(totals.status);
         // Queued, not flushed: the pipeline applies the write's effects
-        // (counter bump, causal snapshot) first, then sends it (`run_plan`).
+        // (counter bump, causal snapshot) first, then sends it (`pipeline::on_shards`).
         let mut p = ok_packet(
             totals.affected,
             totals.insert_id,
-            self.state.status,
+            self.state.status(),
             totals.warnings,
         );
         let info = match parts.len() {
@@ -165,7 +165,7 @@ impl Session {
         // Under LOCK TABLES, START TRANSACTION would release the session's table
         // locks: the parts' transaction is opened by turning autocommit off
         // instead (COMMIT and ROLLBACK keep table locks), and back on after.
-        let locked = self.state.pins.has(crate::router::plan::Pins::LOCK_TABLES);
+        let locked = self.state.pins().has(crate::router::plan::Pins::LOCK_TABLES);
         let conn = self.group_master(group).await?;
         let mut status = None;
         if wrap {

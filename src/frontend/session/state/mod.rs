@@ -31,6 +31,9 @@ use crate::router::route::View;
 
 use super::backends::LastInsertId;
 
+mod apply;
+pub(super) use apply::Outcome;
+
 /// Replayable `SET` statements kept per session; beyond this the session is
 /// pinned to the master rather than growing without bound.
 pub(super) const MAX_REPLAYED_SETS: usize = 64;
@@ -38,44 +41,44 @@ pub(super) const MAX_REPLAYED_SETS: usize = 64;
 #[derive(Debug)]
 pub(super) struct SessionState {
     /// The default database as the client sees it.
-    pub db: Option<String>,
+    db: Option<String>,
     /// Status flags of the master's last answer (autocommit, in transaction).
-    pub status: u16,
+    status: u16,
     /// SET statements every backend connection of the session must run,
     /// and their hash chain (compared with a connection's own).
-    pub sets: Vec<Vec<u8>>,
-    pub chain: SetChain,
+    sets: Vec<Vec<u8>>,
+    chain: SetChain,
     /// Why the session is pinned to the master, if it is.
-    pub pins: Pins,
+    pins: Pins,
     /// How the server reads quotes in this session (its sql_mode), when
     /// known; `None`: classify under every reading.
-    pub lex: Option<LexOptions>,
-    pub lid: LastInsertId,
+    lex: Option<LexOptions>,
+    lid: LastInsertId,
     /// The replica running the session's read-only transaction.
-    pub ro_tx: Option<usize>,
+    ro_tx: Option<usize>,
     /// The read-only transaction's snapshot is known to cover every write
     /// committed before it began (REPEATABLE READ: checked at its first
     /// read, or at START ... WITH CONSISTENT SNAPSHOT).
-    pub ro_checked: bool,
+    ro_checked: bool,
     /// The session's isolation level is READ COMMITTED or READ UNCOMMITTED
     /// (every statement sees what committed before it), when known.
-    pub read_committed: Option<bool>,
+    read_committed: Option<bool>,
     /// ROW_COUNT() and FOUND_ROWS() of the session's previous statement,
     /// for when the next one runs on a connection that ran another's since.
-    pub prev: Previous,
+    prev: Previous,
     /// The uid of a connection on which sluice ran a query of its own after
     /// the session's previous statement (so its server-side ROW_COUNT() and
     /// FOUND_ROWS() are sluice's, not the session's); 0: none.
     /// [`PREV_EVERYWHERE`]: the previous statement was a sharded read, so no
     /// connection's own values are the session's.
-    pub prev_clobbered: u64,
+    prev_clobbered: u64,
     /// The previous statement was a sharded read whose FOUND_ROWS() sluice does not
     /// know (see `select::MergeCtx::found_rows_known`).
-    pub found_rows_unknown: bool,
+    found_rows_unknown: bool,
     /// The session's copies of which tables use sequences (sequence_users).
-    pub sequences: crate::frontend::sequence_users::Local,
+    sequences: crate::frontend::sequence_users::Local,
     /// The session's `wait_timeout` once it set one.
-    pub wait_timeout: Option<std::time::Duration>,
+    wait_timeout: Option<std::time::Duration>,
     /// The last read's tables qualified (see [`SessionState::qualified`]).
     qualified: Option<Qualified>,
 }
@@ -108,6 +111,139 @@ impl SessionState {
             wait_timeout: None,
             qualified: None,
         }
+    }
+
+    // The fields as the rest of the session reads them (see their docs
+    // above), and the changes made outside `apply`, each by its name.
+
+    pub fn db(&self) -> Option<&str> {
+        self.db.as_deref()
+    }
+
+    pub fn set_db(&mut self, db: Option<String>) {
+        self.db = db;
+    }
+
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
+    pub fn sets(&self) -> &[Vec<u8>] {
+        &self.sets
+    }
+
+    pub fn chain(&self) -> &SetChain {
+        &self.chain
+    }
+
+    pub fn pins(&self) -> Pins {
+        self.pins
+    }
+
+    /// A reloaded configuration moved the session to a new master: the
+    /// state its pins kept there is gone.
+    pub fn unpin_all(&mut self) {
+        self.pins = Pins::default();
+    }
+
+    pub fn lex(&self) -> Option<LexOptions> {
+        self.lex
+    }
+
+    pub fn set_lex(&mut self, lex: Option<LexOptions>) {
+        self.lex = lex;
+    }
+
+    pub fn lid(&self) -> &LastInsertId {
+        &self.lid
+    }
+
+    pub fn lid_mut(&mut self) -> &mut LastInsertId {
+        &mut self.lid
+    }
+
+    pub fn ro_tx(&self) -> Option<usize> {
+        self.ro_tx
+    }
+
+    /// The read-only transaction moves to replica `ro_tx` (a reload
+    /// renumbered the replicas) or ends (`None`).
+    pub fn set_ro_tx(&mut self, ro_tx: Option<usize>) {
+        self.ro_tx = ro_tx;
+    }
+
+    pub fn ro_checked(&self) -> bool {
+        self.ro_checked
+    }
+
+    pub fn ro_snapshot_checked(&mut self) {
+        self.ro_checked = true;
+    }
+
+    /// The read-only transaction (it read nothing that binds it) ended on
+    /// its replica and began again on the master.
+    pub fn ro_tx_moved_to_master(&mut self) {
+        self.ro_tx = None;
+        self.ro_checked = false;
+        self.status |= SERVER_STATUS_IN_TRANS;
+    }
+
+    pub fn read_committed(&self) -> Option<bool> {
+        self.read_committed
+    }
+
+    pub fn learned_isolation(&mut self, read_committed: bool) {
+        self.read_committed = Some(read_committed);
+    }
+
+    pub fn prev(&self) -> Previous {
+        self.prev
+    }
+
+    pub fn prev_clobbered(&self) -> u64 {
+        self.prev_clobbered
+    }
+
+    /// Sluice ran a query of its own on connection `uid`.
+    pub fn clobbered(&mut self, uid: u64) {
+        self.prev_clobbered = uid;
+    }
+
+    pub fn found_rows_unknown(&self) -> bool {
+        self.found_rows_unknown
+    }
+
+    /// A sharded read begins: until its merge ends well, FOUND_ROWS() has
+    /// no answer sluice knows.
+    pub fn merging(&mut self) {
+        self.found_rows_unknown = true;
+    }
+
+    /// A sharded read's merge ended: FOUND_ROWS() is `found_rows` on
+    /// whichever connection it runs, or unknown.
+    pub fn merged(&mut self, found_rows: Option<u64>) {
+        if let Some(n) = found_rows {
+            self.prev.found_rows = n;
+            self.prev_clobbered = PREV_EVERYWHERE;
+        }
+        self.found_rows_unknown = found_rows.is_none();
+    }
+
+    pub fn sequences_mut(&mut self) -> &mut crate::frontend::sequence_users::Local {
+        &mut self.sequences
+    }
+
+    /// The default database and [`Self::sequences_mut`] at once.
+    pub fn db_and_sequences(&mut self) -> (Option<&str>, &mut crate::frontend::sequence_users::Local) {
+        (self.db.as_deref(), &mut self.sequences)
+    }
+
+    pub fn wait_timeout(&self) -> Option<std::time::Duration> {
+        self.wait_timeout
+    }
+
+    pub fn set_wait_timeout(&mut self, t: std::time::Duration) {
+        self.wait_timeout = Some(t);
     }
 
     /// In a transaction on the master (by its last status), or autocommit off.
