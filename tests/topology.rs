@@ -272,3 +272,87 @@ async fn follow_warns_when_a_server_would_lose_or_reorder_writes_in_a_promotion(
     }
     assert!(!log.contains("log_slave_updates is off"), "{log}");
 }
+
+/// Which servers answered `n` plain reads of `table`, from the `mariadb` CLI
+/// without a default database (its login then needs no master, and it asks
+/// nothing at connect time as mysql_async does).
+async fn readers_of(s: &Sluice, table: &str, n: usize) -> Result<Vec<u32>, String> {
+    let sql = format!("SELECT @@server_id + 0 * COUNT(*) FROM {table};").repeat(n);
+    let out = std::process::Command::new("mariadb")
+        .args(["-h127.0.0.1", &format!("-P{}", s.port), &format!("-u{APP_USER}")])
+        .args([&format!("-p{APP_PASSWORD}"), "--ssl=0", "-N", "-B", "-e", &sql])
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect())
+}
+
+/// `replication_unverified` (issue 43's rule): a replica whose source cannot
+/// be proved to be the master serves no read. A `static` group whose account
+/// may not read replication status: the replica is out of rotation, reads go
+/// to the master.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_whose_source_cannot_be_read_serves_no_read() {
+    let cluster = Cluster::start(1);
+    let (m, r) = (&cluster.master, &cluster.replicas[0]);
+    let db = unique_name("unverified");
+    m.sql(&format!(
+        "CREATE DATABASE {db}; CREATE TABLE {db}.t (id INT PRIMARY KEY); \
+         CREATE USER 'nomon'@'%' IDENTIFIED BY 'pw'; GRANT SELECT, INSERT ON *.* TO 'nomon'@'%'"
+    ));
+    cluster.wait_replicas_caught_up();
+    let s = Sluice::start(&format!(
+        "{}groups:\n  - name: main\n    master: {{ addr: {}, user: nomon, password: pw }}\n    replicas:\n      \
+         - {{ addr: {}, user: nomon, password: pw }}\nfreshness: {{ mode: off }}\n",
+        Sluice::users_yaml(),
+        m.addr(),
+        r.addr()
+    ));
+    wait_for("replication_unverified", &s, || {
+        metric(s.admin_port, &reason_series(r, "replication_unverified")) == Some(1.0)
+    });
+    let eligible = format!(
+        "sluice_replica_eligible{{group=\"main\",replica=\"{}\"}}",
+        r.addr()
+    );
+    assert_eq!(metric(s.admin_port, &eligible), Some(0.0));
+    let who = readers_of(&s, &format!("{db}.t"), 30).await.expect("reads");
+    assert!(who.iter().all(|w| *w == m.server_id), "{who:?}");
+    assert!(s.log().contains("SLAVE MONITOR"), "{}", s.log());
+}
+
+/// The master is down when sluice starts, so its `@@server_id` is unknown:
+/// a replica still serves reads when the address it replicates from is the
+/// group's `master.addr` (proved), and not when it replicates from elsewhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_master_never_reached_a_replica_is_proved_by_its_source_address() {
+    let cluster = Cluster::start(2);
+    let (m, r1, r2) = (&cluster.master, &cluster.replicas[0], &cluster.replicas[1]);
+    let db = unique_name("nomaster");
+    m.sql(&format!(
+        "CREATE DATABASE {db}; CREATE TABLE {db}.t (id INT PRIMARY KEY)"
+    ));
+    cluster.wait_replicas_caught_up();
+    // R2 replicates from R1: not the group's master.
+    repoint(r2, r1, "slave_pos", "SLAVE");
+    m.stop();
+    let s = Sluice::start(&format!(
+        "{}freshness: {{ mode: off }}\n",
+        Sluice::config_for(&cluster)
+    ));
+    wait_for("R1 eligible by address", &s, || {
+        metric(s.admin_port, &reason_series(r1, "eligible")) == Some(1.0)
+    });
+    wait_for("R2 unverified", &s, || {
+        metric(s.admin_port, &reason_series(r2, "replication_unverified")) == Some(1.0)
+    });
+    let who = readers_of(&s, &format!("{db}.t"), 30)
+        .await
+        .expect("reads with the master down");
+    assert!(who.iter().all(|w| *w == r1.server_id), "{who:?}");
+}

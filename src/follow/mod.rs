@@ -346,10 +346,9 @@ impl Follower {
             }
         }
         let new_id = mem.server_ids.get(new).copied();
-        let strict = rt.config.groups[gi].topology == TopologyMode::Follow;
         let states = mem.states.clone();
         let published = roles::switch(&self.reloader, group, Roles::Master(new.to_owned()), |next| {
-            set_reasons(next, gi, &states, new_id, strict);
+            set_reasons(next, gi, &states, new, new_id);
         })
         .await?;
         if published.is_none() {
@@ -413,7 +412,11 @@ fn check_servers(g: &config::Group, mem: &mut Memory, startup: bool) -> Result<(
                 return Err(format!("group `{}` has `topology: follow`, but {why}", g.name));
             }
             if mem.warned.insert(format!("grant {addr}")) {
-                warn!(group = %g.name, "{why}; replica eligibility by replication state is not checked there");
+                warn!(
+                    group = %g.name,
+                    "{why}; a replica there cannot be proved to replicate from the master and \
+                     serves no read (replication_unverified)"
+                );
             }
         }
         if g.topology == TopologyMode::Follow {
@@ -443,23 +446,23 @@ fn master_id(rt: &Runtime, gi: usize, mem: &Memory) -> Option<u32> {
 }
 
 fn apply_eligibility(rt: &Runtime, gi: usize, mem: &Memory) {
-    let strict = rt.config.groups[gi].topology == TopologyMode::Follow;
-    set_reasons(rt, gi, &mem.states, master_id(rt, gi, mem), strict);
+    let master = &rt.config.groups[gi].master.addr;
+    set_reasons(rt, gi, &mem.states, master, master_id(rt, gi, mem));
 }
 
 fn set_reasons(
     rt: &Runtime,
     gi: usize,
     states: &HashMap<String, ServerState>,
+    master_addr: &str,
     master: Option<u32>,
-    strict: bool,
 ) {
     let (Some(g), Some(m)) = (rt.topology.groups.get(gi), rt.monitors.get(gi)) else {
         return;
     };
     for (r, rm) in g.replicas.iter().zip(&m.replicas) {
         let reason = match states.get(r.pool.addr()) {
-            Some(s) => replica_reason(s, master, strict),
+            Some(s) => replica_reason(s, master_addr, master),
             None => Reason::Unknown,
         };
         let before = rm.eligibility.set(reason);

@@ -34,6 +34,12 @@ impl SlaveRow {
         self.sql_running == "Yes"
     }
 
+    /// It replicates from `addr` (`host:port`) as spelled there.
+    pub fn source_is(&self, addr: &str) -> bool {
+        addr.rsplit_once(':')
+            .is_some_and(|(h, p)| h == self.master_host && p.parse() == Ok(self.master_port))
+    }
+
     /// Either thread runs: the server takes changes from a master.
     pub fn replicating(&self) -> bool {
         self.io_running() || self.sql_running()
