@@ -78,7 +78,6 @@ pub struct GroupView {
 /// What one group's prober remembers between rounds.
 #[derive(Default)]
 struct Memory {
-    pools: HashMap<String, mysql_async::Pool>,
     states: HashMap<String, ServerState>,
     /// Highest `gtid_binlog_pos` seen per server, by domain.
     binlog: HashMap<String, HashMap<u32, u64>>,
@@ -194,23 +193,28 @@ impl Follower {
         Ok(())
     }
 
-    /// Probe every candidate of `g` at once.
+    /// Probe every candidate of `g` at once, over the probe connections of
+    /// the group's running freshness monitor (`GroupMonitor::probe_pool`):
+    /// one set of probe connections per server. The two probes keep their
+    /// own cadence: counters every `freshness.probe_interval` (50 ms by
+    /// default, on the routing path), role and replication status
+    /// (`SHOW ALL SLAVES STATUS`, heavier) every `topology.interval`.
     async fn probe_group(&self, rt: &Runtime, g: &config::Group, mem: &mut Memory) {
         let cands: Vec<&config::Backend> = std::iter::once(&g.master).chain(&g.replicas).collect();
         let listed = |a: &String| cands.iter().any(|b| b.addr == *a);
-        mem.pools.retain(|a, _| listed(a));
         mem.states.retain(|a, _| listed(a));
         mem.binlog.retain(|a, _| listed(a));
         mem.server_ids.retain(|a, _| listed(a));
-        for b in &cands {
-            mem.pools
-                .entry(b.addr.clone())
-                .or_insert_with(|| crate::freshness::monitor::pool_for(b, rt.config.backend_tls(b)));
-        }
+        let monitor = rt
+            .config
+            .groups
+            .iter()
+            .position(|x| x.name == g.name)
+            .and_then(|gi| rt.monitors.get(gi));
         let timeout = rt.config.freshness.probe_timeout * 2;
         let mut set = tokio::task::JoinSet::new();
         for b in &cands {
-            let (Some(pool), addr) = (mem.pools.get(&b.addr).cloned(), b.addr.clone()) else {
+            let (Some(pool), addr) = (monitor.and_then(|m| m.probe_pool(&b.addr)), b.addr.clone()) else {
                 continue;
             };
             let previous = mem.states.get(&b.addr).cloned();
@@ -328,7 +332,7 @@ impl Follower {
         // only replicas that applied it from there compare as fresh (not
         // the old master, whatever its counters say).
         if rt.config.freshness.mode != FreshnessMode::Off {
-            if let Some(pool) = mem.pools.get(new) {
+            if let Some(pool) = rt.monitors[gi].probe_pool(new) {
                 let sql = new_generation_sql(&rt.config.freshness.schema);
                 let fut = async {
                     let mut c = pool.get_conn().await.map_err(|e| e.to_string())?;

@@ -1,5 +1,6 @@
 //! One topology probe of one server: its role signals and its replication
-//! status, over the freshness probes' kind of pool (sluice's group account).
+//! status, over the group freshness monitor's probe pools (sluice's group
+//! account; `GroupMonitor::probe_pool`).
 
 use std::collections::HashMap;
 use std::time::Duration;

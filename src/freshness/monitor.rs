@@ -32,7 +32,7 @@ mod master;
 mod probe;
 mod strict;
 mod tracked;
-pub(crate) use probe::pool_for;
+use probe::pool_for;
 pub use strict::{strict_probe_sql, Provisional};
 
 /// Why a read that could have gone to a replica went to the master.
@@ -70,6 +70,8 @@ impl Fallback {
 
 pub struct ReplicaMonitor {
     pub label: String,
+    /// `host:port` as configured.
+    addr: String,
     pool: mysql_async::Pool,
     /// Share of reads; a reload may change it in place (see `set_weights`).
     weight: AtomicU32,
@@ -127,6 +129,7 @@ pub struct GroupMonitor {
     pub mode: FreshnessMode,
     cfg: Freshness,
     pub master_label: String,
+    master_addr: String,
     master: mysql_async::Pool,
     /// What replicas must reach: the newest master snapshot (background or
     /// taken after a write through sluice), merged by max.
@@ -224,6 +227,7 @@ impl GroupMonitor {
             .enumerate()
             .map(|(i, r)| ReplicaMonitor {
                 label: format!("{} replica{} {}", group.name, i, r.addr),
+                addr: r.addr.clone(),
                 pool: pool_for(r, config.backend_tls(r)),
                 weight: AtomicU32::new(r.weight.max(1)),
                 health: tokio::sync::watch::Sender::new(Health::default()),
@@ -242,6 +246,7 @@ impl GroupMonitor {
             mode: cfg.mode,
             cfg: cfg.clone(),
             master_label: format!("{} master {}", group.name, group.master.addr),
+            master_addr: group.master.addr.clone(),
             master: pool_for(&group.master, config.backend_tls(&group.master)),
             target: ArcSwap::from_pointee(Counters::default()),
             master_flight: Flight::new(),

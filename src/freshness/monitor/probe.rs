@@ -17,7 +17,7 @@ use crate::freshness::triggers::CounterTables;
 
 use super::GroupMonitor;
 
-pub(crate) fn pool_for(b: &config::Backend, tls: &config::BackendTls) -> mysql_async::Pool {
+pub(super) fn pool_for(b: &config::Backend, tls: &config::BackendTls) -> mysql_async::Pool {
     let constraints = mysql_async::PoolConstraints::new(0, 4).unwrap_or_default();
     // Straight to the server, or through the guard that keeps the password
     // off connections whose certificate is not verified.
@@ -115,6 +115,19 @@ async fn ping(pool: &mysql_async::Pool, timeout: Duration) -> Result<Counters, S
 }
 
 impl GroupMonitor {
+    /// The probe pool of server `addr` of this group (master or replica):
+    /// the topology follower probes over it too, so each server has one set
+    /// of probe connections (`crate::follow::probe`).
+    pub fn probe_pool(&self, addr: &str) -> Option<mysql_async::Pool> {
+        if self.master_addr == addr {
+            return Some(self.master.clone());
+        }
+        self.replicas
+            .iter()
+            .find(|r| r.addr == addr)
+            .map(|r| r.pool.clone())
+    }
+
     pub(super) fn counter_tables(&self) -> CounterTables {
         CounterTables::from_bits(self.counter_tables.load(Ordering::Acquire))
     }
