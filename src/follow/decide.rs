@@ -44,6 +44,36 @@ pub fn decide(current: &str, states: &[(String, ServerState)], chosen: Option<&s
     }
 }
 
+/// Hysteresis, for a master that did not answer the round (the caller
+/// asks only then): the switch is made only when two consecutive probe
+/// rounds name the same candidate. `pending`: the candidate the previous
+/// round named (kept between rounds). Only `Switch` waits: `Keep` clears
+/// it, and `NoMaster` (writes refused, the safe side) is taken at once.
+/// What it prevents: a master that misses one round (a slow answer, a
+/// network blip) while another server looks like the only writable one (a
+/// replica whose replication a DBA stopped on a server without
+/// `read_only`), which would send writes to that server. What it costs: one
+/// `topology.interval` more of 1429 for writes after a crash (measured in
+/// docs/operations.md, "Limits"). A master that answers demoted
+/// (`read_only=1`, replicating) is left at once, and a switch named by hand
+/// (`MASTER`, `POST /v1/master`) does not wait.
+pub fn confirm(pending: &mut Option<String>, d: Decision) -> Decision {
+    match d {
+        Decision::Switch(addr) if pending.as_deref() == Some(addr.as_str()) => {
+            *pending = None;
+            Decision::Switch(addr)
+        }
+        Decision::Switch(addr) => {
+            *pending = Some(addr);
+            Decision::Keep
+        }
+        other => {
+            *pending = None;
+            other
+        }
+    }
+}
+
 /// Whether replica `state` may serve reads while the master is `master_addr`
 /// with `@@server_id` `master_id` (`None`: not known yet, the master was
 /// never reached since start). A replica serves reads only when its source
@@ -174,6 +204,27 @@ mod tests {
         assert_eq!(decide("r", &both, Some("r")), Decision::Keep);
         let gone = states(&[("m", server(false, vec![])), ("r", server(true, vec![]))]);
         assert_eq!(decide("r", &gone, Some("r")), Decision::Switch("m".into()));
+    }
+
+    #[test]
+    fn a_switch_needs_two_rounds_naming_the_same_candidate() {
+        let mut pending = None;
+        let sw = |a: &str| Decision::Switch(a.into());
+        assert_eq!(confirm(&mut pending, sw("r1")), Decision::Keep);
+        assert_eq!(confirm(&mut pending, sw("r1")), sw("r1"));
+        assert_eq!(pending, None);
+        // A round that disagrees starts again.
+        assert_eq!(confirm(&mut pending, sw("r1")), Decision::Keep);
+        assert_eq!(confirm(&mut pending, sw("r2")), Decision::Keep);
+        assert_eq!(confirm(&mut pending, sw("r2")), sw("r2"));
+        // The master came back in between: no switch.
+        assert_eq!(confirm(&mut pending, sw("r1")), Decision::Keep);
+        assert_eq!(confirm(&mut pending, Decision::Keep), Decision::Keep);
+        assert_eq!(confirm(&mut pending, sw("r1")), Decision::Keep);
+        // No master (writes refused) is taken at once.
+        let none = Decision::NoMaster(vec!["m".into(), "r1".into()]);
+        assert_eq!(confirm(&mut pending, none.clone()), none);
+        assert_eq!(pending, None);
     }
 
     #[test]

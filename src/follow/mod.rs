@@ -35,7 +35,7 @@ use crate::reload::roles::{self, Roles};
 use crate::reload::Reloader;
 use crate::runtime::Runtime;
 
-use decide::{decide, lost_transactions, replica_reason, Decision};
+use decide::{confirm, decide, lost_transactions, replica_reason, Decision};
 use probe::ServerState;
 
 /// One server as the console's `SHOW BACKENDS` and `GET /v1/topology` show it.
@@ -87,6 +87,8 @@ struct Memory {
     warned: HashSet<String>,
     /// The master named by `POST /v1/master`, kept while it is writable.
     chosen: Option<String>,
+    /// The candidate the last round would have switched to (`confirm`).
+    pending: Option<String>,
 }
 
 pub struct Follower {
@@ -178,7 +180,7 @@ impl Follower {
             self.probe_group(&rt, g, mem).await;
             check_servers(g, mem, startup)?;
             if g.topology == TopologyMode::Follow {
-                self.follow(&rt, g, mem).await;
+                self.follow(&rt, g, mem, startup).await;
             }
         }
         // Eligibility against the (possibly new) running master.
@@ -242,7 +244,10 @@ impl Follower {
     }
 
     /// `topology: follow`: act on what the probes say.
-    async fn follow(&self, rt: &Runtime, g: &config::Group, mem: &mut Memory) {
+    /// `startup`: the first round, before clients are served, switches at
+    /// once (nothing was routed yet). Later, a switch away from a master
+    /// that did not answer needs a second round to agree (`decide::confirm`).
+    async fn follow(&self, rt: &Runtime, g: &config::Group, mem: &mut Memory, startup: bool) {
         let Some(gi) = rt.config.groups.iter().position(|x| x.name == g.name) else {
             return;
         };
@@ -258,7 +263,19 @@ impl Follower {
         {
             mem.chosen = None;
         }
-        match decide(&g.master.addr, &states, mem.chosen.as_deref()) {
+        let mut decision = decide(&g.master.addr, &states, mem.chosen.as_deref());
+        // Confirmed over a second round only when the current master did not
+        // answer: one that answers `read_only=1` or replicating was demoted on
+        // purpose, and every round of waiting there is a round in which
+        // writes of accounts with READ_ONLY ADMIN (the group account's ALL
+        // PRIVILEGES) still land on it and are lost with it.
+        let current_answered = states.iter().any(|(a, s)| *a == g.master.addr && s.reachable);
+        if startup || current_answered {
+            mem.pending = None;
+        } else {
+            decision = confirm(&mut mem.pending, decision);
+        }
+        match decision {
             Decision::Keep if fenced => {
                 info!(group = %g.name, master = %g.master.addr, "topology: no longer several writable servers: writes resume");
                 if let Err(e) = roles::switch(
@@ -553,7 +570,8 @@ fn group_view(rt: &Runtime, gi: usize, mem: &Memory) -> GroupView {
 }
 
 /// How long a change of master can take to be seen (for docs and tests):
-/// one probe round after the promotion.
+/// two probe rounds after the promotion when the old master does not
+/// answer (`decide::confirm`), one when it answers demoted.
 pub fn detection_bound(cfg: &config::Config) -> Duration {
-    cfg.topology.interval + cfg.freshness.probe_timeout * 2
+    (cfg.topology.interval + cfg.freshness.probe_timeout * 2) * 2
 }
