@@ -2,7 +2,7 @@
 //! COM_INIT_DB while the master is absent or held back (issue 43). The
 //! master answers as before when it can; when the group has no master, a
 //! `PAUSE WRITES` holds it (`pause::Gate::db_from_replica`), or it cannot be
-//! reached (1429, login only), an eligible replica may confirm the database
+//! reached (1429), an eligible replica may confirm the database
 //! instead. Only its yes counts: a replica in rotation replicates from the
 //! master, so a database it has (and lets the account use) came from there;
 //! a refusal there may be replication lag, so it goes to the master path as
@@ -31,11 +31,20 @@ impl Session {
     }
 
     /// COM_INIT_DB `db` answered from a replica when the master is absent
-    /// or held back; `Ok(false)`: not answered, take the master path.
+    /// (no master, or it cannot be reached) or held back; `Ok(false)`: not
+    /// answered, take the master path.
     pub(super) async fn init_db_on_replica(&mut self, db: &str) -> Result<bool, super::Closed> {
-        let g = &self.rt.topology.groups[0];
-        if !self.shared.pause.db_from_replica(&g.name, g.master.fenced()) || self.in_transaction() {
+        if self.in_transaction() {
             return Ok(false);
+        }
+        let g = &self.rt.topology.groups[0];
+        if !self.shared.pause.db_from_replica(&g.name, g.master.fenced()) {
+            // Unreachable is known only by trying, as the master path would
+            // (which then finds the connection checked out).
+            match self.held(Conn::Master).await {
+                Err(e) if e.code == CANNOT_CONNECT => {}
+                _ => return Ok(false),
+            }
         }
         let before = self.state.db.replace(db.to_owned());
         if !self.db_on_replica().await {
