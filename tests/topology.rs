@@ -454,8 +454,7 @@ async fn a_database_named_at_login_is_confirmed_by_a_replica_without_the_master(
 }
 
 /// The master cannot be reached (stopped, nobody promoted): a login naming a
-/// database is confirmed by the replica (it got 1429). COM_INIT_DB is not:
-/// its answer is the master's (1429), see `frontend::session::default_db`.
+/// database, and COM_INIT_DB, are confirmed by the replica (they got 1429).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_named_at_login_is_confirmed_by_a_replica_while_the_master_is_down() {
     let cluster = Cluster::start(1);
@@ -473,7 +472,7 @@ async fn a_database_named_at_login_is_confirmed_by_a_replica_while_the_master_is
         reads_naming_db(&s, &db, false).is_ok_and(|who| who == vec![r.server_id])
     });
     m.stop();
-    let who = reads_naming_db(&s, &db, false)
+    let who = reads_naming_db(&s, &db, true)
         .unwrap_or_else(|e| panic!("login with a database, master down: {e}\n{}", s.log()));
-    assert_eq!(who, vec![r.server_id]);
+    assert_eq!(who, vec![r.server_id, r.server_id]);
 }
