@@ -120,6 +120,15 @@ impl Gate {
             .unwrap_or_default()
     }
 
+    /// A database named at login or by COM_INIT_DB may be confirmed by an
+    /// eligible replica instead of `group`'s master (issue 43): when the
+    /// group has no master (`master_fenced`: several servers writable) or a
+    /// `PAUSE WRITES` holds the master back while replicas go on. (A full
+    /// `PAUSE` holds replicas too: the login waits as every statement does.)
+    pub fn db_from_replica(&self, group: &str, master_fenced: bool) -> bool {
+        master_fenced || (self.active() && self.holds_back(group, true) && !self.holds_back(group, false))
+    }
+
     fn holds_back(&self, group: &str, master: bool) -> bool {
         match self.state(group) {
             Some(p) => p.mode == Mode::All || master,

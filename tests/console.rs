@@ -770,18 +770,17 @@ async fn switchover(how: Repoint) {
         a.query_drop(format!("MASTER '{}'", new.addr()))
             .await
             .unwrap_or_else(|e| panic!("MASTER: {e}\n{}", s.log()));
+        // One row per server, each with its group's fields.
         let topology: Vec<mysql_async::Row> = a.query("SHOW TOPOLOGY").await.expect("SHOW TOPOLOGY");
-        assert_eq!(topology.len(), 1, "{topology:?}");
-        assert_eq!(
-            topology[0].get::<Option<String>, _>("master").flatten(),
-            Some(new.addr()),
-            "{topology:?}"
-        );
-        assert_eq!(
-            topology[0].get::<i64, _>("master_changes"),
-            Some(1),
-            "{topology:?}"
-        );
+        assert_eq!(topology.len(), 2, "{topology:?}");
+        for row in &topology {
+            assert_eq!(
+                row.get::<Option<String>, _>("master").flatten(),
+                Some(new.addr()),
+                "{topology:?}"
+            );
+            assert_eq!(row.get::<i64, _>("master_changes"), Some(1), "{topology:?}");
+        }
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     paused.store(false, Ordering::Relaxed);
@@ -899,4 +898,146 @@ async fn maintenance_ends_who_holds_on_and_http_kills_a_session() {
         status == 404 && body.contains("\"code\": 1094"),
         "{status} {body}"
     );
+}
+
+/// `SHOW TOPOLOGY` is `GET /v1/topology` as rows: one per server of every
+/// group, with every field the JSON has (a group's and its server's), and
+/// the same values. The two are read one after the other, so a probe round
+/// in between (GTID positions of a shared cluster move) is retried.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_topology_has_the_fields_and_servers_of_get_v1_topology() {
+    let cluster = shared_cluster();
+    let (s, port) = start(cluster, "");
+    let mut c = console(port, OPS).await;
+    let mut last = String::new();
+    for _ in 0..40 {
+        let (_, before) = http_get(s.admin_port, "/v1/topology").expect("GET /v1/topology");
+        let (cols, rows) = ask(&mut c, "SHOW TOPOLOGY").await;
+        let (_, after) = http_get(s.admin_port, "/v1/topology").expect("GET /v1/topology");
+        let probed = !before.contains("not_probed_yet");
+        if before != after || !probed {
+            last = before;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        }
+        let groups: serde_json::Value = serde_json::from_str(&before).expect("JSON");
+        let groups = groups.as_array().expect("a list of groups");
+        // Same fields: a group's (but its server list) and a server's.
+        let mut fields: BTreeSet<String> = BTreeSet::new();
+        for g in groups {
+            let g = g.as_object().expect("group object");
+            fields.extend(g.keys().filter(|k| *k != "servers").cloned());
+            for sv in g["servers"].as_array().expect("servers") {
+                fields.extend(sv.as_object().expect("server object").keys().cloned());
+            }
+        }
+        let names: BTreeSet<String> = cols.iter().map(|(n, _)| n.clone()).collect();
+        assert_eq!(names, fields, "SHOW TOPOLOGY columns vs GET /v1/topology fields");
+        // Same servers, same values.
+        let mut expected = Vec::new();
+        for g in groups {
+            for sv in g["servers"].as_array().expect("servers") {
+                let row: Vec<Option<String>> = cols
+                    .iter()
+                    .map(|(n, _)| {
+                        let v = sv.get(n).unwrap_or(&g[n]);
+                        match v {
+                            serde_json::Value::Null => None,
+                            serde_json::Value::Bool(b) => Some(u8::from(*b).to_string()),
+                            serde_json::Value::Number(n) => Some(n.to_string()),
+                            serde_json::Value::String(s) => Some(s.clone()),
+                            serde_json::Value::Array(a) if n == "writable" => Some(
+                                a.iter()
+                                    .map(|x| x.as_str().expect("address").to_owned())
+                                    .collect::<Vec<_>>()
+                                    .join(","),
+                            ),
+                            other => Some(other.to_string()),
+                        }
+                    })
+                    .collect();
+                expected.push(row);
+            }
+        }
+        // `replication` is JSON text in SQL: compare it parsed.
+        let at = cols
+            .iter()
+            .position(|(n, _)| n == "replication")
+            .expect("replication");
+        let parsed = |rows: &[Vec<Option<String>>]| -> Vec<Vec<Option<String>>> {
+            rows.iter()
+                .map(|r| {
+                    let mut r = r.clone();
+                    r[at] = r[at].as_deref().map(|t| {
+                        serde_json::from_str::<serde_json::Value>(t)
+                            .expect("replication as JSON")
+                            .to_string()
+                    });
+                    r
+                })
+                .collect()
+        };
+        assert!(!rows.is_empty());
+        assert_eq!(parsed(&rows), parsed(&expected), "{before}");
+        assert_eq!(
+            rows.len(),
+            3,
+            "the shared cluster's master and two replicas: {rows:?}"
+        );
+        return;
+    }
+    panic!(
+        "no two equal reads of /v1/topology around SHOW TOPOLOGY: {last}\n{}",
+        s.log()
+    );
+}
+
+/// TLS on the console: with `tls: { require: true }` a plaintext login is
+/// refused as at the client port (the same 1045), and logins over TLS from
+/// mysql_async and the `mariadb` CLI are served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_takes_tls_logins_and_tls_require_refuses_plaintext() {
+    let pem = common::tls::self_signed();
+    let cluster = shared_cluster();
+    let port = free_port();
+    let s = Sluice::start_for(
+        cluster,
+        &format!(
+            "{}tls:\n  cert: {}\n  key: {}\n  require: true\n",
+            console_yaml(port, ""),
+            pem.cert.display(),
+            pem.key.display()
+        ),
+    );
+    let plain = Conn::new(opts(port, OPS)).await.map(|_| ()).map_err(server_err);
+    let (code, message) = plain.expect_err("a plaintext console login under tls.require");
+    assert_eq!(code, 1045, "{message}");
+    let mut c = Conn::new(opts(port, OPS).ssl_opts(Some(common::tls::any_cert())))
+        .await
+        .unwrap_or_else(|e| panic!("console login over TLS: {e}\n{}", s.log()));
+    let (_, rows) = ask(&mut c, "SHOW STATE").await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    // The CLI: over TLS served, without refused.
+    let cli = |ssl: &str| {
+        let out = Cmd::new("mariadb")
+            .args(["-h127.0.0.1", &format!("-P{port}"), &format!("-u{}", OPS.0)])
+            .args([
+                &format!("-p{}", OPS.1),
+                ssl,
+                "--connect-timeout=5",
+                "-e",
+                "SHOW STATE",
+            ])
+            .output()
+            .expect("run the mariadb CLI");
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (out.status.success(), text(&out.stdout), text(&out.stderr))
+    };
+    let (ok, stdout, stderr) = cli("--ssl");
+    assert!(
+        ok && stdout.contains("running"),
+        "mariadb --ssl: {stdout}{stderr}"
+    );
+    let (ok, _, stderr) = cli("--ssl=0");
+    assert!(!ok && stderr.contains("1045"), "{stderr}");
 }

@@ -450,3 +450,68 @@ async fn a_load_keeps_running_through_the_failover() {
         assert!(ok, "unexpected client error {e}: {errors:?}");
     }
 }
+
+/// The 1158 rule in a group other than the default one: a session whose
+/// transaction used group `b`'s master (a sharded table's sub-table lives
+/// there) gets 1158 at its next statement once `b`'s master changed, and its
+/// write reaches neither the old master (which stays writable: the group
+/// account's ALL PRIVILEGES include READ_ONLY ADMIN) nor the new one; a
+/// session without state writes to the new master.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_on_another_groups_old_master_gets_1158() {
+    let main = shared_cluster();
+    let b = Cluster::start(1);
+    let (bm, br) = (&b.master, &b.replicas[0]);
+    let db = unique_name("tx_b");
+    main.master.sql(&format!("CREATE DATABASE {db}"));
+    b.master.sql(&format!("CREATE DATABASE {db}"));
+    let s = Sluice::start(&format!(
+        "{}groups:\n{}{}freshness: {{ mode: \"off\" }}\nsharding:\n  rules:\n    \
+         - {{ table: {db}.pr, key: tid, shards: 2, placement: [main, b] }}\n",
+        Sluice::users_yaml(),
+        Sluice::group_yaml("main", main),
+        Sluice::group_yaml("b", &b),
+    ));
+    let mut tx = sluice_conn(&s, &db).await;
+    tx.query_drop("CREATE TABLE pr (id INT PRIMARY KEY, tid INT NOT NULL)")
+        .await
+        .expect("CREATE TABLE pr");
+    // tid 1: sub-table pr_1, in group b.
+    tx.query_drop("INSERT INTO pr VALUES (100, 1)")
+        .await
+        .expect("insert");
+    let on = |srv: &Server, id: i64| srv.sql(&format!("SELECT COUNT(*) FROM {db}.pr_1 WHERE id = {id}"));
+    assert_eq!(on(bm, 100), "1");
+    b.wait_replicas_caught_up();
+    let mut idle = sluice_conn(&s, &db).await;
+    idle.query_drop("SELECT 1").await.expect("idle session");
+
+    tx.query_drop("BEGIN").await.expect("BEGIN");
+    tx.query_drop("INSERT INTO pr VALUES (1, 1)")
+        .await
+        .expect("insert in the transaction");
+    promote(br);
+    let (code_, body) =
+        http_post(s.admin_port, &format!("/v1/master?group=b&addr={}", br.addr())).expect("POST");
+    assert_eq!(code_, 200, "{body}");
+
+    let e = tx
+        .query_drop("COMMIT")
+        .await
+        .expect_err("COMMIT after b's master changed");
+    assert_eq!(code(&e), Some(1158), "{e}");
+    assert!(e.to_string().contains(&bm.addr()), "{e}");
+    assert_eq!(on(bm, 1), "0", "the transaction's write reached the old master");
+    assert_eq!(on(br, 1), "0");
+    // The session goes on, on the new master; so does one without state.
+    tx.query_drop("INSERT INTO pr VALUES (2, 1)")
+        .await
+        .expect("insert after 1158");
+    idle.query_drop("INSERT INTO pr VALUES (3, 1)")
+        .await
+        .expect("stateless insert");
+    for id in [2, 3] {
+        assert_eq!(on(br, id), "1", "row {id} on the new master");
+        assert_eq!(on(bm, id), "0", "row {id} on the old master");
+    }
+}

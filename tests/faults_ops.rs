@@ -70,9 +70,11 @@ async fn fault_backend_refusing_connections() {
     let table = format!("{TEST_DB}.refusing");
     master.sql(&format!("CREATE TABLE {table} (id INT PRIMARY KEY)"));
     // A backend account without SUPER: MariaDB keeps no spare connection for it.
+    // (SLAVE MONITOR: without it no replica can be proved to replicate from
+    // the master, and none serves reads; issue 43.)
     master.sql(
         "CREATE USER 'plain'@'%' IDENTIFIED BY 'plainpw';
-         GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP ON *.* TO 'plain'@'%'",
+         GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, SLAVE MONITOR ON *.* TO 'plain'@'%'",
     );
     cluster.wait_replicas_caught_up();
     let config = format!(

@@ -272,3 +272,207 @@ async fn follow_warns_when_a_server_would_lose_or_reorder_writes_in_a_promotion(
     }
     assert!(!log.contains("log_slave_updates is off"), "{log}");
 }
+
+/// Which servers answered `n` plain reads of `table`, from the `mariadb` CLI
+/// without a default database (its login then needs no master, and it asks
+/// nothing at connect time as mysql_async does).
+async fn readers_of(s: &Sluice, table: &str, n: usize) -> Result<Vec<u32>, String> {
+    let sql = format!("SELECT @@server_id + 0 * COUNT(*) FROM {table};").repeat(n);
+    let out = std::process::Command::new("mariadb")
+        .args(["-h127.0.0.1", &format!("-P{}", s.port), &format!("-u{APP_USER}")])
+        .args([&format!("-p{APP_PASSWORD}"), "--ssl=0", "-N", "-B", "-e", &sql])
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect())
+}
+
+/// `replication_unverified` (issue 43's rule): a replica whose source cannot
+/// be proved to be the master serves no read. A `static` group whose account
+/// may not read replication status: the replica is out of rotation, reads go
+/// to the master.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_whose_source_cannot_be_read_serves_no_read() {
+    let cluster = Cluster::start(1);
+    let (m, r) = (&cluster.master, &cluster.replicas[0]);
+    let db = unique_name("unverified");
+    m.sql(&format!(
+        "CREATE DATABASE {db}; CREATE TABLE {db}.t (id INT PRIMARY KEY); \
+         CREATE USER 'nomon'@'%' IDENTIFIED BY 'pw'; GRANT SELECT, INSERT ON *.* TO 'nomon'@'%'"
+    ));
+    cluster.wait_replicas_caught_up();
+    let s = Sluice::start(&format!(
+        "{}groups:\n  - name: main\n    master: {{ addr: {}, user: nomon, password: pw }}\n    replicas:\n      \
+         - {{ addr: {}, user: nomon, password: pw }}\nfreshness: {{ mode: off }}\n",
+        Sluice::users_yaml(),
+        m.addr(),
+        r.addr()
+    ));
+    wait_for("replication_unverified", &s, || {
+        metric(s.admin_port, &reason_series(r, "replication_unverified")) == Some(1.0)
+    });
+    let eligible = format!(
+        "sluice_replica_eligible{{group=\"main\",replica=\"{}\"}}",
+        r.addr()
+    );
+    assert_eq!(metric(s.admin_port, &eligible), Some(0.0));
+    let who = readers_of(&s, &format!("{db}.t"), 30).await.expect("reads");
+    assert!(who.iter().all(|w| *w == m.server_id), "{who:?}");
+    assert!(s.log().contains("SLAVE MONITOR"), "{}", s.log());
+}
+
+/// The master is down when sluice starts, so its `@@server_id` is unknown:
+/// a replica still serves reads when the address it replicates from is the
+/// group's `master.addr` (proved), and not when it replicates from elsewhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_master_never_reached_a_replica_is_proved_by_its_source_address() {
+    let cluster = Cluster::start(2);
+    let (m, r1, r2) = (&cluster.master, &cluster.replicas[0], &cluster.replicas[1]);
+    let db = unique_name("nomaster");
+    m.sql(&format!(
+        "CREATE DATABASE {db}; CREATE TABLE {db}.t (id INT PRIMARY KEY)"
+    ));
+    cluster.wait_replicas_caught_up();
+    // R2 replicates from R1: not the group's master.
+    repoint(r2, r1, "slave_pos", "SLAVE");
+    m.stop();
+    let s = Sluice::start(&format!(
+        "{}freshness: {{ mode: off }}\n",
+        Sluice::config_for(&cluster)
+    ));
+    wait_for("R1 eligible by address", &s, || {
+        metric(s.admin_port, &reason_series(r1, "eligible")) == Some(1.0)
+    });
+    wait_for("R2 unverified", &s, || {
+        metric(s.admin_port, &reason_series(r2, "replication_unverified")) == Some(1.0)
+    });
+    let who = readers_of(&s, &format!("{db}.t"), 30)
+        .await
+        .expect("reads with the master down");
+    assert!(who.iter().all(|w| *w == r1.server_id), "{who:?}");
+}
+
+/// A read of `db.t` from the `mariadb` CLI naming `db` at login (`-D`, the
+/// handshake's database) and, in a second session, by `use db` (COM_INIT_DB:
+/// the CLI sends it when the database differs from the current one).
+/// `Ok` with the server ids that answered, or the CLI's error.
+fn login_with_db(s: &Sluice, db: &str) -> Result<Vec<u32>, String> {
+    reads_naming_db(s, db, true)
+}
+
+/// [`login_with_db`]; `init_db`: the second session (`use db`) too.
+fn reads_naming_db(s: &Sluice, db: &str, init_db: bool) -> Result<Vec<u32>, String> {
+    let read = "SELECT @@server_id + 0 * COUNT(*) FROM t";
+    let mut who = Vec::new();
+    let use_db = format!("use {db}; {read}");
+    let forms = [vec!["-D", db, "-e", read], vec!["-e", use_db.as_str()]];
+    for args in forms.iter().take(if init_db { 2 } else { 1 }) {
+        let out = std::process::Command::new("mariadb")
+            .args(["-h127.0.0.1", &format!("-P{}", s.port), &format!("-u{APP_USER}")])
+            .args([&format!("-p{APP_PASSWORD}"), "--ssl=0", "-N", "-B"])
+            .args(args)
+            .output()
+            .map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(format!("{args:?}: {}", String::from_utf8_lossy(&out.stderr)));
+        }
+        who.push(
+            String::from_utf8_lossy(&out.stdout)
+                .trim()
+                .parse()
+                .map_err(|e| format!("{e}"))?,
+        );
+    }
+    Ok(who)
+}
+
+/// A login naming a database, and COM_INIT_DB, work from an eligible replica
+/// while the master is held back by `PAUSE WRITES` (they waited behind it,
+/// then 1205) and while the group has no master (they got 1290).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_named_at_login_is_confirmed_by_a_replica_without_the_master() {
+    let cluster = Cluster::start(2);
+    let (m, r1, r2) = (&cluster.master, &cluster.replicas[0], &cluster.replicas[1]);
+    let db = unique_name("dblogin");
+    m.sql(&format!(
+        "CREATE DATABASE {db}; CREATE TABLE {db}.t (id INT PRIMARY KEY)"
+    ));
+    cluster.wait_replicas_caught_up();
+    let s = Sluice::start(&format!(
+        "{}groups:\n{}    topology: follow\ntopology:\n  interval: 100ms\nfreshness: {{ mode: \"off\" }}\n\
+         limits:\n  pause_timeout: 3s\n",
+        Sluice::users_yaml(),
+        Sluice::group_yaml("main", &cluster),
+    ));
+    wait_for("R2 eligible", &s, || {
+        metric(s.admin_port, &reason_series(r2, "eligible")) == Some(1.0)
+    });
+    // Replicas up (health probes) and serving reads.
+    let replicas = [r1.server_id, r2.server_id];
+    wait_for("reads on replicas", &s, || {
+        login_with_db(&s, &db).is_ok_and(|who| who.iter().all(|w| replicas.contains(w)))
+    });
+
+    // PAUSE WRITES: the master is held back, replicas go on.
+    let (code, body) = http_post(s.admin_port, "/v1/pause?writes=1").expect("POST /v1/pause");
+    assert_eq!(code, 200, "{body}");
+    let t = Instant::now();
+    let who = login_with_db(&s, &db);
+    let took = t.elapsed();
+    let (code, body) = http_post(s.admin_port, "/v1/resume").expect("POST /v1/resume");
+    assert_eq!(code, 200, "{body}");
+    let who = who.unwrap_or_else(|e| panic!("login with a database under PAUSE WRITES: {e}\n{}", s.log()));
+    assert!(who.iter().all(|w| replicas.contains(w)), "{who:?}");
+    assert!(took < Duration::from_secs(2), "the login waited {took:?}");
+
+    // No master: R1 made writable while the master still is.
+    r1.sql("STOP SLAVE; RESET SLAVE ALL; SET GLOBAL read_only=0");
+    wait_for("two writable servers", &s, || {
+        metric(s.admin_port, "sluice_topology_writable_servers{group=\"main\"}") == Some(2.0)
+    });
+    let who = login_with_db(&s, &db).unwrap_or_else(|e| panic!("login with a database, no master: {e}"));
+    assert_eq!(who, vec![r2.server_id, r2.server_id]);
+    // Writes are still refused.
+    let out = std::process::Command::new("mariadb")
+        .args(["-h127.0.0.1", &format!("-P{}", s.port), &format!("-u{APP_USER}")])
+        .args([
+            &format!("-p{APP_PASSWORD}"),
+            "--ssl=0",
+            "-D",
+            &db,
+            "-e",
+            "INSERT INTO t VALUES (1)",
+        ])
+        .output()
+        .expect("mariadb");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1290"), "{out:?}");
+}
+
+/// The master cannot be reached (stopped, nobody promoted): a login naming a
+/// database, and COM_INIT_DB, are confirmed by the replica (they got 1429).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_named_at_login_is_confirmed_by_a_replica_while_the_master_is_down() {
+    let cluster = Cluster::start(1);
+    let (m, r) = (&cluster.master, &cluster.replicas[0]);
+    let db = unique_name("dbdown");
+    m.sql(&format!(
+        "CREATE DATABASE {db}; CREATE TABLE {db}.t (id INT PRIMARY KEY)"
+    ));
+    cluster.wait_replicas_caught_up();
+    let s = Sluice::start(&format!(
+        "{}freshness: {{ mode: \"off\" }}\nbackend: {{ connect_timeout: 1s }}\n",
+        Sluice::config_for(&cluster)
+    ));
+    wait_for("reads on the replica", &s, || {
+        reads_naming_db(&s, &db, false).is_ok_and(|who| who == vec![r.server_id])
+    });
+    m.stop();
+    let who = reads_naming_db(&s, &db, true)
+        .unwrap_or_else(|e| panic!("login with a database, master down: {e}\n{}", s.log()));
+    assert_eq!(who, vec![r.server_id, r.server_id]);
+}

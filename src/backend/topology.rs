@@ -136,6 +136,38 @@ impl Topology {
     pub fn default_group(&self) -> Option<&Group> {
         self.groups.first()
     }
+
+    /// The first group other than the default whose master `new` replaced
+    /// (another server, or none) and where `held(i)` (`i`: the group's index
+    /// here) says a session's transaction was open: (old master, new
+    /// master, whether the group has none now). The 1158 rule for every
+    /// group (issue 43): what such a transaction did there is gone with
+    /// that master, so it is lost as a whole, nothing replayed.
+    pub fn master_lost_elsewhere(
+        &self,
+        new: &Topology,
+        held: impl Fn(usize) -> bool,
+    ) -> Option<(String, String, bool)> {
+        self.groups.iter().enumerate().skip(1).find_map(|(i, old)| {
+            let now = new.groups.iter().find(|g| g.name == old.name)?;
+            (held(i) && old.master_replaced_by(now)).then(|| {
+                (
+                    old.master.addr().to_owned(),
+                    now.master.addr().to_owned(),
+                    now.master.fenced(),
+                )
+            })
+        })
+    }
+}
+
+impl Group {
+    /// Is `new`'s master another server than this group's, or none (as
+    /// opposed to a reload keeping the same master)?
+    pub fn master_replaced_by(&self, new: &Group) -> bool {
+        !Arc::ptr_eq(&self.master, &new.master)
+            && (self.master.addr() != new.master.addr() || self.master.fenced() || new.master.fenced())
+    }
 }
 
 /// A backend's role in its group. A replica keeps its pool when it moves in

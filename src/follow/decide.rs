@@ -44,40 +44,70 @@ pub fn decide(current: &str, states: &[(String, ServerState)], chosen: Option<&s
     }
 }
 
-/// Whether replica `state` may serve reads while the master's
-/// `@@server_id` is `master_id` (`None`: not known, or no master).
-/// `strict_grant`: an unreadable replication status takes it out of
-/// rotation (`follow`); else it stays, unverified (`static`, as before).
-pub fn replica_reason(state: &ServerState, master_id: Option<u32>, strict_grant: bool) -> Reason {
+/// Hysteresis, for a master that did not answer the round (the caller
+/// asks only then): the switch is made only when two consecutive probe
+/// rounds name the same candidate. `pending`: the candidate the previous
+/// round named (kept between rounds). Only `Switch` waits: `Keep` clears
+/// it, and `NoMaster` (writes refused, the safe side) is taken at once.
+/// What it prevents: a master that misses one round (a slow answer, a
+/// network blip) while another server looks like the only writable one (a
+/// replica whose replication a DBA stopped on a server without
+/// `read_only`), which would send writes to that server. What it costs: one
+/// `topology.interval` more of 1429 for writes after a crash (measured in
+/// docs/operations.md, "Limits"). A master that answers demoted
+/// (`read_only=1`, replicating) is left at once, and a switch named by hand
+/// (`MASTER`, `POST /v1/master`) does not wait.
+pub fn confirm(pending: &mut Option<String>, d: Decision) -> Decision {
+    match d {
+        Decision::Switch(addr) if pending.as_deref() == Some(addr.as_str()) => {
+            *pending = None;
+            Decision::Switch(addr)
+        }
+        Decision::Switch(addr) => {
+            *pending = Some(addr);
+            Decision::Keep
+        }
+        other => {
+            *pending = None;
+            other
+        }
+    }
+}
+
+/// Whether replica `state` may serve reads while the master is `master_addr`
+/// with `@@server_id` `master_id` (`None`: not known yet, the master was
+/// never reached since start). A replica serves reads only when its source
+/// is proved to be the master: by `Master_Server_Id`, or, while the
+/// master's id is unknown, by the address it replicates from
+/// (`Master_Host:Master_Port` spelled as the group's `master.addr`).
+/// Unproved (replication status unreadable, or another spelling of the
+/// address): out of rotation, `replication_unverified`.
+pub fn replica_reason(state: &ServerState, master_addr: &str, master_id: Option<u32>) -> Reason {
     if !state.reachable {
         return Reason::Unreachable;
     }
-    let slaves = match &state.slaves {
-        Ok(s) => s,
-        Err(_) if strict_grant => return Reason::Unknown,
-        Err(_) => return Reason::Unverified,
+    let Ok(slaves) = &state.slaves else {
+        return Reason::Unverified;
     };
     if slaves.is_empty() {
         return Reason::NotReplicating;
     }
-    // The master's `@@server_id` is unknown until sluice has reached it once
-    // (it was down when sluice started): its replicas' threads are checked,
-    // their source cannot be (the counters still are, per read).
-    let (row, verified) = match master_id {
+    let row = match master_id {
         Some(id) => match slaves.iter().find(|r| r.master_server_id == id) {
-            Some(row) => (row, true),
+            Some(row) => row,
             None => return Reason::OtherMaster,
         },
-        None => (&slaves[0], false),
+        None => match slaves.iter().find(|r| r.source_is(master_addr)) {
+            Some(row) => row,
+            None => return Reason::Unverified,
+        },
     };
     if !row.io_running() {
         Reason::IoThreadStopped
     } else if !row.sql_running() {
         Reason::SqlThreadStopped
-    } else if verified {
-        Reason::Eligible
     } else {
-        Reason::Unverified
+        Reason::Eligible
     }
 }
 
@@ -177,40 +207,65 @@ mod tests {
     }
 
     #[test]
+    fn a_switch_needs_two_rounds_naming_the_same_candidate() {
+        let mut pending = None;
+        let sw = |a: &str| Decision::Switch(a.into());
+        assert_eq!(confirm(&mut pending, sw("r1")), Decision::Keep);
+        assert_eq!(confirm(&mut pending, sw("r1")), sw("r1"));
+        assert_eq!(pending, None);
+        // A round that disagrees starts again.
+        assert_eq!(confirm(&mut pending, sw("r1")), Decision::Keep);
+        assert_eq!(confirm(&mut pending, sw("r2")), Decision::Keep);
+        assert_eq!(confirm(&mut pending, sw("r2")), sw("r2"));
+        // The master came back in between: no switch.
+        assert_eq!(confirm(&mut pending, sw("r1")), Decision::Keep);
+        assert_eq!(confirm(&mut pending, Decision::Keep), Decision::Keep);
+        assert_eq!(confirm(&mut pending, sw("r1")), Decision::Keep);
+        // No master (writes refused) is taken at once.
+        let none = Decision::NoMaster(vec!["m".into(), "r1".into()]);
+        assert_eq!(confirm(&mut pending, none.clone()), none);
+        assert_eq!(pending, None);
+    }
+
+    #[test]
     fn a_replica_is_eligible_only_with_both_threads_on_the_current_master() {
+        let m = "127.0.0.1:1";
         let ok = server(true, vec![row("Yes", "Yes", 7)]);
-        assert_eq!(replica_reason(&ok, Some(7), true), Reason::Eligible);
+        assert_eq!(replica_reason(&ok, m, Some(7)), Reason::Eligible);
         // A dead master leaves the IO thread retrying: still eligible.
         assert_eq!(
-            replica_reason(&server(true, vec![row("Connecting", "Yes", 7)]), Some(7), true),
+            replica_reason(&server(true, vec![row("Connecting", "Yes", 7)]), m, Some(7)),
             Reason::Eligible
         );
         assert_eq!(
-            replica_reason(&server(true, vec![row("No", "Yes", 7)]), Some(7), true),
+            replica_reason(&server(true, vec![row("No", "Yes", 7)]), m, Some(7)),
             Reason::IoThreadStopped
         );
         assert_eq!(
-            replica_reason(&server(true, vec![row("Yes", "No", 7)]), Some(7), true),
+            replica_reason(&server(true, vec![row("Yes", "No", 7)]), m, Some(7)),
             Reason::SqlThreadStopped
         );
-        assert_eq!(replica_reason(&ok, Some(8), true), Reason::OtherMaster);
-        // The master never reached: only the threads can be checked.
-        assert_eq!(replica_reason(&ok, None, true), Reason::Unverified);
+        assert_eq!(replica_reason(&ok, m, Some(8)), Reason::OtherMaster);
+        // The master never reached: its source is proved by address, or not at all.
+        assert_eq!(replica_reason(&ok, m, None), Reason::Eligible);
+        assert_eq!(replica_reason(&ok, "127.0.0.1:2", None), Reason::Unverified);
+        assert_eq!(replica_reason(&ok, "localhost:1", None), Reason::Unverified);
         assert_eq!(
-            replica_reason(&server(true, vec![row("Yes", "No", 7)]), None, true),
+            replica_reason(&server(true, vec![row("Yes", "No", 7)]), m, None),
             Reason::SqlThreadStopped
         );
         assert_eq!(
-            replica_reason(&server(true, vec![]), Some(7), true),
+            replica_reason(&server(true, vec![]), m, Some(7)),
             Reason::NotReplicating
         );
+        // Replication status unreadable (no SLAVE MONITOR): unproved, out.
         let mut no_grant = ok.clone();
         no_grant.slaves = Err("denied".into());
-        assert_eq!(replica_reason(&no_grant, Some(7), false), Reason::Unverified);
-        assert_eq!(replica_reason(&no_grant, Some(7), true), Reason::Unknown);
+        assert_eq!(replica_reason(&no_grant, m, Some(7)), Reason::Unverified);
+        assert!(!Reason::Unverified.eligible());
         let mut gone = ok;
         gone.reachable = false;
-        assert_eq!(replica_reason(&gone, Some(7), false), Reason::Unreachable);
+        assert_eq!(replica_reason(&gone, m, Some(7)), Reason::Unreachable);
     }
 
     #[test]

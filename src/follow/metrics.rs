@@ -89,7 +89,7 @@ impl Collector for FollowCollector {
             s[WRITABLE].gauge(&f[WRITABLE], &[group], g.writable.len() as f64);
             for v in g.servers.iter().filter(|v| v.role != "master") {
                 let key = [group, v.addr.as_str()];
-                let eligible = v.reason == "eligible" || v.reason == "replication_unverified";
+                let eligible = v.reason == "eligible";
                 s[ELIGIBLE].gauge(&f[ELIGIBLE], &key, f64::from(u8::from(eligible)));
                 s[REASON].gauge(&f[REASON], &[group, v.addr.as_str(), v.reason.as_str()], 1.0);
             }

@@ -35,7 +35,7 @@ use crate::reload::roles::{self, Roles};
 use crate::reload::Reloader;
 use crate::runtime::Runtime;
 
-use decide::{decide, lost_transactions, replica_reason, Decision};
+use decide::{confirm, decide, lost_transactions, replica_reason, Decision};
 use probe::ServerState;
 
 /// One server as the console's `SHOW BACKENDS` and `GET /v1/topology` show it.
@@ -78,7 +78,6 @@ pub struct GroupView {
 /// What one group's prober remembers between rounds.
 #[derive(Default)]
 struct Memory {
-    pools: HashMap<String, mysql_async::Pool>,
     states: HashMap<String, ServerState>,
     /// Highest `gtid_binlog_pos` seen per server, by domain.
     binlog: HashMap<String, HashMap<u32, u64>>,
@@ -88,6 +87,8 @@ struct Memory {
     warned: HashSet<String>,
     /// The master named by `POST /v1/master`, kept while it is writable.
     chosen: Option<String>,
+    /// The candidate the last round would have switched to (`confirm`).
+    pending: Option<String>,
 }
 
 pub struct Follower {
@@ -179,7 +180,7 @@ impl Follower {
             self.probe_group(&rt, g, mem).await;
             check_servers(g, mem, startup)?;
             if g.topology == TopologyMode::Follow {
-                self.follow(&rt, g, mem).await;
+                self.follow(&rt, g, mem, startup).await;
             }
         }
         // Eligibility against the (possibly new) running master.
@@ -194,23 +195,28 @@ impl Follower {
         Ok(())
     }
 
-    /// Probe every candidate of `g` at once.
+    /// Probe every candidate of `g` at once, over the probe connections of
+    /// the group's running freshness monitor (`GroupMonitor::probe_pool`):
+    /// one set of probe connections per server. The two probes keep their
+    /// own cadence: counters every `freshness.probe_interval` (50 ms by
+    /// default, on the routing path), role and replication status
+    /// (`SHOW ALL SLAVES STATUS`, heavier) every `topology.interval`.
     async fn probe_group(&self, rt: &Runtime, g: &config::Group, mem: &mut Memory) {
         let cands: Vec<&config::Backend> = std::iter::once(&g.master).chain(&g.replicas).collect();
         let listed = |a: &String| cands.iter().any(|b| b.addr == *a);
-        mem.pools.retain(|a, _| listed(a));
         mem.states.retain(|a, _| listed(a));
         mem.binlog.retain(|a, _| listed(a));
         mem.server_ids.retain(|a, _| listed(a));
-        for b in &cands {
-            mem.pools
-                .entry(b.addr.clone())
-                .or_insert_with(|| crate::freshness::monitor::pool_for(b, rt.config.backend_tls(b)));
-        }
+        let monitor = rt
+            .config
+            .groups
+            .iter()
+            .position(|x| x.name == g.name)
+            .and_then(|gi| rt.monitors.get(gi));
         let timeout = rt.config.freshness.probe_timeout * 2;
         let mut set = tokio::task::JoinSet::new();
         for b in &cands {
-            let (Some(pool), addr) = (mem.pools.get(&b.addr).cloned(), b.addr.clone()) else {
+            let (Some(pool), addr) = (monitor.and_then(|m| m.probe_pool(&b.addr)), b.addr.clone()) else {
                 continue;
             };
             let previous = mem.states.get(&b.addr).cloned();
@@ -238,7 +244,10 @@ impl Follower {
     }
 
     /// `topology: follow`: act on what the probes say.
-    async fn follow(&self, rt: &Runtime, g: &config::Group, mem: &mut Memory) {
+    /// `startup`: the first round, before clients are served, switches at
+    /// once (nothing was routed yet). Later, a switch away from a master
+    /// that did not answer needs a second round to agree (`decide::confirm`).
+    async fn follow(&self, rt: &Runtime, g: &config::Group, mem: &mut Memory, startup: bool) {
         let Some(gi) = rt.config.groups.iter().position(|x| x.name == g.name) else {
             return;
         };
@@ -254,7 +263,19 @@ impl Follower {
         {
             mem.chosen = None;
         }
-        match decide(&g.master.addr, &states, mem.chosen.as_deref()) {
+        let mut decision = decide(&g.master.addr, &states, mem.chosen.as_deref());
+        // Confirmed over a second round only when the current master did not
+        // answer: one that answers `read_only=1` or replicating was demoted on
+        // purpose, and every round of waiting there is a round in which
+        // writes of accounts with READ_ONLY ADMIN (the group account's ALL
+        // PRIVILEGES) still land on it and are lost with it.
+        let current_answered = states.iter().any(|(a, s)| *a == g.master.addr && s.reachable);
+        if startup || current_answered {
+            mem.pending = None;
+        } else {
+            decision = confirm(&mut mem.pending, decision);
+        }
+        match decision {
             Decision::Keep if fenced => {
                 info!(group = %g.name, master = %g.master.addr, "topology: no longer several writable servers: writes resume");
                 if let Err(e) = roles::switch(
@@ -328,7 +349,7 @@ impl Follower {
         // only replicas that applied it from there compare as fresh (not
         // the old master, whatever its counters say).
         if rt.config.freshness.mode != FreshnessMode::Off {
-            if let Some(pool) = mem.pools.get(new) {
+            if let Some(pool) = rt.monitors[gi].probe_pool(new) {
                 let sql = new_generation_sql(&rt.config.freshness.schema);
                 let fut = async {
                     let mut c = pool.get_conn().await.map_err(|e| e.to_string())?;
@@ -346,10 +367,9 @@ impl Follower {
             }
         }
         let new_id = mem.server_ids.get(new).copied();
-        let strict = rt.config.groups[gi].topology == TopologyMode::Follow;
         let states = mem.states.clone();
         let published = roles::switch(&self.reloader, group, Roles::Master(new.to_owned()), |next| {
-            set_reasons(next, gi, &states, new_id, strict);
+            set_reasons(next, gi, &states, new, new_id);
         })
         .await?;
         if published.is_none() {
@@ -413,7 +433,11 @@ fn check_servers(g: &config::Group, mem: &mut Memory, startup: bool) -> Result<(
                 return Err(format!("group `{}` has `topology: follow`, but {why}", g.name));
             }
             if mem.warned.insert(format!("grant {addr}")) {
-                warn!(group = %g.name, "{why}; replica eligibility by replication state is not checked there");
+                warn!(
+                    group = %g.name,
+                    "{why}; a replica there cannot be proved to replicate from the master and \
+                     serves no read (replication_unverified)"
+                );
             }
         }
         if g.topology == TopologyMode::Follow {
@@ -443,23 +467,23 @@ fn master_id(rt: &Runtime, gi: usize, mem: &Memory) -> Option<u32> {
 }
 
 fn apply_eligibility(rt: &Runtime, gi: usize, mem: &Memory) {
-    let strict = rt.config.groups[gi].topology == TopologyMode::Follow;
-    set_reasons(rt, gi, &mem.states, master_id(rt, gi, mem), strict);
+    let master = &rt.config.groups[gi].master.addr;
+    set_reasons(rt, gi, &mem.states, master, master_id(rt, gi, mem));
 }
 
 fn set_reasons(
     rt: &Runtime,
     gi: usize,
     states: &HashMap<String, ServerState>,
+    master_addr: &str,
     master: Option<u32>,
-    strict: bool,
 ) {
     let (Some(g), Some(m)) = (rt.topology.groups.get(gi), rt.monitors.get(gi)) else {
         return;
     };
     for (r, rm) in g.replicas.iter().zip(&m.replicas) {
         let reason = match states.get(r.pool.addr()) {
-            Some(s) => replica_reason(s, master, strict),
+            Some(s) => replica_reason(s, master_addr, master),
             None => Reason::Unknown,
         };
         let before = rm.eligibility.set(reason);
@@ -546,7 +570,8 @@ fn group_view(rt: &Runtime, gi: usize, mem: &Memory) -> GroupView {
 }
 
 /// How long a change of master can take to be seen (for docs and tests):
-/// one probe round after the promotion.
+/// two probe rounds after the promotion when the old master does not
+/// answer (`decide::confirm`), one when it answers demoted.
 pub fn detection_bound(cfg: &config::Config) -> Duration {
-    cfg.topology.interval + cfg.freshness.probe_timeout * 2
+    (cfg.topology.interval + cfg.freshness.probe_timeout * 2) * 2
 }

@@ -1,5 +1,6 @@
 //! One topology probe of one server: its role signals and its replication
-//! status, over the freshness probes' kind of pool (sluice's group account).
+//! status, over the group freshness monitor's probe pools (sluice's group
+//! account; `GroupMonitor::probe_pool`).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -32,6 +33,12 @@ impl SlaveRow {
 
     pub fn sql_running(&self) -> bool {
         self.sql_running == "Yes"
+    }
+
+    /// It replicates from `addr` (`host:port`) as spelled there.
+    pub fn source_is(&self, addr: &str) -> bool {
+        addr.rsplit_once(':')
+            .is_some_and(|(h, p)| h == self.master_host && p.parse() == Ok(self.master_port))
     }
 
     /// Either thread runs: the server takes changes from a master.

@@ -2,6 +2,12 @@
 //! master's and each replica's counters over pooled connections
 //! (mysql_async), and the routing question "which replica may serve this
 //! read?" answered per mode.
+//!
+//! By responsibility: `probe` (pools, the counter query, replica probes),
+//! `master` (master snapshots and the target), `tracked` (the set of tables
+//! with triggers, auto-install), `strict` (strict mode's overlapped reads),
+//! `eligibility` (replication state, set by `crate::follow`); here the
+//! monitor itself and the routing question.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -11,7 +17,7 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwap;
 use mysql_async::prelude::Queryable;
 use rand::Rng;
-use tracing::{info, warn};
+use tracing::warn;
 
 use crate::config::{self, Freshness, FreshnessMode};
 use crate::router::plan::RouteReason;
@@ -19,17 +25,15 @@ use crate::router::plan::RouteReason;
 use super::flight::Flight;
 use super::health::{Health, HealthFlags};
 use super::state::{gtid_at_least, Counters, LagHistory, Scope, EPOCH_ROW};
-use super::triggers::{CounterTables, Event};
+use super::triggers::CounterTables;
 
 pub mod eligibility;
+mod master;
+mod probe;
 mod strict;
+mod tracked;
+use probe::pool_for;
 pub use strict::{strict_probe_sql, Provisional};
-
-/// How often the set of tables with sluice's triggers is re-read.
-const TRACKED_REFRESH: Duration = Duration::from_secs(30);
-/// After DDL on the master, how long (at least) the probe loop keeps
-/// looking for new tables to auto-install (see `master_loop`).
-const RESCAN_WINDOW: Duration = Duration::from_secs(1);
 
 /// Why a read that could have gone to a replica went to the master.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +70,8 @@ impl Fallback {
 
 pub struct ReplicaMonitor {
     pub label: String,
+    /// `host:port` as configured.
+    addr: String,
     pool: mysql_async::Pool,
     /// Share of reads; a reload may change it in place (see `set_weights`).
     weight: AtomicU32,
@@ -123,6 +129,7 @@ pub struct GroupMonitor {
     pub mode: FreshnessMode,
     cfg: Freshness,
     pub master_label: String,
+    master_addr: String,
     master: mysql_async::Pool,
     /// What replicas must reach: the newest master snapshot (background or
     /// taken after a write through sluice), merged by max.
@@ -204,107 +211,11 @@ pub struct GroupMonitor {
     stopped: AtomicBool,
 }
 
-pub(crate) fn pool_for(b: &config::Backend, tls: &config::BackendTls) -> mysql_async::Pool {
-    let constraints = mysql_async::PoolConstraints::new(0, 4).unwrap_or_default();
-    // Straight to the server, or through the guard that keeps the password
-    // off connections whose certificate is not verified.
-    let opts = crate::backend::auth_guard::mysql_async_opts(b, tls).unwrap_or_else(|e| {
-        tracing::warn!(backend = %b.addr, error = %e, "freshness probes cannot reach this backend");
-        // A socket that does not exist: every probe fails (not fresh).
-        mysql_async::OptsBuilder::default().socket(Some("/nonexistent/sluice-probe.sock"))
-    });
-    let opts = opts
-        .tcp_nodelay(true)
-        .stmt_cache_size(0)
-        .wait_timeout(Some(3600))
-        .pool_opts(
-            mysql_async::PoolOpts::default()
-                .with_constraints(constraints)
-                .with_inactive_connection_ttl(Duration::from_secs(60))
-                .with_reset_connection(false),
-        );
-    mysql_async::Pool::new(opts)
-}
-
 const AUTO_DETECT: u8 = 0;
 const AUTO_ON: u8 = 1;
 const AUTO_OFF: u8 = 2;
 
-/// The pseudo-slot that carries the server's GTID position in a probe's
-/// answer (real slots are below 1024).
-const GTID_SLOT: u16 = 65535;
-/// The pseudo-slot of the master's DDL statement count in a probe's answer.
-const DDL_SLOT: u16 = 65534;
 const NO_DDL_SEEN: u64 = u64::MAX;
-
-/// Server status counters of the statements that can change which tables
-/// have sluice's triggers, or rows without firing them, whoever runs them:
-/// `DROP TRIGGER` by a DBA, a gh-ost/pt-osc `RENAME` swap, `sluice triggers
-/// install` elsewhere, a TRUNCATE. The server counts a statement when it
-/// starts, so a change is seen by the first probe after the statement began.
-/// Reading them costs about 1 ms per master probe (information_schema
-/// materializes every status variable), measured on 10.11.
-const DDL_STATUS: &str = "'COM_CREATE_TRIGGER', 'COM_DROP_TRIGGER', 'COM_RENAME_TABLE', \
-     'COM_ALTER_TABLE', 'COM_DROP_TABLE', 'COM_CREATE_TABLE', 'COM_TRUNCATE', 'COM_DROP_DB', \
-     'COM_CREATE_DB', 'COM_ALTER_DB'";
-
-/// Read the counter rows and, in the same round trip, the server's GTID
-/// position: `gtid_binlog_pos` on the master (everything committed),
-/// `gtid_slave_pos` on a replica (everything applied). The GTID position
-/// covers writes no trigger counts (DDL, TRUNCATE, tables without triggers)
-/// for reads whose tables are not known.
-///
-/// On the master (`ddl`), also the sum of the DDL statement counters
-/// ([`DDL_STATUS`]): a change means the tracked set may have changed.
-async fn read_counters(
-    pool: &mysql_async::Pool,
-    schema: &str,
-    gtid_var: &str,
-    timeout: Duration,
-    ddl: bool,
-    tables: CounterTables,
-) -> Result<Counters, String> {
-    let mut sql = format!(
-        "{} UNION ALL SELECT @@global.{gtid_var}, {GTID_SLOT}, 0",
-        super::triggers::counters_select_sql(schema, tables)
-    );
-    if ddl {
-        sql.push_str(&format!(
-            " UNION ALL SELECT NULL, {DDL_SLOT}, CAST(SUM(VARIABLE_VALUE) AS UNSIGNED) \
-             FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN ({DDL_STATUS})"
-        ));
-    }
-    let fut = async {
-        let mut conn = pool.get_conn().await.map_err(|e| e.to_string())?;
-        let rows: Vec<(Option<String>, u16, u64)> = conn.query(sql).await.map_err(|e| e.to_string())?;
-        let mut c = Counters::default();
-        for (tbl, slot, n) in rows {
-            match (tbl, slot) {
-                (Some(pos), GTID_SLOT) => c.gtid = super::state::parse_gtid_pos(&pos),
-                (None, DDL_SLOT) => c.ddl_statements = Some(n),
-                (Some(tbl), _) => c.set(&tbl, usize::from(slot), n),
-                (None, _) => {}
-            }
-        }
-        Ok(c)
-    };
-    match tokio::time::timeout(timeout, fut).await {
-        Ok(r) => r,
-        Err(_) => Err(format!("probe timed out after {timeout:?}")),
-    }
-}
-
-async fn ping(pool: &mysql_async::Pool, timeout: Duration) -> Result<Counters, String> {
-    let fut = async {
-        let mut conn = pool.get_conn().await.map_err(|e| e.to_string())?;
-        conn.ping().await.map_err(|e| e.to_string())?;
-        Ok(Counters::default())
-    };
-    match tokio::time::timeout(timeout, fut).await {
-        Ok(r) => r,
-        Err(_) => Err(format!("probe timed out after {timeout:?}")),
-    }
-}
 
 impl GroupMonitor {
     /// The monitor of `group`, with `config`'s freshness and backend TLS settings.
@@ -316,6 +227,7 @@ impl GroupMonitor {
             .enumerate()
             .map(|(i, r)| ReplicaMonitor {
                 label: format!("{} replica{} {}", group.name, i, r.addr),
+                addr: r.addr.clone(),
                 pool: pool_for(r, config.backend_tls(r)),
                 weight: AtomicU32::new(r.weight.max(1)),
                 health: tokio::sync::watch::Sender::new(Health::default()),
@@ -334,6 +246,7 @@ impl GroupMonitor {
             mode: cfg.mode,
             cfg: cfg.clone(),
             master_label: format!("{} master {}", group.name, group.master.addr),
+            master_addr: group.master.addr.clone(),
             master: pool_for(&group.master, config.backend_tls(&group.master)),
             target: ArcSwap::from_pointee(Counters::default()),
             master_flight: Flight::new(),
@@ -448,538 +361,6 @@ impl GroupMonitor {
     pub fn set_weights(&self, weights: &[u32]) {
         for (r, w) in self.replicas.iter().zip(weights) {
             r.weight.store((*w).max(1), Ordering::Relaxed);
-        }
-    }
-
-    fn counter_tables(&self) -> CounterTables {
-        CounterTables::from_bits(self.counter_tables.load(Ordering::Acquire))
-    }
-
-    async fn probe_master(&self) -> Result<Counters, String> {
-        let seq = self.probe_seq.fetch_add(1, Ordering::AcqRel) + 1;
-        // Ended before this probe began: its snapshot is older than ours.
-        let before = self.last_master.load_full();
-        let mut c = read_counters(
-            &self.master,
-            &self.cfg.schema,
-            "gtid_binlog_pos",
-            self.cfg.probe_timeout,
-            true,
-            self.counter_tables(),
-        )
-        .await?;
-        c.seq = seq;
-        c.reset = before
-            .as_deref()
-            .and_then(|b| b.as_ref().ok())
-            .is_some_and(|b| c.went_down_from(b));
-        Ok(c)
-    }
-
-    /// A master snapshot `c` (its probe started after `ticket`) arrived:
-    /// notice DDL and changes of generation, learn the position of
-    /// unmarked writes, and fold it into the target. Returns the new target.
-    fn absorb_master(&self, c: &Counters, ticket: u64) -> Arc<Counters> {
-        if let Some(n) = c.ddl_statements {
-            let before = self.ddl_seen.swap(n, Ordering::AcqRel);
-            if before != NO_DDL_SEEN && before != n {
-                // Triggers may have been dropped or created, tables
-                // renamed or truncated: trust no table until the set is
-                // read again (reads go to the master meanwhile).
-                info!(backend = %self.master_label, "DDL on the master: re-reading the tables with triggers");
-                self.forget_tracked();
-            }
-        }
-        let unmarked = self.unmarked.load_full();
-        if let Some(u) = unmarked.as_ref() {
-            if u.gtid.is_none() && ticket >= u.after_ticket {
-                if let Some(g) = &c.gtid {
-                    let filled = Unmarked {
-                        gtid: Some(g.clone()),
-                        after_ticket: u.after_ticket,
-                    };
-                    let _ = self.unmarked.compare_and_swap(&unmarked, Arc::new(Some(filled)));
-                }
-            }
-        }
-        // Lock-free: the closure may run more than once.
-        let old = self.target.rcu(|prev| {
-            if c.reset {
-                // Counters changed by hand: their values start again, like a
-                // new generation's; the old target says nothing about them.
-                // (What a newer snapshot in the old target held is covered by
-                // the position required below.)
-                Arc::new(c.clone())
-            } else if prev.epoch == c.epoch {
-                let mut merged = (**prev).clone();
-                merged.merge_max(c);
-                merged.seq = prev.seq.max(c.seq);
-                Arc::new(merged)
-            } else if c.seq >= prev.seq {
-                // A new generation: its counters start again; the old
-                // target says nothing about them.
-                Arc::new(c.clone())
-            } else {
-                // An older snapshot of another generation: keep the newer.
-                prev.clone()
-            }
-        });
-        if c.reset {
-            self.counters_reset(c, &old, ticket);
-        }
-        if old.epoch != c.epoch && c.seq >= old.seq && old.seq != 0 {
-            self.epoch_changes.fetch_add(1, Ordering::Relaxed);
-            info!(
-                backend = %self.master_label,
-                "the counter table changed generation (install, uninstall, slot count, truncation \
-                 or DDL through a sluice): counters compared afresh, tables with triggers re-read"
-            );
-            self.forget_tracked();
-        }
-        self.target.load_full()
-    }
-
-    /// Master counters went down between two probes (`c.reset`): a replica
-    /// that has not applied that change yet still has the higher values and
-    /// would pass for fresh. Like a write whose mark failed (`bump_global`),
-    /// no replica serves a read before it has the master's GTID position of
-    /// this snapshot (and of the previous target, which the new one
-    /// replaced); without a position, none serves one until a probe reads it.
-    fn counters_reset(&self, c: &Counters, old: &Counters, ticket: u64) {
-        self.epoch_changes.fetch_add(1, Ordering::Relaxed);
-        warn!(
-            backend = %self.master_label,
-            "a counter row of the master went down (rows deleted or restored by hand): counted as a \
-             new generation; replicas serve reads again once they have the master's position"
-        );
-        let need = match (&c.gtid, &old.gtid) {
-            (Some(new), Some(prev)) => {
-                let mut need = new.clone();
-                for (d, seq) in prev {
-                    let e = need.entry(*d).or_insert(0);
-                    *e = (*e).max(*seq);
-                }
-                Some(need)
-            }
-            (Some(new), None) => Some(new.clone()),
-            _ => None,
-        };
-        self.unmarked.rcu(|cur| match (cur.as_ref(), &need) {
-            // Position still unknown: stays so (it will be a later one).
-            (Some(Unmarked { gtid: None, .. }), _) => cur.clone(),
-            (
-                Some(Unmarked {
-                    gtid: Some(g),
-                    after_ticket,
-                }),
-                Some(n),
-            ) => {
-                let mut merged = g.clone();
-                for (d, seq) in n {
-                    let e = merged.entry(*d).or_insert(0);
-                    *e = (*e).max(*seq);
-                }
-                Arc::new(Some(Unmarked {
-                    gtid: Some(merged),
-                    after_ticket: *after_ticket,
-                }))
-            }
-            (_, need) => Arc::new(Some(Unmarked {
-                gtid: need.clone(),
-                after_ticket: ticket,
-            })),
-        });
-        self.forget_tracked();
-    }
-
-    /// A master snapshot taken after now; merged into the target.
-    async fn master_snapshot(&self, ticket: u64) -> Result<Arc<Counters>, String> {
-        let r = self.master_flight.after(ticket, || self.probe_master()).await;
-        // The newest ended probe, for the next probes' comparison.
-        if let Ok(c) = r.as_ref() {
-            self.last_master.rcu(|cur| match cur.as_deref() {
-                Some(Ok(prev)) if prev.seq >= c.seq => cur.clone(),
-                _ => Some(r.clone()),
-            });
-        }
-        match r.as_ref() {
-            Ok(c) => {
-                // This probe started after `ticket`: it includes every write
-                // that completed before a failed snapshot with an older ticket.
-                let pending = self.write_not_in_target.load(Ordering::Acquire);
-                if pending != 0 && ticket >= pending {
-                    let _ = self.write_not_in_target.compare_exchange(
-                        pending,
-                        0,
-                        Ordering::AcqRel,
-                        Ordering::Acquire,
-                    );
-                }
-                let merged = self.absorb_master(c, ticket);
-                if let Ok(mut h) = self.history.lock() {
-                    h.record(Instant::now(), merged.total());
-                }
-                Ok(merged)
-            }
-            Err(e) => {
-                if e.contains("1146") && !self.warned_missing_table.swap(true, Ordering::Relaxed) {
-                    warn!(
-                        backend = %self.master_label,
-                        "the counter table {}.counters is missing: all reads go to the master until \
-                         `sluice triggers install` is run",
-                        self.cfg.schema
-                    );
-                }
-                Err(e.clone())
-            }
-        }
-    }
-
-    async fn master_loop(me: Weak<Self>, period: Duration) {
-        let mut tick = tokio::time::interval(period);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        // Inherited from a monitor a reload replaced: not due at once.
-        let mut last_tracked_refresh = me
-            .upgrade()
-            .filter(|m| m.tracked.load().is_some())
-            .map(|_| Instant::now());
-        let mut rescan_until: Option<Instant> = None;
-        loop {
-            tick.tick().await;
-            let Some(this) = Self::for_round(&me) else {
-                return;
-            };
-            if this.mode == FreshnessMode::Off {
-                continue;
-            }
-            let _ = this.master_snapshot(this.master_flight.ticket()).await;
-            // The list of tables with triggers comes from information_schema,
-            // which opens every table: read it rarely (a busy MariaDB 10.11
-            // was seen crashing in such a query under concurrent load), and
-            // at once after DDL through sluice cleared it.
-            let due = last_tracked_refresh.is_none_or(|t| t.elapsed() >= TRACKED_REFRESH);
-            let forgotten = this.tracked_forgotten.swap(false, Ordering::AcqRel);
-            if due || forgotten {
-                last_tracked_refresh = Some(Instant::now());
-                this.refresh_tracked().await;
-                if forgotten {
-                    rescan_until = Some(Instant::now() + (this.cfg.probe_interval * 10).max(RESCAN_WINDOW));
-                }
-            } else if rescan_until.is_some_and(|t| Instant::now() < t)
-                && this.auto_install.load(Ordering::Acquire) != AUTO_OFF
-            {
-                // The DDL counters move when a statement starts: the CREATE
-                // TABLE seen may not have been done at the re-read. Look for
-                // new tables a while longer (an install moves the counters
-                // again, which re-reads the tracked set).
-                this.rescan_new_tables().await;
-            }
-        }
-    }
-
-    async fn refresh_tracked(&self) {
-        let cached = self.cascades.lock().ok().and_then(|c| c.clone());
-        let fut = async {
-            let mut conn = self.master.get_conn().await.map_err(|e| e.to_string())?;
-            // New tables first (auto_install), so the set read below has them.
-            let scan = self.scan_and_install(&mut conn).await;
-            super::triggers::tracked_tables_reusing(&mut conn, &self.cfg.schema, cached)
-                .await
-                .map(|(set, cascades, tables)| (set, cascades, tables, scan))
-                .map_err(|e| e.to_string())
-        };
-        match tokio::time::timeout(self.cfg.probe_timeout * 4, fut).await {
-            Ok(Ok((set, cascades, tables, scan))) => {
-                // Before the set: its tables' counts may be in these tables.
-                // (A table gone since makes the probes fail, reads go to the
-                // master; none created since is in the set.)
-                // (No counter table at all: keep probing the one every
-                // version has; the probes fail and say so.)
-                let tables = if tables.has(Event::Insert) {
-                    tables
-                } else {
-                    CounterTables::INSERT_ONLY
-                };
-                self.counter_tables.store(tables.bits(), Ordering::Release);
-                if let Ok(mut c) = self.cascades.lock() {
-                    *c = cascades;
-                }
-                if let Some(scan) = scan {
-                    let untracked = scan.tables.iter().filter(|t| !set.contains(*t)).count();
-                    self.untracked_tables.store(untracked as u64, Ordering::Relaxed);
-                }
-                let gained = self.guard_new_tables(&set);
-                self.tracked.store(Arc::new(Some(set.iter().cloned().collect())));
-                if gained {
-                    // Learn the position to wait for, and where the replicas
-                    // are, now rather than a probe interval later.
-                    let _ = self.master_snapshot(self.master_flight.ticket()).await;
-                    for i in 0..self.replicas.len() {
-                        let t = self.replicas[i].flight.ticket();
-                        let _ = self.replica_probe_shared(i, t).await;
-                    }
-                }
-            }
-            Ok(Err(e)) => warn!(error = %e, "cannot read the list of tables with triggers"),
-            Err(_) => warn!("reading the list of tables with triggers timed out"),
-        }
-    }
-
-    /// A table that has just become tracked may have had writes before its
-    /// triggers existed (a CREATE TABLE ... SELECT, inserts between the
-    /// CREATE TABLE and the install): its counter rows say nothing about
-    /// them, and the target may predate the install's bump of `*`. Before
-    /// the set with such a table is used, require what an unmarked write
-    /// requires: a replica serves reads only once it has the master's GTID
-    /// position read after this point (CREATE TRIGGER waited for every
-    /// transaction that had written the table, so that position covers
-    /// them). Also at start, when no earlier set is known. True when the
-    /// set gained tables.
-    fn guard_new_tables(&self, set: &HashSet<String>) -> bool {
-        let Ok(mut last) = self.last_tracked.lock() else {
-            return false;
-        };
-        let gained = match last.as_ref() {
-            Some(old) => set.iter().any(|t| !old.contains(t)),
-            None => !set.is_empty(),
-        };
-        if gained {
-            self.unmarked.store(Arc::new(Some(Unmarked {
-                gtid: None,
-                after_ticket: self.master_flight.ticket(),
-            })));
-        }
-        *last = Some(set.clone());
-        gained
-    }
-
-    /// Reads the tracked schemas' tables (for the untracked-tables gauge)
-    /// and, when auto-install is on, installs the triggers of those that
-    /// lack them. `None` when the scan failed (logged).
-    async fn scan_and_install(&self, conn: &mut mysql_async::Conn) -> Option<super::triggers::SchemaScan> {
-        use super::triggers;
-        let scan = match triggers::scan_tracked_schemas(conn, &self.cfg.schema).await {
-            Ok(scan) => scan,
-            Err(e) => {
-                warn!(error = %e, "cannot read the tables of the tracked schemas");
-                return None;
-            }
-        };
-        if scan.missing.is_empty() || !self.auto_install_on(conn).await {
-            return Some(scan);
-        }
-        let _one = self.installing.lock().await;
-        let (done, failed) = triggers::install_missing(conn, &self.cfg.schema, self.cfg.slots, &scan).await;
-        for report in &done {
-            let tables = report.created.len() / 3;
-            self.auto_installed.fetch_add(tables as u64, Ordering::Relaxed);
-            if tables > 0 {
-                info!(db = %report.db, created = ?report.created, "auto_install: triggers created for new tables");
-            }
-        }
-        for (db, e) in failed {
-            warn!(db = %db, error = %e, "auto_install: cannot install the triggers of new tables");
-        }
-        Some(scan)
-    }
-
-    /// Is auto-install on? Detected from the account's grants the first
-    /// time it is asked (a failed detection is asked again next time).
-    async fn auto_install_on(&self, conn: &mut mysql_async::Conn) -> bool {
-        match self.auto_install.load(Ordering::Acquire) {
-            AUTO_ON => return true,
-            AUTO_OFF => return false,
-            _ => {}
-        }
-        match super::triggers::may_create_triggers(conn, &self.cfg.schema).await {
-            Ok(on) => {
-                self.auto_install
-                    .store(if on { AUTO_ON } else { AUTO_OFF }, Ordering::Release);
-                info!(
-                    backend = %self.master_label,
-                    "freshness.auto_install {}: the account {} create triggers and write the counter table",
-                    if on { "on" } else { "off" },
-                    if on { "may" } else { "may not" }
-                );
-                on
-            }
-            Err(e) => {
-                warn!(error = %e, "auto_install: cannot read the account's privileges");
-                false
-            }
-        }
-    }
-
-    /// One scan for new tables of tracked schemas, installing them.
-    async fn rescan_new_tables(&self) {
-        let fut = async {
-            let mut conn = self.master.get_conn().await.map_err(|e| e.to_string())?;
-            self.scan_and_install(&mut conn).await;
-            Ok::<(), String>(())
-        };
-        match tokio::time::timeout(self.cfg.probe_timeout * 4, fut).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => warn!(error = %e, "auto_install: cannot reach the master"),
-            Err(_) => warn!("auto_install: the scan for new tables timed out"),
-        }
-    }
-
-    /// The pipeline's hook after a statement that may have added a table
-    /// ([`super::triggers::may_add_tables`]) succeeded through sluice: the
-    /// new tables of tracked schemas get their triggers before the client
-    /// gets its OK, so writes that follow are counted. Reads of them still
-    /// go to the master until the tracked set is re-read (next probe).
-    pub async fn install_new_tables(self: &Arc<Self>) {
-        if self.auto_install.load(Ordering::Acquire) == AUTO_OFF || self.replicas.is_empty() {
-            return;
-        }
-        // Its own task: a client that stops waiting (the limit below, or a
-        // dropped connection) must not cancel an install halfway (a
-        // trigger of three, the install lock held by a pooled connection).
-        let this = Arc::clone(self);
-        let task = tokio::spawn(async move {
-            let started = Instant::now();
-            let mut conn = this.master.get_conn().await.map_err(|e| e.to_string())?;
-            this.scan_and_install(&mut conn).await;
-            Ok::<Duration, String>(started.elapsed())
-        });
-        // The client's OK waits for the install: a few round trips and three
-        // CREATE TRIGGERs, which on a loaded server (one fsync per trigger
-        // file) took more than the 2 s allowed before, so that the "at once"
-        // promise failed under load (issue 11). The bound covers what
-        // `triggers` itself allows (a metadata lock waited for 10 s at most);
-        // past it the task goes on and the background scan finishes the job.
-        let limit = (self.cfg.probe_timeout * 4).max(Duration::from_secs(
-            u64::from(super::triggers::LOCK_WAIT_TIMEOUT_SECS) + 2,
-        ));
-        match tokio::time::timeout(limit, task).await {
-            Ok(Ok(Ok(took))) if took > Duration::from_secs(1) => {
-                info!(took_ms = took.as_millis() as u64, "auto_install: installing the triggers of new tables was slow")
-            }
-            Ok(Ok(Ok(_))) => {}
-            Ok(Ok(Err(e))) => warn!(error = %e, "auto_install: cannot reach the master"),
-            Ok(Err(e)) => warn!(error = %e, "auto_install: the install task failed"),
-            Err(_) => warn!("auto_install: installing the triggers of new tables is taking long; the client's OK does not wait for it"),
-        }
-    }
-
-    /// DDL went through sluice: the set of tables with triggers may have
-    /// changed, so trust none until it is read again.
-    pub fn forget_tracked(&self) {
-        self.tracked.store(Arc::new(None));
-        // Foreign keys may have changed too.
-        if let Ok(mut c) = self.cascades.lock() {
-            *c = None;
-        }
-        self.tracked_forgotten.store(true, Ordering::Release);
-    }
-
-    async fn probe_replica(&self, i: usize) -> Result<Counters, String> {
-        let r = &self.replicas[i];
-        let started = Instant::now();
-        let res = if self.mode == FreshnessMode::Off {
-            ping(&r.pool, self.cfg.probe_timeout).await
-        } else {
-            read_counters(
-                &r.pool,
-                &self.cfg.schema,
-                "gtid_slave_pos",
-                self.cfg.probe_timeout,
-                false,
-                self.counter_tables(),
-            )
-            .await
-        };
-        r.last_probe_us
-            .store(started.elapsed().as_micros() as u64, Ordering::Relaxed);
-        r.probe_seconds.observe(started.elapsed()); // metrics: probe latency histogram
-        let (rise, fall) = (self.cfg.rise, self.cfg.fall);
-        let mut before = Health::default();
-        r.health.send_if_modified(|h| {
-            before = *h;
-            h.record(res.is_ok(), rise, fall)
-        });
-        let after = *r.health.borrow();
-        r.flags.store(&after);
-        if before.up && !after.up {
-            // Reads under way on it look again (after the flags changed).
-            if let Some(wake) = self.down_hook.get() {
-                wake();
-            }
-        }
-        match &res {
-            Ok(c) => {
-                r.counters.store(Arc::new(c.clone()));
-                self.clear_unmarked_if_applied();
-                if after.in_rotation() && !before.in_rotation() {
-                    info!(replica = %r.label, "replica healthy: in rotation");
-                }
-                let target = self.target.load();
-                let (mt, rt) = (target.total(), c.total());
-                r.lag_writes.store(mt.saturating_sub(rt), Ordering::Relaxed);
-                if let Ok(h) = self.history.lock() {
-                    r.lag_ms
-                        .store(h.lag(rt, Instant::now()).as_millis() as u64, Ordering::Relaxed);
-                }
-            }
-            Err(e) => {
-                r.probe_failures.fetch_add(1, Ordering::Relaxed);
-                if before.in_rotation() {
-                    warn!(replica = %r.label, error = %e, "replica probe failed: out of rotation");
-                }
-                if before.up && !after.up {
-                    warn!(
-                        replica = %r.label,
-                        error = %e,
-                        "replica down after {fall} failed probes in a row: reads streaming from it are cut off"
-                    );
-                }
-            }
-        }
-        res
-    }
-
-    async fn replica_probe_shared(&self, i: usize, ticket: u64) -> Result<Counters, String> {
-        let r = &self.replicas[i];
-        let res = r.flight.after(ticket, || self.probe_replica(i)).await;
-        res.as_ref().clone()
-    }
-
-    async fn replica_loop(me: Weak<Self>, i: usize, period: Duration) {
-        let mut tick = tokio::time::interval(period);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            let Some(this) = Self::for_round(&me) else {
-                return;
-            };
-            let t = this.replicas[i].flight.ticket();
-            let _ = this.replica_probe_shared(i, t).await;
-        }
-    }
-
-    /// Is the tracked set known, and (for a read of known tables) does it
-    /// hold every table of the read?
-    fn scope_tracked(&self, scope: Scope<'_>) -> bool {
-        match scope {
-            Scope::Tables(t) => self.tables_tracked(t),
-            Scope::All => self.tracked.load().is_some(),
-        }
-    }
-
-    /// A read went to the master for an untracked table (not for a tracked
-    /// set being re-read).
-    fn count_untracked(&self) {
-        if self.tracked.load().is_some() {
-            self.untracked_reads.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    /// Are all tables of a read tracked by triggers? (`None` tables: unknown.)
-    pub fn tables_tracked(&self, tables: &[String]) -> bool {
-        match self.tracked.load().as_ref() {
-            Some(set) => tables.iter().all(|t| set.contains(t)),
-            None => false,
         }
     }
 

@@ -5,4 +5,5 @@ pub mod failover;
 pub mod http;
 pub mod raw;
 pub mod reads;
+pub mod tls;
 pub mod wire;

@@ -317,9 +317,11 @@ fn show_state(shared: &Shared) -> Table {
     t
 }
 
-/// `SHOW TOPOLOGY`: one row per group as the topology probes last saw it
-/// (the fields of `GET /v1/topology` without its per-server list, which is
-/// `SHOW BACKENDS`).
+/// `SHOW TOPOLOGY`: `GET /v1/topology` as rows, one per server of every
+/// group: each group's fields (`writable` comma-separated) then each of its
+/// servers' fields (`replication`: the same JSON as over HTTP), named as
+/// the JSON names them. Same fields, same servers (tests/console.rs
+/// compares them).
 fn show_topology(groups: &[GroupView]) -> Table {
     use Kind::{Int, Text};
     let mut t = Table::new(&[
@@ -329,16 +331,41 @@ fn show_topology(groups: &[GroupView]) -> Table {
         ("writable", Text),
         ("master_changes", Int),
         ("lost_transactions", Int),
+        ("addr", Text),
+        ("role", Text),
+        ("reachable", Int),
+        ("read_only", Int),
+        ("server_id", Int),
+        ("in_rotation", Int),
+        ("reason", Text),
+        ("gtid_binlog_pos", Text),
+        ("gtid_current_pos", Text),
+        ("replication", Text),
+        ("error", Text),
     ]);
+    let opt_text = |s: &Option<String>| s.as_deref().map_or(Value::Null, Value::text);
     for g in groups {
-        t.rows.push(vec![
-            Value::text(&g.group),
-            Value::text(g.topology),
-            g.master.as_deref().map_or(Value::Null, Value::text),
-            Value::text(g.writable.join(",")),
-            Value::Int(g.master_changes as i64),
-            Value::Int(g.lost_transactions as i64),
-        ]);
+        for s in &g.servers {
+            t.rows.push(vec![
+                Value::text(&g.group),
+                Value::text(g.topology),
+                opt_text(&g.master),
+                Value::text(g.writable.join(",")),
+                Value::Int(g.master_changes as i64),
+                Value::Int(g.lost_transactions as i64),
+                Value::text(&s.addr),
+                Value::text(s.role),
+                Value::flag(s.reachable),
+                Value::opt_flag(s.read_only),
+                s.server_id.map_or(Value::Null, |id| Value::Int(i64::from(id))),
+                Value::flag(s.in_rotation),
+                Value::text(&s.reason),
+                opt_text(&s.gtid_binlog_pos),
+                opt_text(&s.gtid_current_pos),
+                Value::text(serde_json::to_string(&s.replication).unwrap_or_default()),
+                opt_text(&s.error),
+            ]);
+        }
     }
     t
 }

@@ -143,7 +143,10 @@ async fn login(socket: TcpStream, peer: SocketAddr, console: &Console) -> Result
             return Err(ProtocolError::Malformed("authentication exchange failed"));
         }
     };
-    let Some(role) = role.filter(|_| proof.proved) else {
+    // `tls.require` holds here as at the client port: checked after the
+    // password, the same access denied as a wrong one (MariaDB's REQUIRE SSL).
+    let tls_ok = tls || !rt.config.tls.as_ref().is_some_and(|t| t.require);
+    let Some(role) = role.filter(|_| proof.proved && tls_ok) else {
         let host = peer.ip().to_string();
         tracing::info!(user = %crate::logging::escaped(&hello.user, 64), %peer, "admin console: login refused");
         let denied = error::access_denied(&hello.user, &host, !hello.scramble.is_empty());

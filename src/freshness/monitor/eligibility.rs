@@ -16,10 +16,10 @@ pub enum Reason {
     /// Not probed yet: out of rotation until the first topology probe.
     Unknown = 0,
     Eligible = 1,
-    /// Its source cannot be checked: replication status cannot be read (a
-    /// missing grant, `static` groups), or the master's `@@server_id` is not
-    /// known yet (never reached). In rotation by its counters alone, as
-    /// before eligibility.
+    /// Its source cannot be proved to be the master: replication status
+    /// cannot be read (a missing grant), or the master's `@@server_id` is
+    /// not known yet (never reached) and the replica's `Master_Host:Port`
+    /// is not the group's `master.addr`. Out of rotation.
     Unverified = 2,
     /// The topology probe could not reach it.
     Unreachable = 3,
@@ -50,7 +50,7 @@ impl Reason {
 
     /// May it serve reads (counters permitting)?
     pub fn eligible(self) -> bool {
-        matches!(self, Reason::Eligible | Reason::Unverified)
+        self == Reason::Eligible
     }
 
     /// The metric label and console word.
@@ -112,13 +112,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reasons_round_trip_and_only_two_are_eligible() {
+    fn reasons_round_trip_and_only_one_is_eligible() {
         let e = Eligibility::default();
         assert_eq!(e.get(), Reason::Unknown);
         for r in Reason::ALL {
             e.set(r);
             assert_eq!(e.get(), r);
-            assert_eq!(r.eligible(), matches!(r, Reason::Eligible | Reason::Unverified));
+            assert_eq!(r.eligible(), r == Reason::Eligible);
         }
     }
 }

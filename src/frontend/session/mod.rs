@@ -57,6 +57,7 @@ use backends::Backends;
 
 mod backends;
 mod cmd;
+mod default_db;
 mod exec;
 mod followups;
 mod gate;
@@ -209,7 +210,8 @@ impl Session {
     /// Finish the login: check the default database on the master, then OK.
     async fn accept_login(&mut self) -> CmdResult {
         if self.state.db().is_some() {
-            if let Err(e) = self.held(Conn::Master).await {
+            // hook(topo43c): the master, or a replica when it is absent or paused.
+            if let Err(e) = self.check_login_db().await {
                 self.send_err(&e).await?;
                 return Err(Closed);
             }

@@ -73,6 +73,19 @@ impl Session {
             }
             lost = self.give_up_old_master(&latest);
         }
+        // hook(topo43c): the 1158 rule for every group (`Topology::master_lost_elsewhere`).
+        let elsewhere = (!matches!(cmd, COM_QUIT | COM_STMT_CLOSE | COM_STMT_SEND_LONG_DATA))
+            .then(|| {
+                (self.rt.topology).master_lost_elsewhere(&latest.topology, |g| self.backends.groups.in_tx(g))
+            })
+            .flatten();
+        if lost.is_some() || elsewhere.is_some() {
+            if let (None, Some((old, new, none))) = (&lost, elsewhere) {
+                let _ = self.give_up_old_master(&latest);
+                lost = Some(crate::error::master_changed(&old, &new, none));
+            }
+            self.backends.groups.give_up_all();
+        }
         if self.move_to(&latest).is_none() {
             return match lost {
                 Some(e) => Refreshed::MasterLost(e, false),

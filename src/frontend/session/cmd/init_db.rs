@@ -9,6 +9,10 @@ use crate::router::plan::RouteReason;
 impl Session {
     pub(in crate::frontend::session) async fn init_db(&mut self, payload: &[u8]) -> CmdResult {
         let db = String::from_utf8_lossy(&payload[1..]).into_owned();
+        // hook(topo43c): a replica answers when the master is absent or paused.
+        if self.init_db_on_replica(&db).await? {
+            return Ok(());
+        }
         let route = Route::master(RouteReason::SessionState);
         let Some(tracker) = self
             .run_on(route, payload, ResponseKind::Single, false, None, None)

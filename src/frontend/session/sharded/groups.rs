@@ -76,6 +76,21 @@ impl GroupConns {
         }
     }
 
+    /// hook(topo43c): a transaction is open on group `g`'s master.
+    pub(in crate::frontend::session) fn in_tx(&self, g: usize) -> bool {
+        self.held
+            .get(g)
+            .is_some_and(|h| h.as_ref().is_some_and(|h| h.in_tx))
+    }
+
+    /// hook(topo43c): a master changed under the transaction: give up every
+    /// other group's connection (closed when a transaction was open there,
+    /// see `Drop`, so the server rolls it back).
+    pub(in crate::frontend::session) fn give_up_all(&mut self) {
+        self.held.clear();
+        self.wrote = None;
+    }
+
     fn open_transactions(&self) -> bool {
         self.held.iter().flatten().any(|h| h.in_tx)
     }
