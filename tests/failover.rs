@@ -303,7 +303,7 @@ async fn a_load_keeps_running_through_the_failover() {
     let s = Sluice::start(&follow_config(&cluster));
     wait_replica_reads(&s, &db, m.server_id).await;
     let stop = Arc::new(AtomicBool::new(false));
-    let acked = Arc::new(Mutex::new(Vec::<i64>::new()));
+    let acked = Arc::new(Mutex::new(Vec::<(i64, Instant)>::new()));
     let acked_max = Arc::new(AtomicI64::new(0));
     let errors = Arc::new(Mutex::new(Vec::<String>::new()));
     let url = s.app_url(&db);
@@ -333,7 +333,7 @@ async fn a_load_keeps_running_through_the_failover() {
                 };
                 match r {
                     Ok(()) => {
-                        acked.lock().unwrap().push(id);
+                        acked.lock().unwrap().push((id, Instant::now()));
                         acked_max.store(id, Ordering::Release);
                     }
                     Err(e) => {
@@ -391,6 +391,7 @@ async fn a_load_keeps_running_through_the_failover() {
         })
     };
     tokio::time::sleep(Duration::from_millis(1000)).await;
+    let killed_at = Instant::now();
     m.kill();
     promote(r1);
     let promoted = Instant::now();
@@ -417,7 +418,11 @@ async fn a_load_keeps_running_through_the_failover() {
         .split(',')
         .filter_map(|x| x.parse().ok())
         .collect();
-    let missing: Vec<i64> = acked.iter().copied().filter(|id| !on_r1.contains(id)).collect();
+    let missing: Vec<(i64, Instant)> = acked
+        .iter()
+        .copied()
+        .filter(|(id, _)| !on_r1.contains(id))
+        .collect();
     let lost = metric(
         s.admin_port,
         "sluice_failover_lost_transactions_total{group=\"main\"}",
@@ -437,12 +442,22 @@ async fn a_load_keeps_running_through_the_failover() {
     );
     assert!(stale.is_empty(), "stale reads after the switch: {stale:?}");
     assert!(
-        missing.iter().all(|id| *id < switched_at.load(Ordering::Acquire)),
+        missing
+            .iter()
+            .all(|(id, _)| *id < switched_at.load(Ordering::Acquire)),
         "{missing:?}"
     );
+    // The old master's position is known up to its last probe (every
+    // interval) or the snapshot after a write: a write acknowledged in the
+    // moment before the kill may be missing from the count, one acknowledged
+    // well before it may not.
+    let counted = missing
+        .iter()
+        .filter(|(_, at)| *at + Duration::from_millis(500) < killed_at)
+        .count();
     assert!(
-        missing.len() as f64 <= lost,
-        "missing {missing:?}, lost reported {lost}"
+        counted as f64 <= lost,
+        "missing {missing:?} ({counted} acknowledged over 500 ms before the kill), lost reported {lost}"
     );
     for e in &errors {
         let ok = ["1429", "1158"].iter().any(|c| e.ends_with(c))
