@@ -207,7 +207,8 @@ fn broadcast(ctx: &Ctx<'_>, rule: &ShardRule, name: &ObjectName) -> Result<Optio
                 &ctx.src.text[..a],
                 quote(&rule.sub_table(s)),
                 &ctx.src.text[b..]
-            ),
+            )
+            .into(),
             params: Vec::new(),
         })
         .collect();

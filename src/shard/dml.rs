@@ -262,7 +262,7 @@ pub(super) fn plan_insert(mut ins: Insert, ctx: &Ctx<'_>) -> Result<Option<Shard
         parts.push(Part {
             shard,
             group: rule.group_of(shard),
-            sql: Statement::Insert(one).to_string(),
+            sql: Statement::Insert(one).to_string().into(),
             params: Vec::new(),
         });
     }
@@ -422,7 +422,7 @@ pub(super) fn plan_update(mut u: Update, ctx: &Ctx<'_>) -> Result<Option<ShardPl
         parts.push(Part {
             shard: s,
             group: rule.group_of(s),
-            sql: Statement::Update(one).to_string(),
+            sql: Statement::Update(one).to_string().into(),
             params: Vec::new(),
         });
     }
@@ -517,7 +517,7 @@ pub(super) fn plan_delete(mut d: Delete, ctx: &Ctx<'_>) -> Result<Option<ShardPl
         parts.push(Part {
             shard: s,
             group: rule.group_of(s),
-            sql: Statement::Delete(one).to_string(),
+            sql: Statement::Delete(one).to_string().into(),
             params: Vec::new(),
         });
     }

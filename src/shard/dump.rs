@@ -120,7 +120,8 @@ fn keys(sql: &str, toks: &[Tok], db: Option<&str>, rules: &ShardRules) -> Option
                 &sql[toks[0].start..name.table.0],
                 quote_ident(&rule.sub_table(s)),
                 &sql[name.table.1..k.end]
-            ),
+            )
+            .into(),
             params: Vec::new(),
         })
         .collect();
@@ -208,7 +209,7 @@ fn lock_tables(
         parts: vec![Part {
             shard: 0,
             group: 0,
-            sql: out,
+            sql: out.into(),
             params: Vec::new(),
         }],
         ddl: false,

@@ -44,13 +44,73 @@ pub struct Part {
     pub shard: u32,
     /// Backend group holding the sub-table.
     pub group: usize,
-    pub sql: String,
+    pub sql: PartSql,
     /// For a prepared statement (planned with its placeholders kept, [`plan_prepared`]):
     /// the client's parameter index of each `?` of `sql`, in order. Such a part runs as
     /// a prepared statement on its sub-table with the client's own typed parameters, so
     /// the server computes exactly what it computes for the unsharded statement. Empty:
     /// `sql` has no placeholder (text, or values written in as literals).
     pub params: Vec<u16>,
+}
+
+/// The bytes of a part's statement. Not necessarily UTF-8: an `INSERT … VALUES` split by
+/// `split.rs` carries the client's own bytes (a dump made without `--hex-blob` holds
+/// binary column values as raw bytes in string literals), with only the table's name
+/// replaced. Shown (logs, messages, `Display`) with invalid bytes replaced.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct PartSql(Vec<u8>);
+
+impl PartSql {
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// The text, invalid UTF-8 replaced (for logs and messages, never for the server).
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        String::from_utf8_lossy(&self.0)
+    }
+}
+
+impl From<String> for PartSql {
+    fn from(s: String) -> PartSql {
+        PartSql(s.into_bytes())
+    }
+}
+
+impl From<Vec<u8>> for PartSql {
+    fn from(b: Vec<u8>) -> PartSql {
+        PartSql(b)
+    }
+}
+
+impl AsRef<[u8]> for PartSql {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for PartSql {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text())
+    }
+}
+
+impl std::fmt::Debug for PartSql {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.text(), f)
+    }
+}
+
+impl PartialEq<str> for PartSql {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other.as_bytes()
+    }
+}
+
+impl PartialEq<&str> for PartSql {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == other.as_bytes()
+    }
 }
 
 /// How a statement on a sharded table runs.
@@ -176,7 +236,7 @@ pub fn plan_prepared(
         return plan_inner(sql, current_db, rules);
     }
     let values = placement_values(params, cs);
-    if let Split::Plan(p) = split_insert(sql, Some(&values), current_db, rules)? {
+    if let Split::Plan(p) = split_insert(sql.as_bytes(), Some(&values), current_db, rules)? {
         return Ok(Some(*p));
     }
     plan_placeholders(sql, &values, current_db, rules)
@@ -280,8 +340,8 @@ fn plan_placeholders(
         None => return Ok(None),
     };
     for part in parts {
-        let (sql, order) = untag(&part.sql, params.len())?;
-        part.sql = sql;
+        let (sql, order) = untag(&part.sql.text(), params.len())?;
+        part.sql = sql.into();
         part.params = order;
     }
     Ok(planned)
@@ -328,7 +388,7 @@ fn plan_inner(sql: &str, current_db: Option<&str>, rules: &ShardRules) -> Result
         return p.map(Some);
     }
     // INSERT … VALUES is split from the client's bytes, in one pass, at any size.
-    let not_split = match split_insert(sql, None, current_db, rules)? {
+    let not_split = match split_insert(sql.as_bytes(), None, current_db, rules)? {
         Split::Plan(p) => return Ok(Some(*p)),
         Split::Other(why) => why,
     };

@@ -346,7 +346,9 @@ pub(super) async fn run_part_ok(
     params: &[RawParam],
 ) -> Result<(OkInfo, Option<String>), ErrPacket> {
     if part.params.is_empty() {
-        send_query(conn, &part.sql).await?;
+        conn.send_command(COM_QUERY, part.sql.as_bytes())
+            .await
+            .map_err(|e| lost(&e.to_string()))?;
     } else {
         send_part(conn, part).await?;
         execute_part(conn, part, params).await?;

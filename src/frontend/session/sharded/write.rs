@@ -181,7 +181,7 @@ impl Session {
         }
         let mut failure = None;
         for part in parts {
-            let log = PartLog::start(log_on, &part.sql, &label, part.shard);
+            let log = PartLog::start(log_on, &part.sql.text(), &label, part.shard);
             match run_part_ok(conn, part, params).await {
                 Ok((ok, info)) => {
                     let kind = crate::shard::ok_info::WriteKind::of(&part.sql);
