@@ -210,6 +210,7 @@ fn broadcast(ctx: &Ctx<'_>, rule: &ShardRule, name: &ObjectName) -> Result<Optio
             )
             .into(),
             params: Vec::new(),
+            prepared: false,
         })
         .collect();
     Ok(Some(ShardPlan::Write {

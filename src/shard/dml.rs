@@ -264,6 +264,7 @@ pub(super) fn plan_insert(mut ins: Insert, ctx: &Ctx<'_>) -> Result<Option<Shard
             group: rule.group_of(shard),
             sql: Statement::Insert(one).to_string().into(),
             params: Vec::new(),
+            prepared: false,
         });
     }
     let insert_id_from = per_last.map(|(s, _)| s);
@@ -424,6 +425,7 @@ pub(super) fn plan_update(mut u: Update, ctx: &Ctx<'_>) -> Result<Option<ShardPl
             group: rule.group_of(s),
             sql: Statement::Update(one).to_string().into(),
             params: Vec::new(),
+            prepared: false,
         });
     }
     Ok(Some(ShardPlan::Write {
@@ -519,6 +521,7 @@ pub(super) fn plan_delete(mut d: Delete, ctx: &Ctx<'_>) -> Result<Option<ShardPl
             group: rule.group_of(s),
             sql: Statement::Delete(one).to_string().into(),
             params: Vec::new(),
+            prepared: false,
         });
     }
     Ok(Some(ShardPlan::Write {

@@ -123,6 +123,7 @@ fn keys(sql: &str, toks: &[Tok], db: Option<&str>, rules: &ShardRules) -> Option
             )
             .into(),
             params: Vec::new(),
+            prepared: false,
         })
         .collect();
     Some(Ok(ShardPlan::Write {
@@ -211,6 +212,7 @@ fn lock_tables(
             group: 0,
             sql: out.into(),
             params: Vec::new(),
+            prepared: false,
         }],
         ddl: false,
         insert_id_from: None,

@@ -51,6 +51,20 @@ pub struct Part {
     /// the server computes exactly what it computes for the unsharded statement. Empty:
     /// `sql` has no placeholder (text, or values written in as literals).
     pub params: Vec<u16>,
+    /// Part of a prepared statement: it runs as one (see [`Part::runs_prepared`]).
+    pub prepared: bool,
+}
+
+impl Part {
+    /// Whether the part runs on its sub-table as a prepared statement (COM_STMT_PREPARE,
+    /// EXECUTE with its parameters, CLOSE) rather than as text: when it has parameters,
+    /// and for every read of a client's prepared statement, placeholders or not. The
+    /// server's column definitions differ between the protocols (a grouped TEXT column
+    /// carries the temporary table's GROUP_FLAG, 0x8000, only in the binary one), so a
+    /// prepared statement's answer is the server's binary one only if its parts are.
+    pub fn runs_prepared(&self) -> bool {
+        self.prepared || !self.params.is_empty()
+    }
 }
 
 /// The bytes of a part's statement. Not necessarily UTF-8: an `INSERT … VALUES` split by
@@ -233,7 +247,15 @@ pub fn plan_prepared(
     rules: &ShardRules,
 ) -> Result<Option<ShardPlan>, Refusal> {
     if params.is_empty() || rules.is_empty() || !rules.mentioned_in(sql) {
-        return plan_inner(sql, current_db, rules);
+        let mut planned = plan_inner(sql, current_db, rules)?;
+        // A read's parts run as prepared statements even without placeholders: the
+        // client asked for the binary protocol's answer (see `Part::runs_prepared`).
+        if let Some(ShardPlan::Select { parts, .. }) = &mut planned {
+            for part in parts {
+                part.prepared = true;
+            }
+        }
+        return Ok(planned);
     }
     let values = placement_values(params, cs);
     if let Split::Plan(p) = split_insert(sql.as_bytes(), Some(&values), current_db, rules)? {
@@ -343,6 +365,7 @@ fn plan_placeholders(
         let (sql, order) = untag(&part.sql.text(), params.len())?;
         part.sql = sql.into();
         part.params = order;
+        part.prepared = true;
     }
     Ok(planned)
 }

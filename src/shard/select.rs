@@ -71,6 +71,7 @@ pub(super) fn plan_query(q: Query, ctx: &Ctx<'_>) -> Result<Option<ShardPlan>, R
             group: p.group,
             sql: Statement::Query(Box::new(p.query)).to_string().into(),
             params: Vec::new(),
+            prepared: false,
         })
         .collect();
     Ok(Some(ShardPlan::Select {

@@ -416,6 +416,7 @@ pub(crate) fn split_insert(
             group: rule.group_of(shard),
             sql: text.into(),
             params,
+            prepared: false,
         });
     }
     Ok(Split::Plan(Box::new(ShardPlan::Write {

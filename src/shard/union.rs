@@ -364,6 +364,7 @@ pub(super) fn plan_union(q: Query, ctx: &Ctx<'_>) -> Result<Option<ShardPlan>, R
             group,
             sql: Statement::Query(Box::new(part)).to_string().into(),
             params: Vec::new(),
+            prepared: false,
         });
     }
     Ok(Some(ShardPlan::Select {
