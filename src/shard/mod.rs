@@ -56,6 +56,7 @@ mod literal;
 mod names;
 pub mod ok_info;
 mod params;
+mod part;
 mod route;
 mod select;
 mod shape;
