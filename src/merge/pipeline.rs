@@ -38,9 +38,6 @@ struct Cuts {
     total: u64,
 }
 
-/// Rows read past the merge's end, per part, to learn its warnings.
-pub const DRAIN_ROWS: usize = 10_000;
-
 /// The sentence of [`Merger::over_read`] (also for a part read whole before the merge).
 pub fn over_read_refusal(code: u16, message: &str) -> String {
     format!(
@@ -427,16 +424,18 @@ impl<S: RowSource> Merger<S> {
         }
     }
 
-    /// After the last row: reads the parts to their ends (at most [`DRAIN_ROWS`] more
-    /// rows each) for their warnings, and refuses the statement when they reported
-    /// some. A merged result cannot give the server's warnings: their number follows
+    /// After the last row: reads the parts to their ends for their warnings, and
+    /// refuses the statement when they reported some. A merged result cannot give the server's warnings: their number follows
     /// the rows each part evaluated (rows past a LIMIT the server never reaches, a
     /// group's rows evaluated once per part) and their order the parts' plans. Warnings
     /// of GROUP_CONCAT cuts the merge computes itself ([`Merger::cut_warnings`]): with
-    /// such cuts, the parts' own (a cut sub-group) are not counted. A part with more
-    /// than [`DRAIN_ROWS`] rows left is not read further (its warnings stay unknown).
+    /// such cuts, the parts' own (a cut sub-group) are not counted. Every row left is
+    /// read (and dropped: memory stays bounded): a part's warnings are only in its last
+    /// packet, and a part stopped earlier would leave the statement answered without
+    /// warnings the server gives. Parts of an ORDER BY … LIMIT carry the LIMIT, so
+    /// this costs little there; a grouped statement's parts may send many rows more.
     pub async fn finish(&mut self) -> Result<(), MergeError> {
-        let drained = self.kmerge.drain(DRAIN_ROWS).await;
+        let drained = self.kmerge.drain(usize::MAX).await;
         drained.map_err(|e| self.over_read(e))?;
         match self.kmerge.warnings() {
             Some(n) if n > 0 && self.cuts.total == 0 => Err(MergeError::Unsupported(format!(

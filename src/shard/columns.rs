@@ -78,7 +78,7 @@ pub struct NeedColumns {
 /// plan was refused.
 pub fn columns_needed(sql: &str, current_db: Option<&str>, rules: &ShardRules) -> Option<NeedColumns> {
     // INSERT … VALUES, read by its head as the planner reads it (`split.rs`), at any size.
-    if let Some(rule) = super::split::without_column_list(sql, current_db, rules) {
+    if let Some(rule) = super::split::without_column_list(sql.as_bytes(), current_db, rules) {
         return rules
             .columns
             .get(&rule.db, &rule.table)

@@ -207,8 +207,10 @@ fn broadcast(ctx: &Ctx<'_>, rule: &ShardRule, name: &ObjectName) -> Result<Optio
                 &ctx.src.text[..a],
                 quote(&rule.sub_table(s)),
                 &ctx.src.text[b..]
-            ),
+            )
+            .into(),
             params: Vec::new(),
+            prepared: false,
         })
         .collect();
     Ok(Some(ShardPlan::Write {

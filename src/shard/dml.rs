@@ -262,8 +262,9 @@ pub(super) fn plan_insert(mut ins: Insert, ctx: &Ctx<'_>) -> Result<Option<Shard
         parts.push(Part {
             shard,
             group: rule.group_of(shard),
-            sql: Statement::Insert(one).to_string(),
+            sql: Statement::Insert(one).to_string().into(),
             params: Vec::new(),
+            prepared: false,
         });
     }
     let insert_id_from = per_last.map(|(s, _)| s);
@@ -422,8 +423,9 @@ pub(super) fn plan_update(mut u: Update, ctx: &Ctx<'_>) -> Result<Option<ShardPl
         parts.push(Part {
             shard: s,
             group: rule.group_of(s),
-            sql: Statement::Update(one).to_string(),
+            sql: Statement::Update(one).to_string().into(),
             params: Vec::new(),
+            prepared: false,
         });
     }
     Ok(Some(ShardPlan::Write {
@@ -517,8 +519,9 @@ pub(super) fn plan_delete(mut d: Delete, ctx: &Ctx<'_>) -> Result<Option<ShardPl
         parts.push(Part {
             shard: s,
             group: rule.group_of(s),
-            sql: Statement::Delete(one).to_string(),
+            sql: Statement::Delete(one).to_string().into(),
             params: Vec::new(),
+            prepared: false,
         });
     }
     Ok(Some(ShardPlan::Write {

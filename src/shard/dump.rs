@@ -120,8 +120,10 @@ fn keys(sql: &str, toks: &[Tok], db: Option<&str>, rules: &ShardRules) -> Option
                 &sql[toks[0].start..name.table.0],
                 quote_ident(&rule.sub_table(s)),
                 &sql[name.table.1..k.end]
-            ),
+            )
+            .into(),
             params: Vec::new(),
+            prepared: false,
         })
         .collect();
     Some(Ok(ShardPlan::Write {
@@ -208,8 +210,9 @@ fn lock_tables(
         parts: vec![Part {
             shard: 0,
             group: 0,
-            sql: out,
+            sql: out.into(),
             params: Vec::new(),
+            prepared: false,
         }],
         ddl: false,
         insert_id_from: None,

@@ -4,7 +4,8 @@
 //!
 //! Exact where the caller uses it: the client character set lexes like UTF-8 (every byte
 //! ≥ 0x80 belongs to a character whose other bytes are ≥ 0x80 too, so none hides a quote
-//! or a backslash) and backslashes escape inside strings (the callers refuse statements
+//! or a backslash; bytes that are not UTF-8 at all, such as a binary value in a dump made
+//! without `--hex-blob`, are single bytes ≥ 0x80 to the server's lexer as to this one) and backslashes escape inside strings (the callers refuse statements
 //! with a backslash under NO_BACKSLASH_ESCAPES). What the lexer cannot read exactly (an
 //! executable comment, an unterminated string or comment) comes out as [`Kind::Bad`], and
 //! callers then leave the statement to the full planner.
@@ -56,9 +57,10 @@ fn ident_byte(c: u8) -> bool {
 }
 
 impl<'a> Lexer<'a> {
-    pub(crate) fn new(text: &'a str) -> Lexer<'a> {
+    /// Over text or bytes (a statement need not be UTF-8: see the module documentation).
+    pub(crate) fn new<S: AsRef<[u8]> + ?Sized>(text: &'a S) -> Lexer<'a> {
         Lexer {
-            b: text.as_bytes(),
+            b: text.as_ref(),
             i: 0,
             last: None,
         }
@@ -151,15 +153,21 @@ impl<'a> Lexer<'a> {
 }
 
 /// `t` is the unquoted word `w` (any case).
-pub(crate) fn word_is(sql: &str, t: &Tok, w: &str) -> bool {
-    t.kind == Kind::Word && sql[t.start..t.end].eq_ignore_ascii_case(w)
+pub(crate) fn word_is<S: AsRef<[u8]> + ?Sized>(sql: &S, t: &Tok, w: &str) -> bool {
+    t.kind == Kind::Word && sql.as_ref()[t.start..t.end].eq_ignore_ascii_case(w.as_bytes())
 }
 
 /// An identifier's name: a word, or a backquoted name with its doubled quotes undone.
-pub(crate) fn ident(sql: &str, t: &Tok) -> Option<String> {
+/// None for other tokens, and for a name that is not UTF-8 (in a statement that is not
+/// UTF-8, a name sluice cannot compare with its rules: callers then leave the statement
+/// to the planner, which refuses it).
+pub(crate) fn ident<S: AsRef<[u8]> + ?Sized>(sql: &S, t: &Tok) -> Option<String> {
+    let b = sql.as_ref();
     match t.kind {
-        Kind::Word => Some(sql[t.start..t.end].to_string()),
-        Kind::Quoted => Some(sql[t.start + 1..t.end - 1].replace("``", "`")),
+        Kind::Word => std::str::from_utf8(&b[t.start..t.end]).ok().map(str::to_string),
+        Kind::Quoted => std::str::from_utf8(&b[t.start + 1..t.end - 1])
+            .ok()
+            .map(|n| n.replace("``", "`")),
         _ => None,
     }
 }

@@ -56,6 +56,7 @@ mod literal;
 mod names;
 pub mod ok_info;
 mod params;
+mod part;
 mod route;
 mod select;
 mod shape;
@@ -71,11 +72,12 @@ use crate::merge as spec;
 pub use columns::{columns_needed, columns_query, wants_columns, NeedColumns};
 pub use describe::{describe, has_join, has_limit, has_union, logical_names, plan_dependent_join, Describe};
 pub use params::{needs_charset, Charset, ParamValue, Temporal};
-pub use plan::{bind_merge, plan, plan_prepared, Part, Refusal, ShardPlan};
+pub use plan::{bind_merge, plan, plan_prepared, Part, PartSql, Refusal, ShardPlan};
 pub use rule::{
     crc32, normalize_key, parse_atlas, KeyCollation, KeyValue, ShardFn, ShardRule, ShardRules,
     DEFAULT_MAX_LONG_DATA_SIZE, DEFAULT_MAX_STATEMENT_SIZE,
 };
+pub use split::plan_over_bytes;
 pub use text::count_placeholders;
 
 #[cfg(test)]

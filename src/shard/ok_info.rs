@@ -33,19 +33,23 @@ pub enum WriteKind {
 
 impl WriteKind {
     /// The kind of a part's statement text (the client's head: `INSERT [IGNORE] …`).
-    pub fn of(sql: &str) -> WriteKind {
+    /// Bytes: a split INSERT's part carries the client's bytes (`crate::shard::PartSql`).
+    pub fn of<S: AsRef<[u8]> + ?Sized>(sql: &S) -> WriteKind {
+        let sql = sql.as_ref();
         let words: Vec<String> = sql
-            .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+            .split(|c: &u8| !c.is_ascii_alphanumeric() && *c != b'_')
             .filter(|w| !w.is_empty())
             .take(4)
-            .map(str::to_ascii_uppercase)
+            .map(|w| String::from_utf8_lossy(w).to_ascii_uppercase())
             .collect();
         let first = words.first().map(String::as_str);
-        let upper = sql.to_ascii_uppercase();
         match first {
             Some("INSERT") => WriteKind::Insert {
                 ignore: words.iter().any(|w| w == "IGNORE"),
-                on_duplicate: upper.contains("ON DUPLICATE KEY UPDATE"),
+                // std's searches (optimized even in a debug build): parts of a bulk load are
+                // about 1 MB each.
+                on_duplicate: String::from_utf8_lossy(&sql.to_ascii_uppercase())
+                    .contains("ON DUPLICATE KEY UPDATE"),
             },
             Some("REPLACE") => WriteKind::Replace,
             _ => WriteKind::Other,

@@ -16,6 +16,7 @@ use sqlparser::tokenizer::{Location, Token, TokenWithSpan};
 
 use super::names::name_items_as_written;
 use super::params::{Charset, ParamValue};
+pub use super::part::{Part, PartSql};
 use super::rule::{ShardRule, ShardRules};
 use super::spec::MergeSpec;
 use super::split::{split_insert, Split};
@@ -37,21 +38,6 @@ impl std::fmt::Display for Refusal {
 }
 
 impl std::error::Error for Refusal {}
-
-/// The statement one sub-table receives.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Part {
-    pub shard: u32,
-    /// Backend group holding the sub-table.
-    pub group: usize,
-    pub sql: String,
-    /// For a prepared statement (planned with its placeholders kept, [`plan_prepared`]):
-    /// the client's parameter index of each `?` of `sql`, in order. Such a part runs as
-    /// a prepared statement on its sub-table with the client's own typed parameters, so
-    /// the server computes exactly what it computes for the unsharded statement. Empty:
-    /// `sql` has no placeholder (text, or values written in as literals).
-    pub params: Vec<u16>,
-}
 
 /// How a statement on a sharded table runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -173,10 +159,18 @@ pub fn plan_prepared(
     rules: &ShardRules,
 ) -> Result<Option<ShardPlan>, Refusal> {
     if params.is_empty() || rules.is_empty() || !rules.mentioned_in(sql) {
-        return plan_inner(sql, current_db, rules);
+        let mut planned = plan_inner(sql, current_db, rules)?;
+        // A read's parts run as prepared statements even without placeholders: the
+        // client asked for the binary protocol's answer (see `Part::runs_prepared`).
+        if let Some(ShardPlan::Select { parts, .. }) = &mut planned {
+            for part in parts {
+                part.prepared = true;
+            }
+        }
+        return Ok(planned);
     }
     let values = placement_values(params, cs);
-    if let Split::Plan(p) = split_insert(sql, Some(&values), current_db, rules)? {
+    if let Split::Plan(p) = split_insert(sql.as_bytes(), Some(&values), current_db, rules)? {
         return Ok(Some(*p));
     }
     plan_placeholders(sql, &values, current_db, rules)
@@ -280,9 +274,10 @@ fn plan_placeholders(
         None => return Ok(None),
     };
     for part in parts {
-        let (sql, order) = untag(&part.sql, params.len())?;
-        part.sql = sql;
+        let (sql, order) = untag(&part.sql.text(), params.len())?;
+        part.sql = sql.into();
         part.params = order;
+        part.prepared = true;
     }
     Ok(planned)
 }
@@ -328,7 +323,7 @@ fn plan_inner(sql: &str, current_db: Option<&str>, rules: &ShardRules) -> Result
         return p.map(Some);
     }
     // INSERT … VALUES is split from the client's bytes, in one pass, at any size.
-    let not_split = match split_insert(sql, None, current_db, rules)? {
+    let not_split = match split_insert(sql.as_bytes(), None, current_db, rules)? {
         Split::Plan(p) => return Ok(Some(*p)),
         Split::Other(why) => why,
     };

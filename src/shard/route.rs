@@ -21,8 +21,8 @@ use std::collections::BTreeSet;
 
 use sqlparser::ast::{BinaryOperator, Expr, InTarget, Value};
 
-use super::literal::literal_or_param;
-use super::rule::ShardRule;
+use super::literal::{literal_or_param, Lit};
+use super::rule::{ShardFn, ShardRule};
 use super::visitors::{column_ref, MisreadOperators};
 use super::ParamValue;
 
@@ -63,9 +63,36 @@ impl KeyCtx<'_> {
                 target: InTarget::List(items),
                 negated: false,
                 ..
-            } if self.is_key(expr) && !items.is_empty() => items.iter().map(|x| self.shard_of(x)).collect(),
+            } if self.is_key(expr) && !items.is_empty() && self.converts_quietly(items) => {
+                items.iter().map(|x| self.shard_of(x)).collect()
+            }
             _ => None,
         }
+    }
+
+    /// Whether the server compares the key with every value of the list without a
+    /// conversion warning, so that cutting the list down per sub-table changes no
+    /// warning: the server warns about a value it converts (`' 12 '` for an integer key:
+    /// once per list of several values, none for one value), and per row when a list
+    /// mixes strings and numbers. Otherwise the list is neither routed nor pruned: every
+    /// sub-table evaluates it whole, as the one table would, and warnings of the parts
+    /// are refused by the merge. (A one-value list is an equality to the server.)
+    fn converts_quietly(&self, items: &[Expr]) -> bool {
+        if items.len() < 2 {
+            return true;
+        }
+        items.iter().all(|x| match literal_or_param(x, self.values) {
+            Some(Lit::Null) => true,
+            Some(Lit::Int(_) | Lit::Decimal(_) | Lit::Float(_)) => self.rule.function == ShardFn::Mod,
+            Some(Lit::Str(s)) => match self.rule.function {
+                ShardFn::Hash => true,
+                ShardFn::Mod => {
+                    let digits = s.strip_prefix(b"-").unwrap_or(&s);
+                    !digits.is_empty() && digits.iter().all(u8::is_ascii_digit)
+                }
+            },
+            None => false,
+        })
     }
 
     /// The shards that can hold rows satisfying `e`; None means all.

@@ -69,8 +69,9 @@ pub(super) fn plan_query(q: Query, ctx: &Ctx<'_>) -> Result<Option<ShardPlan>, R
         .map(|p| Part {
             shard: p.shard,
             group: p.group,
-            sql: Statement::Query(Box::new(p.query)).to_string(),
+            sql: Statement::Query(Box::new(p.query)).to_string().into(),
             params: Vec::new(),
+            prepared: false,
         })
         .collect();
     Ok(Some(ShardPlan::Select {

@@ -2,7 +2,10 @@
 //! level: the rows are found with the lexer (`lex.rs`), each row's shard key value is
 //! read, and each sub-table's statement is built from the client's own bytes (the
 //! statement's head with the table name replaced, its rows, its `ON DUPLICATE KEY UPDATE`),
-//! so every literal, comment and spelling reaches the server as the client wrote it.
+//! so every literal, comment and spelling reaches the server as the client wrote it. It
+//! reads bytes, not text: a dump made without `--hex-blob` holds binary values as raw
+//! bytes in string literals, and each part carries them as they came (the caller checks
+//! that the connection's character set lexes like UTF-8, see `lex.rs`).
 //!
 //! This is how a bulk load (a `mariadb-dump` restore: extended INSERTs of about 1 MB, up
 //! to `max_allowed_packet`) goes through: one pass, no tree, memory for the parts (the size
@@ -58,7 +61,7 @@ struct Head<'r> {
 
 /// Reads the head; `Err(reason)` when the statement is not one this reader takes.
 fn head<'r>(
-    sql: &str,
+    sql: &[u8],
     lx: &mut Lexer<'_>,
     db: Option<&str>,
     rules: &'r ShardRules,
@@ -126,8 +129,9 @@ fn head<'r>(
 
 /// The literal a row's key tokens are (a number with an optional sign, a plain
 /// single-quoted string, NULL, TRUE, FALSE, or a parameter with its value).
-fn key_literal(sql: &str, toks: &[Tok], params: Option<&[ParamValue]>, param: Option<usize>) -> Option<Lit> {
-    let text = |t: &Tok| &sql[t.start..t.end];
+fn key_literal(sql: &[u8], toks: &[Tok], params: Option<&[ParamValue]>, param: Option<usize>) -> Option<Lit> {
+    // None for bytes that are not UTF-8 (a key sluice cannot read is refused).
+    let text = |t: &Tok| std::str::from_utf8(&sql[t.start..t.end]).unwrap_or("");
     match toks {
         [t] if t.kind == Kind::Num => number(text(t)),
         [s, t] if s.kind == Kind::Op && t.kind == Kind::Num && matches!(text(s), "-" | "+") => {
@@ -139,7 +143,10 @@ fn key_literal(sql: &str, toks: &[Tok], params: Option<&[ParamValue]>, param: Op
                 _ => None,
             }
         }
-        [t] if t.kind == Kind::Str => Some(Lit::Str(unescape(&sql[t.start + 1..t.end - 1], '\''))),
+        [t] if t.kind == Kind::Str => Some(Lit::Str(unescape(
+            std::str::from_utf8(&sql[t.start + 1..t.end - 1]).ok()?,
+            '\'',
+        ))),
         [t] if t.kind == Kind::Word => match text(t).to_ascii_uppercase().as_str() {
             "NULL" => Some(Lit::Null),
             "TRUE" => Some(Lit::Int(1)),
@@ -155,7 +162,7 @@ fn key_literal(sql: &str, toks: &[Tok], params: Option<&[ParamValue]>, param: Op
 /// documentation). `params`: a prepared statement's values (None for text; a text
 /// statement with placeholders is refused, as by the planner).
 pub(crate) fn split_insert(
-    sql: &str,
+    sql: &[u8],
     params: Option<&[ParamValue]>,
     db: Option<&str>,
     rules: &ShardRules,
@@ -219,12 +226,20 @@ pub(crate) fn split_insert(
                     }
                     param_count += 1;
                 }
-                Kind::Word if rules.is_table_name(&sql[t.start..t.end]) => {
-                    return Ok(Split::Other("a row names a sharded table"))
-                }
-                Kind::Quoted if ident(sql, &t).is_some_and(|n| rules.is_table_name(&n)) => {
-                    return Ok(Split::Other("a row names a sharded table"))
-                }
+                Kind::Word => match std::str::from_utf8(&sql[t.start..t.end]) {
+                    Err(_) => return Ok(Split::Other("a row holds a word that is not UTF-8")),
+                    Ok(w) if rules.is_table_name(w) => {
+                        return Ok(Split::Other("a row names a sharded table"))
+                    }
+                    Ok(_) => {}
+                },
+                Kind::Quoted => match ident(sql, &t) {
+                    None => return Ok(Split::Other("a row holds a name that is not UTF-8")),
+                    Some(n) if rules.is_table_name(&n) => {
+                        return Ok(Split::Other("a row names a sharded table"))
+                    }
+                    Some(_) => {}
+                },
                 _ => {}
             }
             empty = false;
@@ -275,7 +290,11 @@ pub(crate) fn split_insert(
                         }
                         Kind::Param => param_count += 1,
                         Kind::Word | Kind::Quoted => {
-                            let n = ident(sql, &u).unwrap_or_default();
+                            let Some(n) = ident(sql, &u) else {
+                                return Ok(Split::Other(
+                                    "its ON DUPLICATE KEY UPDATE holds a name that is not UTF-8",
+                                ));
+                            };
                             if n.eq_ignore_ascii_case(key)
                                 || rules.is_table_name(&n)
                                 || n.eq_ignore_ascii_case("RETURNING")
@@ -364,28 +383,27 @@ pub(crate) fn split_insert(
     for (shard, mine) in per_shard {
         let sub = rule.sub_table(shard);
         // Written as the client wrote the table's name: backquoted if it was.
-        let plain = sql.as_bytes()[h.name.0] != b'`'
+        let plain = sql[h.name.0] != b'`'
             && sub.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
             && !sub.bytes().all(|c| c.is_ascii_digit());
         let sub = if plain { sub } else { quote_ident(&sub) };
         let rows_len: usize = mine.iter().map(|&i| rows[i].end - rows[i].start + 1).sum();
         let suffix_len = suffix.map_or(0, |(a, b, _)| b - a + 1);
-        let mut text =
-            String::with_capacity(h.end + sub.len() + written_columns.len() + rows_len + suffix_len);
-        text.push_str(&sql[..h.name.0]);
-        text.push_str(&sub);
-        text.push_str(&written_columns);
-        text.push_str(&sql[h.name.1..h.end]);
+        let mut text = Vec::with_capacity(h.end + sub.len() + written_columns.len() + rows_len + suffix_len);
+        text.extend_from_slice(&sql[..h.name.0]);
+        text.extend_from_slice(sub.as_bytes());
+        text.extend_from_slice(written_columns.as_bytes());
+        text.extend_from_slice(&sql[h.name.1..h.end]);
         let mut order = Vec::new();
         for (n, &i) in mine.iter().enumerate() {
             let r = &rows[i];
-            text.push_str(if n == 0 { " " } else { ", " });
-            text.push_str(&sql[r.start..r.end]);
+            text.extend_from_slice(if n == 0 { b" " } else { b", " });
+            text.extend_from_slice(&sql[r.start..r.end]);
             order.extend(r.first_param..r.first_param + r.params);
         }
         if let Some((a, b, first)) = suffix {
-            text.push(' ');
-            text.push_str(&sql[a..b]);
+            text.push(b' ');
+            text.extend_from_slice(&sql[a..b]);
             order.extend(first..param_count);
         }
         let params = order
@@ -396,8 +414,9 @@ pub(crate) fn split_insert(
         parts.push(Part {
             shard,
             group: rule.group_of(shard),
-            sql: text,
+            sql: text.into(),
             params,
+            prepared: false,
         });
     }
     Ok(Split::Plan(Box::new(ShardPlan::Write {
@@ -410,10 +429,35 @@ pub(crate) fn split_insert(
 /// When `sql` is an INSERT / REPLACE … VALUES without a column list into a sharded table:
 /// that table's rule. Reads the statement's head only.
 pub(crate) fn without_column_list<'r>(
-    sql: &str,
+    sql: &[u8],
     db: Option<&str>,
     rules: &'r ShardRules,
 ) -> Option<&'r ShardRule> {
     let h = head(sql, &mut Lexer::new(sql), db, rules).ok()?;
     h.columns.is_none().then_some(h.rule)
+}
+
+/// The plan of a statement that is not UTF-8 (a dump made without `--hex-blob` writes
+/// binary values as raw bytes in string literals): `planned` was made from its text with
+/// invalid bytes replaced, which must never reach a sub-table; an `INSERT … VALUES` is
+/// split again over the client's own bytes, anything else on a sharded table is refused.
+/// A UTF-8 statement's plan, and a statement on no sharded table (sent untouched), pass
+/// through. The caller checks that the connection's character set lexes like UTF-8.
+pub fn plan_over_bytes(
+    sql: &[u8],
+    planned: Result<Option<ShardPlan>, Refusal>,
+    db: Option<&str>,
+    rules: &ShardRules,
+) -> Result<Option<ShardPlan>, Refusal> {
+    if matches!(planned, Ok(None)) || std::str::from_utf8(sql).is_ok() {
+        return planned;
+    }
+    match split_insert(sql, None, db, rules)? {
+        Split::Plan(p) => Ok(Some(*p)),
+        Split::Other(why) => Err(Refusal(format!(
+            "sluice: a statement on a sharded table that is not valid UTF-8 text must be a plain \
+             INSERT … VALUES ({why}); write binary bytes as X'...' literals (mariadb-dump --hex-blob) \
+             or bind them as parameters"
+        ))),
+    }
 }

@@ -362,8 +362,9 @@ pub(super) fn plan_union(q: Query, ctx: &Ctx<'_>) -> Result<Option<ShardPlan>, R
         parts.push(Part {
             shard: shard.unwrap_or(0),
             group,
-            sql: Statement::Query(Box::new(part)).to_string(),
+            sql: Statement::Query(Box::new(part)).to_string().into(),
             params: Vec::new(),
+            prepared: false,
         });
     }
     Ok(Some(ShardPlan::Select {

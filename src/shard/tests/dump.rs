@@ -9,7 +9,7 @@ fn rules() -> ShardRules {
 
 fn sqls(sql: &str) -> Option<Result<Vec<String>, Refusal>> {
     plan_dump_statement(sql, Some("test"), &rules())
-        .map(|r| r.map(|p| p.parts().iter().map(|x| x.sql.clone()).collect()))
+        .map(|r| r.map(|p| p.parts().iter().map(|x| x.sql.to_string()).collect()))
 }
 
 #[test]

@@ -37,7 +37,7 @@ pub(super) fn planned(sql: &str) -> ShardPlan {
 
 /// The per-shard SQL of a plan, as (shard, sql).
 pub(super) fn sqls(p: &ShardPlan) -> Vec<(u32, String)> {
-    p.parts().iter().map(|x| (x.shard, x.sql.clone())).collect()
+    p.parts().iter().map(|x| (x.shard, x.sql.to_string())).collect()
 }
 
 /// (shard, sql, the client's parameter of each `?`) of a prepared plan that must exist.
@@ -46,7 +46,7 @@ pub(super) fn prepared_parts(sql: &str, params: &[ParamValue], cs: &Charset) -> 
         Ok(Some(p)) => p
             .parts()
             .iter()
-            .map(|x| (x.shard, x.sql.clone(), x.params.clone()))
+            .map(|x| (x.shard, x.sql.to_string(), x.params.clone()))
             .collect(),
         other => panic!("{sql}: {other:?}"),
     }
@@ -74,7 +74,10 @@ pub(super) fn select(sql: &str) -> (Vec<(u32, String)>, MergeSpec, Option<usize>
 /// A write plan's parts and ddl flag.
 pub(super) fn write(sql: &str) -> (Vec<(u32, String)>, bool) {
     match planned(sql) {
-        ShardPlan::Write { parts, ddl, .. } => (parts.into_iter().map(|x| (x.shard, x.sql)).collect(), ddl),
+        ShardPlan::Write { parts, ddl, .. } => (
+            parts.into_iter().map(|x| (x.shard, x.sql.to_string())).collect(),
+            ddl,
+        ),
         p => panic!("{sql}: expected a write plan, got {p:?}"),
     }
 }

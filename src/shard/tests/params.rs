@@ -58,7 +58,7 @@ fn limit_placeholders_with_values() {
     };
     assert!(parts
         .iter()
-        .all(|x| x.sql.ends_with("ORDER BY 1 ASC LIMIT 0, 40")));
+        .all(|x| x.sql.text().ends_with("ORDER BY 1 ASC LIMIT 0, 40")));
     assert_eq!(
         merge.limit,
         Some(crate::merge::Limit {
@@ -281,7 +281,7 @@ fn prepared(sql: &str, params: &[ParamValue]) -> Vec<(u32, String, Vec<u16>)> {
         .unwrap();
     p.parts()
         .iter()
-        .map(|x| (x.shard, x.sql.clone(), x.params.clone()))
+        .map(|x| (x.shard, x.sql.to_string(), x.params.clone()))
         .collect()
 }
 
@@ -387,7 +387,11 @@ fn prepared_having_parameter_is_compared_by_the_merge() {
     .unwrap();
     // HAVING is evaluated by the merge (with the parameter's value); LIMIT by its count.
     for part in p.parts() {
-        assert!(part.params.is_empty() && !part.sql.contains('?'), "{}", part.sql);
+        assert!(
+            part.params.is_empty() && !part.sql.text().contains('?'),
+            "{}",
+            part.sql
+        );
     }
 }
 

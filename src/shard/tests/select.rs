@@ -540,3 +540,29 @@ fn sql_prepare_of_a_sharded_statement_is_refused() {
     assert!(run("SELECT 'post_reply' FROM other").unwrap().is_none());
     assert!(run("PREPARE s FROM 'SELECT 1'").unwrap().is_none());
 }
+
+/// An IN list of several values that the server compares with a conversion warning (a
+/// string that is not a plain integer for an integer key, or strings mixed with numbers:
+/// then per row) is neither routed nor pruned: cut down per sub-table it would warn
+/// otherwise (`tid IN (' 12 ')` warns nothing where `tid IN ('4', ' 12 ')` warns once).
+#[test]
+fn in_lists_that_convert_with_warnings_are_not_pruned() {
+    for w in ["tid IN ('5', ' 13 ')", "tid IN ('5x', 9)", "tid IN ('5', '9.0')"] {
+        let sql = format!("SELECT id FROM post_reply WHERE {w}");
+        let parts = sqls(&planned(&sql));
+        assert_eq!(parts.len(), 4, "{w}");
+        for (_, s) in &parts {
+            assert!(s.contains(w.trim_start_matches("tid ")), "{w}: {s}");
+        }
+    }
+    // Plain integers, as numbers or strings, mixed: routed and pruned.
+    assert_eq!(
+        shards_of("SELECT id FROM post_reply WHERE tid IN ('5', 6, -7)"),
+        vec![1, 2]
+    );
+    // One value: an equality to the server, routed as before.
+    assert_eq!(
+        shards_of("SELECT id FROM post_reply WHERE tid IN (' 13 ')"),
+        vec![1]
+    );
+}

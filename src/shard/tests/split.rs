@@ -86,7 +86,11 @@ fn large_inserts_are_split_and_what_cannot_be_split_is_refused() {
     let sql = format!("INSERT INTO post_reply (id, tid, s) VALUES {}", rows.join(","));
     let p = plan(&sql, Some("test"), &small).unwrap().unwrap();
     assert_eq!(p.parts().len(), 4);
-    let total: usize = p.parts().iter().map(|x| x.sql.matches("'row ").count()).sum();
+    let total: usize = p
+        .parts()
+        .iter()
+        .map(|x| x.sql.text().matches("'row ").count())
+        .sum();
     assert_eq!(total, 2000);
     // A key that is an expression: refused with the reason, whatever the size.
     let sql = format!(
@@ -104,5 +108,50 @@ fn large_inserts_are_split_and_what_cannot_be_split_is_refused() {
     assert!(
         e.0.contains("cannot be split row by row (a row names a sharded table)"),
         "{e}"
+    );
+}
+
+/// A statement that is not UTF-8 (binary bytes written raw, as mariadb-dump does without
+/// `--hex-blob`): an INSERT's parts carry the client's bytes; anything else on a sharded
+/// table is refused, never planned from text with its bytes replaced.
+#[test]
+fn bytes_that_are_not_utf8_are_carried_or_refused() {
+    let sql = b"INSERT INTO post_reply (id, tid, b) VALUES (1, 5, 'a\xff\\'\xc3'), (2, 4, _binary'\xf0\x9f')";
+    let lossy = String::from_utf8_lossy(sql);
+    let planned = plan_over_bytes(sql, run(&lossy), Some("test"), &rules())
+        .unwrap()
+        .unwrap();
+    let parts: Vec<(u32, Vec<u8>)> = planned
+        .parts()
+        .iter()
+        .map(|p| (p.shard, p.sql.as_bytes().to_vec()))
+        .collect();
+    assert_eq!(
+        parts,
+        vec![
+            (
+                0,
+                b"INSERT INTO post_reply_0 (id, tid, b) VALUES (2, 4, _binary'\xf0\x9f')".to_vec()
+            ),
+            (
+                1,
+                b"INSERT INTO post_reply_1 (id, tid, b) VALUES (1, 5, 'a\xff\\'\xc3')".to_vec()
+            ),
+        ]
+    );
+    let update = b"UPDATE post_reply SET b = '\xff' WHERE tid = 1";
+    let lossy = String::from_utf8_lossy(update);
+    let r = plan_over_bytes(update, run(&lossy), Some("test"), &rules()).unwrap_err();
+    assert!(r.0.contains("not valid UTF-8 text must be a plain INSERT"), "{r}");
+    // A key that is not UTF-8 cannot be placed.
+    let key = b"INSERT INTO post_reply (id, tid) VALUES (1, '\xff')";
+    let lossy = String::from_utf8_lossy(key);
+    assert!(plan_over_bytes(key, run(&lossy), Some("test"), &rules()).is_err());
+    // Not on a sharded table: passes through (sent untouched).
+    let other = b"INSERT INTO t (b) VALUES ('\xff')";
+    let lossy = String::from_utf8_lossy(other);
+    assert_eq!(
+        plan_over_bytes(other, run(&lossy), Some("test"), &rules()),
+        Ok(None)
     );
 }

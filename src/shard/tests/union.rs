@@ -179,9 +179,9 @@ fn prepared_unions_keep_their_placeholders_and_route_per_branch() {
     assert_eq!(merge.limit, None);
     assert_eq!(parts.len(), 1);
     assert_eq!(parts[0].params, vec![0, 1], "{}", parts[0].sql);
-    assert!(parts[0].sql.contains("post_reply_0 ") && parts[0].sql.contains("post_reply_1 "));
+    assert!(parts[0].sql.text().contains("post_reply_0 ") && parts[0].sql.text().contains("post_reply_1 "));
     assert!(
-        parts[0].sql.ends_with("ORDER BY id LIMIT 0, 3"),
+        parts[0].sql.text().ends_with("ORDER BY id LIMIT 0, 3"),
         "{}",
         parts[0].sql
     );
@@ -191,7 +191,11 @@ fn prepared_unions_keep_their_placeholders_and_route_per_branch() {
     assert_eq!(parts.len(), 4);
     for part in &parts {
         assert_eq!(part.params, vec![0, 1], "{}", part.sql);
-        assert!(part.sql.ends_with("ORDER BY 1 ASC LIMIT 0, 3"), "{}", part.sql);
+        assert!(
+            part.sql.text().ends_with("ORDER BY 1 ASC LIMIT 0, 3"),
+            "{}",
+            part.sql
+        );
     }
 }
 

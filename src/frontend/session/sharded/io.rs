@@ -240,7 +240,7 @@ pub(super) async fn read_defs(conn: &mut BackendConn, n: u64) -> Result<Vec<Byte
 /// Send a part: its text (COM_QUERY), or, when it has parameters, its
 /// COM_STMT_PREPARE (then [`execute_part`] once the answer is there).
 pub(super) async fn send_part(conn: &mut BackendConn, part: &Part) -> Result<(), ErrPacket> {
-    let cmd = if part.params.is_empty() {
+    let cmd = if !part.runs_prepared() {
         COM_QUERY
     } else {
         COM_STMT_PREPARE
@@ -260,7 +260,7 @@ pub(super) async fn execute_part(
     part: &Part,
     params: &[RawParam],
 ) -> Result<(), ErrPacket> {
-    if part.params.is_empty() {
+    if !part.runs_prepared() {
         return Ok(());
     }
     let bound: Option<Vec<&RawParam>> = part.params.iter().map(|&i| params.get(usize::from(i))).collect();
@@ -345,8 +345,10 @@ pub(super) async fn run_part_ok(
     part: &Part,
     params: &[RawParam],
 ) -> Result<(OkInfo, Option<String>), ErrPacket> {
-    if part.params.is_empty() {
-        send_query(conn, &part.sql).await?;
+    if !part.runs_prepared() {
+        conn.send_command(COM_QUERY, part.sql.as_bytes())
+            .await
+            .map_err(|e| lost(&e.to_string()))?;
     } else {
         send_part(conn, part).await?;
         execute_part(conn, part, params).await?;
@@ -379,7 +381,7 @@ pub(super) async fn run_part_ok(
 /// The column types of a result's definitions, to decode its binary rows
 /// (None when the part ran as text).
 pub(super) fn binary_metas(part: &Part, defs: &[Bytes]) -> Result<Option<Vec<ColumnMeta>>, ErrPacket> {
-    if part.params.is_empty() {
+    if !part.runs_prepared() {
         return Ok(None);
     }
     defs.iter()

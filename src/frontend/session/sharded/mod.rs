@@ -120,6 +120,8 @@ impl Session {
     /// COM_QUERY on text that mentions a sharded table.
     async fn plan_text(&mut self, sql: &[u8], text: &str) -> Result<Sharding, Closed> {
         let planned = self.plan_sharded(text, None).await;
+        // hook(issue 42): text that is not UTF-8 runs only as an INSERT split over its bytes.
+        let planned = crate::shard::plan_over_bytes(sql, planned, self.state.db(), &self.rt.shard_rules);
         if let Ok(None) = planned {
             // DDL naming a sub-table (`ALTER TABLE post_reply_0 …`) may change
             // the column order learned for INSERTs without a column list.
@@ -248,21 +250,15 @@ impl Session {
     }
 
     /// Why sluice cannot read the text of a statement on a sharded table as
-    /// the server will, if it cannot: it is not UTF-8 (sluice's lexer is), or
-    /// it is not ASCII and the session's character set splits it into other
-    /// tokens than UTF-8 does (a GBK character can end in the byte of `\`).
+    /// the server will, if it cannot: it is not ASCII and the session's
+    /// character set splits it into other tokens than UTF-8 does (a GBK
+    /// character can end in the byte of `\`). (Text that is not UTF-8 was
+    /// planned over its bytes or refused by `crate::shard::plan_over_bytes`.)
     /// Plain ASCII text reads alike in every client character set: no round
     /// trip for it.
     async fn unreadable_text(&mut self, sql: &[u8]) -> Option<&'static str> {
         if sql.is_ascii() {
             return None;
-        }
-        if std::str::from_utf8(sql).is_err() {
-            return Some(
-                "sluice: a statement on a sharded table must be valid UTF-8 text (mariadb-dump --hex-blob \
-                 writes binary columns so; write other bytes \
-                 as X'...' literals or bind them as parameters)",
-            );
         }
         if self.session_charset().await.lexes_like_utf8() {
             return None;
@@ -392,6 +388,12 @@ impl Session {
                         self.state.unanswered();
                         return Ok(None);
                     };
+                    // hook(issue 42): the statement after a write asks the master about it
+                    // (SHOW WARNINGS after a one-part write reads its part's).
+                    self.backends.last_conn = Conn::Master;
+                    if done.warnings_on_master {
+                        self.backends.keep = Some(Conn::Master);
+                    }
                     let mut t = ResponseTracker::new(ResponseKind::Single, false);
                     t.last_ok = Some((done.affected, done.insert_id));
                     t.last_status = Some(done.status);

@@ -122,7 +122,7 @@ impl Session {
                 Ok(c) => c,
                 Err(e) => return self.send_err(&e).await,
             };
-            let log = PartLog::start(log_on, &part.sql, &label, part.shard);
+            let log = PartLog::start(log_on, &part.sql.text(), &label, part.shard);
             if let Err(e) = send_part(&mut conn, part).await {
                 return self.send_err(&e).await;
             }
@@ -334,7 +334,7 @@ impl Session {
         let mut failure = None;
         for part in &parts {
             let label = self.rt.topology.groups[part.group].master.label.clone();
-            let log = PartLog::start(log_on, &part.sql, &label, part.shard);
+            let log = PartLog::start(log_on, &part.sql.text(), &label, part.shard);
             let r = async {
                 let conn = self.group_master(part.group).await?;
                 send_part(conn, part).await?;

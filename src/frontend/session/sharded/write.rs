@@ -24,6 +24,9 @@ pub(super) struct WriteDone {
     pub status: u16,
     /// The backend groups written to.
     pub groups: Vec<usize>,
+    /// The statement's warnings are in the diagnostics area of the session's master
+    /// connection (one part, on group 0, not wrapped): `SHOW WARNINGS` reads them there.
+    pub warnings_on_master: bool,
 }
 
 /// What the parts' OK packets add up to.
@@ -145,6 +148,7 @@ impl Session {
             affected: totals.affected,
             insert_id: totals.insert_id,
             status: totals.status,
+            warnings_on_master: totals.warnings > 0 && parts.len() == 1 && groups == [0],
             groups,
         }))
     }
@@ -181,7 +185,7 @@ impl Session {
         }
         let mut failure = None;
         for part in parts {
-            let log = PartLog::start(log_on, &part.sql, &label, part.shard);
+            let log = PartLog::start(log_on, &part.sql.text(), &label, part.shard);
             match run_part_ok(conn, part, params).await {
                 Ok((ok, info)) => {
                     let kind = crate::shard::ok_info::WriteKind::of(&part.sql);

@@ -17,6 +17,11 @@
 //! A selected column that is neither a group key nor an aggregate (MySQL without
 //! `ONLY_FULL_GROUP_BY` returns any value of the group) merges as MIN: one of the group's
 //! values, and the exact value when it is determined by the keys.
+//!
+//! Here: [`Grouped`] (the select list item by item, ORDER BY, [`Grouped::build`]);
+//! `calls.rs` (which aggregate a call is), `tags.rs` (tagged sub-streams of several
+//! DISTINCT arguments), `concat.rs` (GROUP_CONCAT's helpers), `having.rs` (HAVING as
+//! the merge evaluates it).
 
 use sqlparser::ast::helpers::attached_token::AttachedToken;
 use sqlparser::ast::{
@@ -40,6 +45,14 @@ use super::spec::{
 use super::visitors::{column_ref, expr_key, AggScan, MisreadOperators, MERGEABLE_AGGREGATES};
 use super::walk::function_name;
 
+mod calls;
+mod concat;
+mod having;
+mod tags;
+
+use calls::{agg_call, renamed, AggCall};
+use tags::{tag_ref, tag_table, tagged_x, Stream};
+
 fn refuse<T>(msg: String) -> Result<T, Refusal> {
     Err(Refusal(msg))
 }
@@ -60,78 +73,6 @@ fn position(col: usize) -> Expr {
     Expr::value(Value::Number((col + 1).to_string(), false))
 }
 
-/// An aggregate call at the top of an expression.
-pub(super) enum AggCall {
-    Simple(AggKind),
-    Avg(Function),
-    CountDistinct(Expr),
-    SumDistinct(Expr),
-    AvgDistinct(Box<Function>, Expr),
-}
-
-impl AggCall {
-    /// The argument of a DISTINCT aggregate.
-    fn distinct_arg(&self) -> Option<&Expr> {
-        match self {
-            AggCall::CountDistinct(x) | AggCall::SumDistinct(x) | AggCall::AvgDistinct(_, x) => Some(x),
-            _ => None,
-        }
-    }
-}
-
-/// Recognizes `COUNT(*)`, `COUNT(x)`, `COUNT(DISTINCT x)`, `SUM(x)`, `MIN(x)`, `MAX(x)`,
-/// `AVG(x)` (ALL or DISTINCT for MIN/MAX). Other forms of these functions are refused.
-pub(super) fn agg_call(e: &Expr, table: &str) -> Result<Option<AggCall>, Refusal> {
-    let Expr::Function(f) = e else { return Ok(None) };
-    let Some(name) = function_name(f) else {
-        return Ok(None);
-    };
-    if !MERGEABLE_AGGREGATES.contains(&name.as_str()) {
-        return Ok(None);
-    }
-    let odd = || {
-        refuse(format!(
-            "sluice: this use of {name}() on sharded table {table} is not supported across shards"
-        ))
-    };
-    let FunctionArguments::List(list) = &f.args else {
-        return odd();
-    };
-    if f.over.is_some()
-        || f.filter.is_some()
-        || f.null_treatment.is_some()
-        || !f.within_group.is_empty()
-        || !matches!(f.parameters, FunctionArguments::None)
-        || !list.clauses.is_empty()
-        || list.args.len() != 1
-    {
-        return odd();
-    }
-    let distinct = matches!(list.duplicate_treatment, Some(DuplicateTreatment::Distinct));
-    let arg = match &list.args[0] {
-        FunctionArg::Unnamed(FunctionArgExpr::Wildcard) if name == "COUNT" && !distinct => None,
-        FunctionArg::Unnamed(FunctionArgExpr::Expr(x)) => Some(x),
-        _ => return odd(),
-    };
-    Ok(Some(match (name.as_str(), distinct, arg) {
-        ("COUNT", false, _) => AggCall::Simple(AggKind::Count),
-        ("COUNT", true, Some(x)) => AggCall::CountDistinct(x.clone()),
-        ("SUM", false, Some(_)) => AggCall::Simple(AggKind::Sum),
-        ("MIN", _, Some(_)) => AggCall::Simple(AggKind::Min),
-        ("MAX", _, Some(_)) => AggCall::Simple(AggKind::Max),
-        ("AVG", false, Some(_)) => AggCall::Avg(f.clone()),
-        ("SUM", true, Some(x)) => AggCall::SumDistinct(x.clone()),
-        ("AVG", true, Some(x)) => AggCall::AvgDistinct(Box::new(f.clone()), x.clone()),
-        _ => return odd(),
-    }))
-}
-
-fn renamed(f: &Function, name: &str) -> Expr {
-    let mut f = f.clone();
-    f.name = ObjectName(vec![ObjectNamePart::Identifier(Ident::new(name))]);
-    Expr::Function(f)
-}
-
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Key,
@@ -143,58 +84,6 @@ enum Kind {
     CountDistinct,
     /// The tag of a row's sub-stream (several DISTINCT arguments).
     Tag,
-}
-
-/// Several DISTINCT arguments: the sub-stream of one of them (see [`Tagged`]).
-struct Stream {
-    key: Vec<String>,
-    /// Its column in the shard's select list (`CASE WHEN tag = j THEN x END`), once made.
-    col: Option<usize>,
-}
-
-/// The derived table and column that tag the sub-streams: each row of the sharded table
-/// joined with the tags 0..n.
-const TAG_TABLE: &str = "__sluice_d";
-const TAG_COLUMN: &str = "__sluice_w";
-
-fn tag_ref() -> Expr {
-    Expr::CompoundIdentifier(vec![Ident::new(TAG_TABLE), Ident::new(TAG_COLUMN)])
-}
-
-/// `CASE WHEN __sluice_d.__sluice_w = j THEN x END`: x in the rows of tag j, else NULL.
-fn tagged_x(j: usize, x: &Expr) -> Expr {
-    Expr::Case {
-        case_token: AttachedToken::empty(),
-        end_token: AttachedToken::empty(),
-        operand: None,
-        conditions: vec![CaseWhen {
-            condition: Expr::BinaryOp {
-                left: Box::new(tag_ref()),
-                op: BinaryOperator::Eq,
-                right: Box::new(Expr::value(Value::Number(j.to_string(), false))),
-            },
-            result: x.clone(),
-        }],
-        else_result: None,
-    }
-}
-
-/// `(SELECT 0 AS __sluice_w UNION ALL SELECT 1 …) AS __sluice_d`, joined to the FROM list.
-fn tag_table(n: usize) -> Result<TableWithJoins, Refusal> {
-    let internal = || Refusal("sluice: internal error: the tag table".into());
-    let mut sql = format!("SELECT 1 FROM (SELECT 0 AS {TAG_COLUMN}");
-    for j in 1..n {
-        sql.push_str(&format!(" UNION ALL SELECT {j}"));
-    }
-    sql.push_str(&format!(") AS {TAG_TABLE}"));
-    let mut stmts = Parser::parse_sql(&MySqlDialect {}, &sql).map_err(|_| internal())?;
-    let Some(Statement::Query(q)) = stmts.pop() else {
-        return Err(internal());
-    };
-    let SetExpr::Select(sel) = *q.body else {
-        return Err(internal());
-    };
-    sel.from.into_iter().next().ok_or_else(internal)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -305,102 +194,6 @@ impl<'c, 'a> Grouped<'c, 'a> {
         }
     }
 
-    /// Column `i` is a GROUP_CONCAT: the shards compute it per sub-group, under its
-    /// column name; every GROUP_CONCAT must share the first one's ORDER BY.
-    fn concat_at(
-        &mut self,
-        i: usize,
-        e: &Expr,
-        alias: &Option<Ident>,
-        call: ConcatCall,
-    ) -> Result<(), Refusal> {
-        let table = self.table;
-        if self.count_distinct.is_some() || self.streams.is_some() || !self.additive_distinct {
-            return refuse(format!(
-                "sluice: GROUP_CONCAT beside COUNT/SUM/AVG(DISTINCT …) on sharded table {table} is not \
-                 supported across shards"
-            ));
-        }
-        let distinct_beside = self
-            .items
-            .iter()
-            .any(|(x, _)| matches!(agg_call(x, table), Ok(Some(c)) if c.distinct_arg().is_some()));
-        if distinct_beside {
-            return refuse(format!(
-                "sluice: GROUP_CONCAT beside COUNT/SUM/AVG(DISTINCT …) on sharded table {table} is not \
-                 supported across shards"
-            ));
-        }
-        if let Some((_, first)) = self.concats.first() {
-            if first.order_key() != call.order_key() {
-                return refuse(format!(
-                    "sluice: GROUP_CONCATs with different ORDER BY on sharded table {table} are not \
-                     supported across shards (each needs its own order)"
-                ));
-            }
-        }
-        let alias = match alias {
-            Some(a) => a.clone(),
-            None => match e {
-                Expr::Function(f) => self.column_name(f),
-                _ => Ident::with_quote('`', e.to_string().replace('`', "``")),
-            },
-        };
-        self.shard_items[i] = SelectItem::ExprWithAlias {
-            expr: call.shard.clone(),
-            alias,
-        };
-        self.kinds[i] = Kind::Agg;
-        self.concats.push((i, call));
-        Ok(())
-    }
-
-    /// GROUP_CONCATs: the sub-group's order keys sorted after the group's, its helper
-    /// columns (values' length, separator, row count, `group_concat_max_len`), and the
-    /// value bytes each sub-group holds (GROUP BY terms the shards need not return).
-    fn concat_streams(
-        &mut self,
-        sort: &mut Vec<SortKey>,
-        group_cols: &mut Vec<usize>,
-    ) -> (Option<Box<Concat>>, Vec<Expr>) {
-        let concats = std::mem::take(&mut self.concats);
-        let Some((_, first)) = concats.first() else {
-            return (None, Vec::new());
-        };
-        let never = || Expr::value(Value::Null);
-        let order: Vec<(Expr, bool)> = first.order.clone();
-        let mut order_cols = Vec::with_capacity(order.len());
-        for (x, desc) in order {
-            let c = self.push_helper(x, never(), Kind::Any);
-            sort.push(SortKey { col: c, desc });
-            group_cols.push(c);
-            order_cols.push(c);
-        }
-        let rows_col = self.push_helper(count_star(), never(), Kind::Any);
-        let max_len_col = self.push_helper(max_len(), never(), Kind::Any);
-        let mut items = Vec::with_capacity(concats.len());
-        let mut bytes = Vec::with_capacity(concats.len());
-        for (col, call) in concats {
-            let len_col = self.push_helper(sum_of(call.length.clone()), never(), Kind::Any);
-            let sep_col = self.push_helper(call.separator.clone(), never(), Kind::Any);
-            items.push(ConcatItem {
-                col,
-                len_col,
-                sep_col,
-                distinct_col: call.distinct.then(|| order_cols[0]),
-            });
-            bytes.push(call.bytes);
-        }
-        (
-            Some(Box::new(Concat {
-                rows_col,
-                max_len_col,
-                items,
-            })),
-            bytes,
-        )
-    }
-
     /// The shards compute the SUM of an AVG, under the AVG's column name.
     fn sum_for_avg(&mut self, i: usize, f: &Function, alias: Option<Ident>) {
         let alias = alias.unwrap_or_else(|| self.column_name(f));
@@ -459,70 +252,6 @@ impl<'c, 'a> Grouped<'c, 'a> {
         let text = src.text.get(src.offset(start)?..src.offset(end?)?)?;
         let head = text.get(..first.value.len())?;
         (head.eq_ignore_ascii_case(&first.value) && text.ends_with(')')).then(|| text.to_string())
-    }
-
-    /// The column of x, the argument of the (non-additive) DISTINCT aggregates: the shards
-    /// group by the keys and x and the merge takes each x once per group. Only one such x
-    /// per statement: a second one would need its own sorted stream.
-    fn distinct_col(&mut self, x: &Expr) -> Result<usize, Refusal> {
-        let k = expr_key(x);
-        if self.streams.is_some() {
-            let j = self.stream_of(&k)?;
-            if let Some(c) = self.streams.as_ref().and_then(|s| s[j].col) {
-                return Ok(c);
-            }
-            // Never matched by a HAVING or ORDER BY term: its merged value is no x.
-            let c = self.push_helper(tagged_x(j, x), Expr::value(Value::Null), Kind::CountDistinct);
-            self.stream_at(j, c, x);
-            return Ok(c);
-        }
-        match (&self.distinct_key, self.count_distinct) {
-            (Some(have), Some(c)) if *have == k => Ok(c),
-            (Some(_), _) => refuse(format!(
-                "sluice: DISTINCT aggregates of two different expressions on sharded table {} are not \
-                 supported across shards (supported: COUNT/SUM/AVG(DISTINCT x) of one x, or any number \
-                 of them of the shard key {} alone)",
-                self.table, self.key.rule.key
-            )),
-            (None, _) => {
-                let c = self.push_helper(x.clone(), x.clone(), Kind::CountDistinct);
-                self.count_distinct = Some(c);
-                self.distinct_key = Some(k);
-                Ok(c)
-            }
-        }
-    }
-
-    /// The tagged sub-stream of the DISTINCT argument with `expr_key` `k`.
-    fn stream_of(&self, k: &[String]) -> Result<usize, Refusal> {
-        self.streams
-            .as_ref()
-            .and_then(|s| s.iter().position(|st| st.key == k))
-            .ok_or_else(|| Refusal("sluice: internal error: a DISTINCT argument without its stream".into()))
-    }
-
-    /// Column `c` holds sub-stream `j`'s x (behind a CASE: when x is a column, the
-    /// merge compares it under that column's collation, which the executor looks up).
-    fn stream_at(&mut self, j: usize, c: usize, x: &Expr) {
-        if let Some(s) = self.streams.as_mut() {
-            s[j].col = Some(c);
-        }
-        if let Some((quals, name)) = column_ref(x) {
-            let ours = quals.is_empty()
-                || self
-                    .key
-                    .qualifiers
-                    .iter()
-                    .any(|q| q.len() == quals.len() && q.iter().zip(&quals).all(|(a, b)| a == b));
-            if ours {
-                self.collation_of.push(CollationOf {
-                    col: c,
-                    schema: String::new(),
-                    table: String::new(),
-                    column: name.to_string(),
-                });
-            }
-        }
     }
 
     /// Adds the hidden columns of an aggregate call, returning its column.
@@ -635,115 +364,6 @@ impl<'c, 'a> Grouped<'c, 'a> {
                  aggregates and literals"
             )),
         }
-    }
-
-    fn having(&mut self, e: &Expr) -> Result<spec::Expr, Refusal> {
-        use sqlparser::ast::{BinaryOperator as B, InTarget, UnaryOperator};
-        let cmp = |op: &B| match op {
-            B::Eq => Some(CmpOp::Eq),
-            B::NotEq => Some(CmpOp::Ne),
-            B::Lt => Some(CmpOp::Lt),
-            B::LtEq => Some(CmpOp::Le),
-            B::Gt => Some(CmpOp::Gt),
-            B::GtEq => Some(CmpOp::Ge),
-            _ => None,
-        };
-        Ok(match e {
-            Expr::Nested(x) => self.having(x)?,
-            Expr::BinaryOp {
-                left,
-                op: B::And,
-                right,
-            } => spec::Expr::and(self.having(left)?, self.having(right)?),
-            Expr::BinaryOp {
-                left,
-                op: B::Or,
-                right,
-            } => spec::Expr::or(self.having(left)?, self.having(right)?),
-            Expr::BinaryOp { left, op, right } if cmp(op).is_some() => {
-                let op = cmp(op).unwrap_or(CmpOp::Eq);
-                spec::Expr::cmp(self.having_operand(left)?, op, self.having_operand(right)?)
-            }
-            Expr::UnaryOp {
-                op: UnaryOperator::Not,
-                expr,
-            } => spec::Expr::not(self.having(expr)?),
-            Expr::IsNull(x) => spec::Expr::is_null(self.having_operand(x)?),
-            Expr::IsNotNull(x) => spec::Expr::not(spec::Expr::is_null(self.having_operand(x)?)),
-            Expr::Between {
-                expr,
-                negated,
-                low,
-                high,
-            } => {
-                let x = self.having_operand(expr)?;
-                let b = spec::Expr::and(
-                    spec::Expr::cmp(x.clone(), CmpOp::Ge, self.having_operand(low)?),
-                    spec::Expr::cmp(x, CmpOp::Le, self.having_operand(high)?),
-                );
-                if *negated {
-                    spec::Expr::not(b)
-                } else {
-                    b
-                }
-            }
-            Expr::In {
-                expr,
-                target: InTarget::List(list),
-                negated,
-                ..
-            } if !list.is_empty() => {
-                let x = self.having_operand(expr)?;
-                let mut terms = Vec::with_capacity(list.len());
-                for item in list {
-                    terms.push(spec::Expr::cmp(x.clone(), CmpOp::Eq, self.having_operand(item)?));
-                }
-                // A balanced OR tree: evaluating and dropping it recurses log2(n) deep, not n.
-                while terms.len() > 1 {
-                    let mut next = Vec::with_capacity(terms.len().div_ceil(2));
-                    let mut it = terms.into_iter();
-                    while let Some(a) = it.next() {
-                        next.push(match it.next() {
-                            Some(b) => spec::Expr::or(a, b),
-                            None => a,
-                        });
-                    }
-                    terms = next;
-                }
-                let Some(any) = terms.pop() else {
-                    return refuse("sluice: empty IN list".into());
-                };
-                if *negated {
-                    spec::Expr::not(any)
-                } else {
-                    any
-                }
-            }
-            _ => {
-                return refuse(format!(
-                    "sluice: the HAVING condition {e} on sharded table {} is not supported across shards",
-                    self.table
-                ))
-            }
-        })
-    }
-
-    fn having_operand(&mut self, e: &Expr) -> Result<spec::Expr, Refusal> {
-        // `"c"` is a string, or the column c under ANSI_QUOTES: the session's sql_mode
-        // decides, which the merge does not read.
-        if let Expr::Value(v) = e {
-            if matches!(v.value, sqlparser::ast::Value::DoubleQuotedString(_)) {
-                return refuse(format!(
-                    "sluice: a double-quoted string in HAVING on sharded table {} is not supported across \
-                     shards (under ANSI_QUOTES it names a column); write it with single quotes",
-                    self.table
-                ));
-            }
-        }
-        if let Some(l) = literal_or_param(e, self.ctx.values) {
-            return Ok(spec::Expr::Lit(l.to_spec()));
-        }
-        Ok(spec::Expr::Col(self.operand(e, Purpose::Having)?))
     }
 
     /// Rewrites `sel` into the shard's statement and returns the merge spec and the
