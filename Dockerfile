@@ -3,6 +3,9 @@
 #
 #   docker build -t sluice:0.1.0 .
 #
+# scripts/test-image builds it with podman (no Docker engine needed) and runs
+# it as the chart does against a local master + replica.
+#
 # A static-enough binary on a small Debian base, run as an unprivileged user
 # with nothing writable but what the pod mounts (the chart mounts an emptyDir
 # at /tmp and the configuration Secret at /etc/sluice).
@@ -28,10 +31,12 @@ RUN touch src/main.rs src/lib.rs \
     && target/release/sluice --version
 
 FROM debian:bookworm-slim
-# ca-certificates: backend TLS with verify_ca/verify_identity against public CAs.
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends ca-certificates \
-    && rm -rf /var/lib/apt/lists/*
+# sluice never reads the system's CA store (backend TLS with verify_ca or
+# verify_identity needs `ca:` in the config, rustls does the rest), so no
+# package is installed here: no apt-get, no openssl. The build image's CA
+# bundle is copied for a server whose certificate chains to a public CA:
+# `ca: /etc/ssl/certs/ca-certificates.crt`.
+COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY --from=build /src/target/release/sluice /usr/local/bin/sluice
 COPY --from=build /src/config/sluice.yaml /etc/sluice/sluice.yaml
 # 65532: the chart's runAsUser; no shell login, no home to write to.

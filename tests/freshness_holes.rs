@@ -224,6 +224,29 @@ async fn trigger_dropped_outside_sluice_is_noticed() {
     cluster.replicas[0].start_sql_thread();
 }
 
+/// Causal mode: a DBA drops the trigger, then this client writes through
+/// sluice (nothing counts it) and reads: the snapshot taken after the write
+/// (before its OK) must notice the DDL, whatever the next periodic probe
+/// would see. A probe interval far longer than the test's statements, so
+/// that only the after-write snapshot can notice it in time.
+#[tokio::test]
+async fn causal_write_after_trigger_dropped_outside_sluice_is_seen() {
+    let cluster = Cluster::start(1);
+    let db = setup(&cluster, "fh_cdrop", &[("t", T)]).await;
+    let yaml = "freshness:\n  mode: causal\n  probe_interval: 2s\n  probe_timeout: 500ms\n";
+    let s = Sluice::start_for(&cluster, yaml);
+    let master_id = warm(&s, &db, &cluster).await;
+    cluster.replicas[0].stop_sql_thread();
+    cluster.master.sql(&format!("DROP TRIGGER {db}.sluice_ai_t"));
+    let mut c = sluice_conn(&s, &db).await;
+    c.query_drop("INSERT INTO t VALUES (5, 5)").await.expect("insert");
+    let q = "SELECT @@server_id, COUNT(*) FROM t";
+    let (id, n) = read2(&mut c, q).await;
+    assert_eq!(n, 1, "own write missing: stale answer from server {id}");
+    assert_eq!(id, master_id);
+    cluster.replicas[0].start_sql_thread();
+}
+
 #[tokio::test]
 async fn install_is_noticed_within_one_probe() {
     let cluster = Cluster::start(1);
