@@ -216,8 +216,9 @@ async fn sigint_or_a_second_signal_skips_drain_delay() {
     }
 }
 
-/// A group whose master does not answer (a port nothing listens on) and whose replica
-/// is one of the shared cluster's: ready by default (the replica can serve reads), not
+/// A group whose master sluice cannot log in to (a wrong password: the master is never
+/// reached, and the replica is proved by the address it replicates from, which is the
+/// master's as configured) and whose replica is one of the shared cluster's: ready by default (the replica can serve reads), not
 /// with `require_master`, not in strict mode (no read without a master probe), not
 /// without a replica.
 #[tokio::test]
@@ -225,14 +226,14 @@ async fn readyz_wants_a_server_that_can_serve_each_group() {
     let cluster = shared_cluster();
     // The counter table on the replica, which its probes read.
     let db = common::reads::tracked_db(cluster, "readyz").await;
-    let dead = format!("127.0.0.1:{}", free_port());
+    let dead = cluster.master.addr();
     let config = |readiness: &str, mode: &str, replicas: &str| {
         format!(
             "users:\n  - {{ name: {APP_USER}, password: {APP_PASSWORD}, backend: group }}\n\
              backend:\n  connect_timeout: 500ms\n\
              freshness:\n  mode: {mode}\n  probe_interval: 20ms\n\
              readiness:\n  require_master: {readiness}\n\
-             groups:\n  - name: main\n    master: {{ addr: \"{dead}\", user: {SLUICE_USER}, password: {SLUICE_PASSWORD} }}\n    \
+             groups:\n  - name: main\n    master: {{ addr: \"{dead}\", user: {SLUICE_USER}, password: not-the-password }}\n    \
              replicas: {replicas}\n"
         )
     };

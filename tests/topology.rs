@@ -351,9 +351,17 @@ async fn with_the_master_never_reached_a_replica_is_proved_by_its_source_address
     wait_for("R2 unverified", &s, || {
         metric(s.admin_port, &reason_series(r2, "replication_unverified")) == Some(1.0)
     });
+    // Eligible (the follower's round) and probed in rotation (the freshness
+    // monitor's): the read's route asks both.
+    wait_for("R1 in rotation", &s, || {
+        metric(
+            s.admin_port,
+            "sluice_replica_in_rotation{group=\"main\",replica=\"replica0\"}",
+        ) == Some(1.0)
+    });
     let who = readers_of(&s, &format!("{db}.t"), 30)
         .await
-        .expect("reads with the master down");
+        .unwrap_or_else(|e| panic!("reads with the master down: {e}\n{}", s.log()));
     assert!(who.iter().all(|w| *w == r1.server_id), "{who:?}");
 }
 
