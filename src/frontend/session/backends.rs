@@ -497,6 +497,9 @@ pub(super) struct Backends {
     pub(super) cursor: Option<(u32, Conn)>,
     /// The connection that ran the session's last statement.
     pub(super) last_conn: Conn,
+    /// The last statement was a sharded write whose warnings no connection holds
+    /// (see `sharded::WriteDone`): the next statement may not ask for them.
+    pub(super) warnings_elsewhere: bool,
     /// Master connections of backend groups other than 0 (sharded tables
     /// placed there) and the transaction's writing group (`groups.rs`).
     pub(super) groups: sharded::GroupConns,

@@ -26,7 +26,7 @@ use crate::router::memo;
 use crate::router::route::{self, Source};
 
 use super::prepared::{self, Conn};
-use super::sharded::{Sharding, Shards};
+use super::sharded::{self, Sharding, Shards};
 use super::state::Outcome;
 use super::{Closed, CmdResult, Session};
 use crate::router::plan::Plan;
@@ -84,6 +84,12 @@ impl Session {
         src: Source,
         exec: Exec<'_>,
     ) -> CmdResult {
+        if std::mem::take(&mut self.backends.warnings_elsewhere)
+            && c.refers_to_previous
+            && sharded::asks_for_warnings(sql)
+        {
+            return self.send_err(&sharded::warnings_not_kept()).await;
+        }
         let plan = route::plan(c, sql, src, &self.state.view());
         match self.sharding(sql, &exec).await? {
             Sharding::No => {}

@@ -394,6 +394,7 @@ impl Session {
                     if done.warnings_on_master {
                         self.backends.keep = Some(Conn::Master);
                     }
+                    self.backends.warnings_elsewhere = done.warnings_elsewhere;
                     let mut t = ResponseTracker::new(ResponseKind::Single, false);
                     t.last_ok = Some((done.affected, done.insert_id));
                     t.last_status = Some(done.status);
@@ -420,4 +421,23 @@ impl Session {
         self.groups_settle().await;
         r
     }
+}
+
+/// The statement asks for the previous statement's warnings (`SHOW WARNINGS`,
+/// `SHOW ERRORS`, `SHOW COUNT(*) WARNINGS`, `@@warning_count`, `GET DIAGNOSTICS`),
+/// as opposed to its row counts (`ROW_COUNT()`, `FOUND_ROWS()`), which sluice keeps.
+pub(super) fn asks_for_warnings(sql: &[u8]) -> bool {
+    let upper = sql.to_ascii_uppercase();
+    [&b"WARNING"[..], b"ERRORS", b"DIAGNOSTICS", b"ERROR_COUNT"]
+        .iter()
+        .any(|w| upper.windows(w.len()).any(|x| x == *w))
+}
+
+/// The refusal of a statement asking for warnings no connection holds.
+pub(super) fn warnings_not_kept() -> crate::protocol::packets::ErrPacket {
+    not_supported(
+        "the warnings of the previous statement, a write to a sharded table's sub-tables, \
+         are not kept (each sub-table's COMMIT cleared its own, and their order would not be \
+         the server's): its OK packet gave their count",
+    )
 }

@@ -27,6 +27,9 @@ pub(super) struct WriteDone {
     /// The statement's warnings are in the diagnostics area of the session's master
     /// connection (one part, on group 0, not wrapped): `SHOW WARNINGS` reads them there.
     pub warnings_on_master: bool,
+    /// It gave warnings that no connection's diagnostics area holds (several parts,
+    /// each part's COMMIT emptied its own, another group's master).
+    pub warnings_elsewhere: bool,
 }
 
 /// What the parts' OK packets add up to.
@@ -149,6 +152,7 @@ impl Session {
             insert_id: totals.insert_id,
             status: totals.status,
             warnings_on_master: totals.warnings > 0 && parts.len() == 1 && groups == [0],
+            warnings_elsewhere: totals.warnings > 0 && !(parts.len() == 1 && groups == [0]),
             groups,
         }))
     }
