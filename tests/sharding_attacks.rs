@@ -275,3 +275,61 @@ async fn long_data_is_capped() {
         .expect("session still works");
     assert_eq!(n, Some(6));
 }
+
+/// TIMESTAMPs ordered across sub-tables when the server's own zone (the session's
+/// `time_zone` left at SYSTEM/DEFAULT) has daylight saving time: the server orders by
+/// UTC, a merge by the local text, which goes back an hour when the clocks do. Three
+/// instants around Europe/Berlin's change of 2026-10-25 (02:30 CEST, 02:45 CEST, 02:30
+/// CET) in three sub-tables: through sluice the order equals the server's or is refused
+/// with 1235 (before: 02:30, 02:30, 02:45); under a fixed offset it is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timestamps_under_a_server_zone_with_daylight_saving_are_exact_or_refused() {
+    let cluster = Cluster::start(0);
+    let tz = std::process::Command::new("mysql_tzinfo_to_sql")
+        .args(["/usr/share/zoneinfo/Europe/Berlin", "Europe/Berlin"])
+        .output()
+        .expect("mysql_tzinfo_to_sql (mariadb-server)");
+    assert!(tz.status.success(), "{}", String::from_utf8_lossy(&tz.stderr));
+    cluster
+        .master
+        .sql(&format!("USE mysql; {}", String::from_utf8_lossy(&tz.stdout)));
+    cluster.master.sql("SET GLOBAL time_zone = 'Europe/Berlin'");
+    let db = unique_name("shard_tz");
+    let s = Sluice::start_for(&cluster, &yaml(&db).replace(".pr.", ".ts."));
+    cluster.master.sql(&format!("CREATE DATABASE {db}"));
+    let mut sl = connect(&s.app_url(&db)).await;
+    let mut direct = connect(&cluster.master.url(SLUICE_USER, SLUICE_PASSWORD, &db)).await;
+    // Written in UTC (Berlin's 02:30 is ambiguous on that day).
+    let rows = "(1, 1, '2026-10-25 00:30:00'), (2, 2, '2026-10-25 00:45:00'), \
+                (3, 3, '2026-10-25 01:30:00')";
+    for (c, t) in [(&mut sl, "ts"), (&mut direct, "ref")] {
+        c.query_drop("SET time_zone = '+00:00'").await.expect("utc");
+        c.query_drop(format!(
+            "CREATE TABLE {t} (id INT PRIMARY KEY, tid INT, at TIMESTAMP NULL)"
+        ))
+        .await
+        .expect("create");
+        c.query_drop(format!("INSERT INTO {t} VALUES {rows}"))
+            .await
+            .expect("insert");
+    }
+    for zone in ["DEFAULT", "'+00:00'"] {
+        for c in [&mut sl, &mut direct] {
+            c.query_drop(format!("SET time_zone = {zone}"))
+                .await
+                .expect("zone");
+        }
+        for q in ["SELECT id, at FROM {t} ORDER BY at", "SELECT 0, MAX(at) FROM {t}"] {
+            let want: Vec<(i64, String)> = direct.query(q.replace("{t}", "ref")).await.expect("direct");
+            let got = sl
+                .query::<(i64, String), _>(q.replace("{t}", "ts"))
+                .await
+                .map_err(code);
+            let fixed = zone != "DEFAULT";
+            assert!(
+                got.as_ref() == Ok(&want) || (!fixed && got.as_ref().is_err_and(|e| e.0 == NOT_SUPPORTED)),
+                "time_zone {zone}: {q}\n  sluice {got:?}\n  direct {want:?}"
+            );
+        }
+    }
+}

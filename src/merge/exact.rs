@@ -102,52 +102,30 @@ pub fn inexact_comparison(
     None
 }
 
-/// Why ordering merged TIMESTAMP values would not be the server's: it orders them (and
-/// takes MIN/MAX) by their UTC value, the merge by the text the session's `time_zone`
-/// shows, which goes back by an hour when daylight saving time ends. `named_zone`: the
-/// session set a named time zone (see [`named_time_zone`]).
-pub fn inexact_timestamp(spec: &MergeSpec, metas: &[ColumnMeta], named_zone: bool) -> Option<String> {
-    let compared = compared_columns(spec);
-    let ts = compared
+/// Whether the merge compares a TIMESTAMP column (ORDER BY, GROUP BY, DISTINCT,
+/// MIN/MAX): the server orders those by their UTC value, the merge by the text the
+/// session's `time_zone` shows, which is the same order only while that zone keeps one
+/// UTC offset (see [`ZONE_OFFSETS`]).
+pub fn compares_timestamp(spec: &MergeSpec, metas: &[ColumnMeta]) -> bool {
+    compared_columns(spec)
         .iter()
-        .any(|&c| metas.get(c).is_some_and(|m| m.column_type == types::TIMESTAMP));
-    (named_zone && ts).then(|| {
-        "sluice: ordering, grouping or MIN/MAX of a TIMESTAMP column across shards under a named time_zone \
-         is not supported (the server orders by UTC; the text a zone with daylight saving time shows does \
-         not follow that order)"
-            .to_string()
-    })
+        .any(|&c| metas.get(c).is_some_and(|m| m.column_type == types::TIMESTAMP))
 }
 
-/// Whether the last `time_zone` the session set (`sets`: its replayed SET statements) is
-/// a named zone (`'Europe/Berlin'`), which may observe daylight saving time, rather than
-/// an offset (`'+01:00'`), `SYSTEM` or `DEFAULT` (the server's own setting).
-pub fn named_time_zone(sets: &[Vec<u8>]) -> bool {
-    let mut named = false;
-    for s in sets {
-        let lower = s.to_ascii_lowercase();
-        let Some(i) = lower.windows(9).position(|w| w == b"time_zone") else {
-            continue;
-        };
-        let rest = &lower[i + 9..];
-        let Some(eq) = rest.iter().position(|&c| c == b'=') else {
-            continue;
-        };
-        let v: Vec<u8> = rest[eq + 1..]
-            .iter()
-            .copied()
-            .skip_while(u8::is_ascii_whitespace)
-            .take_while(|&c| c != b',' && c != b';')
-            .collect();
-        let v = v.trim_ascii();
-        let unquoted = v
-            .strip_prefix(b"'")
-            .and_then(|v| v.strip_suffix(b"'"))
-            .unwrap_or(v);
-        let offset = unquoted.first().is_some_and(|&c| c == b'+' || c == b'-');
-        named = !(offset || unquoted == b"system" || unquoted == b"default" || unquoted == b"utc");
-    }
-    named
+/// How many UTC offsets the session's `time_zone` shows, as the server applies it
+/// (`SYSTEM`, the server's default, a named zone or one set from a variable alike),
+/// sampled every half month from 1970 to 2038, the TIMESTAMP range: more than one is
+/// daylight saving time or a changed offset. (Each sample's local text minus its UTC
+/// instant; the Sequence engine's `seq_0_to_1633`.)
+pub const ZONE_OFFSETS: &str = "SELECT COUNT(DISTINCT TIMESTAMPDIFF(SECOND, '1970-01-01 00:00:00', \
+     FROM_UNIXTIME(seq * 1314900)) - seq * 1314900) FROM seq_0_to_1633";
+
+/// The refusal of a TIMESTAMP comparison under a zone whose offset changes.
+pub fn timestamp_refusal() -> String {
+    "sluice: ordering, grouping or MIN/MAX of a TIMESTAMP column across shards under a time_zone with \
+     daylight saving time (or another change of offset) is not supported (the server orders by UTC; \
+     the text such a zone shows does not follow that order)"
+        .to_string()
 }
 
 /// Why a merged result of groups or DISTINCT rows would not be the server's for a
@@ -189,30 +167,4 @@ pub fn inexact_avg(spec: &MergeSpec, div_precision_set: bool) -> Option<String> 
          with the default increment of 4)"
             .to_string()
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::named_time_zone;
-
-    #[test]
-    fn a_named_time_zone_is_the_last_one_set() {
-        let sets = |v: &[&str]| v.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
-        assert!(named_time_zone(&sets(&["SET time_zone = 'Europe/Berlin'"])));
-        assert!(named_time_zone(&sets(&[
-            "SET NAMES utf8mb4",
-            "set @@time_zone='America/New_York'"
-        ])));
-        assert!(!named_time_zone(&sets(&[
-            "SET time_zone = 'Europe/Berlin'",
-            "SET time_zone = '+00:00'"
-        ])));
-        assert!(!named_time_zone(&sets(&["SET time_zone = '-05:00'"])));
-        assert!(!named_time_zone(&sets(&["SET time_zone = DEFAULT"])));
-        assert!(!named_time_zone(&sets(&[
-            "SET time_zone = 'SYSTEM'",
-            "SET sql_mode = ''"
-        ])));
-        assert!(!named_time_zone(&sets(&[])));
-    }
 }

@@ -441,3 +441,19 @@ pub(super) fn warnings_not_kept() -> crate::protocol::packets::ErrPacket {
          the server's): its OK packet gave their count",
     )
 }
+
+impl Session {
+    /// Whether the session's `time_zone` shows more than one UTC offset over the
+    /// TIMESTAMP range ([`crate::merge::ZONE_OFFSETS`]), asked on the session's master
+    /// connection, where its SETs are replayed. Unknown (no master, an error) counts as
+    /// changing: the merge then refuses rather than guesses.
+    async fn zone_offset_moves(&mut self) -> bool {
+        if self.held(Conn::Master).await.is_err() {
+            return true;
+        }
+        let Some(h) = self.backends.slot(Conn::Master) else {
+            return true;
+        };
+        !matches!(h.conn.query_text(crate::merge::ZONE_OFFSETS).await, Ok(Ok(Some(n))) if n == "1")
+    }
+}

@@ -507,9 +507,10 @@ impl Session {
         if let Some(why) = merge::inexact_avg(&spec, div_precision_set) {
             return self.send_err(&not_supported(why)).await;
         }
-        let named_zone = merge::named_time_zone(self.state.sets());
+        let zone_moves = merge::compares_timestamp(&spec, &metas) && self.zone_offset_moves().await;
         let result_defs = described.as_deref().unwrap_or(&defs);
-        if let Some(why) = merge::inexact_timestamp(&spec, &metas, named_zone)
+        if let Some(why) = zone_moves
+            .then(merge::timestamp_refusal)
             .or_else(|| merge::plan_dependent_double(&spec, result_defs))
         {
             return self.send_err(&not_supported(why)).await;
