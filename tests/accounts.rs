@@ -437,3 +437,53 @@ async fn parked_connections_make_room_for_another_account() {
         );
     }
 }
+
+/// An account whose plugin sluice cannot check and log in with (ed25519: sluice logs
+/// in to the backends as the account with mysql_native_password, and a client's
+/// Ed25519 signature gives it no secret to do so) is refused with the server's plain
+/// 1045, and the log names the plugin, also when the account was created after sluice
+/// last read the accounts (found only by the re-read that follows a failed check).
+#[tokio::test]
+async fn an_account_with_a_plugin_sluice_cannot_use_is_refused_and_logged() {
+    let m = &shared_cluster().master;
+    if m.try_sql("SELECT 1 FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'ed25519'")
+        .map(|v| v.trim().is_empty())
+        .unwrap_or(true)
+    {
+        m.sql("INSTALL SONAME 'auth_ed25519'");
+    }
+    let s = sluice_with_accounts("");
+    let user = unique_name("acc_ed");
+    m.sql(&format!(
+        "CREATE USER '{user}'@'%' IDENTIFIED VIA ed25519 USING PASSWORD('{PW}')"
+    ));
+    let cli = |port: u16| {
+        std::process::Command::new("mariadb")
+            .args(["-h127.0.0.1", &format!("-P{port}"), &format!("-u{user}")])
+            .args([
+                &format!("-p{PW}"),
+                "--ssl=0",
+                "-N",
+                "-B",
+                "-e",
+                "SELECT CURRENT_USER()",
+            ])
+            .output()
+            .expect("mariadb CLI")
+    };
+    let direct = cli(master_port());
+    assert!(
+        direct.status.success(),
+        "{}",
+        String::from_utf8_lossy(&direct.stderr)
+    );
+    let through = cli(s.port);
+    let err = String::from_utf8_lossy(&through.stderr);
+    assert!(!through.status.success() && err.contains("1045"), "{err}");
+    assert!(
+        s.log().contains("cannot authenticate this account's plugin") && s.log().contains("ed25519"),
+        "{}",
+        s.log()
+    );
+    m.sql(&format!("DROP USER '{user}'@'%'"));
+}

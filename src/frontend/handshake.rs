@@ -355,6 +355,8 @@ where
     };
     let proof = auth_exchange::authenticate(client, seq, &user, plugin, nonce, scramble, tls).await?;
     let mut found = (checkable && proof.proved).then(|| (account.clone(), proof.stage1));
+    // The account as last read, for the log line of a refusal.
+    let mut last_read = account.clone();
     if found.is_none() {
         // Maybe the account was created or its password changed since the
         // last read: read them again (rate-limited) and check the same
@@ -363,6 +365,7 @@ where
             let wait = (auth.refresh / 2).max(std::time::Duration::from_millis(500));
             let snap = shared.accounts.refresh_now(wait).await;
             let again = snap.find(name, ip);
+            last_read = again.clone();
             found = match again.as_ref().map(|a| &a.method) {
                 Some(crate::auth::Method::Native(h2)) => {
                     crate::auth::native::recover_stage1(h2, nonce, resp).map(|h1| (again.clone(), Some(h1)))
@@ -373,7 +376,7 @@ where
         }
     }
     let Some((Some(account), stage1)) = found else {
-        if let Some(a) = &account {
+        if let Some(a) = &last_read {
             if let crate::auth::Method::Unsupported(p) = &a.method {
                 tracing::info!(
                     account = %crate::logging::escaped(&a.name(), 256),
