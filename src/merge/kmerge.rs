@@ -7,7 +7,7 @@
 //! the one head row per source the first call needs.
 
 use super::spec::SortKey;
-use super::value::{compare_opt, kind, ColumnMeta, Kind};
+use super::value::{beyond_sort_length, compare_opt, kind, ColumnMeta, Kind, SORT_LENGTH_REFUSAL};
 use super::{MergeError, TextRow};
 use std::cmp::Ordering;
 use std::future::Future;
@@ -168,6 +168,14 @@ impl<S: RowSource> KMerge<S> {
                         expected: self.columns,
                         got: row.len(),
                     });
+                }
+                if self
+                    .keys
+                    .iter()
+                    .any(|k| beyond_sort_length(row.field(k.col), k.kind))
+                {
+                    self.state = State::Failed;
+                    return Err(MergeError::Unsupported(SORT_LENGTH_REFUSAL.to_string()));
                 }
                 self.pulled += 1;
                 self.heads[i] = Some(row);

@@ -1,7 +1,7 @@
 //! Column metadata and value comparison with the server's semantics, on text-protocol
 //! values (`None` = SQL NULL).
 
-use super::collation::Coll;
+use super::collation::{Coll, CollKind};
 use super::num::cmp_decimal_text;
 use std::cmp::Ordering;
 
@@ -269,6 +269,29 @@ pub fn exact_order(m: &ColumnMeta) -> bool {
         _ => true,
     }
 }
+
+/// Whether a sort key value may be longer than the server's `max_sort_length` (1,024
+/// bytes, its default: a session that sets it is refused before the merge): the server
+/// sorts (ORDER BY, and GROUP BY / DISTINCT done by sorting) by that prefix of a
+/// string's sort key and compares whole values where it reads an index or a temporary
+/// table's key, so for such values its answer depends on its plan and the parts'. A key
+/// takes one byte per byte of text under `binary` and latin1_swedish_ci, at most four
+/// under the other collations the merge reproduces.
+pub(super) fn beyond_sort_length(v: Option<&[u8]>, k: Kind) -> bool {
+    const MAX_SORT_LENGTH: usize = 1024;
+    match (v, k) {
+        (Some(v), Kind::Str(c)) => match c.kind {
+            CollKind::Binary | CollKind::Latin1SwedishCi => v.len() > MAX_SORT_LENGTH,
+            _ => v.len() * 4 > MAX_SORT_LENGTH,
+        },
+        _ => false,
+    }
+}
+
+/// The refusal of a merge that met a value [`beyond_sort_length`].
+pub const SORT_LENGTH_REFUSAL: &str = "ordering, grouping or DISTINCT of strings longer than 256 \
+     bytes (1,024 under binary or latin1_swedish_ci) across shards is not supported: the server \
+     compares their first max_sort_length bytes or their whole value depending on its plan";
 
 /// Compares two text-protocol values of a column as the server orders them in ASC
 /// order: NULL first, numbers numerically, temporal values in time order, strings
