@@ -445,12 +445,18 @@ async fn parked_connections_make_room_for_another_account() {
 /// last read the accounts (found only by the re-read that follows a failed check).
 #[tokio::test]
 async fn an_account_with_a_plugin_sluice_cannot_use_is_refused_and_logged() {
-    let m = &shared_cluster().master;
-    if m.try_sql("SELECT 1 FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'ed25519'")
-        .map(|v| v.trim().is_empty())
-        .unwrap_or(true)
-    {
-        m.sql("INSTALL SONAME 'auth_ed25519'");
+    let cluster = shared_cluster();
+    let m = &cluster.master;
+    // On every server: the CREATE USER below replicates, and a replica without the
+    // plugin stops its SQL thread on it.
+    for server in std::iter::once(m).chain(&cluster.replicas) {
+        if server
+            .try_sql("SELECT 1 FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'ed25519'")
+            .map(|v| v.trim().is_empty())
+            .unwrap_or(true)
+        {
+            server.sql("INSTALL SONAME 'auth_ed25519'");
+        }
     }
     let s = sluice_with_accounts("");
     let user = unique_name("acc_ed");
@@ -486,4 +492,5 @@ async fn an_account_with_a_plugin_sluice_cannot_use_is_refused_and_logged() {
         s.log()
     );
     m.sql(&format!("DROP USER '{user}'@'%'"));
+    cluster.wait_replicas_caught_up();
 }
