@@ -116,9 +116,10 @@ pub fn compares_timestamp(spec: &MergeSpec, metas: &[ColumnMeta]) -> bool {
 /// (`SYSTEM`, the server's default, a named zone or one set from a variable alike),
 /// sampled every half month from 1970 to 2038, the TIMESTAMP range: more than one is
 /// daylight saving time or a changed offset. (Each sample's local text minus its UTC
-/// instant; the Sequence engine's `seq_0_to_1633`.)
+/// instant, over the Sequence engine's `mysql.seq_0_to_1633`: qualified, so it needs no
+/// default database; its BIGINT UNSIGNED made signed, since offsets can be negative.)
 pub const ZONE_OFFSETS: &str = "SELECT COUNT(DISTINCT TIMESTAMPDIFF(SECOND, '1970-01-01 00:00:00', \
-     FROM_UNIXTIME(seq * 1314900)) - seq * 1314900) FROM seq_0_to_1633";
+     FROM_UNIXTIME(s)) - s) FROM (SELECT CAST(seq AS SIGNED) * 1314900 AS s FROM mysql.seq_0_to_1633) AS x";
 
 /// The refusal of a TIMESTAMP comparison under a zone whose offset changes.
 pub fn timestamp_refusal() -> String {
