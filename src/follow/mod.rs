@@ -23,7 +23,7 @@ pub mod probe;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use mysql_async::prelude::Queryable;
@@ -567,11 +567,4 @@ fn group_view(rt: &Runtime, gi: usize, mem: &Memory) -> GroupView {
         lost_transactions: mem.lost,
         servers,
     }
-}
-
-/// How long a change of master can take to be seen (for docs and tests):
-/// two probe rounds after the promotion when the old master does not
-/// answer (`decide::confirm`), one when it answers demoted.
-pub fn detection_bound(cfg: &config::Config) -> Duration {
-    (cfg.topology.interval + cfg.freshness.probe_timeout * 2) * 2
 }

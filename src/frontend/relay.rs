@@ -185,9 +185,20 @@ impl Arrival {
 async fn discard(
     backend: &mut PacketStream<BackendIo>,
     opts: Opts,
-    mut watch: Option<&mut ReadWatch>,
+    watch: Option<&mut ReadWatch>,
 ) -> Result<(), RelayError> {
     let mut tracker = ResponseTracker::new(opts.kind, opts.deprecate_eof);
+    read_to_end(backend, &mut tracker, watch).await
+}
+
+/// Reads the rest of the response `tracker` follows, relaying nothing; an
+/// error when that cannot be done cleanly (the backend failed, a LOCAL
+/// INFILE request, over [`DISCARD_LIMIT`] more bytes).
+async fn read_to_end(
+    backend: &mut PacketStream<BackendIo>,
+    tracker: &mut ResponseTracker,
+    mut watch: Option<&mut ReadWatch>,
+) -> Result<(), RelayError> {
     let mut read = 0usize;
     loop {
         while let Some(h) = complete_frame(&backend.rbuf) {
@@ -350,23 +361,7 @@ pub async fn response(
 /// answer, or over [`DISCARD_LIMIT`] more bytes: a large result the server
 /// itself would stop sending to a closed socket): the caller kills it.
 async fn finish_unread(backend: &mut PacketStream<BackendIo>, tracker: &mut ResponseTracker) -> bool {
-    let mut read = 0usize;
-    loop {
-        while let Some(h) = complete_frame(&backend.rbuf) {
-            let step = tracker.feed(h.len, &backend.rbuf[4..4 + h.len]);
-            backend.rbuf.advance(h.total());
-            read += h.total();
-            match step {
-                Step::Done => return true,
-                Step::LocalInfile => return false,
-                Step::More if read > DISCARD_LIMIT => return false,
-                Step::More => {}
-            }
-        }
-        if backend.reserve_for_frame().is_err() || backend.fill().await.is_err() {
-            return false;
-        }
-    }
+    read_to_end(backend, tracker, None).await.is_ok()
 }
 
 /// Resolves when the client has closed its connection (end of stream or a

@@ -26,7 +26,6 @@ impl Session {
         route: Route,
         payload: &[u8],
         kind: ResponseKind,
-        hold: bool,
         prepare_id: Option<u32>,
         stmt_ids: Option<(u32, u32)>,
     ) -> Result<Option<ResponseTracker>, Closed> {
@@ -37,7 +36,7 @@ impl Session {
             prepare_id,
             stmt_ids,
         };
-        Ok(self.execute(route, cmd, hold, None).await?.map(|(t, _)| t))
+        Ok(self.execute(route, cmd, false, None).await?.map(|(t, _)| t))
     }
 
     /// Send `exec` to `route`'s connection and relay the answer: the one

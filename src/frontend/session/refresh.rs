@@ -229,10 +229,7 @@ impl Session {
 /// server, or none), as opposed to a reload keeping the same master?
 fn master_replaced(old: &Runtime, new: &Runtime) -> bool {
     match (old.topology.groups.first(), new.topology.groups.first()) {
-        (Some(o), Some(n)) => {
-            !Arc::ptr_eq(&o.master, &n.master)
-                && (o.master.addr() != n.master.addr() || o.master.fenced() || n.master.fenced())
-        }
+        (Some(o), Some(n)) => o.master_replaced_by(n),
         _ => false,
     }
 }

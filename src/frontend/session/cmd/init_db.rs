@@ -15,7 +15,7 @@ impl Session {
         }
         let route = Route::master(RouteReason::SessionState);
         let Some(tracker) = self
-            .run_on(route, payload, ResponseKind::Single, false, None, None)
+            .run_on(route, payload, ResponseKind::Single, None, None)
             .await?
         else {
             return Ok(());

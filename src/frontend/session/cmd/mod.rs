@@ -26,8 +26,6 @@ impl Session {
         kind: ResponseKind,
     ) -> CmdResult {
         let route = Route::master(RouteReason::Command);
-        self.run_on(route, payload, kind, false, None, None)
-            .await
-            .map(drop)
+        self.run_on(route, payload, kind, None, None).await.map(drop)
     }
 }

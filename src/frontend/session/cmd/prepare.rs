@@ -48,7 +48,7 @@ impl Session {
         // ROW_COUNT(), and its own diagnostics are on that connection.
         let kept_master = self.backends.keep == Some(Conn::Master);
         let tracker = self
-            .run_on(route, payload, ResponseKind::Prepare, false, Some(id), None)
+            .run_on(route, payload, ResponseKind::Prepare, Some(id), None)
             .await?;
         if kept_master && tracker.as_ref().is_some_and(|t| !t.error) {
             self.backends.keep = Some(Conn::Master);

@@ -32,7 +32,7 @@ impl Session {
         if self.backends.master.is_some() {
             let route = Route::master(RouteReason::SessionState);
             let r = self
-                .run_on(route, payload, ResponseKind::Single, false, None, None)
+                .run_on(route, payload, ResponseKind::Single, None, None)
                 .await?;
             if let Some(m) = self.backends.master.as_mut() {
                 // What the server keeps as default database after a reset is

@@ -58,7 +58,7 @@ impl Session {
         let mut packet = payload.to_vec();
         prepared::set_stmt_id(&mut packet, backend_id);
         let route = Route::new(conn, RouteReason::Statement);
-        self.run_on(route, &packet, kind, false, None, Some((backend_id, id)))
+        self.run_on(route, &packet, kind, None, Some((backend_id, id)))
             .await
             .map(drop)
     }
