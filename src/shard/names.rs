@@ -34,19 +34,24 @@ pub(super) fn name_items_as_written(
         let SelectItem::UnnamedExpr(e) = item else {
             continue;
         };
-        if matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) {
+        // A column, also in parentheses (`( k )` is named `k`).
+        let mut inner = &*e;
+        while let Expr::Nested(x) = inner {
+            inner = x;
+        }
+        if matches!(inner, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) {
             continue;
         }
         let Some(end) = item_end(tokens, start) else {
             continue;
         };
-        // A literal is named by its value, on the server as in the rendering; one the
-        // client wrote as `?` by that text.
+        // A string, TRUE, FALSE or NULL is named by its value, on the server as in the
+        // rendering; one the client wrote as `?` by that text.
         let key = |l: &Location| (l.line, l.column);
         let bound = placeholder_at
             .iter()
             .any(|p| key(p) >= key(&start) && key(p) < key(&end));
-        if !bound && is_literal(e) {
+        if !bound && named_by_value(e) {
             continue;
         }
         let Some(text) = src
@@ -106,6 +111,10 @@ fn item_starts(tokens: &[TokenWithSpan]) -> Option<Vec<Location>> {
     let mut starts = vec![it.peek()?.span.start];
     let mut depth = 0u32;
     for t in it {
+        // The first token after a comma starts the next item, a parenthesis included.
+        if let Some(last) = starts.last_mut().filter(|l| l.line == 0) {
+            *last = t.span.start;
+        }
         match &t.token {
             Token::LParen => depth += 1,
             Token::RParen if depth == 0 => return None,
@@ -118,21 +127,35 @@ fn item_starts(tokens: &[TokenWithSpan]) -> Option<Vec<Location>> {
             {
                 break
             }
-            _ => {
-                if let Some(last) = starts.last_mut().filter(|l| l.line == 0) {
-                    *last = t.span.start;
-                }
-            }
+            _ => {}
         }
     }
     starts.iter().all(|l| l.line != 0).then_some(starts)
 }
 
-/// A literal value (with a sign or a character set introducer).
-fn is_literal(e: &Expr) -> bool {
+/// A literal the server names by its value rather than by the client's text: a string
+/// (`'a'`, `N'a'`, `_latin1'a'`, in parentheses), a literal after a unary `+` (which the
+/// server drops), TRUE, FALSE and NULL (named in capitals however written). Every other literal
+/// is named by its text (`x'42'`, `b'01'`, `- 1`, `date '2020-01-01'`), which the
+/// rendering may spell otherwise (`X'42'`, `-1`, `DATE '2020-01-01'`).
+fn named_by_value(e: &Expr) -> bool {
+    use sqlparser::ast::{UnaryOperator, Value};
     match e {
-        Expr::Value(_) | Expr::Prefixed { .. } | Expr::TypedString { .. } => true,
-        Expr::UnaryOp { expr, .. } | Expr::Nested(expr) => is_literal(expr),
+        Expr::Value(v) => matches!(
+            v.value,
+            Value::SingleQuotedString(_)
+                | Value::DoubleQuotedString(_)
+                | Value::NationalStringLiteral(_)
+                | Value::Boolean(_)
+                | Value::Null
+        ),
+        Expr::Prefixed { value, .. } => named_by_value(value),
+        Expr::Nested(expr) => named_by_value(expr),
+        // The server names `+ 1` after its operand (`1`), which the rendering `+1` gets too.
+        Expr::UnaryOp {
+            op: UnaryOperator::Plus,
+            expr,
+        } => matches!(expr.as_ref(), Expr::Value(_)) || named_by_value(expr),
         _ => false,
     }
 }
