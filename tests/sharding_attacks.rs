@@ -391,3 +391,191 @@ async fn text_rows(c: &mut Conn, sql: String) -> Answer {
     let rows: Vec<mysql_async::Row> = c.query(sql).await.map_err(code)?;
     Ok(rows.into_iter().map(mysql_async::Row::unwrap).collect())
 }
+
+/// The columns' names and the rows (as text) of a statement's last result.
+async fn named_rows(
+    c: &mut Conn,
+    sql: &str,
+    binary: bool,
+) -> Result<(Vec<String>, Vec<Vec<Value>>), (u16, String)> {
+    let rows: Vec<mysql_async::Row> = if binary {
+        c.exec(sql, ()).await.map_err(code)?
+    } else {
+        c.query(sql).await.map_err(code)?
+    };
+    let names = rows.first().map_or(vec![], |r| {
+        r.columns_ref()
+            .iter()
+            .map(|c| c.name_str().into_owned())
+            .collect()
+    });
+    Ok((names, rows.into_iter().map(mysql_async::Row::unwrap).collect()))
+}
+
+/// What the server computes from the session or from the statement's row sequence, and
+/// what it names after the client's text, on a sharded table against one table, text and
+/// binary protocol: `sql_select_limit` (each sub-table applied it to its own rows: 6
+/// rows where the server sends 2), `RAND(seed)`, `ROWNUM()`, `:=` (one sequence per
+/// sub-table), `LAST_INSERT_ID()`, `ROW_COUNT()`, `@@warning_count` (the pooled part
+/// connection's values), and select items that start with a parenthesis or are literals
+/// the server names by their text (`(k, 1) = (1, 1)` was named `k`, and `ORDER BY id`
+/// then sorted by it). Reads equal the server's answer, names included, or are refused
+/// with 1235 where marked; writes equal it (rows affected and the table after) or are
+/// refused with 1235 and write nothing.
+#[tokio::test]
+async fn session_values_row_sequences_and_names_are_exact_or_refused() {
+    let cluster = shared_cluster();
+    let db = unique_name("shard_seq");
+    let s = Sluice::start_for(cluster, &yaml(&db));
+    let (_, _) = setup(cluster, &s, &db).await;
+    let mut wrong = Vec::new();
+    // (statements before, the statement, whether 1235 is acceptable)
+    let reads: &[(&str, &str, bool)] = &[
+        (
+            "SET sql_select_limit = 2",
+            "SELECT id FROM {t} ORDER BY id",
+            false,
+        ),
+        (
+            "SET sql_select_limit = 3",
+            "SELECT tid, COUNT(*) FROM {t} GROUP BY tid ORDER BY tid",
+            false,
+        ),
+        (
+            "SET sql_select_limit = 3",
+            "SELECT tid, COUNT(*) FROM {t} GROUP BY tid ORDER BY tid LIMIT 5",
+            false,
+        ),
+        (
+            "SET sql_select_limit = 0",
+            "SELECT id FROM {t} ORDER BY id",
+            false,
+        ),
+        (
+            "SET @n = 4; SET sql_select_limit = @n",
+            "SELECT id FROM {t} ORDER BY id DESC",
+            false,
+        ),
+        (
+            "SET sql_select_limit = 2",
+            "SELECT id FROM {t} UNION ALL SELECT id FROM {t} ORDER BY 1",
+            false,
+        ),
+        ("DO 0", "SELECT id, RAND(1) FROM {t} ORDER BY id", true),
+        ("DO 0", "SELECT id FROM {t} ORDER BY RAND(3) LIMIT 3", true),
+        ("DO 0", "SELECT id, ROWNUM() FROM {t} ORDER BY id", true),
+        ("DO 0", "SELECT id FROM {t} WHERE ROWNUM() <= 3 ORDER BY id", true),
+        (
+            "SET @rn = 0",
+            "SELECT id, @rn := @rn + 1 FROM {t} ORDER BY id",
+            true,
+        ),
+        (
+            "SELECT LAST_INSERT_ID(77)",
+            "SELECT id, LAST_INSERT_ID() FROM {t} WHERE tid = 2 ORDER BY id",
+            true,
+        ),
+        (
+            "DO 0",
+            "SELECT id, ROW_COUNT() FROM {t} WHERE tid = 2 ORDER BY id",
+            true,
+        ),
+        (
+            "SELECT CAST('x' AS INT)",
+            "SELECT id, @@warning_count FROM {t} WHERE tid = 2 ORDER BY id",
+            true,
+        ),
+        ("DO 0", "SELECT id, (id, 1) = (1, 1) FROM {t} ORDER BY id", false),
+        (
+            "DO 0",
+            "SELECT id, (id  +  1), ( id ) FROM {t} ORDER BY id",
+            false,
+        ),
+        (
+            "DO 0",
+            "SELECT id, x'42', b'01', - 1, date '2020-01-01', true, ( 'a' ) FROM {t} ORDER BY id",
+            false,
+        ),
+    ];
+    for binary in [false, true] {
+        for (before, q, may_refuse) in reads {
+            let mut sl = connect(&s.app_url(&db)).await;
+            let mut direct = connect(&cluster.master.url(SLUICE_USER, SLUICE_PASSWORD, &db)).await;
+            for c in [&mut sl, &mut direct] {
+                c.query_drop(*before).await.expect(before);
+            }
+            let want = named_rows(&mut direct, &q.replace("{t}", "ref"), binary).await;
+            let got = named_rows(&mut sl, &q.replace("{t}", "pr"), binary).await;
+            if !(got == want || (*may_refuse && got.as_ref().is_err_and(|e| e.0 == NOT_SUPPORTED))) {
+                wrong.push(format!(
+                    "{before}; {q} (binary {binary})\n  sluice {got:?}\n  direct {want:?}"
+                ));
+            }
+        }
+    }
+    let writes = [
+        "UPDATE {t} SET subject = ROWNUM() WHERE tid IN (1, 2)",
+        "UPDATE {t} SET subject = RAND(1) WHERE tid IN (1, 2)",
+        "UPDATE {t} SET subject = (@c := @c + 1) WHERE tid IN (1, 2)",
+        "UPDATE {t} SET subject = ROW_COUNT() WHERE tid IN (1, 2)",
+        "INSERT INTO {t} VALUES (201, 1, ROWNUM()), (202, 2, ROWNUM())",
+        "INSERT INTO {t} VALUES (203, 1, RAND(2)), (204, 2, RAND(2))",
+        "INSERT INTO {t} VALUES (205, 1, @@warning_count), (206, 2, 'x')",
+        "DELETE FROM {t} WHERE id = ROWNUM() + 9",
+        "UPDATE {t} SET subject = ROWNUM() WHERE tid = 2",
+        "INSERT INTO {t} VALUES (207, 1, 'ROWNUM() := @@x rand('), (208, 2, 'y')",
+    ];
+    let mut sl = connect(&s.app_url(&db)).await;
+    let mut direct = connect(&cluster.master.url(SLUICE_USER, SLUICE_PASSWORD, &db)).await;
+    for w in writes {
+        for c in [&mut sl, &mut direct] {
+            c.query_drop("SET @c = 0").await.expect("SET @c");
+        }
+        let table = "SELECT id, tid, subject FROM {t} ORDER BY id";
+        let before = text_rows(&mut sl, table.replace("{t}", "pr"))
+            .await
+            .expect("table");
+        let want = direct
+            .query_drop(w.replace("{t}", "ref"))
+            .await
+            .map(|_| direct.affected_rows())
+            .map_err(code);
+        let got = sl
+            .query_drop(w.replace("{t}", "pr"))
+            .await
+            .map(|_| sl.affected_rows())
+            .map_err(code);
+        let after = text_rows(&mut sl, table.replace("{t}", "pr"))
+            .await
+            .expect("table");
+        if got.as_ref().is_err_and(|e| e.0 == NOT_SUPPORTED) {
+            if after != before {
+                wrong.push(format!("{w}: refused, yet the table changed"));
+            }
+            // Keep the reference equal for the next statements.
+            direct
+                .query_drop("DELETE FROM ref; INSERT INTO ref SELECT * FROM pr_0 UNION ALL SELECT * FROM pr_1 UNION ALL SELECT * FROM pr_2 UNION ALL SELECT * FROM pr_3")
+                .await
+                .expect("reset ref");
+            continue;
+        }
+        let reference = text_rows(&mut direct, table.replace("{t}", "ref"))
+            .await
+            .expect("ref");
+        if got != want || after != reference {
+            wrong.push(format!(
+                "{w}\n  sluice {got:?} {after:?}\n  direct {want:?} {reference:?}"
+            ));
+            direct
+                .query_drop("DELETE FROM ref; INSERT INTO ref SELECT * FROM pr_0 UNION ALL SELECT * FROM pr_1 UNION ALL SELECT * FROM pr_2 UNION ALL SELECT * FROM pr_3")
+                .await
+                .expect("reset ref");
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} wrong answer(s):\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+}

@@ -18,7 +18,21 @@ pub struct Part {
     pub prepared: bool,
 }
 
+/// What a part is prefixed with when the session has a `sql_select_limit`: the server
+/// applies that limit to each part's own rows (each sub-table's first rows, or its first
+/// partial groups), where the statement's answer is the merged result's first rows; the
+/// parts run without it and the merge applies it (see [`Part::without_select_limit`]).
+const NO_SELECT_LIMIT: &[u8] = b"SET STATEMENT sql_select_limit = 18446744073709551615 FOR ";
+
 impl Part {
+    /// The part with the session's `sql_select_limit` lifted for its one statement.
+    pub fn without_select_limit(mut self) -> Part {
+        let mut sql = NO_SELECT_LIMIT.to_vec();
+        sql.extend_from_slice(self.sql.as_bytes());
+        self.sql = sql.into();
+        self
+    }
+
     /// Whether the part runs on its sub-table as a prepared statement (COM_STMT_PREPARE,
     /// EXECUTE with its parameters, CLOSE) rather than as text: when it has parameters,
     /// and for every read of a client's prepared statement, placeholders or not. The

@@ -203,12 +203,29 @@ pub(crate) fn split_insert(
         let mut key_toks: Vec<Tok> = Vec::new();
         let mut key_long = false;
         let mut key_param = None;
+        let mut prev: Option<Tok> = None;
         let end = loop {
             let Some(t) = lx.next_tok() else {
                 return Ok(Split::Other("a row does not end"));
             };
+            let before = prev.replace(t);
             match t.kind {
                 Kind::Bad => return Ok(Split::Other("it holds an executable comment")),
+                // What the planner checks on whole statements (`plan::session_value`,
+                // `plan::per_row_sequence`): a call of such a function, `:=`, `@@name`.
+                Kind::LParen
+                    if before.is_some_and(|b| {
+                        b.kind == Kind::Word
+                            && std::str::from_utf8(&sql[b.start..b.end]).is_ok_and(super::plan::checked_call)
+                    }) =>
+                {
+                    return Ok(Split::Other(
+                        "a row calls a function sluice checks on the whole statement",
+                    ))
+                }
+                Kind::Op if matches!(sql[t.start], b':' | b'@') => {
+                    return Ok(Split::Other("a row assigns or reads a variable"))
+                }
                 Kind::LParen => depth += 1,
                 Kind::RParen => {
                     depth -= 1;

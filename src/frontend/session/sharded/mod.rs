@@ -270,6 +270,36 @@ impl Session {
         )
     }
 
+    /// The session's `sql_select_limit` when it is not the default (no limit): the
+    /// implicit LIMIT the server puts on a SELECT without one. Asked on the session's
+    /// master connection, which has the session's own settings, after a replayed SET
+    /// that names it or while the session is pinned (a SET sluice does not replay, such
+    /// as `SET sql_select_limit = @n`, pins it); an error when it cannot be told (the
+    /// merge would otherwise answer every row). The server's own default is assumed to
+    /// be no limit.
+    async fn session_select_limit(&mut self) -> Result<Option<u64>, crate::protocol::packets::ErrPacket> {
+        let named = |s: &Vec<u8>| s.windows(16).any(|w| w.eq_ignore_ascii_case(b"sql_select_limit"));
+        if self.state.pins().reason().is_none() && !self.state.sets().iter().any(named) {
+            return Ok(None);
+        }
+        // A limit of 0 answers this one-row SELECT with no row.
+        let value = self
+            .session_rows("SELECT @@sql_select_limit")
+            .await
+            .and_then(|rows| match rows.first() {
+                None => Some(0),
+                Some(row) => row.first().cloned().flatten()?.parse::<u64>().ok(),
+            });
+        match value {
+            Some(u64::MAX) => Ok(None),
+            Some(v) => Ok(Some(v)),
+            None => Err(not_supported(
+                "sluice: the session's sql_select_limit could not be read from its master connection, \
+                 so a sharded SELECT cannot be limited as the server limits it",
+            )),
+        }
+    }
+
     /// Does the session's sql_mode (on its master connection) have
     /// NO_BACKSLASH_ESCAPES? Asked only for sharded statements with a
     /// backslash; when it cannot be told, assume yes (refuse, never misplace).
@@ -307,6 +337,12 @@ impl Session {
     /// The first row of `sql` run on the session's master connection, each
     /// field as text (None for NULL); None when it cannot be had.
     async fn session_row(&mut self, sql: &str) -> Option<Vec<Option<String>>> {
+        self.session_rows(sql).await?.into_iter().next()
+    }
+
+    /// The rows of `sql` run on the session's master connection (at most a few:
+    /// all are kept), each field as text (None for NULL); None on an error.
+    async fn session_rows(&mut self, sql: &str) -> Option<Vec<Vec<Option<String>>>> {
         self.held(Conn::Master).await.ok()?;
         let h = self.backends.master.as_mut()?;
         h.conn.dirty = true;
@@ -316,12 +352,12 @@ impl Session {
         };
         let n = defs.len();
         let rows = read_rows(&mut h.conn).await.ok()?;
-        let row = rows.front()?;
-        Some(
+        let text = |row: &crate::merge::TextRow| -> Vec<Option<String>> {
             (0..n)
                 .map(|i| row.field(i).map(|f| String::from_utf8_lossy(f).into_owned()))
-                .collect(),
-        )
+                .collect()
+        };
+        Some(rows.iter().map(text).collect())
     }
 
     /// Run a plan; rows go back in `format`. `c`, `sql`, `src`: the

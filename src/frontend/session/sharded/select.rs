@@ -71,8 +71,8 @@ pub(in crate::frontend::session) struct Original<'a> {
 impl Session {
     pub(super) async fn run_select(
         &mut self,
-        parts: Vec<Part>,
-        merge: merge::MergeSpec,
+        mut parts: Vec<Part>,
+        mut merge: merge::MergeSpec,
         wildcard_helpers: Option<usize>,
         format: RowFormat,
         params: &[RawParam],
@@ -83,6 +83,15 @@ impl Session {
         // `post_reply_2`), which the client must see as the logical table.
         // Until the merge ends well, FOUND_ROWS() has no answer sluice knows.
         self.state.merging();
+        // A session's sql_select_limit limits the statement's answer, not each part's.
+        match self.session_select_limit().await {
+            Ok(None) => {}
+            Ok(Some(count)) => {
+                parts = parts.into_iter().map(Part::without_select_limit).collect();
+                merge.limit.get_or_insert(merge::Limit { offset: 0, count });
+            }
+            Err(e) => return self.send_err(&e).await,
+        }
         let ordered = merge.group.is_none() && !merge.distinct && !merge.order_by.is_empty();
         let grouped = merge.group.is_some() || merge.distinct;
         if let Some(why) = crate::shard::plan_dependent_join(original.sql, parts.len(), ordered, grouped) {
