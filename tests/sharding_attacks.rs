@@ -421,7 +421,9 @@ async fn named_rows(
 /// the server names by their text (`(k, 1) = (1, 1)` was named `k`, and `ORDER BY id`
 /// then sorted by it). Reads equal the server's answer, names included, or are refused
 /// with 1235 where marked; writes equal it (rows affected and the table after) or are
-/// refused with 1235 and write nothing.
+/// refused with 1235 and write nothing. Last, the statement's time: `NOW(6)` and an
+/// `ON UPDATE CURRENT_TIMESTAMP(6)` column take one value per statement, as on the
+/// server (each part read its own clock: 4 distinct values where the server has 1).
 #[tokio::test]
 async fn session_values_row_sequences_and_names_are_exact_or_refused() {
     let cluster = shared_cluster();
@@ -570,6 +572,32 @@ async fn session_values_row_sequences_and_names_are_exact_or_refused() {
                 .query_drop("DELETE FROM ref; INSERT INTO ref SELECT * FROM pr_0 UNION ALL SELECT * FROM pr_1 UNION ALL SELECT * FROM pr_2 UNION ALL SELECT * FROM pr_3")
                 .await
                 .expect("reset ref");
+        }
+    }
+    // The statement's time is one for all its rows (the server reads its clock once per
+    // statement); each part used to read its own. Compared: how many distinct values.
+    for (c, t) in [(&mut sl, "pr"), (&mut direct, "ref")] {
+        c.query_drop(format!(
+            "ALTER TABLE {t} ADD COLUMN at TIMESTAMP(6) NULL ON UPDATE CURRENT_TIMESTAMP(6)"
+        ))
+        .await
+        .expect("ALTER");
+    }
+    for q in [
+        "SELECT DISTINCT NOW(6) FROM {t}",
+        "UPDATE {t} SET subject = 'now' WHERE tid IN (1, 2, 3)",
+        "SELECT DISTINCT at FROM {t} WHERE at IS NOT NULL",
+        "INSERT INTO {t} (id, tid, subject, at) VALUES (301, 1, 'a', NOW(6)), (302, 2, 'b', NOW(6))",
+        "SELECT DISTINCT at FROM {t} WHERE id > 300",
+    ] {
+        let want = text_rows(&mut direct, q.replace("{t}", "ref"))
+            .await
+            .map(|r| r.len());
+        let got = text_rows(&mut sl, q.replace("{t}", "pr")).await.map(|r| r.len());
+        if got != want {
+            wrong.push(format!(
+                "{q}: distinct times\n  sluice {got:?}\n  direct {want:?}"
+            ));
         }
     }
     assert!(

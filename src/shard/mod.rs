@@ -72,7 +72,9 @@ use crate::merge as spec;
 pub use columns::{columns_needed, columns_query, wants_columns, NeedColumns};
 pub use describe::{describe, has_join, has_limit, has_union, logical_names, plan_dependent_join, Describe};
 pub use params::{needs_charset, Charset, ParamValue, Temporal};
-pub use plan::{bind_merge, plan, plan_prepared, Part, PartSql, Refusal, ShardPlan};
+pub use plan::{
+    bind_merge, mentions_statement_time, plan, plan_prepared, Part, PartSettings, PartSql, Refusal, ShardPlan,
+};
 pub use rule::{
     crc32, normalize_key, parse_atlas, KeyCollation, KeyValue, ShardFn, ShardRule, ShardRules,
     DEFAULT_MAX_LONG_DATA_SIZE, DEFAULT_MAX_STATEMENT_SIZE,

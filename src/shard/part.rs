@@ -18,18 +18,64 @@ pub struct Part {
     pub prepared: bool,
 }
 
-/// What a part is prefixed with when the session has a `sql_select_limit`: the server
-/// applies that limit to each part's own rows (each sub-table's first rows, or its first
-/// partial groups), where the statement's answer is the merged result's first rows; the
-/// parts run without it and the merge applies it (see [`Part::without_select_limit`]).
-const NO_SELECT_LIMIT: &[u8] = b"SET STATEMENT sql_select_limit = 18446744073709551615 FOR ";
+/// Session variables every part of one statement runs under (`SET STATEMENT … FOR`), so
+/// that each computes what the one statement computes on one server.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PartSettings {
+    /// The session has a `sql_select_limit`: the server would apply it to each part's own
+    /// rows (each sub-table's first rows, or its first partial groups), where it limits
+    /// the statement's merged answer; the parts run without it and the merge applies it.
+    pub no_select_limit: bool,
+    /// The statement's time (`@@timestamp`, seconds with microseconds): the server gives
+    /// `NOW()`, `CURRENT_TIMESTAMP` (column defaults and `ON UPDATE` included) and the
+    /// other functions of the statement's start one value per statement; each part would
+    /// take its own start.
+    pub timestamp: Option<String>,
+}
+
+impl PartSettings {
+    fn prefix(&self) -> Option<String> {
+        let mut vars = Vec::new();
+        if self.no_select_limit {
+            vars.push("sql_select_limit = 18446744073709551615".to_string());
+        }
+        if let Some(t) = &self.timestamp {
+            vars.push(format!("timestamp = {t}"));
+        }
+        (!vars.is_empty()).then(|| format!("SET STATEMENT {} FOR ", vars.join(", ")))
+    }
+}
+
+/// Whether a statement's text may call a function of the statement's time (`NOW()`,
+/// `CURRENT_TIMESTAMP`, `CURDATE()`, `UNIX_TIMESTAMP()`, `UTC_TIME()`, …): a plain search,
+/// strings and names included (a false yes only fixes the time the server would take).
+pub fn mentions_statement_time(sql: &[u8]) -> bool {
+    const NAMES: [&[u8]; 7] = [
+        b"now",
+        b"current_",
+        b"curdate",
+        b"curtime",
+        b"localtime",
+        b"unix_timestamp",
+        b"utc_",
+    ];
+    sql.windows(3).enumerate().any(|(i, w)| {
+        matches!(w[0].to_ascii_lowercase(), b'n' | b'c' | b'l' | b'u')
+            && NAMES
+                .iter()
+                .any(|n| sql.get(i..i + n.len()).is_some_and(|x| x.eq_ignore_ascii_case(n)))
+    })
+}
 
 impl Part {
-    /// The part with the session's `sql_select_limit` lifted for its one statement.
-    pub fn without_select_limit(mut self) -> Part {
-        let mut sql = NO_SELECT_LIMIT.to_vec();
-        sql.extend_from_slice(self.sql.as_bytes());
-        self.sql = sql.into();
+    /// The part run under `settings` (unchanged when there are none).
+    pub fn under(mut self, settings: &PartSettings) -> Part {
+        if let Some(prefix) = settings.prefix() {
+            let mut bytes = prefix.into_bytes();
+            let settings = bytes.len();
+            bytes.extend_from_slice(self.sql.statement());
+            self.sql = PartSql { bytes, settings };
+        }
         self
     }
 
@@ -49,34 +95,45 @@ impl Part {
 /// binary column values as raw bytes in string literals), with only the table's name
 /// replaced. Shown (logs, messages, `Display`) with invalid bytes replaced.
 #[derive(Clone, PartialEq, Eq, Default)]
-pub struct PartSql(Vec<u8>);
+pub struct PartSql {
+    bytes: Vec<u8>,
+    /// How many leading bytes are the [`PartSettings`] prefix.
+    settings: usize,
+}
 
 impl PartSql {
+    /// What the server receives (the settings' prefix included).
     pub fn as_bytes(&self) -> &[u8] {
-        &self.0
+        &self.bytes
+    }
+
+    /// The statement itself, without the settings' prefix (what its kind is read from).
+    pub fn statement(&self) -> &[u8] {
+        &self.bytes[self.settings..]
     }
 
     /// The text, invalid UTF-8 replaced (for logs and messages, never for the server).
     pub fn text(&self) -> std::borrow::Cow<'_, str> {
-        String::from_utf8_lossy(&self.0)
+        String::from_utf8_lossy(&self.bytes)
     }
 }
 
 impl From<String> for PartSql {
     fn from(s: String) -> PartSql {
-        PartSql(s.into_bytes())
+        s.into_bytes().into()
     }
 }
 
 impl From<Vec<u8>> for PartSql {
-    fn from(b: Vec<u8>) -> PartSql {
-        PartSql(b)
+    fn from(bytes: Vec<u8>) -> PartSql {
+        PartSql { bytes, settings: 0 }
     }
 }
 
+/// The statement, without the settings' prefix.
 impl AsRef<[u8]> for PartSql {
     fn as_ref(&self) -> &[u8] {
-        &self.0
+        self.statement()
     }
 }
 
@@ -94,12 +151,12 @@ impl std::fmt::Debug for PartSql {
 
 impl PartialEq<str> for PartSql {
     fn eq(&self, other: &str) -> bool {
-        self.0 == other.as_bytes()
+        self.bytes == other.as_bytes()
     }
 }
 
 impl PartialEq<&str> for PartSql {
     fn eq(&self, other: &&str) -> bool {
-        self.0 == other.as_bytes()
+        self.bytes == other.as_bytes()
     }
 }

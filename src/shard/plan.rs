@@ -16,7 +16,7 @@ use sqlparser::tokenizer::{Location, Token, TokenWithSpan};
 
 use super::names::name_items_as_written;
 use super::params::{Charset, ParamValue};
-pub use super::part::{Part, PartSql};
+pub use super::part::{mentions_statement_time, Part, PartSettings, PartSql};
 use super::rule::{ShardRule, ShardRules};
 use super::spec::MergeSpec;
 use super::split::{split_insert, Split};

@@ -300,6 +300,28 @@ impl Session {
         }
     }
 
+    /// The time a statement over several parts gives all of them (`@@timestamp`, see
+    /// `crate::shard::PartSettings`): the session's own after a SET that names
+    /// `timestamp` or while it is pinned (asked on its master connection, which has the
+    /// session's settings; the master's clock otherwise); else sluice's clock, read once
+    /// for the statement as a server reads its own at the statement's start.
+    async fn statement_time(&mut self) -> String {
+        let named = |s: &Vec<u8>| s.windows(9).any(|w| w.eq_ignore_ascii_case(b"timestamp"));
+        if self.state.pins().reason().is_some() || self.state.sets().iter().any(named) {
+            if let Some(t) = self
+                .session_row("SELECT @@timestamp")
+                .await
+                .and_then(|row| row.into_iter().next().flatten())
+            {
+                return t;
+            }
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        format!("{}.{:06}", now.as_secs(), now.subsec_micros())
+    }
+
     /// Does the session's sql_mode (on its master connection) have
     /// NO_BACKSLASH_ESCAPES? Asked only for sharded statements with a
     /// backslash; when it cannot be told, assume yes (refuse, never misplace).
@@ -420,6 +442,17 @@ impl Session {
                     insert_id_from,
                 } => {
                     self.pin_for_sequence_users(&parts).await;
+                    // One time for the statement (NOW(), CURRENT_TIMESTAMP defaults and
+                    // ON UPDATE) on every part.
+                    let parts = if parts.len() > 1 {
+                        let settings = crate::shard::PartSettings {
+                            timestamp: Some(self.statement_time().await),
+                            ..Default::default()
+                        };
+                        parts.into_iter().map(|p| p.under(&settings)).collect()
+                    } else {
+                        parts
+                    };
                     let Some(done) = self.run_write(parts, ddl, insert_id_from, params).await? else {
                         self.state.unanswered();
                         return Ok(None);

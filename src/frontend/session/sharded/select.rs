@@ -84,14 +84,19 @@ impl Session {
         // Until the merge ends well, FOUND_ROWS() has no answer sluice knows.
         self.state.merging();
         // A session's sql_select_limit limits the statement's answer, not each part's.
+        let mut settings = crate::shard::PartSettings::default();
         match self.session_select_limit().await {
             Ok(None) => {}
             Ok(Some(count)) => {
-                parts = parts.into_iter().map(Part::without_select_limit).collect();
+                settings.no_select_limit = true;
                 merge.limit.get_or_insert(merge::Limit { offset: 0, count });
             }
             Err(e) => return self.send_err(&e).await,
         }
+        if parts.len() > 1 && crate::shard::mentions_statement_time(original.sql.as_bytes()) {
+            settings.timestamp = Some(self.statement_time().await);
+        }
+        parts = parts.into_iter().map(|p| p.under(&settings)).collect();
         let ordered = merge.group.is_none() && !merge.distinct && !merge.order_by.is_empty();
         let grouped = merge.group.is_some() || merge.distinct;
         if let Some(why) = crate::shard::plan_dependent_join(original.sql, parts.len(), ordered, grouped) {
