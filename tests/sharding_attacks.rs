@@ -429,7 +429,12 @@ async fn session_values_row_sequences_and_names_are_exact_or_refused() {
     let cluster = shared_cluster();
     let db = unique_name("shard_seq");
     let s = Sluice::start_for(cluster, &yaml(&db));
-    let (_, _) = setup(cluster, &s, &db).await;
+    let (_, mut setup_conn) = setup(cluster, &s, &db).await;
+    setup_conn
+        .query_drop("CREATE PROCEDURE limit_2() SET sql_select_limit = 2")
+        .await
+        .expect("CREATE PROCEDURE");
+    cluster.wait_replicas_caught_up();
     let mut wrong = Vec::new();
     // (statements before, the statement, whether 1235 is acceptable)
     let reads: &[(&str, &str, bool)] = &[
@@ -456,6 +461,12 @@ async fn session_values_row_sequences_and_names_are_exact_or_refused() {
         (
             "SET @n = 4; SET sql_select_limit = @n",
             "SELECT id FROM {t} ORDER BY id DESC",
+            false,
+        ),
+        ("CALL limit_2()", "SELECT id FROM {t} ORDER BY id DESC", false),
+        (
+            "EXECUTE IMMEDIATE 'SET sql_select_limit = 1'",
+            "SELECT id FROM {t} ORDER BY id",
             false,
         ),
         (

@@ -270,16 +270,24 @@ impl Session {
         )
     }
 
+    /// Whether the session's variables may have been changed where sluice did not see
+    /// the text: a SET it does not replay, a procedure, dynamic SQL (the session is then
+    /// pinned to its master connection, which has them).
+    fn settings_unseen(&self) -> bool {
+        let pins = self.state.pins();
+        pins.has(Pins::SESSION_STATE) || pins.has(Pins::CONNECTION_STATE)
+    }
+
     /// The session's `sql_select_limit` when it is not the default (no limit): the
     /// implicit LIMIT the server puts on a SELECT without one. Asked on the session's
     /// master connection, which has the session's own settings, after a replayed SET
-    /// that names it or while the session is pinned (a SET sluice does not replay, such
-    /// as `SET sql_select_limit = @n`, pins it); an error when it cannot be told (the
+    /// that names it or when [`Self::settings_unseen`] (`SET sql_select_limit = @n` is not
+    /// replayed); an error when it cannot be told (the
     /// merge would otherwise answer every row). The server's own default is assumed to
     /// be no limit.
     async fn session_select_limit(&mut self) -> Result<Option<u64>, crate::protocol::packets::ErrPacket> {
         let named = |s: &Vec<u8>| s.windows(16).any(|w| w.eq_ignore_ascii_case(b"sql_select_limit"));
-        if self.state.pins().reason().is_none() && !self.state.sets().iter().any(named) {
+        if !self.settings_unseen() && !self.state.sets().iter().any(named) {
             return Ok(None);
         }
         // A limit of 0 answers this one-row SELECT with no row.
@@ -302,12 +310,12 @@ impl Session {
 
     /// The time a statement over several parts gives all of them (`@@timestamp`, see
     /// `crate::shard::PartSettings`): the session's own after a SET that names
-    /// `timestamp` or while it is pinned (asked on its master connection, which has the
+    /// `timestamp` or when [`Self::settings_unseen`] (asked on its master connection, which has the
     /// session's settings; the master's clock otherwise); else sluice's clock, read once
     /// for the statement as a server reads its own at the statement's start.
     async fn statement_time(&mut self) -> String {
         let named = |s: &Vec<u8>| s.windows(9).any(|w| w.eq_ignore_ascii_case(b"timestamp"));
-        if self.state.pins().reason().is_some() || self.state.sets().iter().any(named) {
+        if self.settings_unseen() || self.state.sets().iter().any(named) {
             if let Some(t) = self
                 .session_row("SELECT @@timestamp")
                 .await
