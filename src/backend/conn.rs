@@ -15,8 +15,7 @@ use tokio::net::TcpStream;
 
 use crate::config::BackendTlsMode;
 use crate::protocol::consts::{
-    CapabilityFlags, COM_INIT_DB, COM_PING, COM_QUERY, COM_RESET_CONNECTION, SERVER_STATUS_AUTOCOMMIT,
-    SERVER_STATUS_IN_TRANS,
+    CapabilityFlags, COM_INIT_DB, COM_PING, COM_QUERY, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS,
 };
 use crate::protocol::packets::{parse_ok, ErrPacket, OkInfo};
 use crate::protocol::response::{ResponseKind, ResponseTracker, Step};
@@ -591,25 +590,6 @@ impl BackendConn {
             self.db = Some(db.to_string());
         }
         Ok(r.map(|_| ()))
-    }
-
-    /// Bring the server session back to the state of a fresh connection:
-    /// rolls back transactions, drops temporary tables, user variables,
-    /// prepared statements and session variables.
-    pub async fn reset(&mut self) -> Result<(), BackendError> {
-        match self.simple_command(COM_RESET_CONNECTION, &[]).await? {
-            Ok(_) => {
-                self.db = None;
-                self.dirty = false;
-                self.state.forget();
-                // The reset cleared the slot's variable.
-                self.claim_slot().await
-            }
-            Err(e) => {
-                self.broken = true;
-                Err(BackendError::Server(e))
-            }
-        }
     }
 
     /// Bring the connection back to the state of a fresh login with
