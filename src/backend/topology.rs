@@ -16,7 +16,6 @@ pub struct Group {
 
 pub struct Replica {
     pub pool: Arc<BackendPool>,
-    pub weight: u32,
 }
 
 pub struct Topology {
@@ -101,7 +100,6 @@ impl Topology {
                         format!("{} replica{i} {}", g.name, r.addr),
                         r,
                     )?,
-                    weight: r.weight,
                 });
             }
             groups.push(Group {
