@@ -15,9 +15,7 @@ use sluice::router::classify::{
     classify, classify_any_mode, classify_with, sets_autocommit, split_statements, Classified, Kind,
     MasterReason,
 };
-use sluice::router::lexer::{
-    first_word, skip_space_and_comments, unquote_ident, use_database, LexOptions, Token, Tokens,
-};
+use sluice::router::lexer::{first_word, skip_space_and_comments, unquote_ident, LexOptions, Token, Tokens};
 
 /// Is `part` a slice of `whole`? Returns its offset. (An empty `part` may
 /// be a static `&[]`, and is accepted as offset 0.)
@@ -118,5 +116,4 @@ fuzz_target!(|sql: &[u8]| {
     let (word, after) = first_word(sql);
     offset_in(sql, after);
     assert!(!word.bytes().any(|b| b.is_ascii_lowercase()));
-    let _ = use_database(sql);
 });
