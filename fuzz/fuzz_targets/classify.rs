@@ -12,8 +12,7 @@
 use libfuzzer_sys::fuzz_target;
 
 use sluice::router::classify::{
-    classify, classify_any_mode, classify_with, sets_autocommit, split_statements, Classified, Kind,
-    MasterReason,
+    classify, classify_any_mode, classify_with, split_statements, Classified, Kind, MasterReason,
 };
 use sluice::router::lexer::{first_word, skip_space_and_comments, unquote_ident, LexOptions, Token, Tokens};
 
@@ -100,7 +99,6 @@ fuzz_target!(|sql: &[u8]| {
             "any-mode reading is laxer than the default"
         );
     }
-    let _ = sets_autocommit(sql);
 
     let mut end = 0;
     for stmt in split_statements(sql) {

@@ -78,7 +78,12 @@ pub struct Classified {
     /// routed to the connection that ran that statement (force_master is set
     /// too, as a fallback).
     pub refers_to_previous: bool,
-    /// What `autocommit` is set to, as [`sets_autocommit`] returns it.
+    /// Is `autocommit` being set (for the session), and to what?
+    /// (`SET autocommit=0`, `SET @@autocommit = OFF`, `SET SESSION autocommit=1`,
+    /// `SET autocommit='ON'`, ...). The last assignment in the text wins. None when
+    /// it is not set, set globally, or set to something other than a literal
+    /// (`DEFAULT`, `@v`, `1+0`): the OK packet's `SERVER_STATUS_AUTOCOMMIT` flag is
+    /// the authority then.
     pub autocommit: Option<bool>,
     /// `refers_to_previous` and the read also reads tables
     /// (`SELECT @@warning_count, a FROM t`; `tables` names them, None:
@@ -475,16 +480,6 @@ fn disagreement(a: Classified, b: Classified) -> Classified {
         },
         previous_reads_tables: false,
     }
-}
-
-/// Is `autocommit` being set (for the session), and to what?
-/// (`SET autocommit=0`, `SET @@autocommit = OFF`, `SET SESSION autocommit=1`,
-/// `SET autocommit='ON'`, ...). The last assignment in the text wins. None when
-/// it is not set, set globally, or set to something other than a literal
-/// (`DEFAULT`, `@v`, `1+0`): the OK packet's `SERVER_STATUS_AUTOCOMMIT` flag is
-/// the authority then.
-pub fn sets_autocommit(sql: &[u8]) -> Option<bool> {
-    classify(sql).autocommit
 }
 
 /// The statements of a multi-statement text, split at `;` outside strings,

@@ -397,8 +397,8 @@ fn multi_statements() {
     assert!(c("SELECT 1; CREATE TEMPORARY TABLE t (a int)").creates_temp_table);
     assert!(c("SELECT 1; LOCK TABLES t READ").locks_tables);
     assert!(c("SELECT 1; SELECT GET_LOCK('a', 1)").takes_named_lock);
-    assert_eq!(sets_autocommit(b"SET autocommit=0; SELECT 1"), Some(false));
-    assert_eq!(sets_autocommit(b"SET autocommit=0; SET autocommit=1"), Some(true));
+    assert_eq!(c("SET autocommit=0; SELECT 1").autocommit, Some(false));
+    assert_eq!(c("SET autocommit=0; SET autocommit=1").autocommit, Some(true));
 }
 
 #[test]

@@ -124,7 +124,6 @@ fn autocommit() {
         ("UPDATE t SET autocommit = 0", None),
     ];
     for (s, want) in cases {
-        assert_eq!(sets_autocommit(s.as_bytes()), *want, "{s}");
         assert_eq!(c(s).autocommit, *want, "{s}");
     }
 }

@@ -220,7 +220,6 @@ fn invalid_utf8_and_binary() {
     let text = "/*!40101 SET @a:=1*/; SELECT `a``b`, 'c\\'d', \"e\"\"f\" FROM t1 JOIN (SELECT * FROM t2) x ON (1) -- z\n# w\n/* v";
     for i in 0..=text.len() {
         let _ = classify(&text.as_bytes()[..i]);
-        let _ = sets_autocommit(&text.as_bytes()[..i]);
         let _ = split_statements(&text.as_bytes()[..i]).count();
     }
 }
