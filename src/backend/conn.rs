@@ -28,7 +28,7 @@ use super::tls::TlsSettings;
 mod login;
 
 pub use login::Login;
-use login::{authenticate, start_tls, Secret};
+use login::{authenticate, Secret};
 
 /// A backend socket: plain, or TLS after sluice's SSL request.
 pub type BackendIo = Transport<TcpStream, tokio_rustls::client::TlsStream<TcpStream>>;
@@ -265,7 +265,7 @@ impl BackendConn {
         buf[8] = key.collation;
         let mut seq = hs_packet.seq.wrapping_add(1);
         if let Some(tls) = tls {
-            stream = start_tls(stream, &mut seq, &buf, tls).await?;
+            stream = super::tls::start(stream, &mut seq, &buf, tls, BACKEND_MAX_PACKET).await?;
         }
         stream.write_packet(&mut seq, &buf).await?;
         authenticate(&mut stream, params, login).await?;
