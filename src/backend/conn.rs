@@ -20,7 +20,7 @@ use crate::protocol::consts::{
 use crate::protocol::packets::{parse_ok, ErrPacket, OkInfo};
 use crate::protocol::response::{ResponseKind, ResponseTracker, Step};
 use crate::protocol::transport::Transport;
-use crate::protocol::{PacketStream, ProtocolError};
+use crate::protocol::{Packet, PacketStream, ProtocolError};
 
 use super::error::BackendError;
 use super::tls::TlsSettings;
@@ -418,13 +418,7 @@ impl BackendConn {
         arg: &[u8],
     ) -> Result<Result<OkInfo, ErrPacket>, BackendError> {
         self.send_command(cmd, arg).await?;
-        let p = match self.stream.read_packet().await {
-            Ok(p) => p,
-            Err(e) => {
-                self.broken = true;
-                return Err(e.into());
-            }
-        };
+        let p = self.read_packet().await?;
         match p.payload.first() {
             Some(0x00) | Some(0xfe) => {
                 let ok = parse_ok(&p.payload).unwrap_or(OkInfo {
@@ -459,6 +453,15 @@ impl BackendConn {
         Ok(())
     }
 
+    /// Read one packet of an answer; a failed read leaves the connection
+    /// broken.
+    async fn read_packet(&mut self) -> Result<Packet, BackendError> {
+        self.stream.read_packet().await.map_err(|e| {
+            self.broken = true;
+            e.into()
+        })
+    }
+
     /// Send one command and consume its whole response (sluice's own
     /// statements: nothing is relayed). Returns the response's tracker and the
     /// first ERR it contained.
@@ -483,13 +486,7 @@ impl BackendConn {
         let mut tracker = ResponseTracker::new(kind, self.deprecate_eof());
         let mut first_err = None;
         loop {
-            let p = match self.stream.read_packet().await {
-                Ok(p) => p,
-                Err(e) => {
-                    self.broken = true;
-                    return Err(e.into());
-                }
-            };
+            let p = self.read_packet().await?;
             if p.payload.first() == Some(&0xff) && first_err.is_none() {
                 first_err = ErrPacket::parse(&p.payload);
             }
