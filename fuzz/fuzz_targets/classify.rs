@@ -12,9 +12,10 @@
 use libfuzzer_sys::fuzz_target;
 
 use sluice::router::classify::{
-    classify, classify_any_mode, classify_with, split_statements, Classified, Kind, MasterReason,
+    classify, classify_any_mode, classify_with, split_statements, Classified, Kind,
 };
 use sluice::router::lexer::{first_word, skip_space_and_comments, unquote_ident, LexOptions, Token, Tokens};
+use sluice::router::plan::RouteReason;
 
 /// Is `part` a slice of `whole`? Returns its offset. (An empty `part` may
 /// be a static `&[]`, and is accepted as offset 0.)
@@ -37,7 +38,7 @@ fn check_shape(c: &Classified) {
     }
     if c.multi_statement {
         assert_eq!(c.kind, Kind::Write);
-        assert_eq!(c.force_master, Some(MasterReason::MultiStatement));
+        assert_eq!(c.force_master, Some(RouteReason::MultiStatement));
     }
 }
 

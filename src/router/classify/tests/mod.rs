@@ -2,7 +2,7 @@
 //! session-state statements, table lists, both sql_mode readings and read sets.
 
 use super::*;
-use MasterReason as R;
+use RouteReason as R;
 
 mod any_mode;
 mod read_set;
@@ -15,7 +15,7 @@ fn c(s: &str) -> Classified {
 fn k(s: &str) -> Kind {
     c(s).kind
 }
-fn fm(s: &str) -> Option<MasterReason> {
+fn fm(s: &str) -> Option<RouteReason> {
     c(s).force_master
 }
 fn tables(s: &str) -> Option<Vec<String>> {
@@ -31,7 +31,7 @@ fn plain_read(s: &str) {
     assert_eq!(r.force_master, None, "{s}");
     assert!(r.replica_eligible(), "{s}");
 }
-fn read_forced(s: &str, why: MasterReason) {
+fn read_forced(s: &str, why: RouteReason) {
     let r = c(s);
     assert_eq!(r.kind, Kind::Read, "{s}");
     assert_eq!(r.force_master, Some(why), "{s}");

@@ -1,7 +1,7 @@
 //! SET, transactions, USE, locks, SHOW and the statements after them.
 
 use super::*;
-use MasterReason as R;
+use RouteReason as R;
 
 #[test]
 fn set_scopes() {

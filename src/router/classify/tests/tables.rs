@@ -1,7 +1,7 @@
 //! Table lists, quoting, bad bytes and long input.
 
 use super::*;
-use MasterReason as R;
+use RouteReason as R;
 
 #[test]
 fn tables_simple() {
@@ -288,6 +288,6 @@ fn reason_labels() {
         (R::SideEffect, "side_effect"),
     ];
     for (r, label) in all {
-        assert_eq!(r.reason().as_str(), label);
+        assert_eq!(r.as_str(), label);
     }
 }
