@@ -307,7 +307,8 @@ fn manage_triggers(action: TriggersAction) -> Result<(), Failure> {
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     runtime.block_on(async {
-        let connect = mysql_async::Conn::new(master_opts(&master, config.backend_tls(&master))?);
+        let opts = sluice::backend::auth_guard::mysql_async_opts(&master, config.backend_tls(&master))?;
+        let connect = mysql_async::Conn::new(opts);
         // An operator waits gladly a little longer than the proxy would.
         let timeout = config.backend.connect_timeout.max(Duration::from_secs(10));
         let mut conn = match tokio::time::timeout(timeout, connect).await {
@@ -371,14 +372,4 @@ async fn run_triggers_action(
 
 fn load_config(path: &Path) -> Result<Config, Failure> {
     Config::load(path).map_err(|e| Failure::Located(e.to_string()))
-}
-
-/// Connection options for a backend from the configuration (`host:port`,
-/// `[v6]:port`): straight to it when its certificate is verified, else
-/// through the guard that keeps the password off unverified connections.
-fn master_opts(
-    backend: &config::Backend,
-    tls: &config::BackendTls,
-) -> Result<mysql_async::OptsBuilder, String> {
-    sluice::backend::auth_guard::mysql_async_opts(backend, tls)
 }

@@ -39,7 +39,7 @@ impl Runtime {
             .collect();
         Ok(Runtime {
             generation: 1,
-            topology: Topology::from_config(&config)?,
+            topology: Topology::reusing(&config, None)?,
             monitors,
             shard_rules: config.sharding.rules.clone(),
             config,

@@ -12,12 +12,10 @@
 use libfuzzer_sys::fuzz_target;
 
 use sluice::router::classify::{
-    classify, classify_any_mode, classify_with, sets_autocommit, split_statements, Classified, Kind,
-    MasterReason,
+    classify, classify_any_mode, classify_with, split_statements, Classified, Kind,
 };
-use sluice::router::lexer::{
-    first_word, skip_space_and_comments, unquote_ident, use_database, LexOptions, Token, Tokens,
-};
+use sluice::router::lexer::{first_word, skip_space_and_comments, unquote_ident, LexOptions, Token, Tokens};
+use sluice::router::plan::RouteReason;
 
 /// Is `part` a slice of `whole`? Returns its offset. (An empty `part` may
 /// be a static `&[]`, and is accepted as offset 0.)
@@ -40,7 +38,7 @@ fn check_shape(c: &Classified) {
     }
     if c.multi_statement {
         assert_eq!(c.kind, Kind::Write);
-        assert_eq!(c.force_master, Some(MasterReason::MultiStatement));
+        assert_eq!(c.force_master, Some(RouteReason::MultiStatement));
     }
 }
 
@@ -102,7 +100,6 @@ fuzz_target!(|sql: &[u8]| {
             "any-mode reading is laxer than the default"
         );
     }
-    let _ = sets_autocommit(sql);
 
     let mut end = 0;
     for stmt in split_statements(sql) {
@@ -118,5 +115,4 @@ fuzz_target!(|sql: &[u8]| {
     let (word, after) = first_word(sql);
     offset_in(sql, after);
     assert!(!word.bytes().any(|b| b.is_ascii_lowercase()));
-    let _ = use_database(sql);
 });

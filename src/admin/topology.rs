@@ -19,7 +19,7 @@ use crate::config::FreshnessMode;
 use crate::freshness::monitor::GroupMonitor;
 use crate::freshness::state::Scope;
 use crate::frontend::Shared;
-use crate::metrics::family::{descs, family, finish, replica_name, Family, Samples};
+use crate::metrics::family::{descs, family, finish, replica_name, samples, Family};
 
 const GAUGE: MetricType = MetricType::GAUGE;
 const COUNTER: MetricType = MetricType::COUNTER;
@@ -52,7 +52,7 @@ const STRICT_OVERLAPPED: usize = 20;
 // runtime.per_core: connections moved between session threads.
 const POOL_MOVES: usize = 21;
 
-const FAMILIES: [Family; 22] = [
+static FAMILIES: [Family; 22] = [
     family(
         "sluice_backend_info",
         "Configured backends: always 1, with the backend's address and role.",
@@ -270,8 +270,7 @@ impl Collector for TopologyCollector {
     }
 
     fn collect(&self) -> Vec<proto::MetricFamily> {
-        let mut s: Vec<Samples> = FAMILIES.iter().map(|_| Samples(Vec::new())).collect();
-        let f = &FAMILIES;
+        let mut s = samples(&FAMILIES);
         let Some(shared) = self.shared.upgrade() else {
             return Vec::new();
         };
@@ -281,51 +280,27 @@ impl Collector for TopologyCollector {
             for b in &g.backends {
                 let role = if b.name == "master" { "master" } else { "replica" };
                 let key = [group, b.name.as_str()];
-                s[BACKEND_INFO].gauge(&f[BACKEND_INFO], &[group, &b.name, role, &b.addr], 1.0);
+                s[BACKEND_INFO].gauge(&[group, &b.name, role, &b.addr], 1.0);
                 let (open, idle) = b.pool.status();
-                s[POOL_OPEN].gauge(&f[POOL_OPEN], &key, open as f64);
-                s[POOL_IN_USE].gauge(&f[POOL_IN_USE], &key, open.saturating_sub(idle) as f64);
-                s[POOL_WAITS].counter(&f[POOL_WAITS], &key, b.pool.waits.waits() as f64);
-                s[POOL_WAIT_SECONDS].counter(&f[POOL_WAIT_SECONDS], &key, b.pool.waits.wait_seconds());
-                s[POOL_MOVES].counter(&f[POOL_MOVES], &key, b.pool.moves() as f64);
+                s[POOL_OPEN].gauge(&key, open as f64);
+                s[POOL_IN_USE].gauge(&key, open.saturating_sub(idle) as f64);
+                s[POOL_WAITS].counter(&key, b.pool.waits.waits() as f64);
+                s[POOL_WAIT_SECONDS].counter(&key, b.pool.waits.wait_seconds());
+                s[POOL_MOVES].counter(&key, b.pool.moves() as f64);
             }
             let Some(mon) = &g.monitor else {
                 continue;
             };
             let target = mon.target();
-            s[MASTER_COUNTER].gauge(&f[MASTER_COUNTER], &[group], target.total() as f64);
+            s[MASTER_COUNTER].gauge(&[group], target.total() as f64);
             let relaxed = std::sync::atomic::Ordering::Relaxed;
-            s[UNMARKED_WRITES].counter(
-                &f[UNMARKED_WRITES],
-                &[group],
-                mon.unmarked_writes.load(relaxed) as f64,
-            );
-            s[UNMARKED_PENDING].gauge(
-                &f[UNMARKED_PENDING],
-                &[group],
-                f64::from(u8::from(mon.unmarked_pending())),
-            );
-            s[EPOCH_CHANGES].counter(
-                &f[EPOCH_CHANGES],
-                &[group],
-                mon.epoch_changes.load(relaxed) as f64,
-            );
-            s[UNTRACKED_TABLES].gauge(
-                &f[UNTRACKED_TABLES],
-                &[group],
-                mon.untracked_tables.load(relaxed) as f64,
-            );
-            s[UNTRACKED_READS].counter(
-                &f[UNTRACKED_READS],
-                &[group],
-                mon.untracked_reads.load(relaxed) as f64,
-            );
-            s[AUTO_INSTALLED].counter(
-                &f[AUTO_INSTALLED],
-                &[group],
-                mon.auto_installed.load(relaxed) as f64,
-            );
-            s[STRICT_OVERLAPPED].counter(&f[STRICT_OVERLAPPED], &[group], mon.overlap_reruns() as f64);
+            s[UNMARKED_WRITES].counter(&[group], mon.unmarked_writes.load(relaxed) as f64);
+            s[UNMARKED_PENDING].gauge(&[group], f64::from(u8::from(mon.unmarked_pending())));
+            s[EPOCH_CHANGES].counter(&[group], mon.epoch_changes.load(relaxed) as f64);
+            s[UNTRACKED_TABLES].gauge(&[group], mon.untracked_tables.load(relaxed) as f64);
+            s[UNTRACKED_READS].counter(&[group], mon.untracked_reads.load(relaxed) as f64);
+            s[AUTO_INSTALLED].counter(&[group], mon.auto_installed.load(relaxed) as f64);
+            s[STRICT_OVERLAPPED].counter(&[group], mon.overlap_reruns() as f64);
             for (i, r) in mon.replicas.iter().enumerate() {
                 let name = replica_name(i);
                 let key = [group, name.as_str()];
@@ -334,16 +309,16 @@ impl Collector for TopologyCollector {
                 let fresh = r.in_rotation()
                     && (mon.mode == FreshnessMode::Off || counters.covers(&target, Scope::All));
                 let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
-                s[REPLICA_COUNTER].gauge(&f[REPLICA_COUNTER], &key, counters.total() as f64);
-                s[LAG_WRITES].gauge(&f[LAG_WRITES], &key, load(&r.lag_writes) as f64);
-                s[LAG_SECONDS].gauge(&f[LAG_SECONDS], &key, load(&r.lag_ms) as f64 / 1000.0);
-                s[HEALTHY].gauge(&f[HEALTHY], &key, f64::from(u8::from(healthy)));
-                s[FRESH].gauge(&f[FRESH], &key, f64::from(u8::from(fresh)));
-                s[IN_ROTATION].gauge(&f[IN_ROTATION], &key, f64::from(u8::from(r.in_rotation())));
-                s[PROBE_FAILURES].counter(&f[PROBE_FAILURES], &key, load(&r.probe_failures) as f64);
-                s[PROBE_DURATION].histogram(&f[PROBE_DURATION], &key, r.probe_seconds.snapshot());
+                s[REPLICA_COUNTER].gauge(&key, counters.total() as f64);
+                s[LAG_WRITES].gauge(&key, load(&r.lag_writes) as f64);
+                s[LAG_SECONDS].gauge(&key, load(&r.lag_ms) as f64 / 1000.0);
+                s[HEALTHY].gauge(&key, f64::from(u8::from(healthy)));
+                s[FRESH].gauge(&key, f64::from(u8::from(fresh)));
+                s[IN_ROTATION].gauge(&key, f64::from(u8::from(r.in_rotation())));
+                s[PROBE_FAILURES].counter(&key, load(&r.probe_failures) as f64);
+                s[PROBE_DURATION].histogram(&key, r.probe_seconds.snapshot());
             }
         }
-        finish(&FAMILIES, s)
+        finish(s)
     }
 }

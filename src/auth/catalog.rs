@@ -145,7 +145,8 @@ pub fn method_of(row: &Row) -> Method {
             if auth.is_empty() {
                 return Method::NoPassword;
             }
-            if let Some(h) = super::native::parse_hash(auth) {
+            // (The same `*HEX40` form as `password_hash` in the configuration.)
+            if let Ok(h) = crate::config::parse_native_hash(auth) {
                 return Method::Native(h);
             }
         }

@@ -26,19 +26,6 @@ pub fn recover_stage1(h2: &[u8; 20], nonce: &[u8], response: &[u8]) -> Option<[u
     same.then_some(h1)
 }
 
-/// Decode a `*HEX40` mysql_native_password authentication string.
-pub fn parse_hash(s: &str) -> Option<[u8; 20]> {
-    let hex = s.strip_prefix('*')?;
-    if hex.len() != 40 {
-        return None;
-    }
-    let mut out = [0u8; 20];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -57,16 +44,5 @@ mod tests {
         let wrong = mysql_common::scramble::scramble_native(client_nonce, b"other").unwrap_or([0; 20]);
         assert_eq!(recover_stage1(&h2, client_nonce, &wrong), None);
         assert_eq!(recover_stage1(&h2, client_nonce, &resp[..19]), None);
-    }
-
-    #[test]
-    fn hashes() {
-        // SELECT PASSWORD('app') on MariaDB.
-        let h = parse_hash("*5BCB3E6AC345B435C7C2E6B7949A04CE6F6563D3");
-        assert_eq!(h, Some(sha1(&[&sha1(&[b"app"])])));
-        assert_eq!(parse_hash("5BCB3E6AC345B435C7C2E6B7949A04CE6F6563D3"), None);
-        assert_eq!(parse_hash("*5BCB"), None);
-        assert_eq!(parse_hash("*ZZCB3E6AC345B435C7C2E6B7949A803CE0F9E74D"), None);
-        assert_eq!(parse_hash("*5BCB3E6AC345B435C7C2E6B7949A04CE6F6563\u{e9}"), None);
     }
 }

@@ -374,20 +374,10 @@ async fn login(
     if let Some(tls) = tls {
         let caps = u32::from_le_bytes([r[0], r[1], r[2], r[3]]) | CLIENT_SSL;
         r[..4].copy_from_slice(&caps.to_le_bytes());
-        backend.write_packet(&mut seq, &r[..32]).await?;
-        let (io, unread) = backend.into_parts();
-        let Transport::Plain(tcp) = io else {
-            return Err(ProtocolError::Malformed("TLS started twice").into());
-        };
-        if !unread.is_empty() {
-            return Err(ProtocolError::Malformed("data from the server before the TLS handshake").into());
-        }
-        let encrypted = tls
-            .connector
-            .connect(tls.server_name.clone(), tcp)
+        // (Why it failed reaches only the guard's debug line.)
+        backend = tls::start(backend, &mut seq, &r, &tls, AUTH_MAX_PACKET)
             .await
-            .map_err(|e| GuardError::Refused(format!("TLS handshake failed ({}): {e}", tls.mode.as_str())))?;
-        backend = PacketStream::new(Transport::Tls(Box::new(encrypted)), AUTH_MAX_PACKET);
+            .map_err(|e| GuardError::Refused(e.to_string()))?;
         shift = 1;
     }
     backend.write_packet(&mut seq, &r).await?;

@@ -15,13 +15,12 @@ use tokio::net::TcpStream;
 
 use crate::config::BackendTlsMode;
 use crate::protocol::consts::{
-    CapabilityFlags, COM_INIT_DB, COM_PING, COM_QUERY, COM_RESET_CONNECTION, SERVER_STATUS_AUTOCOMMIT,
-    SERVER_STATUS_IN_TRANS,
+    CapabilityFlags, COM_INIT_DB, COM_PING, COM_QUERY, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS,
 };
 use crate::protocol::packets::{parse_ok, ErrPacket, OkInfo};
 use crate::protocol::response::{ResponseKind, ResponseTracker, Step};
 use crate::protocol::transport::Transport;
-use crate::protocol::{PacketStream, ProtocolError};
+use crate::protocol::{Packet, PacketStream, ProtocolError};
 
 use super::error::BackendError;
 use super::tls::TlsSettings;
@@ -29,7 +28,7 @@ use super::tls::TlsSettings;
 mod login;
 
 pub use login::Login;
-use login::{authenticate, start_tls, Secret};
+use login::{authenticate, Secret};
 
 /// A backend socket: plain, or TLS after sluice's SSL request.
 pub type BackendIo = Transport<TcpStream, tokio_rustls::client::TlsStream<TcpStream>>;
@@ -266,7 +265,7 @@ impl BackendConn {
         buf[8] = key.collation;
         let mut seq = hs_packet.seq.wrapping_add(1);
         if let Some(tls) = tls {
-            stream = start_tls(stream, &mut seq, &buf, tls).await?;
+            stream = super::tls::start(stream, &mut seq, &buf, tls, BACKEND_MAX_PACKET).await?;
         }
         stream.write_packet(&mut seq, &buf).await?;
         authenticate(&mut stream, params, login).await?;
@@ -419,13 +418,7 @@ impl BackendConn {
         arg: &[u8],
     ) -> Result<Result<OkInfo, ErrPacket>, BackendError> {
         self.send_command(cmd, arg).await?;
-        let p = match self.stream.read_packet().await {
-            Ok(p) => p,
-            Err(e) => {
-                self.broken = true;
-                return Err(e.into());
-            }
-        };
+        let p = self.read_packet().await?;
         match p.payload.first() {
             Some(0x00) | Some(0xfe) => {
                 let ok = parse_ok(&p.payload).unwrap_or(OkInfo {
@@ -460,6 +453,15 @@ impl BackendConn {
         Ok(())
     }
 
+    /// Read one packet of an answer; a failed read leaves the connection
+    /// broken.
+    async fn read_packet(&mut self) -> Result<Packet, BackendError> {
+        self.stream.read_packet().await.map_err(|e| {
+            self.broken = true;
+            e.into()
+        })
+    }
+
     /// Send one command and consume its whole response (sluice's own
     /// statements: nothing is relayed). Returns the response's tracker and the
     /// first ERR it contained.
@@ -484,13 +486,7 @@ impl BackendConn {
         let mut tracker = ResponseTracker::new(kind, self.deprecate_eof());
         let mut first_err = None;
         loop {
-            let p = match self.stream.read_packet().await {
-                Ok(p) => p,
-                Err(e) => {
-                    self.broken = true;
-                    return Err(e.into());
-                }
-            };
+            let p = self.read_packet().await?;
             if p.payload.first() == Some(&0xff) && first_err.is_none() {
                 first_err = ErrPacket::parse(&p.payload);
             }
@@ -591,25 +587,6 @@ impl BackendConn {
             self.db = Some(db.to_string());
         }
         Ok(r.map(|_| ()))
-    }
-
-    /// Bring the server session back to the state of a fresh connection:
-    /// rolls back transactions, drops temporary tables, user variables,
-    /// prepared statements and session variables.
-    pub async fn reset(&mut self) -> Result<(), BackendError> {
-        match self.simple_command(COM_RESET_CONNECTION, &[]).await? {
-            Ok(_) => {
-                self.db = None;
-                self.dirty = false;
-                self.state.forget();
-                // The reset cleared the slot's variable.
-                self.claim_slot().await
-            }
-            Err(e) => {
-                self.broken = true;
-                Err(BackendError::Server(e))
-            }
-        }
     }
 
     /// Bring the connection back to the state of a fresh login with

@@ -24,7 +24,7 @@
 //! lost), the lease is taken again before the number is given out.
 //!
 //! COM_RESET_CONNECTION and COM_CHANGE_USER clear the variable, so sluice
-//! gives the number again after each (`BackendConn::reset`, `reset_as_new`,
+//! gives the number again after each (`BackendConn::reset_as_new`
 //! and a client's own reset relayed to the server).
 //!
 //! Freshness does not depend on any of this: a slot only chooses the row a
@@ -280,10 +280,6 @@ impl Slot {
             lease: Lease::of(params),
             number: None,
         }
-    }
-
-    pub fn number(&self) -> Option<u16> {
-        self.number
     }
 
     fn release(&mut self) -> Option<u16> {

@@ -150,14 +150,6 @@ impl StmtCache {
         self.len = 0;
     }
 
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// Forget every statement no client has open any more (see
     /// [`OpenStatements`]); returns their ids for the caller to close.
     pub fn sweep(&mut self, open: &OpenStatements) -> Vec<u32> {
@@ -312,7 +304,7 @@ mod tests {
         assert!(c.get(7, b"s0").is_some()); // s0 is now the most recent
         let closed = c.insert(7, b"new", 9999);
         assert_eq!(closed, vec![1]);
-        assert_eq!(c.len(), STMT_CACHE_MAX);
+        assert_eq!(c.len, STMT_CACHE_MAX);
         assert!(c.get(7, b"s0").is_some() && c.get(7, b"s1").is_none());
         // Re-preparing the same text replaces (and closes) the old id.
         assert_eq!(c.insert(7, b"new", 10000), vec![9999]);
@@ -332,12 +324,12 @@ mod tests {
         }
         assert!(c.get(0, b"s0").is_some());
         assert_eq!(c.insert(5, b"x", 500), vec![1], "s1 (context 1) is the oldest");
-        assert_eq!(c.len(), STMT_CACHE_MAX);
+        assert_eq!(c.len, STMT_CACHE_MAX);
         assert_eq!(c.remove(5, b"x"), Some(500));
         assert_eq!(c.remove(5, b"x"), None);
-        assert_eq!(c.len(), STMT_CACHE_MAX - 1);
+        assert_eq!(c.len, STMT_CACHE_MAX - 1);
         c.clear();
-        assert!(c.is_empty() && c.get(0, b"s0").is_none());
+        assert!(c.len == 0 && c.get(0, b"s0").is_none());
     }
 
     #[test]
@@ -356,9 +348,9 @@ mod tests {
         open.close(b"b");
         assert_ne!(open.generation(), g);
         assert_eq!(c.sweep(&open), vec![11]);
-        assert_eq!(c.len(), 1);
+        assert_eq!(c.len, 1);
         open.close(b"a");
         assert_eq!(c.sweep(&open), vec![10]);
-        assert!(c.is_empty());
+        assert!(c.len == 0);
     }
 }

@@ -17,6 +17,10 @@ use tokio_rustls::rustls::{self, CertificateError, DigitallySignedStruct, RootCe
 use tokio_rustls::TlsConnector;
 
 use crate::config::{BackendTls, BackendTlsMode};
+use crate::protocol::transport::Transport;
+use crate::protocol::{PacketStream, ProtocolError};
+
+use super::{BackendError, BackendIo};
 
 /// What a backend connection needs to start TLS, built once per backend.
 pub struct TlsSettings {
@@ -87,6 +91,36 @@ pub fn settings(tls: &BackendTls, addr: &str) -> Result<Option<Arc<TlsSettings>>
         connector: TlsConnector::from(Arc::new(config)),
         server_name,
     })))
+}
+
+/// Send the SSL request (the first 32 bytes of the handshake response
+/// `response`, which carries CLIENT_SSL) and run the TLS handshake on the
+/// socket; the full response then goes over TLS, in packets of at most
+/// `max_packet` bytes. For sluice's own logins and `auth_guard`'s.
+pub(super) async fn start(
+    mut stream: PacketStream<BackendIo>,
+    seq: &mut u8,
+    response: &[u8],
+    tls: &TlsSettings,
+    max_packet: usize,
+) -> Result<PacketStream<BackendIo>, BackendError> {
+    let request = response.get(..32).ok_or(ProtocolError::Malformed(
+        "handshake response shorter than an SSL request",
+    ))?;
+    stream.write_packet(seq, request).await?;
+    let (io, unread) = stream.into_parts();
+    let Transport::Plain(tcp) = io else {
+        return Err(BackendError::Tls("TLS was already started".into()));
+    };
+    if !unread.is_empty() {
+        return Err(ProtocolError::Malformed("data from the server before the TLS handshake").into());
+    }
+    let encrypted = tls
+        .connector
+        .connect(tls.server_name.clone(), tcp)
+        .await
+        .map_err(|e| BackendError::Tls(format!("handshake failed ({}): {e}", tls.mode.as_str())))?;
+    Ok(PacketStream::new(Transport::Tls(Box::new(encrypted)), max_packet))
 }
 
 /// mysql_async's own TLS for a verified mode (`verify_ca`,

@@ -16,7 +16,6 @@ pub struct Group {
 
 pub struct Replica {
     pub pool: Arc<BackendPool>,
-    pub weight: u32,
 }
 
 pub struct Topology {
@@ -51,17 +50,13 @@ impl Topology {
             .collect()
     }
 
-    /// The pools of every configured backend (none connects yet). Fails
-    /// when a backend's TLS certificates or keys cannot be read.
-    pub fn from_config(cfg: &Config) -> Result<Topology, String> {
-        Topology::reusing(cfg, None)
-    }
-
     /// The topology of `cfg`, taking over the pools of `previous` (the
     /// running configuration and its topology) for every backend that is
     /// the same server reached the same way: same group and role, same
     /// settings but the weight, same pool settings. Such a pool keeps its
-    /// idle connections and the ones sessions hold; the others are new.
+    /// idle connections and the ones sessions hold; the others are new (none
+    /// connects yet). Fails when a backend's TLS certificates or keys cannot
+    /// be read.
     pub fn reusing(cfg: &Config, previous: Option<(&Config, &Topology)>) -> Result<Topology, String> {
         let mut spare: Vec<Reusable> = previous.map(|(c, t)| reusable(c, t)).unwrap_or_default();
         let same_pools = previous.is_some_and(|(c, _)| {
@@ -101,7 +96,6 @@ impl Topology {
                         format!("{} replica{i} {}", g.name, r.addr),
                         r,
                     )?,
-                    weight: r.weight,
                 });
             }
             groups.push(Group {

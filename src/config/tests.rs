@@ -356,6 +356,8 @@ fn native_hash_matches_mysql() {
     assert!(parse_native_hash("*14E65567ABDB5135D0CFD9A70B3032C179A49EE").is_err());
     assert!(parse_native_hash("*14E65567ABDB5135D0CFD9A70B3032C179A49EE77").is_err());
     assert!(parse_native_hash("").is_err());
+    assert!(parse_native_hash("*ZZE65567ABDB5135D0CFD9A70B3032C179A49EE7").is_err());
+    assert!(parse_native_hash("*14E65567ABDB5135D0CFD9A70B3032C179A49E\u{e9}").is_err());
 }
 
 #[test]

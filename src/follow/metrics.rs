@@ -6,7 +6,7 @@ use prometheus::core::{Collector, Desc};
 use prometheus::proto::{self, MetricType};
 use tracing::warn;
 
-use crate::metrics::family::{descs, family, finish, Family, Samples};
+use crate::metrics::family::{descs, family, finish, samples, Family};
 
 use super::Follower;
 
@@ -16,7 +16,7 @@ const CHANGES: usize = 2;
 const LOST: usize = 3;
 const WRITABLE: usize = 4;
 
-const FAMILIES: [Family; 5] = [
+static FAMILIES: [Family; 5] = [
     family(
         "sluice_replica_eligible",
         "1 when the replica may serve reads by its replication state: IO and SQL threads running, \
@@ -77,23 +77,22 @@ impl Collector for FollowCollector {
     }
 
     fn collect(&self) -> Vec<proto::MetricFamily> {
-        let mut s: Vec<Samples> = FAMILIES.iter().map(|_| Samples(Vec::new())).collect();
-        let f = &FAMILIES;
+        let mut s = samples(&FAMILIES);
         let Some(follower) = self.follower.upgrade() else {
             return Vec::new();
         };
         for g in follower.views.load().iter() {
             let group = g.group.as_str();
-            s[CHANGES].counter(&f[CHANGES], &[group], g.master_changes as f64);
-            s[LOST].counter(&f[LOST], &[group], g.lost_transactions as f64);
-            s[WRITABLE].gauge(&f[WRITABLE], &[group], g.writable.len() as f64);
+            s[CHANGES].counter(&[group], g.master_changes as f64);
+            s[LOST].counter(&[group], g.lost_transactions as f64);
+            s[WRITABLE].gauge(&[group], g.writable.len() as f64);
             for v in g.servers.iter().filter(|v| v.role != "master") {
                 let key = [group, v.addr.as_str()];
                 let eligible = v.reason == "eligible";
-                s[ELIGIBLE].gauge(&f[ELIGIBLE], &key, f64::from(u8::from(eligible)));
-                s[REASON].gauge(&f[REASON], &[group, v.addr.as_str(), v.reason.as_str()], 1.0);
+                s[ELIGIBLE].gauge(&key, f64::from(u8::from(eligible)));
+                s[REASON].gauge(&[group, v.addr.as_str(), v.reason.as_str()], 1.0);
             }
         }
-        finish(&FAMILIES, s)
+        finish(s)
     }
 }

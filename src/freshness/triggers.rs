@@ -60,8 +60,8 @@ pub use sql::{
 };
 
 use catalog::{
-    cascade_parents, check_schema, counter_tables, finish, non_transactional, per_table, prepare_session,
-    read_triggers, row_coverage, schema_exists, Existing,
+    cascade_parents, check_schema, counter_tables, drop_trigger, finish, non_transactional, per_table,
+    prepare_session, read_triggers, row_coverage, schema_exists, Existing,
 };
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
@@ -373,20 +373,7 @@ async fn install_locked(
     for t in existing.values().filter(|t| {
         t.is_sluice() && !wanted.contains_key(&t.name) && only.is_none_or(|o| o.contains(&t.table))
     }) {
-        let sql = format!(
-            "DROP TRIGGER IF EXISTS {}.{}",
-            quote_ident(db),
-            quote_ident(&t.name)
-        );
-        if per_table(
-            conn,
-            &sql,
-            &format!("DROP TRIGGER {}", t.name),
-            &t.table,
-            &mut report,
-        )
-        .await?
-        {
+        if drop_trigger(conn, db, &t.name, &t.table, &mut report).await? {
             report.dropped.push(t.name.clone());
         }
     }
@@ -412,8 +399,7 @@ async fn install_locked(
                 per_table(conn, &sql, &what, table, &mut report).await?
             }
             Some(_) => {
-                let drop = format!("DROP TRIGGER IF EXISTS {}.{}", quote_ident(db), quote_ident(name));
-                per_table(conn, &drop, &format!("DROP TRIGGER {name}"), table, &mut report).await?
+                drop_trigger(conn, db, name, table, &mut report).await?
                     && per_table(
                         conn,
                         &create_trigger(counter_schema, db, table, slots, *event, false),
@@ -568,20 +554,7 @@ async fn uninstall_locked(conn: &mut Conn, counter_schema: &str, db: &str) -> Re
         .into_iter()
         .filter(Existing::is_sluice)
     {
-        let sql = format!(
-            "DROP TRIGGER IF EXISTS {}.{}",
-            quote_ident(db),
-            quote_ident(&t.name)
-        );
-        if per_table(
-            conn,
-            &sql,
-            &format!("DROP TRIGGER {}", t.name),
-            &t.table,
-            &mut report,
-        )
-        .await?
-        {
+        if drop_trigger(conn, db, &t.name, &t.table, &mut report).await? {
             report.dropped.push(t.name);
         }
     }

@@ -7,9 +7,9 @@
 //! for the cleartext over TLS, or switches the client to mysql_native_password.
 
 use rand::Rng;
-use sha1::{Digest, Sha1};
 
 use crate::config::Credential;
+use crate::protocol::native_password::sha1;
 
 /// 20 random printable bytes: NUL-free so every client parses the scramble.
 pub fn gen_nonce() -> [u8; 20] {
@@ -19,14 +19,6 @@ pub fn gen_nonce() -> [u8; 20] {
         *b = rng.random_range(0x21u8..0x7f);
     }
     n
-}
-
-fn sha1(parts: &[&[u8]]) -> [u8; 20] {
-    let mut h = Sha1::new();
-    for p in parts {
-        h.update(p);
-    }
-    h.finalize().into()
 }
 
 /// Equality in time independent of where the bytes differ (subtle); slices
@@ -44,19 +36,11 @@ pub fn verify_native(cred: &Credential, nonce: &[u8], response: &[u8]) -> bool {
     if response.is_empty() {
         return is_empty(cred);
     }
-    if response.len() != 20 {
-        return false;
-    }
     let stage2 = match cred {
         Credential::Password(p) => sha1(&[&sha1(&[p.as_bytes()])]),
         Credential::NativeHash(h) => *h,
     };
-    let mix = sha1(&[nonce, &stage2]);
-    let mut stage1 = [0u8; 20];
-    for i in 0..20 {
-        stage1[i] = response[i] ^ mix[i];
-    }
-    ct_eq(&sha1(&[&stage1]), &stage2)
+    crate::auth::native::recover_stage1(&stage2, nonce, response).is_some()
 }
 
 /// caching_sha2_password fast path; only possible with a cleartext password.

@@ -19,6 +19,7 @@ use mysql_common::packets::AuthPlugin;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::config::{Credential, User};
+use crate::protocol::native_password::sha1;
 use crate::protocol::{PacketStream, ProtocolError};
 
 use super::auth;
@@ -133,16 +134,11 @@ pub struct Proof {
     pub native_response: Option<Vec<u8>>,
 }
 
-fn sha1(data: &[u8]) -> [u8; 20] {
-    use sha1::Digest;
-    sha1::Sha1::digest(data).into()
-}
-
 /// `SHA1(pw)` for a proven native answer.
 fn stage1_of(cred: &Credential, nonce: &[u8], response: &[u8]) -> Option<[u8; 20]> {
     match cred {
         Credential::NativeHash(h2) => crate::auth::native::recover_stage1(h2, nonce, response),
-        Credential::Password(p) => Some(sha1(p.as_bytes())),
+        Credential::Password(p) => Some(sha1(&[p.as_bytes()])),
     }
 }
 
@@ -187,7 +183,7 @@ pub async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
                 client.write_packet(seq, &[0x01, 0x03]).await?;
                 return Ok(Proof {
                     proved: true,
-                    stage1: (!pw.is_empty()).then(|| sha1(pw.as_bytes())),
+                    stage1: (!pw.is_empty()).then(|| sha1(&[pw.as_bytes()])),
                     native_response: None,
                 });
             }
@@ -200,7 +196,7 @@ pub async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
                 let pw = p.strip_suffix(&[0]).unwrap_or(&p);
                 return Ok(Proof {
                     proved,
-                    stage1: (proved && !pw.is_empty()).then(|| sha1(pw)),
+                    stage1: (proved && !pw.is_empty()).then(|| sha1(&[pw])),
                     native_response: None,
                 });
             }

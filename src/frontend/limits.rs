@@ -233,15 +233,10 @@ impl UserLimits {
         }
     }
 
-    /// Counts one more session of configured `user`; the error is MariaDB's
-    /// 1226 when the user already has its maximum.
-    pub fn acquire(&self, user: &str) -> Result<UserSlot, ErrPacket> {
-        self.acquire_for(user, None)
-    }
-
     /// Counts one more session of `user`, logged in as the server `account`
     /// when given (its `MAX_USER_CONNECTIONS`, as of the catalog now), else
-    /// as a configured user.
+    /// as a configured user; the error is MariaDB's 1226 when it already has
+    /// its maximum.
     pub fn acquire_for(&self, user: &str, account: Option<&AccountLimit>) -> Result<UserSlot, ErrPacket> {
         let count = match account {
             Some(a) => {
@@ -304,13 +299,13 @@ mod tests {
         let limits = UserLimits::new(&[user("a", 1), user("b", 1)]);
         let clients = ClientSlots::new(1);
         let mut slot = limits
-            .acquire("a")
+            .acquire_for("a", None)
             .expect("a")
             .with_client(clients.try_acquire().expect("place"));
         slot.switch_user(&limits, "a", None).expect("the same user again");
         slot.switch_user(&limits, "b", None).expect("b");
-        assert!(limits.acquire("a").is_ok(), "a was released");
-        assert_eq!(limits.acquire("b").err().map(|e| e.code), Some(1226));
+        assert!(limits.acquire_for("a", None).is_ok(), "a was released");
+        assert_eq!(limits.acquire_for("b", None).err().map(|e| e.code), Some(1226));
         assert!(clients.full(), "the place is kept");
         drop(slot);
         assert!(!clients.full());
@@ -338,18 +333,18 @@ mod tests {
     #[test]
     fn user_slots_are_counted_and_released() {
         let limits = UserLimits::new(&[user("a", 2), user("free", 0)]);
-        let one = limits.acquire("a").expect("first");
-        let two = limits.acquire("a").expect("second");
-        let refused = limits.acquire("a").err().expect("third is refused");
+        let one = limits.acquire_for("a", None).expect("first");
+        let two = limits.acquire_for("a", None).expect("second");
+        let refused = limits.acquire_for("a", None).err().expect("third is refused");
         assert_eq!(refused.code, 1226);
         assert_eq!(
             refused.message,
             "User 'a' has exceeded the 'max_user_connections' resource (current value: 2)"
         );
         drop(one);
-        let three = limits.acquire("a").expect("a place was freed");
+        let three = limits.acquire_for("a", None).expect("a place was freed");
         let unlimited: Vec<_> = (0..100)
-            .map(|_| limits.acquire("free").expect("no limit"))
+            .map(|_| limits.acquire_for("free", None).expect("no limit"))
             .collect();
         drop((two, three, unlimited));
         // Server accounts: counted per account, under its current limit.

@@ -48,29 +48,43 @@ pub fn labels(names: &[&str], values: &[&str]) -> Vec<proto::LabelPair> {
 }
 
 /// Samples of one family being built.
-pub struct Samples(pub Vec<proto::Metric>);
+pub struct Samples {
+    family: &'static Family,
+    metrics: Vec<proto::Metric>,
+}
+
+/// One empty [`Samples`] for each of `families`, in their order.
+pub fn samples(families: &'static [Family]) -> Vec<Samples> {
+    families
+        .iter()
+        .map(|family| Samples {
+            family,
+            metrics: Vec::new(),
+        })
+        .collect()
+}
 
 impl Samples {
-    pub fn gauge(&mut self, f: &Family, values: &[&str], v: f64) {
+    pub fn gauge(&mut self, values: &[&str], v: f64) {
         let mut g = proto::Gauge::default();
         g.set_value(v);
         let mut m = proto::Metric::from_gauge(g);
-        m.set_label(labels(f.labels, values));
-        self.0.push(m);
+        m.set_label(labels(self.family.labels, values));
+        self.metrics.push(m);
     }
 
-    pub fn counter(&mut self, f: &Family, values: &[&str], v: f64) {
+    pub fn counter(&mut self, values: &[&str], v: f64) {
         let mut c = proto::Counter::default();
         c.set_value(v);
-        let mut m = proto::Metric::from_label(labels(f.labels, values));
+        let mut m = proto::Metric::from_label(labels(self.family.labels, values));
         m.set_counter(c);
-        self.0.push(m);
+        self.metrics.push(m);
     }
 
-    pub fn histogram(&mut self, f: &Family, values: &[&str], h: proto::Histogram) {
-        let mut m = proto::Metric::from_label(labels(f.labels, values));
+    pub fn histogram(&mut self, values: &[&str], h: proto::Histogram) {
+        let mut m = proto::Metric::from_label(labels(self.family.labels, values));
         m.set_histogram(h);
-        self.0.push(m);
+        self.metrics.push(m);
     }
 }
 /// The descriptions of `families`, for `Collector::desc`.
@@ -90,17 +104,16 @@ pub fn descs(families: &[Family]) -> Vec<Desc> {
 }
 
 /// The families with samples, for `Collector::collect`.
-pub fn finish(families: &[Family], samples: Vec<Samples>) -> Vec<proto::MetricFamily> {
-    families
-        .iter()
-        .zip(samples)
-        .filter(|(_, samples)| !samples.0.is_empty())
-        .map(|(fam, samples)| {
+pub fn finish(samples: Vec<Samples>) -> Vec<proto::MetricFamily> {
+    samples
+        .into_iter()
+        .filter(|s| !s.metrics.is_empty())
+        .map(|s| {
             let mut mf = proto::MetricFamily::default();
-            mf.set_name(fam.name.to_owned());
-            mf.set_help(fam.help.to_owned());
-            mf.set_field_type(fam.kind);
-            mf.set_metric(samples.0);
+            mf.set_name(s.family.name.to_owned());
+            mf.set_help(s.family.help.to_owned());
+            mf.set_field_type(s.family.kind);
+            mf.set_metric(s.metrics);
             mf
         })
         .collect()

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::{self, MetricType};
 
-use super::family::{descs, family, finish, Family, Samples};
+use super::family::{descs, family, finish, samples, Family};
 use super::{Destination, LATENCY_BUCKETS, REASONS};
 use crate::router::plan::RouteReason;
 use crate::stats::{ShardedCounter, ShardedHistogram};
@@ -113,21 +113,20 @@ impl Collector for HotCollector {
     }
 
     fn collect(&self) -> Vec<proto::MetricFamily> {
-        let f = &FAMILIES;
-        let mut s: Vec<Samples> = f.iter().map(|_| Samples(Vec::new())).collect();
+        let mut s = samples(&FAMILIES);
         for (d, row) in Destination::ALL.iter().zip(self.hot.routed_known.iter()) {
             for (reason, cell) in REASONS.iter().zip(row) {
                 if let Some(c) = cell.get() {
-                    s[ROUTED].counter(&f[ROUTED], &[d.as_str(), reason.as_str()], c.get() as f64);
+                    s[ROUTED].counter(&[d.as_str(), reason.as_str()], c.get() as f64);
                 }
             }
         }
-        s[RECEIVED].counter(&f[RECEIVED], &[], self.hot.bytes_received.get() as f64);
-        s[SENT].counter(&f[SENT], &[], self.hot.bytes_sent.get() as f64);
+        s[RECEIVED].counter(&[], self.hot.bytes_received.get() as f64);
+        s[SENT].counter(&[], self.hot.bytes_sent.get() as f64);
         let durations = self.hot.durations.lock().unwrap_or_else(|e| e.into_inner());
         for ((group, dest, backend), h) in durations.iter() {
-            s[DURATION].histogram(&f[DURATION], &[group, dest, backend], h.snapshot());
+            s[DURATION].histogram(&[group, dest, backend], h.snapshot());
         }
-        finish(&FAMILIES, s)
+        finish(s)
     }
 }

@@ -255,14 +255,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         Ok(())
     }
 
-    /// Write raw bytes (already framed) and flush.
-    pub async fn write_raw(&mut self, bytes: &[u8]) -> Result<(), ProtocolError> {
-        self.flush().await?;
-        self.io.write_all(bytes).await?;
-        self.io.flush().await?;
-        Ok(())
-    }
-
     pub async fn shutdown(&mut self) {
         let _ = self.flush().await;
         let _ = self.io.shutdown().await;

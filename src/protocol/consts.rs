@@ -94,7 +94,6 @@ pub mod errcode {
     pub const ER_ACCESS_DENIED_ERROR: u16 = 1045;
     pub const ER_ACCOUNT_HAS_BEEN_LOCKED: u16 = 4151;
     pub const ER_UNKNOWN_COM_ERROR: u16 = 1047;
-    pub const ER_BAD_DB_ERROR: u16 = 1049;
     pub const ER_NET_PACKET_TOO_LARGE: u16 = 1153;
     pub const ER_NET_READ_ERROR: u16 = 1158;
     /// The server runs with --read-only (sluice: a group with no master).

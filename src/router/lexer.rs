@@ -83,46 +83,6 @@ pub fn first_word(sql: &[u8]) -> (String, &[u8]) {
     (String::from_utf8_lossy(&s[..end]).to_ascii_uppercase(), &s[end..])
 }
 
-/// `USE db` / ``USE `db` ``: the database name, if the statement is one.
-pub fn use_database(sql: &[u8]) -> Option<String> {
-    let (word, rest) = first_word(sql);
-    if word != "USE" {
-        return None;
-    }
-    let rest = skip_space_and_comments(rest);
-    let (name, after) = if let Some(r) = rest.strip_prefix(b"`") {
-        // Backtick-quoted: `` doubles a backtick.
-        let mut name = Vec::new();
-        let mut i = 0;
-        loop {
-            match r.get(i) {
-                Some(b'`') if r.get(i + 1) == Some(&b'`') => {
-                    name.push(b'`');
-                    i += 2;
-                }
-                Some(b'`') => break (name, &r[i + 1..]),
-                Some(c) => {
-                    name.push(*c);
-                    i += 1;
-                }
-                None => return None,
-            }
-        }
-    } else {
-        let end = rest
-            .iter()
-            .position(|c| c.is_ascii_whitespace() || *c == b';')
-            .unwrap_or(rest.len());
-        (rest[..end].to_vec(), &rest[end..])
-    };
-    let after = skip_space_and_comments(after);
-    let after = after.strip_prefix(b";").unwrap_or(after);
-    if name.is_empty() || !skip_space_and_comments(after).is_empty() {
-        return None;
-    }
-    String::from_utf8(name).ok()
-}
-
 /// How the server reads the text: its `sql_mode` flags `ANSI_QUOTES` (a
 /// double-quoted text is an identifier) and `NO_BACKSLASH_ESCAPES` (a
 /// backslash in a string is an ordinary character), and its version, which
@@ -133,31 +93,15 @@ pub struct LexOptions {
     pub ansi_quotes: bool,
     pub no_backslash_escapes: bool,
     /// The server's version as `MYSQL_VERSION_ID` spells it (10.11.6 is
-    /// 101106; `server_version_id` turns `@@version` into it). 0: a MariaDB
-    /// 10.11 whose patch level is unknown; a comment versioned 101101..=101199
-    /// is then undecided (see [`Tokens::version_doubt`]).
+    /// 101106). 0: a MariaDB 10.11 whose patch level is unknown; a comment
+    /// versioned 101101..=101199 is then undecided (see
+    /// [`Tokens::version_doubt`]).
     pub server_version: u32,
 }
 
 /// The lowest and highest version id of a MariaDB 10.11 (the default when the
 /// server's version is not known).
 pub const DEFAULT_VERSION_RANGE: (u32, u32) = (101101, 101199);
-
-/// `MYSQL_VERSION_ID` of a server from its `@@version` text
-/// (`10.11.6-MariaDB-log` → 101106); None when it does not start with
-/// `major.minor.patch`.
-pub fn server_version_id(version: &str) -> Option<u32> {
-    let mut parts = version.splitn(3, '.');
-    let major: u32 = parts.next()?.parse().ok()?;
-    let minor: u32 = parts.next()?.parse().ok()?;
-    let rest = parts.next()?;
-    let end = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
-    let patch: u32 = rest[..end].parse().ok()?;
-    if minor > 99 || patch > 99 {
-        return None;
-    }
-    Some(major * 10000 + minor * 100 + patch)
-}
 
 /// What MariaDB's lexer does with a versioned comment `/*!NNNNN` (or
 /// `/*M!NNNNN` when `mariadb_only`) on a server of version id `server`: its
@@ -590,15 +534,6 @@ mod tests {
         assert_eq!(first_word(b"").0, "");
     }
 
-    #[test]
-    fn use_db() {
-        assert_eq!(use_database(b"USE test"), Some("test".into()));
-        assert_eq!(use_database(b"use `we``ird db`;"), Some("we`ird db".into()));
-        assert_eq!(use_database(b"USE a; SELECT 1"), None);
-        assert_eq!(use_database(b"USER"), None);
-        assert_eq!(use_database(b"USE"), None);
-    }
-
     fn toks(s: &[u8]) -> Vec<Token<'_>> {
         Tokens::new(s).collect()
     }
@@ -712,15 +647,6 @@ mod tests {
         let mut t = Tokens::new(b"/*!100100 x */ /*!999999 y */");
         assert_eq!(t.by_ref().collect::<Vec<_>>(), vec![Word(b"x")]);
         assert!(!t.version_doubt());
-    }
-
-    #[test]
-    fn version_ids() {
-        assert_eq!(server_version_id("10.11.6-MariaDB-log"), Some(101106));
-        assert_eq!(server_version_id("11.4.2-MariaDB"), Some(110402));
-        assert_eq!(server_version_id("8.0.36"), Some(80036));
-        assert_eq!(server_version_id("10.11"), None);
-        assert_eq!(server_version_id("x"), None);
     }
 
     #[test]

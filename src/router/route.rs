@@ -2,7 +2,7 @@
 //! a pure function, the one place that decides where a statement goes and
 //! what it does to the session, for every command path.
 
-use super::classify::{Classified, Kind, MasterReason, SetScope};
+use super::classify::{Classified, Kind, SetScope};
 use super::lexer::{first_word, LexOptions, Token, Tokens};
 use super::plan::{Effects, Pins, Plan, ReadSet, RouteReason, Target, TxEffect, WriteSet};
 
@@ -69,7 +69,7 @@ pub fn plan<'a>(c: &'a Classified, sql: &[u8], src: Source, v: &View) -> Plan<'a
         // causal snapshot must follow it).
         is_write: matches!(c.kind, Kind::Write | Kind::Commit)
             || write_set != WriteSet::Nothing
-            || c.force_master == Some(MasterReason::StoredFunction),
+            || c.force_master == Some(RouteReason::StoredFunction),
         tx: tx_effect(c, write_set, effects.commits),
         reads_no_table: c.refers_to_previous || c.tables.as_ref().is_some_and(|t| t.is_empty()),
         effects,
@@ -96,7 +96,7 @@ fn tx_effect(c: &Classified, write_set: WriteSet, commits: bool) -> TxEffect {
 fn target(c: &Classified, v: &View) -> (Target, RouteReason) {
     // FOUND_ROWS() stays with the master, as the routing contract says
     // (SQL_CALC_FOUND_ROWS reads are sent there too).
-    if c.refers_to_previous && c.force_master != Some(MasterReason::FoundRows) && v.ro_tx.is_none() {
+    if c.refers_to_previous && c.force_master != Some(RouteReason::FoundRows) && v.ro_tx.is_none() {
         // SHOW WARNINGS, @@warning_count, ...: the answer lives on the
         // connection that ran the previous statement. (A pinned session's
         // previous statement ran on the master, but for the one that took
@@ -105,12 +105,12 @@ fn target(c: &Classified, v: &View) -> (Target, RouteReason) {
     }
     match &c.kind {
         Kind::Read => match c.force_master {
-            Some(r) if v.ro_tx.is_none() => (Target::Master, r.reason()),
+            Some(r) if v.ro_tx.is_none() => (Target::Master, r),
             // GET_LOCK() & co. in a read-only transaction on a replica: a
             // named lock is the master's (where the other clients take it),
             // and it is no part of the transaction. (With a table read too,
             // the read needs the transaction's snapshot: it stays there.)
-            Some(MasterReason::LockFunction) if c.tables.as_ref().is_some_and(|t| t.is_empty()) => {
+            Some(RouteReason::LockFunction) if c.tables.as_ref().is_some_and(|t| t.is_empty()) => {
                 (Target::Master, RouteReason::LockFunction)
             }
             _ => read_target(v),
@@ -284,7 +284,7 @@ fn effects(c: &Classified, sql: &[u8], src: Source, write_set: WriteSet) -> Effe
     // `SELECT RELEASE_ALL_LOCKS()` lifts the pin. Only that form: in any
     // other (`... FROM t WHERE 0`, inside IF(), a CASE) the call may not run,
     // and a lock still held would stay on a connection the session left.
-    if !c.takes_named_lock && c.force_master == Some(MasterReason::LockFunction) && releases_all_locks(sql) {
+    if !c.takes_named_lock && c.force_master == Some(RouteReason::LockFunction) && releases_all_locks(sql) {
         e.unpin |= Pins::NAMED_LOCK;
     }
     match c.kind {
@@ -338,7 +338,7 @@ fn effects(c: &Classified, sql: &[u8], src: Source, write_set: WriteSet) -> Effe
         _ => false,
     };
     e.last_insert_id = mentions(sql, b"last_insert_id");
-    e.keep_for_found_rows = c.force_master == Some(MasterReason::FoundRows);
+    e.keep_for_found_rows = c.force_master == Some(RouteReason::FoundRows);
     e.refresh_tracked = write_set == WriteSet::Everything;
     e.changes_columns = e.refresh_tracked && is_ddl(sql);
     e

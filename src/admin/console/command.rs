@@ -24,18 +24,6 @@ pub enum View {
     Topology,
 }
 
-impl View {
-    pub fn name(self) -> &'static str {
-        match self {
-            View::Backends => "backends",
-            View::Pools => "pools",
-            View::Sessions => "sessions",
-            View::State => "state",
-            View::Topology => "topology",
-        }
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
     Show(View),

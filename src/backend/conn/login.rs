@@ -1,7 +1,7 @@
 //! Whom a backend connection logs in as, and the login exchange after the
-//! handshake response: TLS start, plugin switches, caching_sha2 and clear
-//! text passwords (only over verified TLS). Split from `conn.rs`, which opens
-//! the connection and runs commands on it.
+//! handshake response (and TLS start, `tls::start`): plugin switches,
+//! caching_sha2 and clear text passwords (only over verified TLS). Split from
+//! `conn.rs`, which opens the connection and runs commands on it.
 
 use std::sync::Arc;
 
@@ -9,11 +9,10 @@ use mysql_common::packets::{AuthPlugin, AuthSwitchRequest};
 use mysql_common::proto::MySerialize;
 
 use crate::config::BackendTlsMode;
-use crate::protocol::transport::Transport;
 use crate::protocol::{PacketStream, ProtocolError};
 use mysql_common::io::ParseBuf;
 
-use super::{server_err, BackendError, BackendIo, ConnectParams, TlsSettings, BACKEND_MAX_PACKET};
+use super::{server_err, BackendError, BackendIo, ConnectParams};
 
 /// Whom a backend connection logs in as: the group's account (cleartext
 /// password from the configuration) or a client's server account, known
@@ -107,37 +106,6 @@ impl Login {
             Secret::NativeStage1(_) => None,
         }
     }
-}
-
-/// Send the SSL request (the first 32 bytes of the handshake response
-/// `response`, which carries CLIENT_SSL) and run the TLS handshake on the
-/// socket; the full response then goes over TLS.
-pub(super) async fn start_tls(
-    mut stream: PacketStream<BackendIo>,
-    seq: &mut u8,
-    response: &[u8],
-    tls: &TlsSettings,
-) -> Result<PacketStream<BackendIo>, BackendError> {
-    let request = response.get(..32).ok_or(ProtocolError::Malformed(
-        "handshake response shorter than an SSL request",
-    ))?;
-    stream.write_packet(seq, request).await?;
-    let (io, unread) = stream.into_parts();
-    let Transport::Plain(tcp) = io else {
-        return Err(BackendError::Tls("TLS was already started".into()));
-    };
-    if !unread.is_empty() {
-        return Err(ProtocolError::Malformed("data from the server before the TLS handshake").into());
-    }
-    let encrypted = tls
-        .connector
-        .connect(tls.server_name.clone(), tcp)
-        .await
-        .map_err(|e| BackendError::Tls(format!("handshake failed ({}): {e}", tls.mode.as_str())))?;
-    Ok(PacketStream::new(
-        Transport::Tls(Box::new(encrypted)),
-        BACKEND_MAX_PACKET,
-    ))
 }
 
 /// The password as sent in clear text over TLS (caching_sha2 full

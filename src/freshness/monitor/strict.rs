@@ -117,8 +117,6 @@ async fn probe_raw(pool: &BackendPool) -> Result<HashMap<u32, u64>, String> {
 pub struct Provisional {
     /// Master-probe ticket taken when the read began.
     ticket: u64,
-    /// The replica that runs it.
-    pub replica: usize,
     /// That replica's last probed counters, read before the statement was
     /// sent to it.
     seen: Arc<Counters>,
@@ -157,14 +155,7 @@ impl GroupMonitor {
             return self.pick(scope, current).await.map(|i| (i, None));
         };
         let seen = self.replicas[i].counters();
-        Ok((
-            i,
-            Some(Provisional {
-                ticket,
-                replica: i,
-                seen,
-            }),
-        ))
+        Ok((i, Some(Provisional { ticket, seen })))
     }
 
     /// May the answer of the provisional read `p` be released? Waits for a

@@ -291,6 +291,18 @@ pub(super) async fn per_table(
     }
 }
 
+/// `DROP TRIGGER IF EXISTS db.name` as a per-table step of `table`.
+pub(super) async fn drop_trigger(
+    conn: &mut Conn,
+    db: &str,
+    name: &str,
+    table: &str,
+    report: &mut Report,
+) -> Result<bool, TriggerError> {
+    let sql = format!("DROP TRIGGER IF EXISTS {}.{}", quote_ident(db), quote_ident(name));
+    per_table(conn, &sql, &format!("DROP TRIGGER {name}"), table, report).await
+}
+
 pub(super) fn finish(mut report: Report) -> Result<Report, TriggerError> {
     report.dropped.sort();
     if report.failed.is_empty() {

@@ -10,9 +10,8 @@ use crate::frontend::session::pipeline::Exec;
 use crate::frontend::session::state::PREV_EVERYWHERE;
 use crate::frontend::session::Session;
 use crate::protocol::packets::ErrPacket;
-use crate::router::classify::{Classified, MasterReason};
-use crate::router::plan::Pins;
-use crate::router::plan::Plan;
+use crate::router::classify::Classified;
+use crate::router::plan::{Pins, Plan, RouteReason};
 use crate::router::previous;
 use crate::router::route::Source;
 
@@ -112,7 +111,7 @@ impl Session {
                 order: None,
                 ..
             } if ((c.refers_to_previous && ready.borrowed)
-                || c.force_master == Some(MasterReason::LockFunction))
+                || c.force_master == Some(RouteReason::LockFunction))
                 && !c.multi_statement =>
             {
                 let registry = &self.shared.sessions;
@@ -123,7 +122,7 @@ impl Session {
                 // (Not with long data: it went to the statement's own
                 // server-side copy, which a variant is not.)
                 let (mapped, order) = match c.force_master {
-                    Some(MasterReason::LockFunction) if !long_data => {
+                    Some(RouteReason::LockFunction) if !long_data => {
                         crate::frontend::thread_ids::rewrite_prepared(sql, self.proc.id, params, || {
                             registry.lock_holders()
                         })

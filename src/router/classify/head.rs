@@ -47,7 +47,7 @@ pub(super) enum Lead {
 pub(super) struct Head {
     pub(super) kind: Kind,
     pub(super) lead: Lead,
-    pub(super) force: Option<MasterReason>,
+    pub(super) force: Option<RouteReason>,
     pub(super) creates_temp_table: bool,
     pub(super) locks_tables: bool,
     pub(super) unlocks_tables: bool,
@@ -215,9 +215,9 @@ pub(super) fn show(lx: &mut Tokens<'_>, h: &mut Head) {
         | Kw::Replica
         | Kw::Replicas
         | Kw::Relaylog
-        | Kw::Processlist => h.force = Some(MasterReason::SideEffect),
+        | Kw::Processlist => h.force = Some(RouteReason::SideEffect),
         Kw::Warnings | Kw::Errors | Kw::Count | Kw::Profile | Kw::Profiles => {
-            h.force = Some(MasterReason::SideEffect);
+            h.force = Some(RouteReason::SideEffect);
             h.refers_to_previous = true;
         }
         _ => {}

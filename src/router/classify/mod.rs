@@ -13,6 +13,7 @@
 //! master; this file puts the answer together and splits multi-statements.
 
 use super::lexer::{first_word, unquote_ident, LexOptions, Token, Tokens, DEFAULT_VERSION_RANGE};
+use super::plan::RouteReason;
 
 mod head;
 mod keywords;
@@ -35,12 +36,16 @@ pub struct Classified {
     /// `NEXT VALUE FOR` / `PREVIOUS VALUE FOR`, `MASTER_POS_WAIT()`/`MASTER_GTID_WAIT()`,
     /// user-variable assignment `:=`, a routing hint naming the master, a
     /// multi-statement, a `SHOW` whose answer differs per server, or a call of a
-    /// function that is not a MariaDB built-in (`StoredFunction`).
+    /// function that is not a MariaDB built-in (`StoredFunction`: a stored
+    /// function may read tables the statement does not name, or write). The
+    /// reason is the route's (its metric label): one of `LockingRead`,
+    /// `SelectInto`, `LockFunction`, `LastInsertId`, `FoundRows`, `Sequence`,
+    /// `UserVariable`, `Hint`, `MultiStatement`, `SideEffect`, `StoredFunction`.
     ///
     /// Computed for every kind (for a write it is informative only). When
     /// several reasons apply: `MultiStatement` first, then `Hint`, then the
-    /// first one found in the text.
-    pub force_master: Option<MasterReason>,
+    /// first one found in the text, `StoredFunction` only when no other applies.
+    pub force_master: Option<RouteReason>,
     /// `SET @x = ...`, `SELECT @x := ...`, `SELECT ... INTO @x` (in any statement).
     pub sets_user_variable: bool,
     /// `CREATE [OR REPLACE] TEMPORARY TABLE` (or `TEMPORARY SEQUENCE`).
@@ -78,7 +83,12 @@ pub struct Classified {
     /// routed to the connection that ran that statement (force_master is set
     /// too, as a fallback).
     pub refers_to_previous: bool,
-    /// What `autocommit` is set to, as [`sets_autocommit`] returns it.
+    /// Is `autocommit` being set (for the session), and to what?
+    /// (`SET autocommit=0`, `SET @@autocommit = OFF`, `SET SESSION autocommit=1`,
+    /// `SET autocommit='ON'`, ...). The last assignment in the text wins. None when
+    /// it is not set, set globally, or set to something other than a literal
+    /// (`DEFAULT`, `@v`, `1+0`): the OK packet's `SERVER_STATUS_AUTOCOMMIT` flag is
+    /// the authority then.
     pub autocommit: Option<bool>,
     /// `refers_to_previous` and the read also reads tables
     /// (`SELECT @@warning_count, a FROM t`; `tables` names them, None:
@@ -152,45 +162,6 @@ pub enum SetScope {
     Role,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum MasterReason {
-    LockingRead,
-    SelectInto,
-    LockFunction,
-    LastInsertId,
-    FoundRows,
-    Sequence,
-    UserVariable,
-    Hint,
-    MultiStatement,
-    SideEffect,
-    /// A read calls a function that is not a MariaDB built-in (`f()`,
-    /// `db.f()`, in any clause): a stored function may read tables the
-    /// statement does not name, or write. Lowest priority: reported only
-    /// when no other reason applies.
-    StoredFunction,
-}
-
-impl MasterReason {
-    /// The route reason (the metric's label).
-    pub fn reason(self) -> super::plan::RouteReason {
-        use super::plan::RouteReason as R;
-        match self {
-            MasterReason::LockingRead => R::LockingRead,
-            MasterReason::SelectInto => R::SelectInto,
-            MasterReason::LockFunction => R::LockFunction,
-            MasterReason::LastInsertId => R::LastInsertId,
-            MasterReason::FoundRows => R::FoundRows,
-            MasterReason::Sequence => R::Sequence,
-            MasterReason::UserVariable => R::UserVariable,
-            MasterReason::Hint => R::Hint,
-            MasterReason::MultiStatement => R::MultiStatement,
-            MasterReason::SideEffect => R::SideEffect,
-            MasterReason::StoredFunction => R::StoredFunction,
-        }
-    }
-}
-
 /// Classify one COM_QUERY under the server's default `sql_mode`.
 pub fn classify(sql: &[u8]) -> Classified {
     classify_with(sql, LexOptions::default())
@@ -210,7 +181,7 @@ pub fn classify_with(sql: &[u8], opts: LexOptions) -> Classified {
         Some(Ok((body, hint))) => {
             let mut c = classify_plain(body, opts);
             if hint && !c.multi_statement {
-                c.force_master = Some(MasterReason::Hint);
+                c.force_master = Some(RouteReason::Hint);
             }
             c
         }
@@ -251,7 +222,7 @@ fn classify_plain(sql: &[u8], opts: LexOptions) -> Classified {
 fn unknown_write() -> Classified {
     Classified {
         kind: Kind::Write,
-        force_master: Some(MasterReason::SideEffect),
+        force_master: Some(RouteReason::SideEffect),
         sets_user_variable: false,
         creates_temp_table: false,
         locks_tables: false,
@@ -455,9 +426,9 @@ fn disagreement(a: Classified, b: Classified) -> Classified {
     Classified {
         kind: Kind::Write,
         force_master: Some(if multi {
-            MasterReason::MultiStatement
+            RouteReason::MultiStatement
         } else {
-            MasterReason::SideEffect
+            RouteReason::SideEffect
         }),
         sets_user_variable: a.sets_user_variable || b.sets_user_variable,
         creates_temp_table: a.creates_temp_table || b.creates_temp_table,
@@ -475,16 +446,6 @@ fn disagreement(a: Classified, b: Classified) -> Classified {
         },
         previous_reads_tables: false,
     }
-}
-
-/// Is `autocommit` being set (for the session), and to what?
-/// (`SET autocommit=0`, `SET @@autocommit = OFF`, `SET SESSION autocommit=1`,
-/// `SET autocommit='ON'`, ...). The last assignment in the text wins. None when
-/// it is not set, set globally, or set to something other than a literal
-/// (`DEFAULT`, `@v`, `1+0`): the OK packet's `SERVER_STATUS_AUTOCOMMIT` flag is
-/// the authority then.
-pub fn sets_autocommit(sql: &[u8]) -> Option<bool> {
-    classify(sql).autocommit
 }
 
 /// The statements of a multi-statement text, split at `;` outside strings,

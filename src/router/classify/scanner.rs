@@ -87,7 +87,7 @@ pub(super) struct Scanner<'a> {
     /// `WITH`: the main query (a SELECT at the top level) has started.
     pub(super) with_main: bool,
     /// A read calls a function that is not a built-in (`f()`, `db.f()`):
-    /// it may read or write any table (see `MasterReason::StoredFunction`).
+    /// it may read or write any table (see `RouteReason::StoredFunction`).
     pub(super) stored_function: bool,
     /// How the current statement starts.
     pub(super) lead: Lead,
@@ -103,7 +103,7 @@ pub(super) struct Scanner<'a> {
     pub(super) multi: bool,
     pub(super) error: bool,
     pub(super) with_write: bool,
-    pub(super) force: Option<MasterReason>,
+    pub(super) force: Option<RouteReason>,
     pub(super) sets_user_variable: bool,
     pub(super) creates_temp_table: bool,
     pub(super) locks_tables: bool,
@@ -243,13 +243,13 @@ impl<'a> Scanner<'a> {
             self.first_kind
         };
         let force = if self.multi {
-            Some(MasterReason::MultiStatement)
+            Some(RouteReason::MultiStatement)
         } else if self.lx.master_hint() {
-            Some(MasterReason::Hint)
+            Some(RouteReason::Hint)
         } else {
             // Last: the session looks for some reasons (FOUND_ROWS) by name.
             self.force
-                .or(self.stored_function.then_some(MasterReason::StoredFunction))
+                .or(self.stored_function.then_some(RouteReason::StoredFunction))
         };
         let tables = (kind == Kind::Read && self.first_lead == Lead::Select && !self.tables_unknown)
             .then_some(self.tables);
@@ -285,7 +285,7 @@ impl<'a> Scanner<'a> {
         lex(&mut self.lx.clone())
     }
 
-    pub(super) fn reason(&mut self, r: MasterReason) {
+    pub(super) fn reason(&mut self, r: RouteReason) {
         if self.force.is_none() {
             self.force = Some(r);
         }
@@ -310,7 +310,7 @@ impl<'a> Scanner<'a> {
                 } else if !self.set_target() {
                     if tok_of(&self.peek()) == Some(Token::Assign) {
                         self.sets_user_variable = true;
-                        self.reason(MasterReason::UserVariable);
+                        self.reason(RouteReason::UserVariable);
                     } else {
                         self.reads_user_variable = true;
                     }
@@ -344,18 +344,18 @@ impl<'a> Scanner<'a> {
             self.with_main = true;
         }
         match t.kw {
-            Kw::Update if p1 == Kw::For => self.reason(MasterReason::LockingRead),
+            Kw::Update if p1 == Kw::For => self.reason(RouteReason::LockingRead),
             Kw::Update if self.lead == Lead::With => self.with_write = true,
-            Kw::Share if p1 == Kw::For => self.reason(MasterReason::LockingRead),
+            Kw::Share if p1 == Kw::For => self.reason(RouteReason::LockingRead),
             Kw::Mode if p1 == Kw::Share && self.hist[2] == Kw::In && self.hist[3] == Kw::Lock => {
-                self.reason(MasterReason::LockingRead)
+                self.reason(RouteReason::LockingRead)
             }
             Kw::For if p1 == Kw::Value && matches!(self.hist[2], Kw::Next | Kw::Previous) => {
-                self.reason(MasterReason::Sequence)
+                self.reason(RouteReason::Sequence)
             }
-            Kw::SqlCalcFoundRows => self.reason(MasterReason::FoundRows),
+            Kw::SqlCalcFoundRows => self.reason(RouteReason::FoundRows),
             Kw::Into if matches!(self.lead, Lead::Select | Lead::With) => {
-                self.reason(MasterReason::SelectInto);
+                self.reason(RouteReason::SelectInto);
                 self.into_list = true;
             }
             // INSERT(...) and REPLACE(...) are also string functions.
@@ -374,22 +374,22 @@ impl<'a> Scanner<'a> {
         match k {
             Kw::GetLock => {
                 self.takes_named_lock = true;
-                self.reason(MasterReason::LockFunction);
+                self.reason(RouteReason::LockFunction);
             }
             Kw::ReleaseLock | Kw::IsFreeLock | Kw::IsUsedLock | Kw::ReleaseAllLocks => {
-                self.reason(MasterReason::LockFunction)
+                self.reason(RouteReason::LockFunction)
             }
-            Kw::LastInsertId => self.reason(MasterReason::LastInsertId),
+            Kw::LastInsertId => self.reason(RouteReason::LastInsertId),
             Kw::FoundRows | Kw::RowCount => {
-                self.reason(MasterReason::FoundRows);
+                self.reason(RouteReason::FoundRows);
                 self.refers_to_previous = true;
             }
-            Kw::Nextval | Kw::Lastval | Kw::Setval => self.reason(MasterReason::Sequence),
+            Kw::Nextval | Kw::Lastval | Kw::Setval => self.reason(RouteReason::Sequence),
             Kw::MasterPosWait
             | Kw::MasterGtidWait
             | Kw::SourcePosWait
             | Kw::WaitForExecutedGtidSet
-            | Kw::WaitUntilSqlThreadAfterGtids => self.reason(MasterReason::SideEffect),
+            | Kw::WaitUntilSqlThreadAfterGtids => self.reason(RouteReason::SideEffect),
             _ => {}
         }
     }
@@ -442,12 +442,12 @@ impl<'a> Scanner<'a> {
         let (_, v) = sysvar_scope(name);
         let is = |x: &[u8]| v.eq_ignore_ascii_case(x);
         if is(b"last_insert_id") || is(b"identity") || is(b"insert_id") {
-            self.reason(MasterReason::LastInsertId);
+            self.reason(RouteReason::LastInsertId);
         } else if is(b"warning_count") || is(b"error_count") {
-            self.reason(MasterReason::SideEffect);
+            self.reason(RouteReason::SideEffect);
             self.refers_to_previous = true;
         } else if is(b"last_gtid") {
-            self.reason(MasterReason::SideEffect);
+            self.reason(RouteReason::SideEffect);
         }
     }
 

@@ -24,7 +24,7 @@ fn backslash_ambiguity_keeps_both_readings_effects() {
     assert_eq!(c.kind, Kind::Write);
     assert_eq!(c.tables, None);
     assert!(c.multi_statement);
-    assert_eq!(c.force_master, Some(MasterReason::MultiStatement));
+    assert_eq!(c.force_master, Some(RouteReason::MultiStatement));
 
     // Under NO_BACKSLASH_ESCAPES this creates a temporary table, sets a
     // user variable, takes a named lock: the session must be pinned.

@@ -2,7 +2,7 @@
 //! session-state statements, table lists, both sql_mode readings and read sets.
 
 use super::*;
-use MasterReason as R;
+use RouteReason as R;
 
 mod any_mode;
 mod read_set;
@@ -15,7 +15,7 @@ fn c(s: &str) -> Classified {
 fn k(s: &str) -> Kind {
     c(s).kind
 }
-fn fm(s: &str) -> Option<MasterReason> {
+fn fm(s: &str) -> Option<RouteReason> {
     c(s).force_master
 }
 fn tables(s: &str) -> Option<Vec<String>> {
@@ -31,7 +31,7 @@ fn plain_read(s: &str) {
     assert_eq!(r.force_master, None, "{s}");
     assert!(r.replica_eligible(), "{s}");
 }
-fn read_forced(s: &str, why: MasterReason) {
+fn read_forced(s: &str, why: RouteReason) {
     let r = c(s);
     assert_eq!(r.kind, Kind::Read, "{s}");
     assert_eq!(r.force_master, Some(why), "{s}");
@@ -397,8 +397,8 @@ fn multi_statements() {
     assert!(c("SELECT 1; CREATE TEMPORARY TABLE t (a int)").creates_temp_table);
     assert!(c("SELECT 1; LOCK TABLES t READ").locks_tables);
     assert!(c("SELECT 1; SELECT GET_LOCK('a', 1)").takes_named_lock);
-    assert_eq!(sets_autocommit(b"SET autocommit=0; SELECT 1"), Some(false));
-    assert_eq!(sets_autocommit(b"SET autocommit=0; SET autocommit=1"), Some(true));
+    assert_eq!(c("SET autocommit=0; SELECT 1").autocommit, Some(false));
+    assert_eq!(c("SET autocommit=0; SET autocommit=1").autocommit, Some(true));
 }
 
 #[test]

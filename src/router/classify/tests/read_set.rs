@@ -78,7 +78,7 @@ fn quoting_under_each_sql_mode() {
 
 #[test]
 fn stored_functions_are_master_only() {
-    let sf = Some(MasterReason::StoredFunction);
+    let sf = Some(RouteReason::StoredFunction);
     for s in [
         &b"SELECT f()"[..],
         b"SELECT db.f()",
@@ -125,10 +125,10 @@ fn stored_functions_are_master_only() {
     assert_eq!(c.force_master, sf);
     // Other reasons win (the session looks for FOUND_ROWS by name).
     let c = classify(b"SELECT f(), FOUND_ROWS()");
-    assert_eq!(c.force_master, Some(MasterReason::FoundRows));
+    assert_eq!(c.force_master, Some(RouteReason::FoundRows));
     assert_eq!(
         classify(b"/*master*/ SELECT f()").force_master,
-        Some(MasterReason::Hint)
+        Some(RouteReason::Hint)
     );
     // Writes go to the master anyway; the reason is informative.
     assert_eq!(classify(b"INSERT INTO t (a) VALUES (f(1))").kind, Kind::Write);
@@ -152,11 +152,11 @@ fn set_statement_is_its_statement() {
     assert!(writes_unknown_tables(&classify(s), s));
     assert_eq!(
         classify(b"/*master*/ SET STATEMENT x=1 FOR SELECT 1").force_master,
-        Some(MasterReason::Hint)
+        Some(RouteReason::Hint)
     );
     assert_eq!(
         classify(b"SET STATEMENT x=1 FOR SELECT f() FROM t").force_master,
-        Some(MasterReason::StoredFunction)
+        Some(RouteReason::StoredFunction)
     );
     let c = classify(b"SET STATEMENT x=1 FOR SELECT 1; DELETE FROM t");
     assert!(c.multi_statement);

@@ -1,7 +1,7 @@
 //! SET, transactions, USE, locks, SHOW and the statements after them.
 
 use super::*;
-use MasterReason as R;
+use RouteReason as R;
 
 #[test]
 fn set_scopes() {
@@ -124,7 +124,6 @@ fn autocommit() {
         ("UPDATE t SET autocommit = 0", None),
     ];
     for (s, want) in cases {
-        assert_eq!(sets_autocommit(s.as_bytes()), *want, "{s}");
         assert_eq!(c(s).autocommit, *want, "{s}");
     }
 }
