@@ -75,14 +75,17 @@ fuzz_target!(|sql: &[u8]| {
         LexOptions {
             ansi_quotes: true,
             no_backslash_escapes: false,
+            ..LexOptions::default()
         },
         LexOptions {
             ansi_quotes: false,
             no_backslash_escapes: true,
+            ..LexOptions::default()
         },
         LexOptions {
             ansi_quotes: true,
             no_backslash_escapes: true,
+            ..LexOptions::default()
         },
     ];
     for opts in modes {
