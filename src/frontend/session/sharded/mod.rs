@@ -53,6 +53,7 @@ fn starts_ddl(text: &str) -> bool {
 static LARGE_PLANS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
 
 mod groups;
+mod insert_id;
 mod io;
 mod prepared;
 mod select;
