@@ -494,3 +494,115 @@ async fn descriptions_follow_ddl_through_sluice() {
         }
     }
 }
+
+/// A statement's rows, or its error code (after rows already sent, too).
+async fn rows_or_code(w: &mut Wire, sql: &str) -> Result<Vec<Vec<String>>, u16> {
+    match w.query(sql).await {
+        WReply::Parts(p) => {
+            if let Some(Part::Err(e)) = p.iter().find(|x| matches!(x, Part::Err(_))) {
+                return Err(e.code);
+            }
+            Ok(p.into_iter()
+                .filter_map(|x| match x {
+                    Part::Rows(r) => Some(r.rows),
+                    _ => None,
+                })
+                .next_back()
+                .unwrap_or_default())
+        }
+        other => panic!("{sql}: {other:?}"),
+    }
+}
+
+/// `max_sort_length` as the server has it, differentially: TEXT values that share their
+/// first 70 characters are ordered by a prefix (then by id) by a server whose session value
+/// is 64 (its least),
+/// by their whole value by the merge. The value is set through the paths that SET text
+/// does not show (a procedure, a prepared SET, `SET STATEMENT … FOR`) and through a plain
+/// SET, on both connections; each statement through sluice must give the server's rows or
+/// be refused with 1235. Before, sluice assumed the default (1,024) unless the session's
+/// SET text named the variable: the procedure and prepared paths came back in the merge's
+/// order. Strings within 64 bytes of sort key stay answered after the procedure.
+#[tokio::test]
+async fn max_sort_length_is_the_servers() {
+    let (_s, mut sl, mut direct, cluster) = setup("shard_msl", "t").await;
+    let mut values = Vec::new();
+    for id in 1..=12i64 {
+        // Long values equal in their first 70 characters, in the reverse order of their
+        // ids; short ones (two bytes: a sort key within 64) for the exact case.
+        let long = format!("{}{}", "p".repeat(70), (b'a' + (12 - id) as u8) as char);
+        let short = format!("{}{}", (b'a' + (id % 3) as u8) as char, id % 2);
+        values.push(format!("({id}, {id}, {}, '{short}', '{long}')", id % 3));
+    }
+    for t in ["t", "ref"] {
+        let w = if t == "t" { &mut sl } else { &mut direct };
+        must(
+            w,
+            &format!(
+                "INSERT INTO {t} (id, tid, g, s, body) VALUES {}",
+                values.join(", ")
+            ),
+        )
+        .await;
+    }
+    must(
+        &mut direct,
+        "CREATE PROCEDURE set_msl(n INT) SET SESSION max_sort_length = n",
+    )
+    .await;
+    let queries = [
+        "SELECT id, body FROM {t} ORDER BY body, id",
+        "SELECT id, s FROM {t} ORDER BY s, id",
+        "SELECT DISTINCT s FROM {t} ORDER BY s",
+    ];
+    let paths: [(&[&str], &str); 4] = [
+        (&["CALL set_msl(64)"], ""),
+        (
+            &["PREPARE p FROM 'SET SESSION max_sort_length = 64'", "EXECUTE p"],
+            "",
+        ),
+        (&[], "SET STATEMENT max_sort_length = 64 FOR "),
+        (&["SET SESSION max_sort_length = 64"], ""),
+    ];
+    let mut failures = Vec::new();
+    let mut answered = 0;
+    for (setup, prefix) in paths {
+        for w in [&mut sl, &mut direct] {
+            for sql in setup {
+                must(w, sql).await;
+            }
+        }
+        for q in queries {
+            let want = rows_or_code(&mut direct, &format!("{prefix}{}", q.replace("{t}", "ref"))).await;
+            let got = rows_or_code(&mut sl, &format!("{prefix}{}", q.replace("{t}", "t"))).await;
+            if got == Err(NOT_SUPPORTED) {
+                continue;
+            }
+            answered += 1;
+            if got != want {
+                failures.push(format!(
+                    "{setup:?} {prefix}{q}\n  sluice: {got:?}\n  direct: {want:?}"
+                ));
+            }
+        }
+        for w in [&mut sl, &mut direct] {
+            must(w, "SET SESSION max_sort_length = DEFAULT").await;
+        }
+    }
+    // The long values really are ordered by their prefix under 64.
+    let full = rows_or_code(&mut direct, "SELECT id, body FROM ref ORDER BY body, id").await;
+    let cut = rows_or_code(
+        &mut direct,
+        "SET STATEMENT max_sort_length = 64 FOR SELECT id, body FROM ref ORDER BY body, id",
+    )
+    .await;
+    assert_ne!(
+        full, cut,
+        "the server's order does not depend on max_sort_length here"
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // The procedure's short strings at least (a session whose SETs name the variable, and
+    // a statement setting it, stay refused whole).
+    assert!(answered >= 2, "short strings were refused: {answered} answered");
+    let _ = cluster;
+}
