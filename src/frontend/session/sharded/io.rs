@@ -167,25 +167,6 @@ impl RowSource for BufferedSource {
     }
 }
 
-/// A source whose rows were sorted under the session's `max_sort_length`, asked of the
-/// server (`Session::max_sort_length`; None: not asked, the merge compares no strings):
-/// the merge refuses sort keys longer than that.
-pub(super) struct SortLength<S>(pub S, pub Option<usize>);
-
-impl<S: RowSource> RowSource for SortLength<S> {
-    fn warnings(&self) -> Option<u16> {
-        self.0.warnings()
-    }
-
-    fn max_sort_length(&self) -> usize {
-        self.1.unwrap_or_else(|| self.0.max_sort_length())
-    }
-
-    async fn next(&mut self) -> Result<Option<TextRow>, MergeError> {
-        self.0.next().await
-    }
-}
-
 /// The head of a result: column definitions, or the server's error.
 pub(super) enum Head {
     Columns(Vec<Bytes>),

@@ -57,6 +57,7 @@ mod insert_id;
 mod io;
 mod prepared;
 mod select;
+mod sort_length;
 mod write;
 
 pub(super) use groups::GroupConns;
@@ -456,17 +457,5 @@ impl Session {
             return true;
         };
         !matches!(h.conn.query_text(crate::merge::ZONE_OFFSETS).await, Ok(Ok(Some(n))) if n == "1")
-    }
-
-    /// The session's `max_sort_length`, asked on its master connection, where its SETs
-    /// are replayed and where a procedure, a prepared `SET` or `SET GLOBAL` before the
-    /// connection was opened leave theirs. None: not known (no master, an error).
-    async fn max_sort_length(&mut self) -> Option<usize> {
-        self.held(Conn::Master).await.ok()?;
-        let h = self.backends.slot(Conn::Master)?;
-        match h.conn.query_u64("SELECT @@max_sort_length").await {
-            Ok(Ok(Some(n))) => usize::try_from(n).ok(),
-            _ => None,
-        }
     }
 }

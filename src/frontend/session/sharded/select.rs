@@ -27,8 +27,9 @@ use crate::shard::Part;
 
 use super::io::{
     binary_metas, drain_rows, execute_part, execute_prepared, lost, not_supported, read_head,
-    read_rows_warned, send_part, BufferedSource, Head, PartLog, ShardSource, SortLength,
+    read_rows_warned, BufferedSource, Head, PartLog, ShardSource,
 };
+use super::sort_length::{self, Asked};
 use super::{Closed, Conn, Session};
 use crate::frontend::params::RawParam;
 use crate::frontend::session::gate::Route;
@@ -55,6 +56,8 @@ struct MergeCtx<'a> {
     /// The merge sees every row the server's FOUND_ROWS() counts: several parts whose
     /// LIMIT the merge applies (not a UNION's), or no LIMIT at all.
     found_rows_known: bool,
+    /// `max_sort_length` asked of the parts' own connections (`sort_length::Asked`).
+    sort_length: Asked,
 }
 
 /// The client's statement, whose result column definitions the merged result must carry.
@@ -116,6 +119,7 @@ impl Session {
         }
         // Scatter: one connection per part, all queries sent before any is read.
         let log_on = self.rt.config.log.sql_log;
+        let ask = sort_length::worth_asking(&merge, parts.len());
         let mut conns = Vec::with_capacity(parts.len());
         for (part, route) in parts.iter().zip(routes) {
             let (mut conn, label) = match self.scatter_conn(part.group, route).await {
@@ -123,13 +127,17 @@ impl Session {
                 Err(e) => return self.send_err(&e).await,
             };
             let log = PartLog::start(log_on, &part.sql.text(), &label, part.shard);
-            if let Err(e) = send_part(&mut conn, part).await {
+            if let Err(e) = sort_length::send_part(&mut conn, part, ask).await {
                 return self.send_err(&e).await;
             }
             conns.push((conn, log));
         }
         // Parts with parameters: their statements are prepared; execute them.
+        let mut asked = Asked::Not;
         for ((conn, _), part) in conns.iter_mut().zip(&parts) {
+            if let Err(e) = sort_length::answer(conn, ask, &mut asked).await {
+                return self.send_err(&e).await;
+            }
             if let Err(e) = execute_part(conn, part, params).await {
                 return self.send_err(&e).await;
             }
@@ -175,6 +183,7 @@ impl Session {
             params,
             original,
             found_rows_known: found_rows_known(parts.len(), original.sql),
+            sort_length: asked,
         };
         self.stream_merge(sources, defs, origin, merge, wildcard_helpers, ctx, described)
             .await
@@ -331,13 +340,15 @@ impl Session {
         let log_on = self.rt.config.log.sql_log;
         let mut defs = None;
         let mut sources = Vec::with_capacity(parts.len());
+        let (ask, mut asked) = (sort_length::worth_asking(&merge, parts.len()), Asked::Not);
         let mut failure = None;
         for part in &parts {
             let label = self.rt.topology.groups[part.group].master.label.clone();
             let log = PartLog::start(log_on, &part.sql.text(), &label, part.shard);
             let r = async {
                 let conn = self.group_master(part.group).await?;
-                send_part(conn, part).await?;
+                sort_length::send_part(conn, part, ask).await?;
+                sort_length::answer(conn, ask, &mut asked).await?;
                 execute_part(conn, part, params).await?;
                 let d = match read_head(conn).await? {
                     Head::Columns(d) => d,
@@ -376,6 +387,7 @@ impl Session {
             params,
             original,
             found_rows_known: found_rows_known(parts.len(), original.sql),
+            sort_length: asked,
         };
         self.stream_merge(
             sources,
@@ -488,18 +500,12 @@ impl Session {
             }
         }
         // What sluice would compare otherwise than the server: refused.
-        // A session whose SETs name max_sort_length stays refused as before the value was
-        // asked of the server (answering it uncovers wrong binary column flags of DISTINCT,
-        // seed 42 of tests/sharding_gen.rs); a statement setting its own is refused too,
-        // since the session's value does not show it.
-        let names = |s: &[u8]| s.windows(15).any(|w| w.eq_ignore_ascii_case(b"max_sort_length"));
-        let sort_length_in_statement =
-            names(ctx.original.sql.as_bytes()) || self.state.sets().iter().any(|s| names(s));
         let sent: Vec<Option<u16>> = defs
             .iter()
             .map(|d| merge::parse_column_def(d).map(|m| m.collation))
             .collect();
-        if let Some(why) = merge::inexact_comparison(&spec, &metas, &sent, sort_length_in_statement) {
+        let named = self.sort_length_named(ctx.original.sql);
+        if let Some(why) = merge::inexact_comparison(&spec, &metas, &sent, named) {
             return self.send_err(&not_supported(why)).await;
         }
         let div_precision_set = (self.state.sets().iter()).any(|s| {
@@ -546,30 +552,10 @@ impl Session {
             .enumerate()
             .map(|(i, m)| (agg_kind(&spec, i), *m))
             .collect();
-        // Strings compared: the merge refuses sort keys past the session's max_sort_length,
-        // asked of the server only then (a round trip on its master connection).
-        let compares_strings = (merge::compared_columns(&spec).iter()).any(|&c| {
-            metas
-                .get(c)
-                .is_some_and(|m| matches!(m.column_type, 15 | 249..=254))
-        });
-        let max_sort_length = match compares_strings {
-            false => None,
-            true => match self.max_sort_length().await {
-                Some(n) => Some(n),
-                None => {
-                    return self
-                        .send_err(&not_supported(
-                            "sluice: ordering, grouping or comparing strings across shards needs the \
-                             session's max_sort_length, which sluice could not read",
-                        ))
-                        .await
-                }
-            },
+        let sources = match sort_length::sorted_under(sources, &spec, &metas, ctx.sort_length) {
+            Ok(s) => s,
+            Err(e) => return self.send_err(&e).await,
         };
-        let sources: Vec<_> = (sources.into_iter())
-            .map(|s| SortLength(s, max_sort_length))
-            .collect();
         let mut merger = match Merger::new(sources, spec, metas) {
             Ok(m) => m,
             Err(MergeError::Unsupported(why)) => {
