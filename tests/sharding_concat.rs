@@ -83,6 +83,12 @@ fn rows(n: i64) -> Vec<String> {
 /// connections: through sluice and directly to the master (where `ref` lives).
 async fn setup(prefix: &str, table: &str) -> (Sluice, Wire, Wire, &'static Cluster) {
     let cluster = shared_cluster();
+    let (s, sl, direct) = setup_on(cluster, prefix, table).await;
+    (s, sl, direct, cluster)
+}
+
+/// [`setup`] on `cluster`.
+async fn setup_on(cluster: &Cluster, prefix: &str, table: &str) -> (Sluice, Wire, Wire) {
     let db = unique_name(prefix);
     let yaml = format!(
         "log:\n  level: warn\nfreshness:\n  mode: \"off\"\nsharding:\n  tables: [\"{db}.{table}.tid.4\"]\n"
@@ -102,7 +108,7 @@ async fn setup(prefix: &str, table: &str) -> (Sluice, Wire, Wire, &'static Clust
         wire::driver_login(&cluster.master.addr(), SLUICE_USER, SLUICE_PASSWORD, &db, timeout).await;
     must(&mut sl, &schema(table)).await;
     must(&mut direct, &schema("ref")).await;
-    (s, sl, direct, cluster)
+    (s, sl, direct)
 }
 
 async fn must(w: &mut Wire, sql: &str) {
@@ -493,4 +499,157 @@ async fn descriptions_follow_ddl_through_sluice() {
             assert_eq!(got, want, "{round} the ALTER (prepared):\n{}", diff(&got, &want));
         }
     }
+}
+
+/// A statement's rows, or its error code (after rows already sent, too).
+async fn rows_or_code(w: &mut Wire, sql: &str) -> Result<Vec<Vec<String>>, u16> {
+    match w.query(sql).await {
+        WReply::Parts(p) => {
+            if let Some(Part::Err(e)) = p.iter().find(|x| matches!(x, Part::Err(_))) {
+                return Err(e.code);
+            }
+            Ok(p.into_iter()
+                .filter_map(|x| match x {
+                    Part::Rows(r) => Some(r.rows),
+                    _ => None,
+                })
+                .next_back()
+                .unwrap_or_default())
+        }
+        other => panic!("{sql}: {other:?}"),
+    }
+}
+
+/// Twelve rows in `t` (through sluice) and `ref`: TEXT values equal in their first 70
+/// characters, in the reverse order of their ids, and short strings (two bytes: a sort key
+/// within 64).
+async fn sort_length_rows(sl: &mut Wire, direct: &mut Wire) {
+    let mut values = Vec::new();
+    for id in 1..=12i64 {
+        let long = format!("{}{}", "p".repeat(70), (b'a' + (12 - id) as u8) as char);
+        let short = format!("{}{}", (b'a' + (id % 3) as u8) as char, id % 2);
+        values.push(format!("({id}, {id}, {}, '{short}', '{long}')", id % 3));
+    }
+    for (w, t) in [(sl, "t"), (direct, "ref")] {
+        must(
+            w,
+            &format!(
+                "INSERT INTO {t} (id, tid, g, s, body) VALUES {}",
+                values.join(", ")
+            ),
+        )
+        .await;
+    }
+}
+
+const SORT_LENGTH_QUERIES: [&str; 3] = [
+    "SELECT id, body FROM {t} ORDER BY body, id",
+    "SELECT id, s FROM {t} ORDER BY s, id",
+    "SELECT DISTINCT s FROM {t} ORDER BY s",
+];
+
+/// `max_sort_length` as the server has it, differentially: TEXT values that share their
+/// first 70 characters are ordered by a prefix (then by id) by a server whose session value
+/// is 64 (its least),
+/// by their whole value by the merge. The value is set through the paths that SET text
+/// does not show (a procedure, a prepared SET, `SET STATEMENT … FOR`) and through a plain
+/// SET, on both connections; each statement through sluice must give the server's rows or
+/// be refused with 1235. Before, sluice assumed the default (1,024) unless the session's
+/// SET text named the variable: the procedure and prepared paths came back in the merge's
+/// order. Strings within 64 bytes of sort key stay answered after the procedure.
+#[tokio::test]
+async fn max_sort_length_is_the_servers() {
+    let (_s, mut sl, mut direct, cluster) = setup("shard_msl", "t").await;
+    sort_length_rows(&mut sl, &mut direct).await;
+    must(
+        &mut direct,
+        "CREATE PROCEDURE set_msl(n INT) SET SESSION max_sort_length = n",
+    )
+    .await;
+    let paths: [(&[&str], &str); 4] = [
+        (&["CALL set_msl(64)"], ""),
+        (
+            &["PREPARE p FROM 'SET SESSION max_sort_length = 64'", "EXECUTE p"],
+            "",
+        ),
+        (&[], "SET STATEMENT max_sort_length = 64 FOR "),
+        (&["SET SESSION max_sort_length = 64"], ""),
+    ];
+    let mut failures = Vec::new();
+    let mut answered = 0;
+    for (setup, prefix) in paths {
+        for w in [&mut sl, &mut direct] {
+            for sql in setup {
+                must(w, sql).await;
+            }
+        }
+        for q in SORT_LENGTH_QUERIES {
+            let want = rows_or_code(&mut direct, &format!("{prefix}{}", q.replace("{t}", "ref"))).await;
+            let got = rows_or_code(&mut sl, &format!("{prefix}{}", q.replace("{t}", "t"))).await;
+            if got == Err(NOT_SUPPORTED) {
+                continue;
+            }
+            answered += 1;
+            if got != want {
+                failures.push(format!(
+                    "{setup:?} {prefix}{q}\n  sluice: {got:?}\n  direct: {want:?}"
+                ));
+            }
+        }
+        for w in [&mut sl, &mut direct] {
+            must(w, "SET SESSION max_sort_length = DEFAULT").await;
+        }
+    }
+    // The long values really are ordered by their prefix under 64.
+    let full = rows_or_code(&mut direct, "SELECT id, body FROM ref ORDER BY body, id").await;
+    let cut = rows_or_code(
+        &mut direct,
+        "SET STATEMENT max_sort_length = 64 FOR SELECT id, body FROM ref ORDER BY body, id",
+    )
+    .await;
+    assert_ne!(
+        full, cut,
+        "the server's order does not depend on max_sort_length here"
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // The procedure's short strings at least (a session whose SETs name the variable, and
+    // a statement setting it, stay refused whole).
+    assert!(answered >= 2, "short strings were refused: {answered} answered");
+    let _ = cluster;
+}
+
+/// A server started with a smaller global `max_sort_length` (64, as my.cnf would set it):
+/// every connection sluice opens has it. Through sluice each statement gives the server's
+/// rows or is refused with 1235, and strings within 64 bytes of sort key are answered.
+/// Before, the merge assumed 1,024 and ordered the long values by their whole text.
+#[tokio::test]
+async fn max_sort_length_of_a_server_configured_smaller() {
+    let cluster = Cluster::start_with_args(0, &["--max-sort-length=64".to_owned()]);
+    let (_s, mut sl, mut direct) = setup_on(&cluster, "shard_mslg", "t").await;
+    sort_length_rows(&mut sl, &mut direct).await;
+    let mut failures = Vec::new();
+    let mut answered = 0;
+    for q in SORT_LENGTH_QUERIES {
+        let want = rows_or_code(&mut direct, &q.replace("{t}", "ref")).await;
+        let got = rows_or_code(&mut sl, &q.replace("{t}", "t")).await;
+        if got == Err(NOT_SUPPORTED) {
+            continue;
+        }
+        answered += 1;
+        if got != want {
+            failures.push(format!("{q}\n  sluice: {got:?}\n  direct: {want:?}"));
+        }
+    }
+    let cut = rows_or_code(&mut direct, "SELECT id, body FROM ref ORDER BY body, id").await;
+    let full = rows_or_code(
+        &mut direct,
+        "SET STATEMENT max_sort_length = 1024 FOR SELECT id, body FROM ref ORDER BY body, id",
+    )
+    .await;
+    assert_ne!(
+        full, cut,
+        "the server's order does not depend on max_sort_length here"
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_eq!(answered, 2, "short strings were refused");
 }

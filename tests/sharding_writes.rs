@@ -494,8 +494,8 @@ async fn text_outcome(c: &mut Conn, sql: &str) -> (String, Result<Vec<Vec<Value>
 /// `@@warning_count` asked after it. Statements whose rows reach one sub-table are
 /// compared whole (before, `SHOW WARNINGS` after them was empty); over several
 /// sub-tables the OK, and `SHOW WARNINGS` after one with warnings is refused with 1235
-/// rather than answered empty (see docs/sharding.md: their warnings are not kept, and the
-/// insert id when the last row's sub-table wrote nothing differs).
+/// rather than answered empty (see docs/sharding.md: their warnings are not kept). Insert
+/// ids: `insert_ids_answer_as_one_table`.
 #[tokio::test]
 async fn insert_ignore_answers_as_one_table() {
     let (cluster, _s, db, mut direct, mut sl) = sharded_pair("shard_ig", "ig").await;
@@ -557,6 +557,265 @@ async fn insert_ignore_answers_as_one_table() {
         };
         if !same {
             failures.push(format!("{sql}\n  sluice: {got:?}\n  direct: {want:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    drop(sl);
+    cluster.master.sql(&format!("DROP DATABASE {db}"));
+}
+
+/// A statement's OK fields (or its error code) and `LAST_INSERT_ID()` after it.
+async fn id_outcome(
+    c: &mut Conn,
+    sql: &str,
+    params: Option<Vec<Value>>,
+) -> (Result<(u64, u64, String), u16>, u64) {
+    let r = match params {
+        None => c.query_drop(sql).await,
+        Some(p) => c.exec_drop(sql, p).await,
+    };
+    let ok = match r {
+        Ok(()) => Ok((
+            c.affected_rows(),
+            c.last_insert_id().unwrap_or(0),
+            c.info().into_owned(),
+        )),
+        Err(mysql_async::Error::Server(e)) => Err(e.code),
+        Err(e) => panic!("{sql}: {e}"),
+    };
+    let id: Option<u64> = c
+        .query_first("SELECT LAST_INSERT_ID()")
+        .await
+        .expect("LAST_INSERT_ID()");
+    (ok, id.unwrap_or(0))
+}
+
+/// The OK packet's insert id (and `LAST_INSERT_ID()` after) of multi-row INSERT, INSERT
+/// IGNORE, ON DUPLICATE KEY UPDATE and REPLACE on a sharded table, differentially against
+/// one table: explicit ids (integers, strings, out of range, negative), duplicates first,
+/// in the middle and last, the last row's sub-table writing nothing, `LAST_INSERT_ID(expr)`,
+/// bound parameters, a table without AUTO_INCREMENT, and inside a transaction. Each
+/// statement is answered as the one table answers it, or refused with 1235 where the
+/// value cannot be told (then nothing is written: the reference's statement is rolled
+/// back, and the stored rows are compared at the end). Before, the insert id was 0 when
+/// the last row's sub-table wrote nothing, and in a transaction a statement whose second
+/// part failed left its first part's rows.
+#[tokio::test]
+async fn insert_ids_answer_as_one_table() {
+    let cluster = shared_cluster();
+    let db = unique_name("shard_iid");
+    let _s = Sluice::start_for(
+        cluster,
+        &format!(
+            "log:\n  level: warn\nfreshness:\n  mode: \"off\"\nsharding:\n  tables: [\"{db}.ai.tid.4\", \"{db}.na.tid.4\"]\n"
+        ),
+    );
+    cluster.master.sql(&format!("CREATE DATABASE {db}"));
+    let mut direct = Conn::from_url(cluster.master.url(SLUICE_USER, SLUICE_PASSWORD, &db))
+        .await
+        .expect("connect direct");
+    let mut sl = Conn::from_url(_s.app_url(&db)).await.expect("connect sluice");
+    let create = |t: &str, id: &str| {
+        format!("CREATE TABLE {t} (id {id} PRIMARY KEY, tid INT NOT NULL, u INT NULL, v INT NULL, UNIQUE KEY uu (tid, u))")
+    };
+    for (t, r, id) in [("ai", "ai_ref", "INT AUTO_INCREMENT"), ("na", "na_ref", "INT")] {
+        sl.query_drop(create(t, id)).await.expect("create through sluice");
+        direct.query_drop(create(r, id)).await.expect("create reference");
+    }
+    // (statement, parameters, may be refused). Duplicates repeat a row's shard key (a
+    // unique key holds per sub-table): tid 1 and 5 share sub-table 1.
+    let int = |v: i64| Value::Int(v);
+    let statements: Vec<(&str, Option<Vec<Value>>, bool)> = vec![
+        (
+            "INSERT INTO {ai} (id, tid, u) VALUES (1, 1, 1), (2, 2, 2), (3, 3, 3), (4, 4, 4)",
+            None,
+            false,
+        ),
+        (
+            "INSERT INTO {na} (id, tid, u) VALUES (1, 1, 1), (2, 2, 2), (3, 3, 3), (4, 4, 4)",
+            None,
+            false,
+        ),
+        // The last row a duplicate (unique key, then primary key) in a sub-table that
+        // wrote nothing.
+        (
+            "INSERT IGNORE INTO {ai} (id, tid, u) VALUES (10, 2, 10), (11, 3, 11), (5, 1, 1)",
+            None,
+            false,
+        ),
+        (
+            "INSERT IGNORE INTO {ai} (id, tid, u) VALUES (12, 2, 12), (1, 5, 50)",
+            None,
+            false,
+        ),
+        (
+            "INSERT IGNORE INTO {ai} (tid, u, id) VALUES (2, 13, 13), (1, 1, '14')",
+            None,
+            false,
+        ),
+        (
+            "INSERT IGNORE INTO {ai} (id, tid, u) VALUES (15, 2, 15), (9999999999, 1, 1)",
+            None,
+            false,
+        ),
+        (
+            "INSERT IGNORE INTO {ai} (id, tid, u) VALUES (16, 2, 16), (-3, 1, 1)",
+            None,
+            false,
+        ),
+        (
+            "INSERT IGNORE INTO {ai} (id, tid, u) VALUES (?, ?, ?), (?, ?, ?)",
+            Some(vec![int(30), int(2), int(30), int(31), int(1), int(1)]),
+            false,
+        ),
+        // The first or middle row a duplicate; every row one; the last row's sub-table
+        // writing another row.
+        (
+            "INSERT IGNORE INTO {ai} (id, tid, u) VALUES (17, 1, 1), (18, 2, 18)",
+            None,
+            false,
+        ),
+        (
+            "INSERT IGNORE INTO {ai} (id, tid, u) VALUES (32, 3, 32), (33, 1, 1), (34, 2, 34)",
+            None,
+            false,
+        ),
+        (
+            "INSERT IGNORE INTO {ai} (id, tid, u) VALUES (1, 1, 1), (2, 2, 2)",
+            None,
+            false,
+        ),
+        (
+            "INSERT IGNORE INTO {ai} (id, tid, u) VALUES (1, 1, 1), (19, 2, 19), (20, 5, 20)",
+            None,
+            false,
+        ),
+        // Not an integer the last row gives: refused (or exact).
+        (
+            "INSERT IGNORE INTO {ai} (id, tid, u) VALUES (21, 2, 21), (1 + 1, 1, 1)",
+            None,
+            true,
+        ),
+        // ON DUPLICATE KEY UPDATE: the last row met a row it changed, or changed nothing.
+        (
+            "INSERT INTO {ai} (id, tid, u) VALUES (23, 2, 23), (50, 1, 1) ON DUPLICATE KEY UPDATE v = 7",
+            None,
+            false,
+        ),
+        (
+            "INSERT INTO {ai} (id, tid, u) VALUES (22, 2, 22), (1, 1, 1) ON DUPLICATE KEY UPDATE v = v",
+            None,
+            true,
+        ),
+        (
+            "INSERT INTO {ai} (id, tid, u) VALUES (1, 1, 1), (2, 2, 2) ON DUPLICATE KEY UPDATE v = v",
+            None,
+            true,
+        ),
+        // LAST_INSERT_ID(expr): on one sub-table as the server; over several refused.
+        (
+            "INSERT INTO {ai} (id, tid, u) VALUES (26, 2, LAST_INSERT_ID(26)), (27, 6, 27)",
+            None,
+            false,
+        ),
+        (
+            "INSERT INTO {ai} (id, tid, u) VALUES (24, 2, LAST_INSERT_ID(24)), (25, 3, 25)",
+            None,
+            true,
+        ),
+        (
+            "REPLACE INTO {ai} (id, tid, u) VALUES (2, 2, 2), (28, 1, 1)",
+            None,
+            false,
+        ),
+        (
+            "INSERT INTO {ai} (id, tid, u) VALUES (35, 2, 35), (36, 3, 36)",
+            None,
+            false,
+        ),
+        // No AUTO_INCREMENT column.
+        (
+            "INSERT IGNORE INTO {na} (id, tid, u) VALUES (10, 2, 10), (5, 1, 1)",
+            None,
+            false,
+        ),
+        (
+            "INSERT INTO {na} (id, tid, u) VALUES (11, 2, 11), (6, 1, 1) ON DUPLICATE KEY UPDATE v = v",
+            None,
+            true,
+        ),
+        // In a transaction: a refused statement and a failing one leave nothing of
+        // themselves (the server undoes a failed statement), the others stay.
+        ("BEGIN", None, false),
+        ("INSERT INTO {ai} (id, tid, u) VALUES (40, 2, 40)", None, false),
+        (
+            "INSERT IGNORE INTO {ai} (id, tid, u) VALUES (41, 2, 41), (1 + 1, 1, 1)",
+            None,
+            true,
+        ),
+        (
+            "INSERT IGNORE INTO {ai} (id, tid, u) VALUES (42, 2, 42), (43, 5, 1)",
+            None,
+            false,
+        ),
+        (
+            "INSERT INTO {ai} (id, tid, u) VALUES (44, 1, 44), (2, 2, 99)",
+            None,
+            false,
+        ),
+        ("COMMIT", None, false),
+    ];
+    let mut failures = Vec::new();
+    let mut in_tx = false;
+    // LAST_INSERT_ID() before the statement: a refused one leaves it (the reference's
+    // rollback does not undo a LAST_INSERT_ID(expr) it evaluated: set back).
+    let mut before = 0;
+    for (sql, params, may_refuse) in statements {
+        let named = |ai: &str, na: &str| sql.replace("{ai}", ai).replace("{na}", na);
+        if sql == "BEGIN" || sql == "COMMIT" {
+            in_tx = sql == "BEGIN";
+            direct.query_drop(sql).await.expect("direct");
+            sl.query_drop(sql).await.expect("through sluice");
+            continue;
+        }
+        // The reference's statement in a transaction (or behind a savepoint) of its own,
+        // undone if sluice refuses it.
+        direct
+            .query_drop(if in_tx { "SAVEPOINT d" } else { "START TRANSACTION" })
+            .await
+            .expect("direct");
+        let want = id_outcome(&mut direct, &named("ai_ref", "na_ref"), params.clone()).await;
+        let got = id_outcome(&mut sl, &named("ai", "na"), params).await;
+        let refused = got.0 == Err(1235);
+        let undo = match (refused, in_tx) {
+            (true, true) => "ROLLBACK TO SAVEPOINT d",
+            (true, false) => "ROLLBACK",
+            (false, true) => "RELEASE SAVEPOINT d",
+            (false, false) => "COMMIT",
+        };
+        direct.query_drop(undo).await.expect("direct");
+        if refused {
+            direct
+                .query_drop(format!("DO LAST_INSERT_ID({before})"))
+                .await
+                .expect("direct");
+        }
+        if !(got == want || (refused && may_refuse && got.1 == before)) {
+            failures.push(format!("{sql}\n  sluice: {got:?}\n  direct: {want:?}"));
+        }
+        before = if refused { before } else { want.1 };
+    }
+    for (t, r) in [("ai", "ai_ref"), ("na", "na_ref")] {
+        let subs = (0..4)
+            .map(|k| format!("SELECT id, tid, u, v FROM {t}_{k}"))
+            .collect::<Vec<_>>()
+            .join(" UNION ALL ");
+        let got = rows(&mut direct, &format!("{subs} ORDER BY id")).await;
+        let want = rows(&mut direct, &format!("SELECT id, tid, u, v FROM {r} ORDER BY id")).await;
+        if got != want {
+            failures.push(format!(
+                "stored rows of {t}:\n  sluice: {got:?}\n  direct: {want:?}"
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -33,13 +33,14 @@ pub fn is_text(m: &ColumnMeta) -> bool {
 
 /// Why comparing the merged rows of `spec` would not be exactly the server's, if so.
 /// `metas`: the columns with the collations they compare under; `sent`: the collation
-/// each shard column definition announced (the connection's); `sort_length_set`: the
-/// session has set `max_sort_length`.
+/// each shard column definition announced (the connection's); `sort_length_in_statement`:
+/// the statement's own text (`SET STATEMENT … FOR`) or the session's SETs name
+/// `max_sort_length`.
 pub fn inexact_comparison(
     spec: &MergeSpec,
     metas: &[ColumnMeta],
     sent: &[Option<u16>],
-    sort_length_set: bool,
+    sort_length_in_statement: bool,
 ) -> Option<String> {
     let compared = compared_columns(spec);
     let meta = |c: usize| metas.get(c);
@@ -86,20 +87,26 @@ pub fn inexact_comparison(
     }
     // The server compares only the first max_sort_length bytes of strings when it
     // sorts (ORDER BY, and GROUP BY / DISTINCT done by sorting), all of them when it
-    // reads an index or a temporary table's key: a session value other than the default
-    // makes that choice visible on ordinary values.
-    if sort_length_set
-        && compared
-            .iter()
-            .any(|&c| meta(c).is_some_and(|m| matches!(m.column_type, 15 | 249..=254)))
-    {
+    // reads an index or a temporary table's key: the merge refuses values past the
+    // session's value (`beyond_sort_length`), which a statement setting its own hides.
+    if sort_length_in_statement && compares_strings(spec, metas) {
         return Some(
-            "sluice: ordering, grouping or comparing strings across shards after SET max_sort_length is not \
-             supported (the server compares a prefix or the whole value depending on its plan)"
+            "sluice: ordering, grouping or comparing strings across shards after SET max_sort_length (or in \
+             a statement that sets it) is not supported (the server compares a prefix or the whole value \
+             depending on its plan)"
                 .into(),
         );
     }
     None
+}
+
+/// Whether the merge compares strings (text or binary): what `max_sort_length` cuts.
+fn compares_strings(spec: &MergeSpec, metas: &[ColumnMeta]) -> bool {
+    compared_columns(spec).iter().any(|&c| {
+        metas
+            .get(c)
+            .is_some_and(|m| matches!(m.column_type, 15 | 249..=254))
+    })
 }
 
 /// Whether the merge compares a TIMESTAMP column (ORDER BY, GROUP BY, DISTINCT,

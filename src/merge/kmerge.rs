@@ -7,7 +7,9 @@
 //! the one head row per source the first call needs.
 
 use super::spec::SortKey;
-use super::value::{beyond_sort_length, compare_opt, kind, ColumnMeta, Kind, SORT_LENGTH_REFUSAL};
+use super::value::{
+    beyond_sort_length, compare_opt, kind, sort_length_refusal, ColumnMeta, Kind, DEFAULT_MAX_SORT_LENGTH,
+};
 use super::{MergeError, TextRow};
 use std::cmp::Ordering;
 use std::future::Future;
@@ -20,6 +22,11 @@ pub trait RowSource: Send {
     /// source without any, `None` while its end has not been read.
     fn warnings(&self) -> Option<u16> {
         Some(0)
+    }
+    /// The `max_sort_length` the source's rows were sorted under and the merge compares
+    /// within (see [`super::value::beyond_sort_length`]).
+    fn max_sort_length(&self) -> usize {
+        DEFAULT_MAX_SORT_LENGTH
     }
 }
 
@@ -169,13 +176,14 @@ impl<S: RowSource> KMerge<S> {
                         got: row.len(),
                     });
                 }
+                let max = self.sources[i].max_sort_length();
                 if self
                     .keys
                     .iter()
-                    .any(|k| beyond_sort_length(row.field(k.col), k.kind))
+                    .any(|k| beyond_sort_length(row.field(k.col), k.kind, max))
                 {
                     self.state = State::Failed;
-                    return Err(MergeError::Unsupported(SORT_LENGTH_REFUSAL.to_string()));
+                    return Err(MergeError::Unsupported(sort_length_refusal(max)));
                 }
                 self.pulled += 1;
                 self.heads[i] = Some(row);

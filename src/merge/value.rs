@@ -270,28 +270,36 @@ pub fn exact_order(m: &ColumnMeta) -> bool {
     }
 }
 
-/// Whether a sort key value may be longer than the server's `max_sort_length` (1,024
-/// bytes, its default: a session that sets it is refused before the merge): the server
-/// sorts (ORDER BY, and GROUP BY / DISTINCT done by sorting) by that prefix of a
-/// string's sort key and compares whole values where it reads an index or a temporary
-/// table's key, so for such values its answer depends on its plan and the parts'. A key
-/// takes one byte per byte of text under `binary` and latin1_swedish_ci, at most four
-/// under the other collations the merge reproduces.
-pub(super) fn beyond_sort_length(v: Option<&[u8]>, k: Kind) -> bool {
-    const MAX_SORT_LENGTH: usize = 1024;
+/// The server's default `max_sort_length`: what a [`super::RowSource`] that does not know
+/// its connection's value assumes.
+pub const DEFAULT_MAX_SORT_LENGTH: usize = 1024;
+
+/// Whether a sort key value may be longer than `max_sort_length` bytes (the session's,
+/// as its master connection reports it): the server sorts (ORDER BY, and GROUP BY /
+/// DISTINCT done by sorting) by that prefix of a string's sort key and compares whole
+/// values where it reads an index or a temporary table's key, so for such values its
+/// answer depends on its plan and the parts'. A key takes one byte per byte of text
+/// under `binary` and latin1_swedish_ci, at most four under the other collations the
+/// merge reproduces.
+pub(super) fn beyond_sort_length(v: Option<&[u8]>, k: Kind, max_sort_length: usize) -> bool {
     match (v, k) {
         (Some(v), Kind::Str(c)) => match c.kind {
-            CollKind::Binary | CollKind::Latin1SwedishCi => v.len() > MAX_SORT_LENGTH,
-            _ => v.len() * 4 > MAX_SORT_LENGTH,
+            CollKind::Binary | CollKind::Latin1SwedishCi => v.len() > max_sort_length,
+            _ => v.len().saturating_mul(4) > max_sort_length,
         },
         _ => false,
     }
 }
 
 /// The refusal of a merge that met a value [`beyond_sort_length`].
-pub const SORT_LENGTH_REFUSAL: &str = "ordering, grouping or DISTINCT of strings longer than 256 \
-     bytes (1,024 under binary or latin1_swedish_ci) across shards is not supported: the server \
-     compares their first max_sort_length bytes or their whole value depending on its plan";
+pub fn sort_length_refusal(max_sort_length: usize) -> String {
+    format!(
+        "ordering, grouping or DISTINCT of strings longer than {} bytes ({max_sort_length} under binary or \
+         latin1_swedish_ci) across shards is not supported under max_sort_length {max_sort_length}: the \
+         server compares their first max_sort_length bytes or their whole value depending on its plan",
+        max_sort_length / 4
+    )
+}
 
 /// Compares two text-protocol values of a column as the server orders them in ASC
 /// order: NULL first, numbers numerically, temporal values in time order, strings

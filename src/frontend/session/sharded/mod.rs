@@ -53,9 +53,11 @@ fn starts_ddl(text: &str) -> bool {
 static LARGE_PLANS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
 
 mod groups;
+mod insert_id;
 mod io;
 mod prepared;
 mod select;
+mod sort_length;
 mod write;
 
 pub(super) use groups::GroupConns;

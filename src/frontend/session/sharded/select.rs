@@ -27,8 +27,9 @@ use crate::shard::Part;
 
 use super::io::{
     binary_metas, drain_rows, execute_part, execute_prepared, lost, not_supported, read_head,
-    read_rows_warned, send_part, BufferedSource, Head, PartLog, ShardSource,
+    read_rows_warned, BufferedSource, Head, PartLog, ShardSource,
 };
+use super::sort_length::{self, Asked};
 use super::{Closed, Conn, Session};
 use crate::frontend::params::RawParam;
 use crate::frontend::session::gate::Route;
@@ -55,6 +56,8 @@ struct MergeCtx<'a> {
     /// The merge sees every row the server's FOUND_ROWS() counts: several parts whose
     /// LIMIT the merge applies (not a UNION's), or no LIMIT at all.
     found_rows_known: bool,
+    /// `max_sort_length` asked of the parts' own connections (`sort_length::Asked`).
+    sort_length: Asked,
 }
 
 /// The client's statement, whose result column definitions the merged result must carry.
@@ -130,6 +133,7 @@ impl Session {
         }
         // Scatter: one connection per part, all queries sent before any is read.
         let log_on = self.rt.config.log.sql_log;
+        let ask = sort_length::worth_asking(&merge, parts.len());
         let mut conns = Vec::with_capacity(parts.len());
         for (part, route) in parts.iter().zip(routes) {
             let (mut conn, label) = match self.scatter_conn(part.group, route).await {
@@ -137,13 +141,17 @@ impl Session {
                 Err(e) => return self.send_err(&e).await,
             };
             let log = PartLog::start(log_on, &part.sql.text(), &label, part.shard);
-            if let Err(e) = send_part(&mut conn, part).await {
+            if let Err(e) = sort_length::send_part(&mut conn, part, ask).await {
                 return self.send_err(&e).await;
             }
             conns.push((conn, log));
         }
         // Parts with parameters: their statements are prepared; execute them.
+        let mut asked = Asked::Not;
         for ((conn, _), part) in conns.iter_mut().zip(&parts) {
+            if let Err(e) = sort_length::answer(conn, ask, &mut asked).await {
+                return self.send_err(&e).await;
+            }
             if let Err(e) = execute_part(conn, part, params).await {
                 return self.send_err(&e).await;
             }
@@ -189,6 +197,7 @@ impl Session {
             params,
             original,
             found_rows_known: found_rows_known(parts.len(), original.sql),
+            sort_length: asked,
         };
         self.stream_merge(sources, defs, origin, merge, wildcard_helpers, ctx, described)
             .await
@@ -345,13 +354,15 @@ impl Session {
         let log_on = self.rt.config.log.sql_log;
         let mut defs = None;
         let mut sources = Vec::with_capacity(parts.len());
+        let (ask, mut asked) = (sort_length::worth_asking(&merge, parts.len()), Asked::Not);
         let mut failure = None;
         for part in &parts {
             let label = self.rt.topology.groups[part.group].master.label.clone();
             let log = PartLog::start(log_on, &part.sql.text(), &label, part.shard);
             let r = async {
                 let conn = self.group_master(part.group).await?;
-                send_part(conn, part).await?;
+                sort_length::send_part(conn, part, ask).await?;
+                sort_length::answer(conn, ask, &mut asked).await?;
                 execute_part(conn, part, params).await?;
                 let d = match read_head(conn).await? {
                     Head::Columns(d) => d,
@@ -390,6 +401,7 @@ impl Session {
             params,
             original,
             found_rows_known: found_rows_known(parts.len(), original.sql),
+            sort_length: asked,
         };
         self.stream_merge(
             sources,
@@ -502,16 +514,12 @@ impl Session {
             }
         }
         // What sluice would compare otherwise than the server: refused.
-        let sort_length_set = self
-            .state
-            .sets()
-            .iter()
-            .any(|s| s.windows(15).any(|w| w.eq_ignore_ascii_case(b"max_sort_length")));
         let sent: Vec<Option<u16>> = defs
             .iter()
             .map(|d| merge::parse_column_def(d).map(|m| m.collation))
             .collect();
-        if let Some(why) = merge::inexact_comparison(&spec, &metas, &sent, sort_length_set) {
+        let named = self.sort_length_named(ctx.original.sql);
+        if let Some(why) = merge::inexact_comparison(&spec, &metas, &sent, named) {
             return self.send_err(&not_supported(why)).await;
         }
         let div_precision_set = (self.state.sets().iter()).any(|s| {
@@ -558,6 +566,10 @@ impl Session {
             .enumerate()
             .map(|(i, m)| (agg_kind(&spec, i), *m))
             .collect();
+        let sources = match sort_length::sorted_under(sources, &spec, &metas, ctx.sort_length) {
+            Ok(s) => s,
+            Err(e) => return self.send_err(&e).await,
+        };
         let mut merger = match Merger::new(sources, spec, metas) {
             Ok(m) => m,
             Err(MergeError::Unsupported(why)) => {

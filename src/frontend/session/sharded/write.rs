@@ -51,6 +51,8 @@ struct Totals {
     info: crate::shard::ok_info::InfoSum,
     /// The info text of the one part, when there is one (the server's own).
     only_info: Option<String>,
+    /// Each part's insert id, in the order they ran.
+    ids: Vec<u64>,
 }
 
 impl Session {
@@ -85,6 +87,24 @@ impl Session {
                 .await
                 .map(|()| None);
         }
+        // The server reports (and keeps for LAST_INSERT_ID()) the last call it evaluated, in
+        // row order; the parts run in sub-table order (see `insert_id`).
+        if !ddl
+            && parts.len() > 1
+            && insert_id_from.is_some()
+            && parts
+                .iter()
+                .any(|p| crate::shard::ok_info::calls_last_insert_id(p.sql.as_bytes()))
+        {
+            return self
+                .send_err(&not_supported(
+                    "sluice: an INSERT whose rows go to several sub-tables cannot call LAST_INSERT_ID(expr) \
+                     (the server reports and keeps the last call in row order; each sub-table evaluates \
+                     only its own rows); nothing was written; write those rows in separate statements",
+                ))
+                .await
+                .map(|()| None);
+        }
         if !ddl {
             if let Err(e) = self.note_tx_write(groups[0]) {
                 return self.send_err(&e).await.map(|()| None);
@@ -100,6 +120,7 @@ impl Session {
             ddl,
             info: Default::default(),
             only_info: None,
+            ids: Vec::new(),
         };
         let mut failure = None;
         for &g in &groups {
@@ -176,6 +197,14 @@ impl Session {
         let locked = self.state.pins().has(crate::router::plan::Pins::LOCK_TABLES);
         let conn = self.group_master(group).await?;
         let mut status = None;
+        // Inside the client's transaction, a statement of several parts that fails (or is
+        // refused, see `insert_id`) is undone as the server undoes a failed statement, to
+        // a savepoint taken before its first part.
+        // (Where none can be taken, in an XA transaction, as before: without.)
+        let savepoint = !wrap
+            && !totals.ddl
+            && parts.len() > 1
+            && run_ok(conn, "SAVEPOINT sluice_statement").await.is_ok();
         if wrap {
             run_ok(
                 conn,
@@ -209,6 +238,7 @@ impl Session {
                         totals.warnings.saturating_add(ok.warnings)
                     };
                     totals.done += 1;
+                    totals.ids.push(ok.last_insert_id);
                     status = Some(ok.status);
                 }
                 Err(e) => {
@@ -217,6 +247,24 @@ impl Session {
                     break;
                 }
             }
+        }
+        // The part holding the last row wrote none of its rows while another part wrote:
+        // the server's insert id is the last row's AUTO_INCREMENT value (see `insert_id`).
+        if let (None, Some(last)) = (&failure, totals.insert_id_from) {
+            let at = parts.iter().position(|p| p.shard == last);
+            let skipped = at.is_some_and(|i| totals.ids.get(i) == Some(&0));
+            if parts.len() > 1 && skipped && totals.ids.iter().any(|&id| id != 0) {
+                let last = parts[at.unwrap_or_default()];
+                match super::insert_id::of_skipped_last_row(conn, last, params, &totals.ids).await {
+                    Ok(id) => totals.insert_id = id,
+                    Err(e) => failure = Some(e),
+                }
+            }
+        }
+        if savepoint && failure.is_some() && !conn.broken {
+            // A failed ROLLBACK TO (a deadlock ended the whole transaction): the part's own
+            // error is the answer.
+            let _ = run_ok(conn, "ROLLBACK TO SAVEPOINT sluice_statement").await;
         }
         if wrap && !conn.broken {
             let end = if failure.is_some() { "ROLLBACK" } else { "COMMIT" };
