@@ -51,6 +51,7 @@ mod describe;
 mod dml;
 mod dump;
 mod group;
+mod hazards;
 mod lex;
 mod literal;
 mod names;

@@ -216,7 +216,8 @@ pub(crate) fn split_insert(
                 Kind::LParen
                     if before.is_some_and(|b| {
                         b.kind == Kind::Word
-                            && std::str::from_utf8(&sql[b.start..b.end]).is_ok_and(super::plan::checked_call)
+                            && std::str::from_utf8(&sql[b.start..b.end])
+                                .is_ok_and(super::hazards::checked_call)
                     }) =>
                 {
                     return Ok(Split::Other(

@@ -39,7 +39,7 @@ pub(super) async fn of_skipped_last_row(
              and nothing was written (write those rows in separate statements)"
         ))
     };
-    let sql = last.sql.as_bytes();
+    let sql = last.sql.statement();
     if matches!(
         WriteKind::of(sql),
         WriteKind::Insert {

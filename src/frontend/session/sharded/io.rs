@@ -447,3 +447,28 @@ pub(super) async fn read_rows_warned(
         }
     }
 }
+
+/// At most this many warnings are planted (one column each).
+const PLANTED_MAX: usize = 1000;
+
+/// A statement whose warnings are the server's `Row N was cut by GROUP_CONCAT()` for the
+/// given row numbers, in order (then copies of `Row 1` up to `total`, which only
+/// `@@warning_count` shows beyond the first [`merge::MAX_CUT_WARNINGS`]): column j
+/// appends N_j - 1 empty strings then one longer than the limit, so its own row counter
+/// reads N_j when it is cut. Uses the Sequence engine's `seq_1_to_n`.
+pub(super) fn plant_cut_warnings(rows: &[u64], total: u64) -> String {
+    let n = rows.iter().copied().max().unwrap_or(1).max(1);
+    let mut sql = String::from("SET STATEMENT group_concat_max_len = 4 FOR SELECT ");
+    let columns = usize::try_from(total).unwrap_or(usize::MAX).min(PLANTED_MAX);
+    for j in 0..columns {
+        if j > 0 {
+            sql.push_str(", ");
+        }
+        let row = rows.get(j).copied().unwrap_or(1);
+        sql.push_str(&format!(
+            "GROUP_CONCAT(IF(seq < {row}, '', 'xxxxx') ORDER BY seq SEPARATOR '')"
+        ));
+    }
+    sql.push_str(&format!(" FROM seq_1_to_{n}"));
+    sql
+}

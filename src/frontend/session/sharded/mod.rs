@@ -310,6 +310,29 @@ impl Session {
         }
     }
 
+    /// A SELECT's parts under the settings that make each compute what the one
+    /// statement computes (`crate::shard::PartSettings`): the session's
+    /// sql_select_limit lifted from the parts and applied to the merged answer (as
+    /// `merge`'s LIMIT when the statement has none), one time for all of them.
+    async fn read_settings(
+        &mut self,
+        parts: Vec<crate::shard::Part>,
+        merge: &mut crate::merge::MergeSpec,
+        sql: &str,
+    ) -> Result<Vec<crate::shard::Part>, crate::protocol::packets::ErrPacket> {
+        let mut settings = crate::shard::PartSettings::default();
+        if let Some(count) = self.session_select_limit().await? {
+            settings.no_select_limit = true;
+            merge
+                .limit
+                .get_or_insert(crate::merge::Limit { offset: 0, count });
+        }
+        if parts.len() > 1 && crate::shard::mentions_statement_time(sql.as_bytes()) {
+            settings.timestamp = Some(self.statement_time().await);
+        }
+        Ok(parts.into_iter().map(|p| p.under(&settings)).collect())
+    }
+
     /// The time a statement over several parts gives all of them (`@@timestamp`, see
     /// `crate::shard::PartSettings`): the session's own after a SET that names
     /// `timestamp` or when [`Self::settings_unseen`] (asked on its master connection, which has the

@@ -26,8 +26,8 @@ use crate::protocol::packets::{eof_packet, put_lenenc, ErrPacket};
 use crate::shard::Part;
 
 use super::io::{
-    binary_metas, drain_rows, execute_part, execute_prepared, lost, not_supported, read_head,
-    read_rows_warned, BufferedSource, Head, PartLog, ShardSource,
+    binary_metas, drain_rows, execute_part, execute_prepared, lost, not_supported, plant_cut_warnings,
+    read_head, read_rows_warned, BufferedSource, Head, PartLog, ShardSource,
 };
 use super::sort_length::{self, Asked};
 use super::{Closed, Conn, Session};
@@ -86,20 +86,10 @@ impl Session {
         // `post_reply_2`), which the client must see as the logical table.
         // Until the merge ends well, FOUND_ROWS() has no answer sluice knows.
         self.state.merging();
-        // A session's sql_select_limit limits the statement's answer, not each part's.
-        let mut settings = crate::shard::PartSettings::default();
-        match self.session_select_limit().await {
-            Ok(None) => {}
-            Ok(Some(count)) => {
-                settings.no_select_limit = true;
-                merge.limit.get_or_insert(merge::Limit { offset: 0, count });
-            }
+        match self.read_settings(parts, &mut merge, original.sql).await {
+            Ok(p) => parts = p,
             Err(e) => return self.send_err(&e).await,
         }
-        if parts.len() > 1 && crate::shard::mentions_statement_time(original.sql.as_bytes()) {
-            settings.timestamp = Some(self.statement_time().await);
-        }
-        parts = parts.into_iter().map(|p| p.under(&settings)).collect();
         let ordered = merge.group.is_none() && !merge.distinct && !merge.order_by.is_empty();
         let grouped = merge.group.is_some() || merge.distinct;
         if let Some(why) = crate::shard::plan_dependent_join(original.sql, parts.len(), ordered, grouped) {
@@ -690,31 +680,6 @@ impl Session {
             }
         }
     }
-}
-
-/// At most this many warnings are planted (one column each).
-const PLANTED_MAX: usize = 1000;
-
-/// A statement whose warnings are the server's `Row N was cut by GROUP_CONCAT()` for the
-/// given row numbers, in order (then copies of `Row 1` up to `total`, which only
-/// `@@warning_count` shows beyond the first [`merge::MAX_CUT_WARNINGS`]): column j
-/// appends N_j - 1 empty strings then one longer than the limit, so its own row counter
-/// reads N_j when it is cut. Uses the Sequence engine's `seq_1_to_n`.
-fn plant_cut_warnings(rows: &[u64], total: u64) -> String {
-    let n = rows.iter().copied().max().unwrap_or(1).max(1);
-    let mut sql = String::from("SET STATEMENT group_concat_max_len = 4 FOR SELECT ");
-    let columns = usize::try_from(total).unwrap_or(usize::MAX).min(PLANTED_MAX);
-    for j in 0..columns {
-        if j > 0 {
-            sql.push_str(", ");
-        }
-        let row = rows.get(j).copied().unwrap_or(1);
-        sql.push_str(&format!(
-            "GROUP_CONCAT(IF(seq < {row}, '', 'xxxxx') ORDER BY seq SEPARATOR '')"
-        ));
-    }
-    sql.push_str(&format!(" FROM seq_1_to_{n}"));
-    sql
 }
 
 /// See [`MergeCtx::found_rows_known`].
