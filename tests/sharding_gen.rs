@@ -370,3 +370,64 @@ async fn generated_statements_answer_exactly_or_refuse() {
 async fn fixed_corpus_answers_exactly_or_refuses() {
     sharding_gen::fixed::corpus().await;
 }
+
+/// Minimal cases `scripts/shard-gen` found (seeds 202, 303, 505), through the oracle in
+/// both protocols, on an empty table and with rows: answered exactly or refused.
+#[tokio::test]
+async fn cases_the_generator_found_answer_exactly_or_refuse() {
+    let cluster = shared_cluster();
+    let db = unique_name("sgen_found");
+    let yaml = format!(
+        "{}groups:\n  - name: main\n    master: {{ addr: {}, user: {SLUICE_USER}, password: {SLUICE_PASSWORD} }}\n    replicas: []\nlog:\n  level: warn\nsharding:\n  tables: [\"{db}.t.k.3\"]\n",
+        Sluice::users_yaml(),
+        cluster.master.addr()
+    );
+    let s = Sluice::start(&yaml);
+    cluster.master.sql(&format!("CREATE DATABASE {db}"));
+    let timeout = Duration::from_secs(60);
+    let mut sides = Sides {
+        sl: wire::driver_login(
+            &format!("127.0.0.1:{}", s.port),
+            APP_USER,
+            APP_PASSWORD,
+            &db,
+            timeout,
+        )
+        .await,
+        direct: wire::driver_login(&cluster.master.addr(), SLUICE_USER, SLUICE_PASSWORD, &db, timeout).await,
+        t: "t".into(),
+        r: "r".into(),
+    };
+    for (w, name) in [(&mut sides.sl, "t"), (&mut sides.direct, "r")] {
+        must(
+            w,
+            &format!("CREATE TABLE {name} (id INT PRIMARY KEY, k INT NOT NULL, b BIT(8) NULL, d DECIMAL(12,3) NULL, KEY (k))"),
+        )
+        .await;
+    }
+    let cases = [
+        // A temporary table's column (DISTINCT of a BIT): no org_table, and `table` named
+        // the sub-table (`t_0`) where the server names `t`.
+        "SELECT DISTINCT b FROM @T@ ORDER BY b DESC",
+    ];
+    let mut wrong = Vec::new();
+    let rows = "(1, 1, b'1', 0.001), (2, 2, b'101', 0.001), (3, 3, NULL, 0.001), \
+                (4, 4, b'11111111', NULL), (5, 5, b'0', NULL), (6, 6, b'1', NULL)";
+    for rows in ["", rows] {
+        if !rows.is_empty() {
+            must(&mut sides.sl, &format!("INSERT INTO t VALUES {rows}")).await;
+            must(&mut sides.direct, &format!("INSERT INTO r VALUES {rows}")).await;
+        }
+        for sql in cases {
+            for proto in [Proto::Text, Proto::Binary(Vec::new())] {
+                let o = sides.differ(sql, &proto, true, false, None).await;
+                if let Verdict::Wrong(why) = o.verdict {
+                    let table = if rows.is_empty() { "empty table" } else { "6 rows" };
+                    wrong.push(format!("{sql} ({}, {table}): {why}", proto.name()));
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    cluster.master.sql(&format!("DROP DATABASE {db}"));
+}
