@@ -409,8 +409,15 @@ async fn cases_the_generator_found_answer_exactly_or_refuse() {
         // A temporary table's column (DISTINCT of a BIT): no org_table, and `table` named
         // the sub-table (`t_0`) where the server names `t`.
         "SELECT DISTINCT b FROM @T@ ORDER BY b DESC",
+        // A quotient's hidden digits: the server sums 0.000333333… (its 9-digit word),
+        // the shards' partial sums are sent rounded to 7 places.
+        "SELECT SUM(d / 3) FROM @T@",
+        "SELECT AVG(d / 3), COUNT(*) FROM @T@",
+        "SELECT k % 2 AS g, SUM(d / 3) FROM @T@ GROUP BY g ORDER BY g",
     ];
     let mut wrong = Vec::new();
+    // One 0.001 on each of the 3 sub-tables: 0.0003333 × 3 = 0.0009999 where the
+    // server's 0.000333333 × 3 rounds to 0.0010000.
     let rows = "(1, 1, b'1', 0.001), (2, 2, b'101', 0.001), (3, 3, NULL, 0.001), \
                 (4, 4, b'11111111', NULL), (5, 5, b'0', NULL), (6, 6, b'1', NULL)";
     for rows in ["", rows] {
