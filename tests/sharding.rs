@@ -20,11 +20,16 @@ use mysql_async::prelude::*;
 use mysql_async::{Conn, Row, Value};
 
 mod sharding_gen {
+    #[allow(dead_code)]
+    pub mod cases;
     pub mod corpus;
+    #[allow(dead_code)]
+    pub mod oracle;
     #[allow(dead_code)]
     pub mod schema;
 }
 use gen::*;
+use sharding_gen::cases::{Demands, Runner, SUPPORTED};
 use sharding_gen::corpus as gen;
 // ---------------------------------------------------------------------------------------
 // Running and comparing
@@ -135,90 +140,6 @@ fn show_row(r: &[Cell]) -> String {
     }
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02X}")).collect()
-}
-
-/// Are two strings equal under `collation`? Asked of the server.
-async fn ci_equal(direct: &mut Conn, collation: &str, a: &Cell, b: &Cell) -> bool {
-    match (a, b) {
-        (None, None) => true,
-        (Some(a), Some(b)) => {
-            let charset = collation.split('_').next().unwrap_or("utf8mb4");
-            let sql = format!(
-                "SELECT CONVERT(CONVERT(X'{}' USING utf8mb4) USING {charset}) COLLATE {collation} \
-                 = CONVERT(CONVERT(X'{}' USING utf8mb4) USING {charset})",
-                hex(a),
-                hex(b)
-            );
-            matches!(
-                run(direct, &sql).await.ok().and_then(|r| r.rows.into_iter().next()),
-                Some(row) if row.first() == Some(&Some(b"1".to_vec()))
-            )
-        }
-        _ => false,
-    }
-}
-
-/// Compares sluice's answer with the reference's; Ok(rows compared) or a description.
-async fn compare(q: &Q, want: &Answer, got: &Answer, direct: &mut Conn) -> Result<usize, String> {
-    if want.columns != got.columns {
-        return Err(format!(
-            "column names differ: reference {:?}, sluice {:?}",
-            want.columns, got.columns
-        ));
-    }
-    if want.rows.len() != got.rows.len() {
-        let (mut w, mut g) = (want.rows.clone(), got.rows.clone());
-        w.sort();
-        g.sort();
-        let missing = w.iter().find(|r| g.binary_search(r).is_err());
-        let extra = g.iter().find(|r| w.binary_search(r).is_err());
-        return Err(format!(
-            "{} rows from the reference, {} through sluice; e.g. missing {}, unexpected {}",
-            want.rows.len(),
-            got.rows.len(),
-            missing.map_or("-".into(), |r| show_row(r)),
-            extra.map_or("-".into(), |r| show_row(r)),
-        ));
-    }
-    let (w, g) = match q.order {
-        Order::Full => (want.rows.clone(), got.rows.clone()),
-        Order::Multiset => {
-            let (mut w, mut g) = (want.rows.clone(), got.rows.clone());
-            w.sort();
-            g.sort();
-            (w, g)
-        }
-    };
-    for (i, (a, b)) in w.iter().zip(&g).enumerate() {
-        if a == b {
-            continue;
-        }
-        let mut same = a.len() == b.len();
-        for (c, (x, y)) in a.iter().zip(b).enumerate() {
-            if !same {
-                break;
-            }
-            if x != y {
-                same = q.ci_cols.contains(&c) && ci_equal(direct, q.ci_collation, x, y).await;
-            }
-        }
-        if !same {
-            return Err(format!(
-                "row {i} differs{}:\n      reference: {}\n      sluice:    {}",
-                if q.order == Order::Multiset {
-                    " (rows sorted, no ORDER BY)"
-                } else {
-                    ""
-                },
-                show_row(a),
-                show_row(b)
-            ));
-        }
-    }
-    Ok(w.len())
-}
 // ---------------------------------------------------------------------------------------
 // Setup helpers
 // ---------------------------------------------------------------------------------------
@@ -267,6 +188,11 @@ async fn create_tables(cluster: &Cluster, s: &Sluice, db: &str) -> (Conn, Conn) 
         assert_eq!(c, "帖子id", "comment of {t}.tid");
     }
     (sl, direct)
+}
+
+/// The oracle's cases on table `t` through sluice and `r` directly.
+async fn oracle(cluster: &Cluster, s: &Sluice, db: &str, t: &str, r: &str) -> Runner {
+    Runner::new(&format!("127.0.0.1:{}", s.port), &cluster.master.addr(), db, t, r).await
 }
 
 async fn fingerprint(direct: &mut Conn, db: &str) -> Vec<String> {
@@ -491,6 +417,12 @@ async fn literals_arrive_byte_for_byte() {
     let db = unique_name("shard_lit");
     let s = Sluice::start_for(cluster, &sharding_yaml(&db));
     let (mut sl, mut direct) = create_tables(cluster, &s, &db).await;
+    let mut x = oracle(cluster, &s, &db, "post_reply", "ref").await;
+    // Refused (1235) or answered exactly.
+    let may_refuse = Demands {
+        supported: false,
+        ..SUPPORTED
+    };
 
     // (literal as written in SQL, the bytes the server must store). The second half is
     // written differentially: whatever the server makes of it directly is the truth.
@@ -587,18 +519,17 @@ async fn literals_arrive_byte_for_byte() {
                     format!("SELECT id FROM {t} WHERE {col} = {literal} ORDER BY id")
                 }
             };
-            lookups.push((q("post_reply"), q("ref")));
+            lookups.push(q("@T@"));
         }
     }
     // sluice reads from the replicas (freshness off): let them catch up.
     cluster.wait_replicas_caught_up_within(Duration::from_secs(120));
-    for (q, q_ref) in &lookups {
-        let w = run(&mut direct, q_ref).await;
-        let g = run(&mut sl, q).await;
-        match (w, g) {
-            (Ok(w), Ok(g)) if w == g && !w.rows.is_empty() => {}
-            (w, g) => failures.push(format!("{q}\n    reference {w:?}\n    sluice {g:?}")),
-        }
+    for q in &lookups {
+        let found = Demands {
+            min_rows: 1,
+            ..SUPPORTED
+        };
+        x.both(q, q, q.contains("ORDER BY"), found).await;
     }
     // In the default sql_mode "x" is a string: sorting or grouping by it is by a constant.
     for sql in [
@@ -607,20 +538,9 @@ async fn literals_arrive_byte_for_byte() {
         "SELECT \"k\" AS k, COUNT(*) FROM post_reply GROUP BY \"k\"",
         "SELECT COUNT(*), MAX(\"tid\") FROM post_reply WHERE subject = \"plain\" OR message = \"it's\"",
     ] {
-        let q = Q::new("double-quoted strings", sql);
-        let w = run(&mut direct, &sql.replace("post_reply", "ref")).await;
-        let g = run(&mut sl, sql).await;
-        match (w, g) {
-            (Ok(w), Ok(g)) => {
-                if let Err(e) = compare(&q, &w, &g, &mut direct).await {
-                    failures.push(format!("{sql}\n    {e}"));
-                }
-            }
-            (_, Err(Failure::Server(NOT_SUPPORTED, m))) => {
-                eprintln!("double-quoted string query refused: {sql} -> {m}")
-            }
-            (w, g) => failures.push(format!("{sql}\n    reference {w:?}\n    sluice {g:?}")),
-        }
+        let label = format!("[double-quoted strings] {sql}");
+        x.both(&label, &sql.replace("post_reply", "@T@"), true, may_refuse)
+            .await;
     }
     // UPDATE with literals, by key and broadcast.
     for sql in [
@@ -706,6 +626,7 @@ async fn literals_arrive_byte_for_byte() {
     let ansi = "SET SESSION sql_mode = 'ANSI_QUOTES'";
     sl.query_drop(ansi).await.expect("set sql_mode through sluice");
     direct.query_drop(ansi).await.expect("set sql_mode");
+    x.both_must(ansi).await;
     cluster.wait_replicas_caught_up_within(Duration::from_secs(120));
     for sql in [
         "SELECT id, \"subject\" FROM post_reply WHERE tid IN (4, 5, 6, 7, 8, 9) ORDER BY \"id\" DESC LIMIT 4",
@@ -714,24 +635,12 @@ async fn literals_arrive_byte_for_byte() {
         "SELECT MAX(\"id\"), SUM(\"tid\") FROM post_reply",
         "SELECT COUNT(DISTINCT \"tid\") FROM post_reply",
     ] {
-        let q = Q::new("ANSI_QUOTES", sql);
-        let w = run(&mut direct, &sql.replace("post_reply", "ref")).await;
-        let g = run(&mut sl, sql).await;
-        match (w, g) {
-            (Ok(w), Ok(g)) => {
-                if let Err(e) = compare(&q, &w, &g, &mut direct).await {
-                    failures.push(format!("{sql} (ANSI_QUOTES)\n    {e}"));
-                }
-            }
-            (_, Err(Failure::Server(NOT_SUPPORTED, m))) => {
-                eprintln!("ANSI_QUOTES query refused: {sql} -> {m}")
-            }
-            (w, g) => failures.push(format!(
-                "{sql} (ANSI_QUOTES)\n    reference {w:?}\n    sluice {g:?}"
-            )),
-        }
+        let label = format!("[ANSI_QUOTES] {sql}");
+        x.both(&label, &sql.replace("post_reply", "@T@"), true, may_refuse)
+            .await;
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    x.assert_none_failed();
     drop(sl);
     drop(direct);
     cluster.master.sql(&format!("DROP DATABASE {db}"));
@@ -832,7 +741,7 @@ async fn string_collations_merge_like_the_server() {
     assert_eq!(a, b);
     cluster.wait_replicas_caught_up_within(Duration::from_secs(120));
 
-    let mut failures = Vec::new();
+    let mut x = oracle(cluster, &s, &db, "post_reply", "ref").await;
     let mut summary = Vec::new();
     for (c, _, coll) in &cols {
         let ci = |q: Q, k: &[usize]| match coll {
@@ -882,36 +791,33 @@ async fn string_collations_merge_like_the_server() {
                 &[0, 1],
             ),
         ];
-        let mut bad = 0;
+        let before = x.tally.failures.len();
         for q in &queries {
-            let w = run(&mut direct, &q.sql.replace("post_reply", "ref")).await;
-            let g = run(&mut sl, &q.sql).await;
-            let problem = match (w, g) {
-                (Ok(w), Ok(g)) => compare(q, &w, &g, &mut direct).await.err(),
-                (_, Err(Failure::Server(NOT_SUPPORTED, m))) => {
-                    eprintln!("collations: refused: {} -> {m}", q.sql);
-                    None
-                }
-                (w, g) => Some(format!("reference {w:?}\n    sluice {g:?}")),
+            // Refused (1235) or answered exactly; spellings may differ in `q.ci_cols` only.
+            let d = Demands {
+                supported: false,
+                ci: &q.ci_cols,
+                collation: q.ci_collation,
+                min_rows: 0,
             };
-            if let Some(p) = problem {
-                bad += 1;
-                failures.push(format!(
-                    "[{} on {c}, {}] {}\n    {p}",
-                    q.kind,
-                    coll.unwrap_or("bytes"),
-                    q.sql
-                ));
-            }
+            let label = format!("[{} on {c}, {}] {}", q.kind, coll.unwrap_or("bytes"), q.sql);
+            x.both(
+                &label,
+                &q.sql.replace("post_reply", "@T@"),
+                q.order == Order::Full,
+                d,
+            )
+            .await;
         }
         summary.push(format!(
-            "{c} ({}): {bad}/{} wrong",
+            "{c} ({}): {}/{} runs wrong",
             coll.unwrap_or("bytes"),
-            queries.len()
+            x.tally.failures.len() - before,
+            2 * queries.len()
         ));
     }
     eprintln!("collations: {}", summary.join("; "));
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    x.assert_none_failed();
     drop(sl);
     drop(direct);
     cluster.master.sql(&format!("DROP DATABASE {db}"));
@@ -978,6 +884,7 @@ async fn hash_rule_places_and_finds_case_variants() {
     assert!(misplaced.is_empty(), "misplaced rows: {misplaced:?}");
     cluster.wait_replicas_caught_up_within(Duration::from_secs(120));
     let mut mismatches: Vec<String> = Vec::new();
+    let mut x = oracle(cluster, &s, &db, "t2", "ref2").await;
     let queries = [
         Q::new(
             "hash key =",
@@ -1009,17 +916,19 @@ async fn hash_rule_places_and_finds_case_variants() {
         Q::new("hash key =", "SELECT id FROM t2 WHERE name = '' ORDER BY id"),
     ];
     for q in &queries {
-        // The reference is ref2 (Tally replaces post_reply only), so run by hand.
-        let want = run(&mut direct, &q.sql.replace("FROM t2", "FROM ref2")).await;
-        let got = run(&mut sl, &q.sql).await;
-        match (want, got) {
-            (Ok(w), Ok(g)) => {
-                if let Err(e) = compare(q, &w, &g, &mut direct).await {
-                    mismatches.push(format!("{}\n    {e}", q.sql));
-                }
-            }
-            (w, g) => mismatches.push(format!("{}\n    reference {w:?}\n    sluice {g:?}", q.sql)),
-        }
+        let d = Demands {
+            ci: &q.ci_cols,
+            collation: q.ci_collation,
+            ..SUPPORTED
+        };
+        let label = format!("[{}] {}", q.kind, q.sql);
+        x.both(
+            &label,
+            &q.sql.replace("FROM t2", "FROM @T@"),
+            q.order == Order::Full,
+            d,
+        )
+        .await;
     }
     let updated = write(&mut sl, "UPDATE t2 SET v = 1000 WHERE name = 'alice'").await;
     let updated_ref = write(&mut direct, "UPDATE ref2 SET v = 1000 WHERE name = 'alice'").await;
@@ -1032,8 +941,14 @@ async fn hash_rule_places_and_finds_case_variants() {
     // Under NO_BACKSLASH_ESCAPES, 'p\\q' is p, two backslashes, q: a key must be placed
     // (and looked up) by that value, or the statement refused.
     let nbe = "SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')";
+    // Each lookup finds its rows.
+    let found = Demands {
+        min_rows: 1,
+        ..SUPPORTED
+    };
     sl.query_drop(nbe).await.expect("sql_mode through sluice");
     direct.query_drop(nbe).await.expect("sql_mode");
+    x.both_must(nbe).await;
     let ins = "INSERT INTO t2 (id, name, v) VALUES (1000, 'p\\\\q', 1), (1001, 'x\\\\', 2)";
     match write(&mut sl, ins).await {
         Ok(2) => {
@@ -1051,14 +966,9 @@ async fn hash_rule_places_and_finds_case_variants() {
                 "SELECT id, name FROM t2 WHERE name = 'P\\\\Q' ORDER BY id",
                 "SELECT id, name FROM t2 WHERE name IN ('X\\\\', 'p\\\\q') ORDER BY id",
             ] {
-                let w = run(&mut direct, &q.replace("FROM t2", "FROM ref2")).await;
-                let g = run(&mut sl, q).await;
-                match (w, g) {
-                    (Ok(w), Ok(g)) if w == g && !w.rows.is_empty() => {}
-                    (w, g) => mismatches.push(format!(
-                        "{q} (NO_BACKSLASH_ESCAPES)\n    reference {w:?}\n    sluice {g:?}"
-                    )),
-                }
+                let label = format!("{q} (NO_BACKSLASH_ESCAPES)");
+                x.both(&label, &q.replace("FROM t2", "FROM @T@"), true, found)
+                    .await;
             }
             // The same rows looked up by a session in the default sql_mode.
             let default_mode = "SET SESSION sql_mode = REPLACE(@@sql_mode, 'NO_BACKSLASH_ESCAPES', '')";
@@ -1066,18 +976,14 @@ async fn hash_rule_places_and_finds_case_variants() {
                 .await
                 .expect("sql_mode through sluice");
             direct.query_drop(default_mode).await.expect("sql_mode");
+            x.both_must(default_mode).await;
             for q in [
                 "SELECT id, name FROM t2 WHERE name = 'P\\\\\\\\Q' ORDER BY id",
                 "SELECT id, name FROM t2 WHERE name = 'x\\\\\\\\' ORDER BY id",
             ] {
-                let w = run(&mut direct, &q.replace("FROM t2", "FROM ref2")).await;
-                let g = run(&mut sl, q).await;
-                match (w, g) {
-                    (Ok(w), Ok(g)) if w == g && !w.rows.is_empty() => {}
-                    (w, g) => mismatches.push(format!(
-                        "{q} (default sql_mode, rows inserted under NO_BACKSLASH_ESCAPES)\n    reference {w:?}\n    sluice {g:?}"
-                    )),
-                }
+                let label = format!("{q} (default sql_mode, rows inserted under NO_BACKSLASH_ESCAPES)");
+                x.both(&label, &q.replace("FROM t2", "FROM @T@"), true, found)
+                    .await;
             }
         }
         Err(Failure::Server(NOT_SUPPORTED, m)) => {
@@ -1086,6 +992,7 @@ async fn hash_rule_places_and_finds_case_variants() {
         other => mismatches.push(format!("{ins} under NO_BACKSLASH_ESCAPES: {other:?}")),
     }
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+    x.assert_none_failed();
     drop(sl);
     drop(direct);
     cluster.master.sql(&format!("DROP DATABASE {db}"));

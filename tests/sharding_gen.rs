@@ -18,6 +18,7 @@
 
 mod common;
 mod sharding_gen {
+    pub mod cases;
     pub mod corpus;
     pub mod fixed;
     pub mod grammar;

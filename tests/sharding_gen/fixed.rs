@@ -7,235 +7,23 @@
 //! (`writes.rs`) and the contents after them. sluice runs with `freshness: off` against
 //! the shared cluster, so its reads go to the replicas: every read phase first waits
 //! until they have applied everything.
-//!
-//! Beyond the oracle's verdict a case may demand: no refusal (a shape the issue lists as
-//! supported), a minimum number of rows (the data covers the query), and spellings that
-//! may differ only in the columns named (`Q::ci`), asked of the server under their
-//! collation.
+//! Each statement is a case (`cases.rs`): a refusal of a shape the issue lists as
+//! supported fails, and so do too few rows or spellings that differ outside `Q::ci`.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use super::cases::{must, Demands, Runner, SUPPORTED};
 use super::corpus::{
     generate, insert_sql, reply, schema, short, Order, Reply as Row, Rng, Shape, BATCH, COLUMNS, N_ROWS, Q,
 };
-use super::oracle::{fold, judge, rendered, run, Outcome, Proto, Seen, Sides, Verdict, NOT_SUPPORTED};
+use super::oracle::{rendered, Proto};
 use super::params::*;
 use super::writes::{write_statements, Write};
 use crate::common::cluster::*;
-use crate::common::wire::{self, Param, Part, Reply, Wire};
+use crate::common::wire::{Param, Part, Reply, Wire};
 
 /// Rows of the binary pass's table (a prefix of the text pass's 100k).
 const BINARY_ROWS: usize = 20_000;
-
-/// The sub-table whose plan describes a scatter's columns.
-const SUB0: &str = "post_reply_0";
-
-/// What a case demands beyond the oracle's verdict.
-#[derive(Clone, Copy)]
-struct Demands<'a> {
-    /// A refusal (1235) fails.
-    supported: bool,
-    /// Columns whose spelling may differ among values equal under `collation`.
-    ci: &'a [usize],
-    collation: &'a str,
-    /// The server's answer has at least this many rows.
-    min_rows: usize,
-}
-
-const SUPPORTED: Demands<'static> = Demands {
-    supported: true,
-    ci: &[],
-    collation: "utf8mb4_general_ci",
-    min_rows: 0,
-};
-
-#[derive(Default)]
-struct Tally {
-    runs: usize,
-    rows: usize,
-    same: usize,
-    spelling: usize,
-    rounding: usize,
-    sub_defs: usize,
-    both_failed: usize,
-    refused: BTreeMap<String, usize>,
-    failures: Vec<String>,
-    slowest: Vec<(Duration, String)>,
-}
-
-struct Runner {
-    s: Sides,
-    addr: String,
-    db: String,
-    tally: Tally,
-}
-
-async fn must(w: &mut Wire, sql: &str) {
-    match w.query(sql).await {
-        Reply::Parts(p) if p.iter().all(|x| !matches!(x, Part::Err(_))) => {}
-        other => panic!("{sql}: {other:?}"),
-    }
-    w.raw_rows.clear();
-}
-
-/// Whether the server takes two strings as equal under `collation`.
-async fn ci_equal(direct: &mut Wire, collation: &str, a: &str, b: &str) -> bool {
-    let charset = collation.split('_').next().unwrap_or("utf8mb4");
-    let sql = format!(
-        "SELECT CONVERT(CONVERT(X'{}' USING utf8mb4) USING {charset}) COLLATE {collation} \
-         = CONVERT(CONVERT(X'{}' USING utf8mb4) USING {charset})",
-        wire::hex(a.as_bytes()),
-        wire::hex(b.as_bytes())
-    );
-    rendered(direct, &sql).await == [["1"]]
-}
-
-/// Rows that differ only in the spelling of `ci` columns' values, equal under
-/// `collation` (asked of the server), in the same order where the order is fixed.
-async fn ci_alike(direct: &mut Wire, o: &Outcome, ordered: bool, d: &Demands<'_>) -> bool {
-    let (
-        Seen::Rows {
-            columns: c1,
-            prepared: p1,
-            cells: a,
-            warnings: w1,
-            ..
-        },
-        Seen::Rows {
-            columns: c2,
-            prepared: p2,
-            cells: b,
-            warnings: w2,
-            ..
-        },
-    ) = (&o.got, &o.want)
-    else {
-        return false;
-    };
-    if c1 != c2 || p1 != p2 || w1 != w2 || a.len() != b.len() {
-        return false;
-    }
-    let key = |r: &Vec<String>| -> Vec<String> {
-        r.iter()
-            .enumerate()
-            .map(|(i, c)| if d.ci.contains(&i) { fold(c) } else { c.clone() })
-            .collect()
-    };
-    let (mut a, mut b) = (a.clone(), b.clone());
-    if !ordered {
-        a.sort_by_key(key);
-        b.sort_by_key(key);
-    }
-    for (x, y) in a.iter().zip(&b) {
-        if x.len() != y.len() {
-            return false;
-        }
-        for (i, (p, q)) in x.iter().zip(y).enumerate() {
-            if p != q && !(d.ci.contains(&i) && ci_equal(direct, d.collation, p, q).await) {
-                return false;
-            }
-        }
-    }
-    true
-}
-
-impl Runner {
-    /// One statement (`@T@` names the table) in one protocol, through the oracle.
-    async fn case(&mut self, label: &str, sql: &str, proto: Proto, ordered: bool, d: Demands<'_>) {
-        let t0 = Instant::now();
-        let o = self.s.differ(sql, &proto, ordered, false, Some(SUB0)).await;
-        self.tally
-            .slowest
-            .push((t0.elapsed(), format!("[{}] {}", proto.name(), label)));
-        self.settle(label, proto.name(), o, ordered, d).await;
-    }
-
-    /// A write: through sluice, then (unless `may_refuse` and refused) on the reference.
-    async fn write(&mut self, sql: &str, proto: Proto, may_refuse: bool) {
-        let label = short(sql);
-        let got = run(&mut self.s.sl, &sql.replace("@T@", &self.s.t), &proto, &self.s.t).await;
-        let want = if may_refuse && matches!(got, Seen::Err(NOT_SUPPORTED, _)) {
-            Seen::Other("not applied: refused through sluice".into())
-        } else {
-            run(
-                &mut self.s.direct,
-                &sql.replace("@T@", &self.s.r),
-                &proto,
-                &self.s.r,
-            )
-            .await
-        };
-        let verdict = judge(&got, &want, true);
-        let d = Demands {
-            supported: !may_refuse,
-            ..SUPPORTED
-        };
-        self.settle(&label, proto.name(), Outcome { verdict, got, want }, true, d)
-            .await;
-    }
-
-    async fn settle(&mut self, label: &str, proto: &str, o: Outcome, ordered: bool, d: Demands<'_>) {
-        let t = &mut self.tally;
-        t.runs += 1;
-        if let Seen::Rows { rows, .. } = &o.want {
-            t.rows += rows.len();
-            if rows.len() < d.min_rows {
-                t.failures.push(format!(
-                    "{label}\n    the data set gives only {} rows, the case expects at least {}",
-                    rows.len(),
-                    d.min_rows
-                ));
-            }
-        }
-        match &o.verdict {
-            Verdict::Same if matches!((&o.got, &o.want), (Seen::Err(..), Seen::Err(..))) => {
-                t.both_failed += 1
-            }
-            Verdict::Same => t.same += 1,
-            Verdict::SubTableDefs => t.sub_defs += 1,
-            Verdict::Rounding => t.rounding += 1,
-            Verdict::Spelling if !d.ci.is_empty() => t.spelling += 1,
-            Verdict::Refused(kind) => {
-                *t.refused.entry(format!("[{proto}] {kind}")).or_default() += 1;
-                // The refusal docs/sharding.md lists for any shape: parts that report
-                // warnings (the server's answer has some too).
-                let warned =
-                    matches!(o.want, Seen::Rows { warnings, .. } if warnings > 0) && kind.contains("warning");
-                if d.supported && !warned {
-                    t.failures.push(format!(
-                        "{label} [{proto}]\n    a supported shape refused: {}",
-                        o.got.brief()
-                    ));
-                }
-            }
-            Verdict::Spelling | Verdict::Wrong(_) => {
-                if !d.ci.is_empty() && ci_alike(&mut self.s.direct, &o, ordered, &d).await {
-                    self.tally.spelling += 1;
-                } else {
-                    let why = match &o.verdict {
-                        Verdict::Wrong(w) => w.clone(),
-                        _ => "a spelling differs where no column may".into(),
-                    };
-                    self.tally.failures.push(format!("{label} [{proto}]\n    {why}"));
-                }
-            }
-        }
-        if self.s.sl.is_broken() {
-            self.tally
-                .failures
-                .push(format!("{label} [{proto}]\n    the connection to sluice broke"));
-            self.s.sl = wire::driver_login(
-                &self.addr,
-                APP_USER,
-                APP_PASSWORD,
-                &self.db,
-                Duration::from_secs(60),
-            )
-            .await;
-        }
-    }
-}
 
 /// Every query as text; every 6th of the supported shapes again inside a transaction
 /// (the buffered path on the session's master connection).
@@ -304,17 +92,6 @@ fn demands(q: &Q) -> Demands<'_> {
     }
 }
 
-/// A pair of connections to `db`: through sluice at `addr`, and to the master directly.
-async fn login(addr: &str, master: &str, db: &str) -> Sides {
-    let timeout = Duration::from_secs(120);
-    Sides {
-        sl: wire::driver_login(addr, APP_USER, APP_PASSWORD, db, timeout).await,
-        direct: wire::driver_login(master, SLUICE_USER, SLUICE_PASSWORD, db, timeout).await,
-        t: "post_reply".into(),
-        r: "ref".into(),
-    }
-}
-
 /// Each sub-table holds only its own tids; their rows in all.
 async fn placement(direct: &mut Wire) -> u64 {
     let mut total = 0;
@@ -345,18 +122,9 @@ pub async fn corpus() {
     cluster.master.sql(&format!("CREATE DATABASE {db}"));
     cluster.master.sql(&format!("CREATE DATABASE {db_b}"));
     let addr = format!("127.0.0.1:{}", sluice.port);
-    let mut x = Runner {
-        s: login(&addr, &cluster.master.addr(), &db).await,
-        addr: addr.clone(),
-        db: db.clone(),
-        tally: Tally::default(),
-    };
-    let mut y = Runner {
-        s: login(&addr, &cluster.master.addr(), &db_b).await,
-        addr: addr.clone(),
-        db: db_b.clone(),
-        tally: Tally::default(),
-    };
+    let master = cluster.master.addr();
+    let mut x = Runner::new(&addr, &master, &db, "post_reply", "ref").await;
+    let mut y = Runner::new(&addr, &master, &db_b, "post_reply", "ref").await;
     for r in [&mut x, &mut y] {
         must(&mut r.s.sl, &schema("post_reply")).await;
         must(&mut r.s.direct, &schema("ref")).await;
@@ -421,15 +189,13 @@ pub async fn corpus() {
                     .await
             }
             Write::Tx { stmts, commit } => {
-                must(&mut x.s.sl, "BEGIN").await;
-                must(&mut x.s.direct, "BEGIN").await;
+                x.both_must("BEGIN").await;
                 for sql in stmts {
                     x.write(&sql.replace("post_reply", "@T@"), Proto::Text, false)
                         .await;
                 }
                 let end = if commit { "COMMIT" } else { "ROLLBACK" };
-                must(&mut x.s.sl, end).await;
-                must(&mut x.s.direct, end).await;
+                x.both_must(end).await;
             }
         }
     }
@@ -441,36 +207,19 @@ pub async fn corpus() {
         "SELECT COUNT(*), SUM(amount), COUNT(score), SUM(score), AVG(amount) FROM @T@",
         "SELECT COUNT(DISTINCT user_id) FROM @T@",
     ] {
-        for proto in [Proto::Text, Proto::Binary(Vec::new())] {
-            x.case(
-                &format!("[contents after writes] {sql}"),
-                sql,
-                proto,
-                true,
-                SUPPORTED,
-            )
+        x.both(&format!("[contents after writes] {sql}"), sql, true, SUPPORTED)
             .await;
-        }
     }
     let writes_time = t_writes.elapsed();
 
     // --- Report -----------------------------------------------------------------------
     let t = &mut x.tally;
     eprintln!(
-        "fixed corpus: {} runs ({} queries, text and binary, {} typed probes), {} rows compared: {} same, {} same error, \
-         {} only a representative's spelling, {} only DOUBLE rounding, {} with a sub-table's column definitions, {} refused, {} failures; \
-         load {load_time:.1?}, reads {reads_time:.1?}, writes {writes_time:.1?}, total {:.1?}",
-        t.runs,
+        "fixed corpus ({} queries, text and binary, {} typed probes): {}; load {load_time:.1?}, reads {reads_time:.1?}, \
+         writes {writes_time:.1?}, total {:.1?}",
         queries.len(),
         probes().len(),
-        t.rows,
-        t.same,
-        t.both_failed,
-        t.spelling,
-        t.rounding,
-        t.sub_defs,
-        t.refused.values().sum::<usize>(),
-        t.failures.len(),
+        t.summary(),
         t_start.elapsed()
     );
     let spent = |p: &str| -> Duration { t.slowest.iter().filter(|s| s.1.starts_with(p)).map(|s| s.0).sum() };
@@ -486,14 +235,7 @@ pub async fn corpus() {
     for (k, n) in &t.refused {
         eprintln!("  refused {n:4}: {k}");
     }
-    for f in &t.failures {
-        eprintln!("FAILED {f}");
-    }
-    assert!(
-        t.failures.is_empty(),
-        "{} failures (details above)",
-        t.failures.len()
-    );
+    x.assert_none_failed();
     drop(x);
     cluster.master.sql(&format!("DROP DATABASE {db}"));
     cluster.master.sql(&format!("DROP DATABASE {db_b}"));
