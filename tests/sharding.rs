@@ -1,20 +1,17 @@
-//! Sharded tables, differentially: the logical table `post_reply` (4 sub-tables,
-//! `tid mod 4`, created and loaded through sluice) against an unsharded reference table
-//! `ref` holding the same rows directly on the master. Every generated query runs through
-//! sluice on `post_reply` and directly on `ref`; the answers must be identical (column
-//! names, values as bytes/NULL, and the row order wherever ORDER BY fixes it).
-//!
-//! Also: writes checked against the same writes on the reference (affected rows and the
-//! resulting contents), statements sluice must refuse (error 1235 with a sentence, and
+//! Sharded tables: statements sluice must refuse (error 1235 with a sentence, and
 //! nothing written), literals that must reach the sub-tables byte for byte (also under
-//! NO_BACKSLASH_ESCAPES and ANSI_QUOTES), a string key under a hash rule, and (on a
-//! cluster of its own, since it stops replication) the freshness of scatter reads.
+//! NO_BACKSLASH_ESCAPES and ANSI_QUOTES), strings under each column's collation, a
+//! string key under a hash rule, and (on a cluster of its own, since it stops
+//! replication) the freshness of scatter reads. The logical table `post_reply` (4
+//! sub-tables, `tid mod 4`) is compared with an unsharded reference table `ref` holding
+//! the same rows directly on the master. The fixed corpus of queries by shape over the
+//! seed's 100k rows, and the fixed writes, are cases of the generator's oracle
+//! (`tests/sharding_gen.rs`, `sharding_gen/fixed.rs`).
 //!
 //! sluice runs with `freshness: off` against the shared cluster (reads go to the
 //! replicas), so every read phase first waits until the replicas have applied everything.
 
 mod common;
-use common::wire::def_diff;
 
 use std::time::{Duration, Instant};
 
@@ -23,11 +20,16 @@ use mysql_async::prelude::*;
 use mysql_async::{Conn, Row, Value};
 
 mod sharding_gen {
+    #[allow(dead_code)]
+    pub mod cases;
     pub mod corpus;
+    #[allow(dead_code)]
+    pub mod oracle;
     #[allow(dead_code)]
     pub mod schema;
 }
 use gen::*;
+use sharding_gen::cases::{Demands, Runner, SUPPORTED};
 use sharding_gen::corpus as gen;
 // ---------------------------------------------------------------------------------------
 // Running and comparing
@@ -35,83 +37,13 @@ use sharding_gen::corpus as gen;
 
 type Cell = Option<Vec<u8>>;
 
-#[derive(Clone, Debug)]
+/// Names, types and rows of a result.
+#[derive(Clone, Debug, PartialEq)]
 struct Answer {
     columns: Vec<String>,
     /// Column type and decimals of each column, as the column definitions announce them.
     types: Vec<String>,
-    /// Every field of each column definition.
-    defs: Vec<Def>,
     rows: Vec<Vec<Cell>>,
-}
-
-/// Names, types and rows; not `defs`, whose table names differ by construction between
-/// the tables compared (the differential compares them apart, `Tally::compare_defs`).
-impl PartialEq for Answer {
-    fn eq(&self, other: &Answer) -> bool {
-        self.columns == other.columns && self.types == other.types && self.rows == other.rows
-    }
-}
-
-/// A column definition, every field.
-#[derive(Clone, Debug, PartialEq)]
-struct Def {
-    schema: String,
-    table: String,
-    org_table: String,
-    name: String,
-    org_name: String,
-    charset: u16,
-    length: u32,
-    ty: u8,
-    flags: u16,
-    decimals: u8,
-}
-
-impl Def {
-    fn of(c: &mysql_async::Column) -> Def {
-        Def {
-            schema: c.schema_str().into_owned(),
-            table: c.table_str().into_owned(),
-            org_table: c.org_table_str().into_owned(),
-            name: c.name_str().into_owned(),
-            org_name: c.org_name_str().into_owned(),
-            charset: c.character_set(),
-            length: c.column_length(),
-            ty: c.column_type() as u8,
-            flags: c.flags().bits(),
-            decimals: c.decimals(),
-        }
-    }
-
-    /// In one line, with the table `physical` (the reference table, or sub-table 0 when
-    /// run directly) named by the logical table `post_reply`, as sluice must name it.
-    fn logical(&self, physical: &str) -> String {
-        let name = |t: &str| {
-            if t == physical {
-                "post_reply".to_string()
-            } else {
-                t.to_string()
-            }
-        };
-        format!(
-            "{}|{}|{}|{}|{}|cs={}|len={}|type={}|flags={:#x}|dec={}",
-            self.name,
-            self.org_name,
-            name(&self.table),
-            name(&self.org_table),
-            self.schema,
-            self.charset,
-            self.length,
-            self.ty,
-            self.flags,
-            self.decimals
-        )
-    }
-}
-
-fn logical(defs: &[Def], physical: &str) -> Vec<String> {
-    defs.iter().map(|d| d.logical(physical)).collect()
 }
 
 #[derive(Debug)]
@@ -171,22 +103,13 @@ async fn run(conn: &mut Conn, sql: &str) -> Result<Answer, Failure> {
                 .collect()
         })
         .unwrap_or_default();
-    let defs: Vec<Def> = result
-        .columns()
-        .map(|c| c.iter().map(Def::of).collect())
-        .unwrap_or_default();
     let rows: Vec<Row> = result.collect().await.map_err(failure)?;
     result.drop_result().await.map_err(failure)?;
     let rows = rows
         .into_iter()
         .map(|r| r.unwrap().into_iter().map(cell).collect())
         .collect();
-    Ok(Answer {
-        columns,
-        types,
-        defs,
-        rows,
-    })
+    Ok(Answer { columns, types, rows })
 }
 
 /// Runs a write; its affected-row count.
@@ -214,244 +137,6 @@ fn show_row(r: &[Cell]) -> String {
         format!("({}…)", s.chars().take(400).collect::<String>())
     } else {
         format!("({s})")
-    }
-}
-
-fn short(sql: &str) -> String {
-    let one_line = sql.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one_line.chars().count() > 300 {
-        format!("{}…", one_line.chars().take(300).collect::<String>())
-    } else {
-        one_line
-    }
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02X}")).collect()
-}
-
-/// Are two strings equal under `collation`? Asked of the server.
-async fn ci_equal(direct: &mut Conn, collation: &str, a: &Cell, b: &Cell) -> bool {
-    match (a, b) {
-        (None, None) => true,
-        (Some(a), Some(b)) => {
-            let charset = collation.split('_').next().unwrap_or("utf8mb4");
-            let sql = format!(
-                "SELECT CONVERT(CONVERT(X'{}' USING utf8mb4) USING {charset}) COLLATE {collation} \
-                 = CONVERT(CONVERT(X'{}' USING utf8mb4) USING {charset})",
-                hex(a),
-                hex(b)
-            );
-            matches!(
-                run(direct, &sql).await.ok().and_then(|r| r.rows.into_iter().next()),
-                Some(row) if row.first() == Some(&Some(b"1".to_vec()))
-            )
-        }
-        _ => false,
-    }
-}
-
-/// Compares sluice's answer with the reference's; Ok(rows compared) or a description.
-async fn compare(q: &Q, want: &Answer, got: &Answer, direct: &mut Conn) -> Result<usize, String> {
-    if want.columns != got.columns {
-        return Err(format!(
-            "column names differ: reference {:?}, sluice {:?}",
-            want.columns, got.columns
-        ));
-    }
-    if want.rows.len() != got.rows.len() {
-        let (mut w, mut g) = (want.rows.clone(), got.rows.clone());
-        w.sort();
-        g.sort();
-        let missing = w.iter().find(|r| g.binary_search(r).is_err());
-        let extra = g.iter().find(|r| w.binary_search(r).is_err());
-        return Err(format!(
-            "{} rows from the reference, {} through sluice; e.g. missing {}, unexpected {}",
-            want.rows.len(),
-            got.rows.len(),
-            missing.map_or("-".into(), |r| show_row(r)),
-            extra.map_or("-".into(), |r| show_row(r)),
-        ));
-    }
-    let (w, g) = match q.order {
-        Order::Full => (want.rows.clone(), got.rows.clone()),
-        Order::Multiset => {
-            let (mut w, mut g) = (want.rows.clone(), got.rows.clone());
-            w.sort();
-            g.sort();
-            (w, g)
-        }
-    };
-    for (i, (a, b)) in w.iter().zip(&g).enumerate() {
-        if a == b {
-            continue;
-        }
-        let mut same = a.len() == b.len();
-        for (c, (x, y)) in a.iter().zip(b).enumerate() {
-            if !same {
-                break;
-            }
-            if x != y {
-                same = q.ci_cols.contains(&c) && ci_equal(direct, q.ci_collation, x, y).await;
-            }
-        }
-        if !same {
-            return Err(format!(
-                "row {i} differs{}:\n      reference: {}\n      sluice:    {}",
-                if q.order == Order::Multiset {
-                    " (rows sorted, no ORDER BY)"
-                } else {
-                    ""
-                },
-                show_row(a),
-                show_row(b)
-            ));
-        }
-    }
-    Ok(w.len())
-}
-
-#[derive(Default)]
-struct Tally {
-    queries: usize,
-    rows: usize,
-    mismatches: Vec<String>,
-    /// (kind, shape, query, message) of every 1235 answer.
-    refused: Vec<(&'static str, Shape, String, String)>,
-    both_failed: Vec<String>,
-    /// Answers equal in names and values whose column types differ.
-    type_diffs: Vec<String>,
-    slowest: Vec<(Duration, String)>,
-    /// Result sets whose column definitions were compared (every field).
-    defs_compared: usize,
-    /// ... equal to the reference table's.
-    defs_equal_reference: usize,
-    /// ... equal to the server's own for the statement run directly on sub-table 0.
-    defs_equal_sub0: usize,
-    /// Statements the server itself describes differently on the reference table and on
-    /// sub-table 0 (two tables, two plans).
-    server_differs: Vec<String>,
-    /// Statements whose text result on sub-table 0 is described otherwise than the
-    /// server's COM_STMT_PREPARE answer for the same text (measured, not failed on).
-    prepare_vs_text: Vec<String>,
-}
-
-impl Tally {
-    async fn check(&mut self, q: &Q, sluice: &mut Conn, sluice_url: &str, direct: &mut Conn, in_tx: bool) {
-        let t0 = Instant::now();
-        let want = run(direct, &q.sql.replace("post_reply", "ref")).await;
-        if in_tx {
-            sluice.query_drop("BEGIN").await.expect("BEGIN through sluice");
-        }
-        let got = run(sluice, &q.sql).await;
-        if in_tx && sluice.query_drop("COMMIT").await.is_err() {
-            *sluice = connect(sluice_url).await;
-        }
-        let label = format!(
-            "[{}{}] {}",
-            q.kind,
-            if in_tx { ", in a transaction" } else { "" },
-            short(&q.sql)
-        );
-        self.queries += 1;
-        self.slowest.push((t0.elapsed(), label.clone()));
-        match (want, got) {
-            (_, Err(Failure::Server(NOT_SUPPORTED, msg))) => {
-                self.refused.push((q.kind, q.shape, q.sql.clone(), msg));
-            }
-            (Ok(w), Ok(g)) => match compare(q, &w, &g, direct).await {
-                Ok(n) => {
-                    self.rows += n;
-                    self.compare_defs(q, &label, &w, &g, direct).await;
-                    if w.types != g.types {
-                        self.type_diffs.push(format!(
-                            "{label}\n    reference {:?}\n    sluice    {:?}",
-                            w.types, g.types
-                        ));
-                    }
-                    if w.rows.len() < q.min_rows {
-                        self.mismatches.push(format!(
-                            "{label}\n    the data set gives only {} rows, the suite expects at least {}",
-                            w.rows.len(),
-                            q.min_rows
-                        ));
-                    }
-                }
-                Err(why) => self.mismatches.push(format!("{label}\n    {why}")),
-            },
-            (Err(e), Err(g)) if e.code().is_some() && e.code() == g.code() => {
-                self.both_failed.push(format!("{label}: {e}"));
-            }
-            (Ok(w), Err(e)) => {
-                self.mismatches.push(format!(
-                    "{label}\n    sluice failed: {e} (the reference returned {} rows)",
-                    w.rows.len()
-                ));
-                if e.code().is_none() {
-                    *sluice = connect(sluice_url).await;
-                }
-            }
-            (Err(e), Ok(g)) => self.mismatches.push(format!(
-                "{label}\n    the reference failed: {e}, sluice returned {} rows",
-                g.rows.len()
-            )),
-            (Err(e), Err(g)) => {
-                self.mismatches
-                    .push(format!("{label}\n    reference: {e}\n    sluice:    {g}"));
-                if g.code().is_none() {
-                    *sluice = connect(sluice_url).await;
-                }
-            }
-        }
-    }
-}
-
-impl Tally {
-    /// Compares sluice's column definitions with the server's own for the statement run
-    /// directly on sub-table 0 (they must be equal) and with the reference's (counted;
-    /// where they differ the server itself describes the statement differently on the two
-    /// tables). Also measures the server's COM_STMT_PREPARE answer against its text result.
-    async fn compare_defs(&mut self, q: &Q, label: &str, want: &Answer, got: &Answer, direct: &mut Conn) {
-        let sub0_sql = q.sql.replace("post_reply", "post_reply_0");
-        let sub0 = match run(direct, &sub0_sql).await {
-            Ok(a) => a,
-            Err(e) => {
-                self.mismatches
-                    .push(format!("{label}\n    run directly on sub-table 0: {e}"));
-                return;
-            }
-        };
-        let (g, w, s0) = (
-            logical(&got.defs, "post_reply"),
-            logical(&want.defs, "ref"),
-            logical(&sub0.defs, "post_reply_0"),
-        );
-        self.defs_compared += 1;
-        self.defs_equal_reference += usize::from(g == w);
-        self.defs_equal_sub0 += usize::from(g == s0);
-        if g != s0 {
-            self.mismatches.push(format!(
-                "{label}\n    column definitions differ from the server's own on sub-table 0 (sluice / server):{}",
-                def_diff(&g, &s0)
-            ));
-        }
-        if s0 != w {
-            self.server_differs.push(format!(
-                "{label}\n    sub-table 0 / reference:{}",
-                def_diff(&s0, &w)
-            ));
-        }
-        if let Ok(stmt) = direct.prep(&sub0_sql).await {
-            let p: Vec<Def> = stmt.columns().iter().map(Def::of).collect();
-            let _ = direct.close(stmt).await;
-            let p = logical(&p, "post_reply_0");
-            if p != s0 {
-                self.prepare_vs_text.push(format!(
-                    "{label}\n    PREPARE / text result:{}",
-                    def_diff(&p, &s0)
-                ));
-            }
-        }
     }
 }
 
@@ -505,21 +190,9 @@ async fn create_tables(cluster: &Cluster, s: &Sluice, db: &str) -> (Conn, Conn) 
     (sl, direct)
 }
 
-/// Rows per sub-table, checking that each holds only its own tids.
-async fn check_placement(direct: &mut Conn, table: &str) -> Vec<u64> {
-    let mut counts = Vec::new();
-    for k in 0..4 {
-        let (n, wrong): (u64, u64) = direct
-            .query_first(format!(
-                "SELECT COUNT(*), COALESCE(SUM(tid % 4 <> {k}), 0) FROM {table}_{k}"
-            ))
-            .await
-            .expect("count sub-table")
-            .expect("a row");
-        assert_eq!(wrong, 0, "{table}_{k} holds {wrong} rows of another shard");
-        counts.push(n);
-    }
-    counts
+/// The oracle's cases on table `t` through sluice and `r` directly.
+async fn oracle(cluster: &Cluster, s: &Sluice, db: &str, t: &str, r: &str) -> Runner {
+    Runner::new(&format!("127.0.0.1:{}", s.port), &cluster.master.addr(), db, t, r).await
 }
 
 async fn fingerprint(direct: &mut Conn, db: &str) -> Vec<String> {
@@ -551,382 +224,6 @@ async fn fingerprint(direct: &mut Conn, db: &str) -> Vec<String> {
     .expect("columns");
     out.push(format!("columns: {:?}", cols.rows));
     out
-}
-
-// ---------------------------------------------------------------------------------------
-// The differential suite
-// ---------------------------------------------------------------------------------------
-
-#[tokio::test]
-async fn differential_reads_and_writes() {
-    let t_start = Instant::now();
-    let cluster = shared_cluster();
-    let db = unique_name("shard_diff");
-    let s = Sluice::start_for(cluster, &sharding_yaml(&db));
-    let sluice_url = s.app_url(&db);
-    let (mut sl, mut direct) = create_tables(cluster, &s, &db).await;
-
-    // --- Load: the same multi-row INSERTs through sluice and directly -------------------
-    let mut rng = Rng(0xa7_1a5);
-    let data: Vec<Reply> = (1..=N_ROWS).map(|id| reply(&mut rng, id)).collect();
-    let t_load = Instant::now();
-    let mut affected_sluice = 0u64;
-    let mut affected_ref = 0u64;
-    for chunk in data.chunks(BATCH) {
-        let sharded_sql = insert_sql("post_reply", chunk);
-        let ref_sql = insert_sql("ref", chunk);
-        let (a, b) = tokio::join!(write(&mut sl, &sharded_sql), write(&mut direct, &ref_sql));
-        affected_sluice +=
-            a.unwrap_or_else(|e| panic!("multi-row INSERT through sluice failed: {e}\n{}", s.log()));
-        affected_ref += b.unwrap_or_else(|e| panic!("INSERT into ref failed: {e}"));
-    }
-    assert_eq!(affected_ref, u64::from(N_ROWS));
-    assert_eq!(
-        affected_sluice,
-        u64::from(N_ROWS),
-        "affected rows of the multi-row INSERTs through sluice (summed over sub-tables)"
-    );
-    let counts = check_placement(&mut direct, "post_reply").await;
-    assert_eq!(
-        counts.iter().sum::<u64>(),
-        u64::from(N_ROWS),
-        "rows in the sub-tables: {counts:?}"
-    );
-    let load_time = t_load.elapsed();
-    cluster.wait_replicas_caught_up_within(Duration::from_secs(120));
-    let loaded_time = t_load.elapsed();
-
-    // --- Reads --------------------------------------------------------------------------
-    let queries = generate(&data);
-    let mut tally = Tally::default();
-    let t_reads = Instant::now();
-    for (i, q) in queries.iter().enumerate() {
-        tally.check(q, &mut sl, &sluice_url, &mut direct, false).await;
-        // Every 6th supported query again inside a transaction: the buffered path on the
-        // session's master connection.
-        if i % 6 == 0 && q.shape == Shape::Supported {
-            tally.check(q, &mut sl, &sluice_url, &mut direct, true).await;
-        }
-    }
-    let reads_time = t_reads.elapsed();
-
-    // --- Writes -------------------------------------------------------------------------
-    let t_writes = Instant::now();
-    let mut write_mismatches = Vec::new();
-    let mut writes_run = 0usize;
-    let mut refused_writes: Vec<String> = Vec::new();
-    let statements = write_statements(&data);
-    for w in &statements {
-        writes_run += 1;
-        let (a, b) = match w {
-            Write::One(sql) | Write::MayRefuse(sql) => {
-                let a = write(&mut sl, sql).await;
-                if let (Write::MayRefuse(_), Err(Failure::Server(NOT_SUPPORTED, m))) = (w, &a) {
-                    refused_writes.push(format!("{} -> {m}", short(sql)));
-                    continue;
-                }
-                let b = write(&mut direct, &sql.replace("post_reply", "ref")).await;
-                (a, b)
-            }
-            Write::Tx { stmts, commit } => {
-                let end = if *commit { "COMMIT" } else { "ROLLBACK" };
-                let mut got = Ok(0);
-                let mut want = Ok(0);
-                sl.query_drop("BEGIN").await.expect("BEGIN");
-                direct.query_drop("BEGIN").await.expect("BEGIN");
-                for sql in stmts {
-                    let g = write(&mut sl, sql).await;
-                    let r = write(&mut direct, &sql.replace("post_reply", "ref")).await;
-                    got = got.and_then(|n| g.map(|m| n + m));
-                    want = want.and_then(|n| r.map(|m| n + m));
-                }
-                sl.query_drop(end).await.expect("end transaction");
-                direct.query_drop(end).await.expect("end transaction");
-                (got, want)
-            }
-        };
-        let label = match w {
-            Write::One(sql) | Write::MayRefuse(sql) => short(sql),
-            Write::Tx { stmts, commit } => format!(
-                "BEGIN; {}; {}",
-                stmts.iter().map(|s| short(s)).collect::<Vec<_>>().join("; "),
-                if *commit { "COMMIT" } else { "ROLLBACK" }
-            ),
-        };
-        match (&a, &b) {
-            (Ok(x), Ok(y)) if x == y => {}
-            (Err(x), Err(y)) if x.code().is_some() && x.code() == y.code() => {}
-            _ => write_mismatches.push(format!(
-                "{label}\n    sluice: {}\n    reference: {}",
-                a.as_ref()
-                    .map_or_else(|e| e.to_string(), |n| format!("{n} affected rows")),
-                b.as_ref()
-                    .map_or_else(|e| e.to_string(), |n| format!("{n} affected rows")),
-            )),
-        }
-        if matches!(&a, Err(Failure::Other(_))) {
-            sl = connect(&sluice_url).await;
-        }
-    }
-    check_placement(&mut direct, "post_reply").await;
-    cluster.wait_replicas_caught_up_within(Duration::from_secs(60));
-    // The whole table after the writes, through sluice (merged by id) and directly.
-    let mut contents = Tally::default();
-    for sql in [
-        "SELECT * FROM post_reply ORDER BY id",
-        "SELECT COUNT(*), SUM(amount), COUNT(score), SUM(score), AVG(amount) FROM post_reply",
-        "SELECT COUNT(DISTINCT user_id) FROM post_reply",
-    ] {
-        contents
-            .check(
-                &Q::new("contents after writes", sql),
-                &mut sl,
-                &sluice_url,
-                &mut direct,
-                false,
-            )
-            .await;
-    }
-    write_mismatches.extend(contents.mismatches.iter().cloned());
-    write_mismatches.extend(
-        contents
-            .refused
-            .iter()
-            .map(|(_, _, q, m)| format!("{q}: refused: {m}")),
-    );
-    let writes_time = t_writes.elapsed();
-
-    // --- Report -------------------------------------------------------------------------
-    let refused_supported: Vec<_> = tally.refused.iter().filter(|r| r.1 == Shape::Supported).collect();
-    eprintln!(
-        "timing: load {:.1?} (+ replicas caught up: {:.1?}), {} reads {:.1?}, {} writes {:.1?}, total {:.1?}",
-        load_time,
-        loaded_time,
-        tally.queries,
-        reads_time,
-        writes_run,
-        writes_time,
-        t_start.elapsed()
-    );
-    tally.slowest.sort_by_key(|s| std::cmp::Reverse(s.0));
-    for (d, q) in tally.slowest.iter().take(5) {
-        eprintln!("slowest: {d:.1?} {q}");
-    }
-    if !tally.refused.is_empty() {
-        eprintln!("refused with error 1235 ({}):", tally.refused.len());
-        for (kind, shape, sql, msg) in &tally.refused {
-            eprintln!(
-                "  [{kind}{}] {}\n      -> {msg}",
-                if *shape == Shape::Supported {
-                    ", SUPPORTED SHAPE"
-                } else {
-                    ""
-                },
-                short(sql)
-            );
-        }
-    }
-    for t in &tally.type_diffs {
-        eprintln!("column types differ: {t}");
-    }
-    for f in &tally.both_failed {
-        eprintln!("failed on both sides alike: {f}");
-    }
-    for m in &tally.mismatches {
-        eprintln!("MISMATCH {m}");
-    }
-    for m in &write_mismatches {
-        eprintln!("WRITE MISMATCH {m}");
-    }
-    for m in &refused_writes {
-        eprintln!(
-            "write refused with 1235 (allowed for this shape, not applied to the reference either): {m}"
-        );
-    }
-    eprintln!(
-        "text column definitions: {} result sets compared, {} equal to the reference's, {} equal to the server's own on sub-table 0, \
-         {} described differently by the server itself on the reference and on sub-table 0, \
-         {} whose COM_STMT_PREPARE answer differs from the text result on sub-table 0",
-        tally.defs_compared,
-        tally.defs_equal_reference,
-        tally.defs_equal_sub0,
-        tally.server_differs.len(),
-        tally.prepare_vs_text.len(),
-    );
-    for m in &tally.server_differs {
-        eprintln!("  the server describes it differently on two tables: {m}");
-    }
-    for m in tally.prepare_vs_text.iter().take(30) {
-        eprintln!("  PREPARE and the text result describe it differently on sub-table 0: {m}");
-    }
-    println!(
-        "sharding differential: {} queries, {} rows compared, {} mismatches, {} refused ({} of them supported shapes); {} writes, {} write mismatches, {} refused; {} answers with other column types",
-        tally.queries,
-        tally.rows,
-        tally.mismatches.len(),
-        tally.refused.len(),
-        refused_supported.len(),
-        writes_run,
-        write_mismatches.len(),
-        refused_writes.len(),
-        tally.type_diffs.len()
-    );
-    assert!(
-        tally.mismatches.is_empty() && refused_supported.is_empty() && write_mismatches.is_empty(),
-        "{} read mismatches, {} supported shapes refused, {} write mismatches (details above)",
-        tally.mismatches.len(),
-        refused_supported.len(),
-        write_mismatches.len()
-    );
-    drop(sl);
-    drop(direct);
-    cluster.master.sql(&format!("DROP DATABASE {db}"));
-}
-
-enum Write {
-    One(String),
-    /// Refused (1235) or applied like on the reference: a shape beyond the issue's list.
-    MayRefuse(String),
-    /// Statements in one explicit transaction, committed or rolled back.
-    Tx {
-        stmts: Vec<String>,
-        commit: bool,
-    },
-}
-
-/// The same writes for both tables (`post_reply` is replaced by `ref` for the reference).
-/// Rows that already exist are always given their own tid (a row's placement is its tid;
-/// a "duplicate" with another tid is another row of another sub-table by design).
-fn write_statements(data: &[Reply]) -> Vec<Write> {
-    let mut rng = Rng(0x3217e5);
-    let r = &mut rng;
-    let next_id = N_ROWS + 1;
-    let new_rows: Vec<Reply> = (next_id..next_id + 300).map(|id| reply(r, id)).collect();
-    let existing = |r: &mut Rng| data[r.below(data.len() as u64) as usize].clone();
-    let mut w = vec![Write::One(insert_sql("post_reply", &new_rows))];
-    // A key given as a string, and the INSERT … SET form.
-    w.push(Write::One(format!(
-        "INSERT INTO post_reply ({COLUMNS}) VALUES ({}, '228596', 5, 'string key', '2021-02-01 10:00:00', 'm', 1, 'alpha', 1.50), ({}, '8', 6, 'string key 2', '2021-02-01 10:00:00', 'm', NULL, NULL, -1.50)",
-        next_id + 300,
-        next_id + 301
-    )));
-    // The server reads ' 12 ' as 12 (and 12.0 too); sluice may refuse such keys.
-    w.push(Write::MayRefuse(format!(
-        "INSERT INTO post_reply ({COLUMNS}) VALUES ({}, ' 12 ', 6, 'spaced string key', '2021-02-01 10:00:00', 'm', NULL, NULL, 2.00)",
-        next_id + 303
-    )));
-    w.push(Write::MayRefuse(format!(
-        "INSERT INTO post_reply ({COLUMNS}) VALUES ({}, 12.0, 6, 'decimal key', '2021-02-01 10:00:00', 'm', NULL, NULL, 2.00)",
-        next_id + 304
-    )));
-    w.push(Write::One(format!(
-        "INSERT INTO post_reply SET id = {}, tid = 1001, user_id = 7, subject = 'set form', create_time = '2021-02-02 00:00:00', message = 'it''s \\\\ set', amount = 3.25",
-        next_id + 302
-    )));
-    // UPDATE by key, by IN + condition, broadcast, no match, unchanged values.
-    w.push(Write::One(
-        "UPDATE post_reply SET score = score + 1 WHERE tid = 228596".into(),
-    ));
-    w.push(Write::One("UPDATE post_reply SET subject = CONCAT(subject, ' (edited)'), amount = amount * 2 WHERE tid IN (228689, 4, 8) AND user_id < 100".into()));
-    w.push(Write::One(
-        "UPDATE post_reply SET tag = 'UPDATED', message = 'it''s \\\\ edited 🙂' WHERE score = 42".into(),
-    ));
-    w.push(Write::One(
-        "UPDATE post_reply SET score = 0 WHERE user_id = 999999".into(),
-    ));
-    w.push(Write::One(
-        "UPDATE post_reply SET score = score WHERE tid = 4".into(),
-    ));
-    w.push(Write::One(
-        "UPDATE post_reply SET amount = -amount WHERE tid = 228601 OR tid = 12 OR (tid = 228839 AND score > 50)".into(),
-    ));
-    w.push(Write::One(
-        "UPDATE post_reply SET score = -1 WHERE tid = 8 ORDER BY id LIMIT 5".into(),
-    ));
-    w.push(Write::One(
-        "UPDATE post_reply SET score = NULL, tag = NULL WHERE user_id = 3 AND amount > 0".into(),
-    ));
-    // DELETE by key, broadcast, with OR, single-shard with LIMIT.
-    w.push(Write::One(
-        "DELETE FROM post_reply WHERE tid = 209218 AND score IS NULL".into(),
-    ));
-    w.push(Write::One("DELETE FROM post_reply WHERE user_id = 77".into()));
-    w.push(Write::One(
-        "DELETE FROM post_reply WHERE amount BETWEEN -5.00 AND 5.00".into(),
-    ));
-    w.push(Write::One(
-        "DELETE FROM post_reply WHERE tid = 224795 OR tid = 228839 AND score > 90".into(),
-    ));
-    w.push(Write::One(
-        "DELETE FROM post_reply WHERE tid = 4 ORDER BY id DESC LIMIT 3".into(),
-    ));
-    w.push(Write::One("DELETE FROM post_reply WHERE tid IN (1, 2, 3)".into()));
-    // INSERT … ON DUPLICATE KEY UPDATE: existing rows (own tid) and new ones, changed and
-    // unchanged.
-    let mut rows: Vec<Reply> = (0..20).map(|_| existing(r)).collect();
-    for (k, row) in rows.iter_mut().enumerate() {
-        if k % 3 == 0 {
-            row.score = Some(1000 + k as i32);
-        }
-    }
-    rows.extend((0..10).map(|k| reply(r, next_id + 400 + k)));
-    w.push(Write::One(format!(
-        "{} ON DUPLICATE KEY UPDATE score = VALUES(score), subject = CONCAT(post_reply.subject, '+')",
-        insert_sql("post_reply", &rows)
-    )));
-    let rows: Vec<Reply> = (0..10).map(|_| existing(r)).collect();
-    w.push(Write::One(format!(
-        "{} ON DUPLICATE KEY UPDATE score = score",
-        insert_sql("post_reply", &rows)
-    )));
-    // REPLACE: existing rows with new values, and new rows.
-    let mut rows: Vec<Reply> = (0..15).map(|_| existing(r)).collect();
-    for row in rows.iter_mut() {
-        row.subject = format!("replaced {}", row.id);
-        row.amount = "9.99".into();
-    }
-    rows.extend((0..5).map(|k| reply(r, next_id + 500 + k)));
-    w.push(Write::One(insert_sql("post_reply", &rows).replacen(
-        "INSERT INTO",
-        "REPLACE INTO",
-        1,
-    )));
-    // INSERT IGNORE with a duplicate.
-    let mut rows = vec![existing(r)];
-    rows.push(reply(r, next_id + 600));
-    w.push(Write::One(insert_sql("post_reply", &rows).replacen(
-        "INSERT INTO",
-        "INSERT IGNORE INTO",
-        1,
-    )));
-    // A multi-row INSERT over all shards whose last row is a duplicate: error 1062 on both
-    // sides, and no row of it written anywhere (the reference rolls back the statement;
-    // sluice must roll back the other sub-tables too).
-    let mut rows: Vec<Reply> = (0..8).map(|k| reply(r, next_id + 700 + k)).collect();
-    for (k, row) in rows.iter_mut().enumerate() {
-        row.tid = SEED_TIDS[k];
-    }
-    rows.push(data[10].clone());
-    w.push(Write::One(insert_sql("post_reply", &rows)));
-    // Explicit transactions: rolled back, then committed.
-    let rows: Vec<Reply> = (0..12).map(|k| reply(r, next_id + 800 + k)).collect();
-    w.push(Write::Tx {
-        stmts: vec![
-            insert_sql("post_reply", &rows),
-            "UPDATE post_reply SET score = 7 WHERE user_id = 5".into(),
-            "DELETE FROM post_reply WHERE tid = 1001 AND score < 0".into(),
-        ],
-        commit: false,
-    });
-    w.push(Write::Tx {
-        stmts: vec![
-            insert_sql("post_reply", &rows),
-            "UPDATE post_reply SET score = 7 WHERE user_id = 5".into(),
-            "DELETE FROM post_reply WHERE tid = 1001 AND score < 0".into(),
-        ],
-        commit: true,
-    });
-    w
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1120,6 +417,12 @@ async fn literals_arrive_byte_for_byte() {
     let db = unique_name("shard_lit");
     let s = Sluice::start_for(cluster, &sharding_yaml(&db));
     let (mut sl, mut direct) = create_tables(cluster, &s, &db).await;
+    let mut x = oracle(cluster, &s, &db, "post_reply", "ref").await;
+    // Refused (1235) or answered exactly.
+    let may_refuse = Demands {
+        supported: false,
+        ..SUPPORTED
+    };
 
     // (literal as written in SQL, the bytes the server must store). The second half is
     // written differentially: whatever the server makes of it directly is the truth.
@@ -1216,18 +519,17 @@ async fn literals_arrive_byte_for_byte() {
                     format!("SELECT id FROM {t} WHERE {col} = {literal} ORDER BY id")
                 }
             };
-            lookups.push((q("post_reply"), q("ref")));
+            lookups.push(q("@T@"));
         }
     }
     // sluice reads from the replicas (freshness off): let them catch up.
     cluster.wait_replicas_caught_up_within(Duration::from_secs(120));
-    for (q, q_ref) in &lookups {
-        let w = run(&mut direct, q_ref).await;
-        let g = run(&mut sl, q).await;
-        match (w, g) {
-            (Ok(w), Ok(g)) if w == g && !w.rows.is_empty() => {}
-            (w, g) => failures.push(format!("{q}\n    reference {w:?}\n    sluice {g:?}")),
-        }
+    for q in &lookups {
+        let found = Demands {
+            min_rows: 1,
+            ..SUPPORTED
+        };
+        x.both(q, q, q.contains("ORDER BY"), found).await;
     }
     // In the default sql_mode "x" is a string: sorting or grouping by it is by a constant.
     for sql in [
@@ -1236,20 +538,9 @@ async fn literals_arrive_byte_for_byte() {
         "SELECT \"k\" AS k, COUNT(*) FROM post_reply GROUP BY \"k\"",
         "SELECT COUNT(*), MAX(\"tid\") FROM post_reply WHERE subject = \"plain\" OR message = \"it's\"",
     ] {
-        let q = Q::new("double-quoted strings", sql);
-        let w = run(&mut direct, &sql.replace("post_reply", "ref")).await;
-        let g = run(&mut sl, sql).await;
-        match (w, g) {
-            (Ok(w), Ok(g)) => {
-                if let Err(e) = compare(&q, &w, &g, &mut direct).await {
-                    failures.push(format!("{sql}\n    {e}"));
-                }
-            }
-            (_, Err(Failure::Server(NOT_SUPPORTED, m))) => {
-                eprintln!("double-quoted string query refused: {sql} -> {m}")
-            }
-            (w, g) => failures.push(format!("{sql}\n    reference {w:?}\n    sluice {g:?}")),
-        }
+        let label = format!("[double-quoted strings] {sql}");
+        x.both(&label, &sql.replace("post_reply", "@T@"), true, may_refuse)
+            .await;
     }
     // UPDATE with literals, by key and broadcast.
     for sql in [
@@ -1335,6 +626,7 @@ async fn literals_arrive_byte_for_byte() {
     let ansi = "SET SESSION sql_mode = 'ANSI_QUOTES'";
     sl.query_drop(ansi).await.expect("set sql_mode through sluice");
     direct.query_drop(ansi).await.expect("set sql_mode");
+    x.both_must(ansi).await;
     cluster.wait_replicas_caught_up_within(Duration::from_secs(120));
     for sql in [
         "SELECT id, \"subject\" FROM post_reply WHERE tid IN (4, 5, 6, 7, 8, 9) ORDER BY \"id\" DESC LIMIT 4",
@@ -1343,24 +635,12 @@ async fn literals_arrive_byte_for_byte() {
         "SELECT MAX(\"id\"), SUM(\"tid\") FROM post_reply",
         "SELECT COUNT(DISTINCT \"tid\") FROM post_reply",
     ] {
-        let q = Q::new("ANSI_QUOTES", sql);
-        let w = run(&mut direct, &sql.replace("post_reply", "ref")).await;
-        let g = run(&mut sl, sql).await;
-        match (w, g) {
-            (Ok(w), Ok(g)) => {
-                if let Err(e) = compare(&q, &w, &g, &mut direct).await {
-                    failures.push(format!("{sql} (ANSI_QUOTES)\n    {e}"));
-                }
-            }
-            (_, Err(Failure::Server(NOT_SUPPORTED, m))) => {
-                eprintln!("ANSI_QUOTES query refused: {sql} -> {m}")
-            }
-            (w, g) => failures.push(format!(
-                "{sql} (ANSI_QUOTES)\n    reference {w:?}\n    sluice {g:?}"
-            )),
-        }
+        let label = format!("[ANSI_QUOTES] {sql}");
+        x.both(&label, &sql.replace("post_reply", "@T@"), true, may_refuse)
+            .await;
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    x.assert_none_failed();
     drop(sl);
     drop(direct);
     cluster.master.sql(&format!("DROP DATABASE {db}"));
@@ -1461,7 +741,7 @@ async fn string_collations_merge_like_the_server() {
     assert_eq!(a, b);
     cluster.wait_replicas_caught_up_within(Duration::from_secs(120));
 
-    let mut failures = Vec::new();
+    let mut x = oracle(cluster, &s, &db, "post_reply", "ref").await;
     let mut summary = Vec::new();
     for (c, _, coll) in &cols {
         let ci = |q: Q, k: &[usize]| match coll {
@@ -1511,36 +791,33 @@ async fn string_collations_merge_like_the_server() {
                 &[0, 1],
             ),
         ];
-        let mut bad = 0;
+        let before = x.tally.failures.len();
         for q in &queries {
-            let w = run(&mut direct, &q.sql.replace("post_reply", "ref")).await;
-            let g = run(&mut sl, &q.sql).await;
-            let problem = match (w, g) {
-                (Ok(w), Ok(g)) => compare(q, &w, &g, &mut direct).await.err(),
-                (_, Err(Failure::Server(NOT_SUPPORTED, m))) => {
-                    eprintln!("collations: refused: {} -> {m}", q.sql);
-                    None
-                }
-                (w, g) => Some(format!("reference {w:?}\n    sluice {g:?}")),
+            // Refused (1235) or answered exactly; spellings may differ in `q.ci_cols` only.
+            let d = Demands {
+                supported: false,
+                ci: &q.ci_cols,
+                collation: q.ci_collation,
+                min_rows: 0,
             };
-            if let Some(p) = problem {
-                bad += 1;
-                failures.push(format!(
-                    "[{} on {c}, {}] {}\n    {p}",
-                    q.kind,
-                    coll.unwrap_or("bytes"),
-                    q.sql
-                ));
-            }
+            let label = format!("[{} on {c}, {}] {}", q.kind, coll.unwrap_or("bytes"), q.sql);
+            x.both(
+                &label,
+                &q.sql.replace("post_reply", "@T@"),
+                q.order == Order::Full,
+                d,
+            )
+            .await;
         }
         summary.push(format!(
-            "{c} ({}): {bad}/{} wrong",
+            "{c} ({}): {}/{} runs wrong",
             coll.unwrap_or("bytes"),
-            queries.len()
+            x.tally.failures.len() - before,
+            2 * queries.len()
         ));
     }
     eprintln!("collations: {}", summary.join("; "));
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    x.assert_none_failed();
     drop(sl);
     drop(direct);
     cluster.master.sql(&format!("DROP DATABASE {db}"));
@@ -1606,7 +883,8 @@ async fn hash_rule_places_and_finds_case_variants() {
     let misplaced = hash_misplaced(&mut direct).await;
     assert!(misplaced.is_empty(), "misplaced rows: {misplaced:?}");
     cluster.wait_replicas_caught_up_within(Duration::from_secs(120));
-    let mut tally = Tally::default();
+    let mut mismatches: Vec<String> = Vec::new();
+    let mut x = oracle(cluster, &s, &db, "t2", "ref2").await;
     let queries = [
         Q::new(
             "hash key =",
@@ -1638,19 +916,19 @@ async fn hash_rule_places_and_finds_case_variants() {
         Q::new("hash key =", "SELECT id FROM t2 WHERE name = '' ORDER BY id"),
     ];
     for q in &queries {
-        // The reference is ref2 (Tally replaces post_reply only), so run by hand.
-        let want = run(&mut direct, &q.sql.replace("FROM t2", "FROM ref2")).await;
-        let got = run(&mut sl, &q.sql).await;
-        match (want, got) {
-            (Ok(w), Ok(g)) => {
-                if let Err(e) = compare(q, &w, &g, &mut direct).await {
-                    tally.mismatches.push(format!("{}\n    {e}", q.sql));
-                }
-            }
-            (w, g) => tally
-                .mismatches
-                .push(format!("{}\n    reference {w:?}\n    sluice {g:?}", q.sql)),
-        }
+        let d = Demands {
+            ci: &q.ci_cols,
+            collation: q.ci_collation,
+            ..SUPPORTED
+        };
+        let label = format!("[{}] {}", q.kind, q.sql);
+        x.both(
+            &label,
+            &q.sql.replace("FROM t2", "FROM @T@"),
+            q.order == Order::Full,
+            d,
+        )
+        .await;
     }
     let updated = write(&mut sl, "UPDATE t2 SET v = 1000 WHERE name = 'alice'").await;
     let updated_ref = write(&mut direct, "UPDATE ref2 SET v = 1000 WHERE name = 'alice'").await;
@@ -1663,14 +941,20 @@ async fn hash_rule_places_and_finds_case_variants() {
     // Under NO_BACKSLASH_ESCAPES, 'p\\q' is p, two backslashes, q: a key must be placed
     // (and looked up) by that value, or the statement refused.
     let nbe = "SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')";
+    // Each lookup finds its rows.
+    let found = Demands {
+        min_rows: 1,
+        ..SUPPORTED
+    };
     sl.query_drop(nbe).await.expect("sql_mode through sluice");
     direct.query_drop(nbe).await.expect("sql_mode");
+    x.both_must(nbe).await;
     let ins = "INSERT INTO t2 (id, name, v) VALUES (1000, 'p\\\\q', 1), (1001, 'x\\\\', 2)";
     match write(&mut sl, ins).await {
         Ok(2) => {
             let misplaced = hash_misplaced(&mut direct).await;
             if !misplaced.is_empty() {
-                tally.mismatches.push(format!(
+                mismatches.push(format!(
                     "{ins} under NO_BACKSLASH_ESCAPES put rows in the wrong sub-table: {misplaced:?}"
                 ));
             }
@@ -1682,14 +966,9 @@ async fn hash_rule_places_and_finds_case_variants() {
                 "SELECT id, name FROM t2 WHERE name = 'P\\\\Q' ORDER BY id",
                 "SELECT id, name FROM t2 WHERE name IN ('X\\\\', 'p\\\\q') ORDER BY id",
             ] {
-                let w = run(&mut direct, &q.replace("FROM t2", "FROM ref2")).await;
-                let g = run(&mut sl, q).await;
-                match (w, g) {
-                    (Ok(w), Ok(g)) if w == g && !w.rows.is_empty() => {}
-                    (w, g) => tally.mismatches.push(format!(
-                        "{q} (NO_BACKSLASH_ESCAPES)\n    reference {w:?}\n    sluice {g:?}"
-                    )),
-                }
+                let label = format!("{q} (NO_BACKSLASH_ESCAPES)");
+                x.both(&label, &q.replace("FROM t2", "FROM @T@"), true, found)
+                    .await;
             }
             // The same rows looked up by a session in the default sql_mode.
             let default_mode = "SET SESSION sql_mode = REPLACE(@@sql_mode, 'NO_BACKSLASH_ESCAPES', '')";
@@ -1697,28 +976,23 @@ async fn hash_rule_places_and_finds_case_variants() {
                 .await
                 .expect("sql_mode through sluice");
             direct.query_drop(default_mode).await.expect("sql_mode");
+            x.both_must(default_mode).await;
             for q in [
                 "SELECT id, name FROM t2 WHERE name = 'P\\\\\\\\Q' ORDER BY id",
                 "SELECT id, name FROM t2 WHERE name = 'x\\\\\\\\' ORDER BY id",
             ] {
-                let w = run(&mut direct, &q.replace("FROM t2", "FROM ref2")).await;
-                let g = run(&mut sl, q).await;
-                match (w, g) {
-                    (Ok(w), Ok(g)) if w == g && !w.rows.is_empty() => {}
-                    (w, g) => tally.mismatches.push(format!(
-                        "{q} (default sql_mode, rows inserted under NO_BACKSLASH_ESCAPES)\n    reference {w:?}\n    sluice {g:?}"
-                    )),
-                }
+                let label = format!("{q} (default sql_mode, rows inserted under NO_BACKSLASH_ESCAPES)");
+                x.both(&label, &q.replace("FROM t2", "FROM @T@"), true, found)
+                    .await;
             }
         }
         Err(Failure::Server(NOT_SUPPORTED, m)) => {
             eprintln!("NO_BACKSLASH_ESCAPES string key refused: {m}")
         }
-        other => tally
-            .mismatches
-            .push(format!("{ins} under NO_BACKSLASH_ESCAPES: {other:?}")),
+        other => mismatches.push(format!("{ins} under NO_BACKSLASH_ESCAPES: {other:?}")),
     }
-    assert!(tally.mismatches.is_empty(), "{}", tally.mismatches.join("\n"));
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+    x.assert_none_failed();
     drop(sl);
     drop(direct);
     cluster.master.sql(&format!("DROP DATABASE {db}"));

@@ -47,6 +47,15 @@ pub fn over_read_refusal(code: u16, message: &str) -> String {
     )
 }
 
+/// A part's error under a HAVING the merge evaluates: the server may never meet it.
+pub fn having_refusal(code: u16, message: &str) -> String {
+    format!(
+        "a part of this statement on a sub-table failed with error {code} ({message}) computing groups \
+         its HAVING drops, rows the server, moving the HAVING into its WHERE, may never evaluate; \
+         refused rather than answered with an error the server may not give"
+    )
+}
+
 /// Warnings kept as text (the server's default `max_error_count`).
 pub const MAX_CUT_WARNINGS: usize = 64;
 
@@ -456,6 +465,13 @@ impl<S: RowSource> Merger<S> {
         match e {
             MergeError::Server { code, message, .. } if self.limit.is_some() => {
                 MergeError::Unsupported(over_read_refusal(code, &message))
+            }
+            // The merge applies the HAVING; the server moves a HAVING on the group keys
+            // into its WHERE and never evaluates the select list on those rows.
+            MergeError::Server { code, message, .. }
+                if self.group.as_ref().is_some_and(|g| g.having.is_some()) =>
+            {
+                MergeError::Unsupported(having_refusal(code, &message))
             }
             e => e,
         }

@@ -105,10 +105,14 @@ pub fn logical_names(def: &[u8], rules: &ShardRules) -> Option<Vec<u8>> {
         *f = def.get(start..end)?;
         at = end;
     }
-    let logical = logical_table(fields[1], fields[3], rules)?.as_bytes();
+    // A temporary table's column (DISTINCT or GROUP BY of a BIT, …) has no org_table;
+    // its `table` is the name the statement gave, the sub-table's where sluice wrote it.
+    let temporary = fields[3].is_empty();
+    let logical = logical_table(fields[1], fields[if temporary { 2 } else { 3 }], rules)?.as_bytes();
     let mut out = Vec::with_capacity(def.len());
     for (i, f) in fields.iter().enumerate() {
-        let renamed = (i == 3 || (i == 2 && fields[2] == fields[3])).then_some(logical);
+        let renamed =
+            ((i == 3 && !temporary) || (i == 2 && (temporary || fields[2] == fields[3]))).then_some(logical);
         put_lenenc_bytes(&mut out, renamed.unwrap_or(f));
     }
     out.extend_from_slice(def.get(at..)?);
@@ -379,6 +383,11 @@ mod tests {
         assert_eq!(
             logical_names(&def("test", "p", "post_reply_1", "tid"), &r),
             Some(def("test", "p", "post_reply", "tid"))
+        );
+        // A temporary table's column: no org_table, the table as the statement named it.
+        assert_eq!(
+            logical_names(&def("test", "post_reply_2", "", "b"), &r),
+            Some(def("test", "post_reply", "", "b"))
         );
         // Not a sub-table: no shard 4 of 4, not the spelling of a shard number, another
         // database, another table, an expression.

@@ -1,8 +1,8 @@
-//! The fixed corpus of the sharding differentials: the seed's table (`post_reply`, 100k
-//! rows) and a list of queries by shape, which `tests/sharding.rs` (text protocol) and
-//! `tests/sharding_binary.rs` (binary protocol) run on the same rows. The random schemas
-//! and statements of `tests/sharding_gen.rs` live next to it (`schema.rs`, `grammar.rs`);
-//! both draw from one PRNG (`schema::Rng`).
+//! The fixed corpus of the sharding differential: the seed's table (`post_reply`, 100k
+//! rows) and a list of queries by shape, cases of the generator's oracle (`fixed.rs` runs
+//! them as text and as prepared statements). The random schemas and statements of
+//! `tests/sharding_gen.rs` live next to it (`schema.rs`, `grammar.rs`); both draw from
+//! one PRNG (`schema::Rng`).
 #![allow(dead_code)]
 
 /// Rows of the differential data set (the issue asks for at least 100k).
@@ -19,6 +19,16 @@ pub const SEED_QUERY_ARTICLE: &str = "SELECT * FROM post_reply WHERE `user_id`=1
 pub const HOT_TIDS: [u32; 4] = [4, 8, 12, 1001];
 /// Error 1235, ER_NOT_SUPPORTED_YET.
 pub const NOT_SUPPORTED: u16 = 1235;
+
+/// A statement in one line, cut at 300 characters (for a report).
+pub fn short(sql: &str) -> String {
+    let one_line = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() > 300 {
+        format!("{}…", one_line.chars().take(300).collect::<String>())
+    } else {
+        one_line
+    }
+}
 
 pub const COLUMNS: &str = "id, tid, user_id, subject, create_time, message, score, tag, amount";
 
