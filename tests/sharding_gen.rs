@@ -68,6 +68,8 @@ struct Pair {
     /// Session settings in effect, in order (for a failure's report).
     settings: Vec<String>,
     short_sort: bool,
+    /// The session has a `sql_select_limit`.
+    select_limit: bool,
 }
 
 #[derive(Default)]
@@ -232,6 +234,7 @@ async fn run(seed: u64, count: u64, budget: Duration) -> Tally {
         },
         settings: Vec::new(),
         short_sort: false,
+        select_limit: false,
     };
     let mut rng = Rng(seed);
     let mut tally = Tally::default();
@@ -253,12 +256,14 @@ async fn run(seed: u64, count: u64, budget: Duration) -> Tally {
             "SET sql_mode = DEFAULT",
             "SET max_sort_length = DEFAULT",
             "SET div_precision_increment = DEFAULT",
+            "SET sql_select_limit = DEFAULT",
         ] {
             must(&mut pair.s.sl, sql).await;
             must(&mut pair.s.direct, sql).await;
         }
         pair.settings.clear();
         pair.short_sort = false;
+        pair.select_limit = false;
         let data = rows(&mut rng, &schema, ROWS);
         let mut kept: Vec<(usize, String)> = data
             .iter()
@@ -288,10 +293,20 @@ async fn run(seed: u64, count: u64, budget: Duration) -> Tally {
                     if set.contains("max_sort_length") {
                         pair.short_sort = !set.contains("DEFAULT");
                     }
+                    if set.contains("sql_select_limit") {
+                        pair.select_limit = !set.contains("DEFAULT");
+                    }
                     pair.settings.push(set);
                 }
             }
-            let g = statement(&mut rng, &schema, pair.short_sort);
+            // Under sql_select_limit only a statement with a total order has one answer
+            // (which rows a LIMIT keeps is otherwise the plan's).
+            let g = loop {
+                let g = statement(&mut rng, &schema, pair.short_sort);
+                if g.ordered || !pair.select_limit {
+                    break g;
+                }
+            };
             let found_rows = rng.chance(20);
             tally.statements += 1;
             tally.runs += 2;

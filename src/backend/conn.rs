@@ -532,6 +532,16 @@ impl BackendConn {
             .map(|v| v.and_then(|t| t.parse().ok())))
     }
 
+    /// [`Self::query_text`] for sluice's own query on a connection that has a
+    /// session's settings: run without its `sql_select_limit`, which would cut the
+    /// answer (to no row at all under 0).
+    pub async fn session_query_text(
+        &mut self,
+        sql: &str,
+    ) -> Result<Result<Option<String>, ErrPacket>, BackendError> {
+        self.query_text(&unlimited(sql)).await
+    }
+
     /// Run a query returning one text value (first column of the first row;
     /// `None` for NULL or no row).
     pub async fn query_text(&mut self, sql: &str) -> Result<Result<Option<String>, ErrPacket>, BackendError> {
@@ -673,4 +683,10 @@ fn server_err(payload: &[u8]) -> BackendError {
     BackendError::Server(
         ErrPacket::parse(payload).unwrap_or_else(|| ErrPacket::new(2027, "HY000", "Malformed packet")),
     )
+}
+
+/// `sql` (a SELECT of sluice's own, on a connection that has a session's settings) run
+/// without the session's `sql_select_limit`, which the server would apply to its answer.
+pub fn unlimited(sql: &str) -> String {
+    format!("SET STATEMENT sql_select_limit = 18446744073709551615 FOR {sql}")
 }

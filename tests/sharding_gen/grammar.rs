@@ -216,6 +216,8 @@ pub const SETTINGS: &[&str] = &[
     "SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci",
     "SET NAMES utf8mb4 COLLATE utf8mb4_bin",
     "SET NAMES utf8mb4 COLLATE utf8mb4_general_ci",
+    "SET sql_select_limit = 5",
+    "SET sql_select_limit = DEFAULT",
 ];
 
 /// Expressions of a column (its own type, or another through a function).
@@ -388,10 +390,23 @@ fn plain(rng: &mut Rng, s: &Schema, short_sort: bool) -> (Sel, bool) {
     if sel.join {
         sel.items.push("uname".into());
     }
-    match rng.below(8) {
+    // Names the server takes from the client's text (a parenthesis first, literals named
+    // by their spelling), and what a statement computes over its row sequence or from
+    // its connection (refused across sub-tables).
+    match rng.below(14) {
         0 => sel.items.push("k  +  1".into()),
         1 => sel.items.push("0x41 + 0".into()),
         2 => sel.items.push("k /* the key */".into()),
+        3 => sel.items.push("(k, 1) = (1, 1)".into()),
+        4 => sel.items.push("( k  *  2 )".into()),
+        5 => sel.items.push(
+            rng.pick(&["x'41'", "b'01'", "- 1", "date '2020-01-01'", "( 'a' )"])
+                .to_string(),
+        ),
+        6 => sel.items.push(
+            rng.pick(&["RAND(3) < 2", "ROWNUM() > 0", "LAST_INSERT_ID()"])
+                .to_string(),
+        ),
         _ => {}
     }
     for _ in 0..rng.below(3) {

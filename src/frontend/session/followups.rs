@@ -123,7 +123,7 @@ impl Session {
         let Some(h) = self.backends.slot(conn) else {
             return;
         };
-        if let Ok(Ok(Some(mode))) = h.conn.query_text("SELECT @@session.sql_mode").await {
+        if let Ok(Ok(Some(mode))) = h.conn.session_query_text("SELECT @@session.sql_mode").await {
             let has = |flag: &str| mode.split(',').any(|m| m.eq_ignore_ascii_case(flag));
             self.state.set_lex(Some(LexOptions {
                 ansi_quotes: has("ANSI_QUOTES"),
@@ -211,12 +211,12 @@ impl Session {
         // WARNINGS reads next.
         let listed = match diagnostics_targets(sql) {
             Some(l) => Some(l),
-            None => error::answered(&label, h.conn.query_text(USER_VARIABLE_LIST).await)?,
+            None => error::answered(&label, h.conn.session_query_text(USER_VARIABLE_LIST).await)?,
         };
         let Some(read) = user_variable_copy_sql(listed.as_deref().unwrap_or_default()) else {
             return Ok(());
         };
-        let Some(set) = error::answered(&label, h.conn.query_text(&read).await)? else {
+        let Some(set) = error::answered(&label, h.conn.session_query_text(&read).await)? else {
             return Ok(());
         };
         self.held(Conn::Master).await?;

@@ -103,8 +103,11 @@ impl Session {
     pub(super) async fn learn_isolation(&mut self, conn: Conn) -> Result<bool, ErrPacket> {
         let label = self.label(conn);
         let h = self.backends.slot(conn).ok_or_else(|| lost(&label))?;
-        let level = crate::error::answered(&label, h.conn.query_text("SELECT @@session.tx_isolation").await)?
-            .unwrap_or_default();
+        let level = crate::error::answered(
+            &label,
+            h.conn.session_query_text("SELECT @@session.tx_isolation").await,
+        )?
+        .unwrap_or_default();
         let rc =
             level.eq_ignore_ascii_case("READ-COMMITTED") || level.eq_ignore_ascii_case("READ-UNCOMMITTED");
         self.state.learned_isolation(rc);

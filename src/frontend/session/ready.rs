@@ -201,7 +201,7 @@ impl Session {
             return sequence_users::Known::new(None);
         };
         let uid = h.conn.state.uid;
-        let answer = h.conn.query_text(&sequence_users::lookup_sql(db)).await;
+        let answer = h.conn.session_query_text(&sequence_users::lookup_sql(db)).await;
         self.state.clobbered(uid);
         let tables = match answer {
             Ok(Ok(Some(v))) => sequence_users::parse(&v),

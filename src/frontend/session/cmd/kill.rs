@@ -221,7 +221,7 @@ impl Session {
         let Some(h) = self.backends.slot(Conn::Master) else {
             return AdminRights::default();
         };
-        match h.conn.query_text(ADMIN_RIGHTS_SQL).await {
+        match h.conn.session_query_text(ADMIN_RIGHTS_SQL).await {
             Ok(Ok(Some(flags))) => AdminRights::parse(&flags),
             _ => AdminRights::default(),
         }

@@ -65,7 +65,7 @@ pub(super) async fn of_skipped_last_row(
         schema.as_deref().map_or("DATABASE()".to_string(), literal),
         literal(&table)
     );
-    let column = match conn.query_text(&q).await {
+    let column = match conn.session_query_text(&q).await {
         Ok(Ok(c)) => c,
         Ok(Err(e)) => return Err(e),
         Err(e) => return Err(lost(&e.to_string())),

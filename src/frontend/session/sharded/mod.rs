@@ -183,7 +183,7 @@ impl Session {
         let Some(need) = crate::shard::columns_needed(text, self.state.db(), &self.rt.shard_rules) else {
             return false;
         };
-        let sql = crate::shard::columns_query(&need);
+        let sql = crate::backend::conn::unlimited(&crate::shard::columns_query(&need));
         let read = async {
             let conn = self.group_master(need.group).await.ok()?;
             send_query(conn, &sql).await.ok()?;
@@ -313,13 +313,18 @@ impl Session {
     /// A SELECT's parts under the settings that make each compute what the one
     /// statement computes (`crate::shard::PartSettings`): the session's
     /// sql_select_limit lifted from the parts and applied to the merged answer (as
-    /// `merge`'s LIMIT when the statement has none), one time for all of them.
+    /// `merge`'s LIMIT when the statement has none: a merge of several parts carries
+    /// the statement's own), one time for all of them. One part runs as written, under
+    /// the session's own settings, as the statement would.
     async fn read_settings(
         &mut self,
         parts: Vec<crate::shard::Part>,
         merge: &mut crate::merge::MergeSpec,
         sql: &str,
     ) -> Result<Vec<crate::shard::Part>, crate::protocol::packets::ErrPacket> {
+        if parts.len() < 2 {
+            return Ok(parts);
+        }
         let mut settings = crate::shard::PartSettings::default();
         if let Some(count) = self.session_select_limit().await? {
             settings.no_select_limit = true;
@@ -327,7 +332,7 @@ impl Session {
                 .limit
                 .get_or_insert(crate::merge::Limit { offset: 0, count });
         }
-        if parts.len() > 1 && crate::shard::mentions_statement_time(sql.as_bytes()) {
+        if crate::shard::mentions_statement_time(sql.as_bytes()) {
             settings.timestamp = Some(self.statement_time().await);
         }
         Ok(parts.into_iter().map(|p| p.under(&settings)).collect())
@@ -391,12 +396,17 @@ impl Session {
 
     /// The first row of `sql` run on the session's master connection, each
     /// field as text (None for NULL); None when it cannot be had.
+    /// (Without the session's `sql_select_limit`.)
     async fn session_row(&mut self, sql: &str) -> Option<Vec<Option<String>>> {
-        self.session_rows(sql).await?.into_iter().next()
+        self.session_rows(&crate::backend::conn::unlimited(sql))
+            .await?
+            .into_iter()
+            .next()
     }
 
     /// The rows of `sql` run on the session's master connection (at most a few:
-    /// all are kept), each field as text (None for NULL); None on an error.
+    /// all are kept), each field as text (None for NULL); None on an error. Under the
+    /// session's own `sql_select_limit`.
     async fn session_rows(&mut self, sql: &str) -> Option<Vec<Vec<Option<String>>>> {
         self.held(Conn::Master).await.ok()?;
         let h = self.backends.master.as_mut()?;
@@ -556,6 +566,6 @@ impl Session {
         let Some(h) = self.backends.slot(Conn::Master) else {
             return true;
         };
-        !matches!(h.conn.query_text(crate::merge::ZONE_OFFSETS).await, Ok(Ok(Some(n))) if n == "1")
+        !matches!(h.conn.session_query_text(crate::merge::ZONE_OFFSETS).await, Ok(Ok(Some(n))) if n == "1")
     }
 }

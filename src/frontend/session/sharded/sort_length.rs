@@ -21,7 +21,8 @@ use crate::shard::Part;
 use super::io::{not_supported, read_head, read_rows, send_query, Head};
 use super::Session;
 
-const QUERY: &str = "SELECT @@max_sort_length";
+/// Asked without the session's `sql_select_limit` (0 would answer no row).
+const QUERY: &str = "SET STATEMENT sql_select_limit = 18446744073709551615 FOR SELECT @@max_sort_length";
 
 /// What the parts' connections said of their `max_sort_length`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
