@@ -71,7 +71,7 @@ pub use exact::{
 pub use having::Tri;
 pub use kmerge::{KMerge, RowSource};
 pub use num::format_double;
-pub use pipeline::{over_read_refusal, Merger, MAX_CUT_WARNINGS};
+pub use pipeline::{having_refusal, over_read_refusal, Merger, MAX_CUT_WARNINGS};
 pub use row::{encode_text_row, TextRow};
 pub use spec::{
     AggKind, AggSpec, CmpOp, CollationOf, Concat, ConcatItem, Expr, GroupSpec, Limit, MergeSpec, SortKey,

@@ -69,8 +69,9 @@ impl Session {
                 return Err(ErrPacket::new(
                     crate::protocol::consts::errcode::ER_NOT_SUPPORTED_YET,
                     "42000",
-                    "sluice: FOUND_ROWS() after a SELECT on a sharded table with a LIMIT on one sub-table \
-                     or a UNION with a LIMIT is not supported (sluice does not see the rows it counts)",
+                    "sluice: FOUND_ROWS() after a SELECT on a sharded table with a LIMIT on one sub-table, \
+                     a UNION with a LIMIT or aggregates without GROUP BY is not supported (sluice does not \
+                     see the count the server would keep)",
                 ));
             }
         }

@@ -474,3 +474,20 @@ pub(super) fn plant_cut_warnings(rows: &[u64], total: u64) -> String {
     sql.push_str(&format!(" FROM seq_1_to_{n}"));
     sql
 }
+
+/// A part's error in place of its rows: a data exception (SQLSTATE class 22, such as
+/// 1690 out of range) met on rows the server may never evaluate, those past a LIMIT
+/// (`merge::over_read_refusal`) or in groups a HAVING drops (`merge::having_refusal`),
+/// is a refusal; any other error is the statement's own.
+pub(super) fn part_error(e: ErrPacket, merge: &crate::merge::MergeSpec) -> ErrPacket {
+    if !e.state.starts_with(b"22") {
+        return e;
+    }
+    if merge.limit.is_some() {
+        not_supported(crate::merge::over_read_refusal(e.code, &e.message))
+    } else if merge.group.as_ref().is_some_and(|g| g.having.is_some()) {
+        not_supported(crate::merge::having_refusal(e.code, &e.message))
+    } else {
+        e
+    }
+}

@@ -26,8 +26,8 @@ use crate::protocol::packets::{eof_packet, put_lenenc, ErrPacket};
 use crate::shard::Part;
 
 use super::io::{
-    binary_metas, drain_rows, execute_part, execute_prepared, lost, not_supported, plant_cut_warnings,
-    read_head, read_rows_warned, BufferedSource, Head, PartLog, ShardSource,
+    binary_metas, drain_rows, execute_part, execute_prepared, lost, not_supported, part_error,
+    plant_cut_warnings, read_head, read_rows_warned, BufferedSource, Head, PartLog, ShardSource,
 };
 use super::sort_length::{self, Asked};
 use super::{Closed, Conn, Session};
@@ -157,7 +157,7 @@ impl Session {
         let mut binary = Vec::with_capacity(heads.len());
         for (h, part) in heads.into_iter().zip(&parts) {
             match h {
-                Head::Error(e) => return self.send_err(&e).await,
+                Head::Error(e) => return self.send_err(&part_error(e, &merge)).await,
                 Head::Columns(d) => {
                     match binary_metas(part, &d) {
                         Ok(m) => binary.push(m),
@@ -186,7 +186,7 @@ impl Session {
             format,
             params,
             original,
-            found_rows_known: found_rows_known(parts.len(), original.sql),
+            found_rows_known: found_rows_known(parts.len(), original.sql, &merge),
             sort_length: asked,
         };
         self.stream_merge(sources, defs, origin, merge, wildcard_helpers, ctx, described)
@@ -356,7 +356,7 @@ impl Session {
                 execute_part(conn, part, params).await?;
                 let d = match read_head(conn).await? {
                     Head::Columns(d) => d,
-                    Head::Error(e) => return Err(e),
+                    Head::Error(e) => return Err(part_error(e, &merge)),
                 };
                 let binary = binary_metas(part, &d)?;
                 let rows = read_rows_warned(conn, binary.as_deref()).await;
@@ -390,7 +390,7 @@ impl Session {
             format,
             params,
             original,
-            found_rows_known: found_rows_known(parts.len(), original.sql),
+            found_rows_known: found_rows_known(parts.len(), original.sql, &merge),
             sort_length: asked,
         };
         self.stream_merge(
@@ -682,9 +682,12 @@ impl Session {
     }
 }
 
-/// See [`MergeCtx::found_rows_known`].
-fn found_rows_known(parts: usize, sql: &str) -> bool {
-    !crate::shard::has_limit(sql) || (parts > 1 && !crate::shard::has_union(sql))
+/// See [`MergeCtx::found_rows_known`]. Not after aggregates without GROUP BY: the
+/// server answers 1, or keeps the statement before's count when its optimizer finds
+/// the WHERE impossible (`c = 1 AND c = 2`), which sluice cannot tell.
+fn found_rows_known(parts: usize, sql: &str, merge: &merge::MergeSpec) -> bool {
+    let one_group = merge.group.as_ref().is_some_and(|g| g.keys.is_empty());
+    !one_group && (!crate::shard::has_limit(sql) || (parts > 1 && !crate::shard::has_union(sql)))
 }
 
 /// The aggregate merged into column `col`, if any.
