@@ -184,6 +184,8 @@ pub(super) fn plan_select(mut q: Query, ctx: &Ctx<'_>) -> Result<Option<Planned>
         shape(q, limit, &table, &key, ctx)?
     };
 
+    refuse_compared_quotients(&template, &merge, &table)?;
+
     // Collations are looked up on the first part's sub-table (its group gives the column
     // definitions the merge reads).
     let tagged = merge.group.as_mut().and_then(|g| g.tagged.as_mut());
@@ -225,6 +227,48 @@ pub(super) fn plan_select(mut q: Query, ctx: &Ctx<'_>) -> Result<Option<Planned>
         wildcard_helpers,
         table,
     }))
+}
+
+/// A merge that orders, groups or deduplicates by a quotient (`c / 3`): the server
+/// compares the value it keeps to more digits than it sends (0.000333333 and 0.000 are
+/// two groups, both shown `0.000`); the parts send it rounded. Refused.
+fn refuse_compared_quotients(q: &Query, merge: &MergeSpec, table: &str) -> Result<(), Refusal> {
+    let SetExpr::Select(sel) = q.body.as_ref() else {
+        return Ok(());
+    };
+    fn item(i: &SelectItem) -> Option<&Expr> {
+        match i {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => Some(e),
+            _ => None,
+        }
+    }
+    // What the merge compares, MIN/MAX's values aside (rounding keeps their order, and
+    // equal roundings show the same text).
+    let mut compared: Vec<usize> = merge.order_by.iter().map(|k| k.col).collect();
+    if let Some(g) = &merge.group {
+        compared.extend(&g.keys);
+        compared.extend(g.order_after.iter().map(|k| k.col));
+        compared.extend(g.aggs.iter().filter_map(|a| a.kind.distinct_arg(a.col)));
+    }
+    if merge.distinct {
+        compared.extend(0..merge.visible);
+    }
+    let quotient = if has_wildcard(sel) {
+        // Columns after a wildcard cannot be told apart: any quotient selected counts.
+        !compared.is_empty() && sel.projection.iter().filter_map(item).any(super::group::divides)
+    } else {
+        compared
+            .iter()
+            .filter_map(|&c| sel.projection.get(c).and_then(item))
+            .any(super::group::divides)
+    };
+    if quotient {
+        return refuse(format!(
+            "sluice: ordering, grouping or DISTINCT by a division (x / y) on sharded table {table} is not \
+             supported across shards (the server compares the quotient with digits it does not send)"
+        ));
+    }
+    Ok(())
 }
 
 /// Finds the sharded table of FROM; refuses two of them, and sharded tables inside derived

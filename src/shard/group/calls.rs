@@ -86,7 +86,7 @@ pub(super) fn renamed(f: &Function, name: &str) -> Expr {
 
 /// Whether `x` holds a division (`/`), whose quotient the server keeps to more digits
 /// than it sends.
-fn divides(x: &Expr) -> bool {
+pub(crate) fn divides(x: &Expr) -> bool {
     struct Divides(bool);
     impl Visit for Divides {
         fn expr(&mut self, e: &mut Expr) -> Result<Step, Refusal> {

@@ -46,6 +46,7 @@ use super::visitors::{column_ref, expr_key, AggScan, MisreadOperators, MERGEABLE
 use super::walk::function_name;
 
 mod calls;
+pub(crate) use calls::divides;
 mod concat;
 mod having;
 mod tags;

@@ -280,6 +280,13 @@ impl Session {
         pins.has(Pins::SESSION_STATE) || pins.has(Pins::CONNECTION_STATE)
     }
 
+    /// Whether the session may have a `sql_select_limit`: a replayed SET named it, or
+    /// [`Self::settings_unseen`].
+    pub(super) fn may_limit_selects(&self) -> bool {
+        let named = |s: &Vec<u8>| s.windows(16).any(|w| w.eq_ignore_ascii_case(b"sql_select_limit"));
+        self.settings_unseen() || self.state.sets().iter().any(named)
+    }
+
     /// The session's `sql_select_limit` when it is not the default (no limit): the
     /// implicit LIMIT the server puts on a SELECT without one. Asked on the session's
     /// master connection, which has the session's own settings, after a replayed SET
@@ -288,8 +295,7 @@ impl Session {
     /// merge would otherwise answer every row). The server's own default is assumed to
     /// be no limit.
     async fn session_select_limit(&mut self) -> Result<Option<u64>, crate::protocol::packets::ErrPacket> {
-        let named = |s: &Vec<u8>| s.windows(16).any(|w| w.eq_ignore_ascii_case(b"sql_select_limit"));
-        if !self.settings_unseen() && !self.state.sets().iter().any(named) {
+        if !self.may_limit_selects() {
             return Ok(None);
         }
         // A limit of 0 answers this one-row SELECT with no row.

@@ -186,7 +186,8 @@ impl Session {
             format,
             params,
             original,
-            found_rows_known: found_rows_known(parts.len(), original.sql, &merge),
+            found_rows_known: found_rows_known(parts.len(), original.sql, &merge)
+                && !(crate::shard::has_union(original.sql) && self.may_limit_selects()),
             sort_length: asked,
         };
         self.stream_merge(sources, defs, origin, merge, wildcard_helpers, ctx, described)
@@ -390,7 +391,8 @@ impl Session {
             format,
             params,
             original,
-            found_rows_known: found_rows_known(parts.len(), original.sql, &merge),
+            found_rows_known: found_rows_known(parts.len(), original.sql, &merge)
+                && !(crate::shard::has_union(original.sql) && self.may_limit_selects()),
             sort_length: asked,
         };
         self.stream_merge(
@@ -685,6 +687,8 @@ impl Session {
 /// See [`MergeCtx::found_rows_known`]. Not after aggregates without GROUP BY: the
 /// server answers 1, or keeps the statement before's count when its optimizer finds
 /// the WHERE impossible (`c = 1 AND c = 2`), which sluice cannot tell.
+/// (Nor, checked by the caller, after a UNION under the session's `sql_select_limit`:
+/// the server counts the UNION's rows before that limit.)
 fn found_rows_known(parts: usize, sql: &str, merge: &merge::MergeSpec) -> bool {
     let one_group = merge.group.as_ref().is_some_and(|g| g.keys.is_empty());
     !one_group && (!crate::shard::has_limit(sql) || (parts > 1 && !crate::shard::has_union(sql)))
