@@ -48,6 +48,7 @@ fuzz_target!(|data: &[u8]| {
         credential,
         max_connections: 0,
         require_tls: false,
+        backend: None,
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
@@ -61,7 +62,7 @@ fuzz_target!(|data: &[u8]| {
         let mut seq = 2u8;
         let r = authenticate(&mut conn, &mut seq, &user, plugin, &NONCE, first, tls).await;
         match r {
-            Ok(proved) => assert!(!proved, "the input passed for a password it cannot know"),
+            Ok(proof) => assert!(!proof.proved, "the input passed for a password it cannot know"),
             Err(ExchangeError::OutOfOrder { got, expected }) => assert_ne!(got, expected),
             Err(ExchangeError::Protocol(_)) => {}
         }

@@ -32,7 +32,7 @@ fuzz_target!(|data: &[u8]| {
         let again = execute_layout(&out, params).expect("injected execute has a layout");
         assert!(again.bound, "injected execute is not bound");
         assert_eq!(again.cursor_flags, layout.cursor_flags);
-        assert_eq!(bound_types(&out, &again, params), Some(remembered));
+        assert_eq!(bound_types(&out, &again, params), Some(remembered.as_slice()));
         assert_eq!(stmt_id(&out), id);
         set_stmt_id(&mut out, 0xdead_beef);
         assert_eq!(stmt_id(&out), Some(0xdead_beef));
