@@ -688,5 +688,8 @@ fn server_err(payload: &[u8]) -> BackendError {
 /// `sql` (a SELECT of sluice's own, on a connection that has a session's settings) run
 /// without the session's `sql_select_limit`, which the server would apply to its answer.
 pub fn unlimited(sql: &str) -> String {
-    format!("SET STATEMENT sql_select_limit = 18446744073709551615 FOR {sql}")
+    format!("SET STATEMENT {NO_SELECT_LIMIT} FOR {sql}")
 }
+
+/// The assignment that lifts a session's `sql_select_limit` for one statement.
+pub const NO_SELECT_LIMIT: &str = "sql_select_limit = 18446744073709551615";

@@ -59,12 +59,9 @@ pub fn mentions_statement_time(sql: &[u8]) -> bool {
         b"unix_timestamp",
         b"utc_",
     ];
-    sql.windows(3).enumerate().any(|(i, w)| {
-        matches!(w[0].to_ascii_lowercase(), b'n' | b'c' | b'l' | b'u')
-            && NAMES
-                .iter()
-                .any(|n| sql.get(i..i + n.len()).is_some_and(|x| x.eq_ignore_ascii_case(n)))
-    })
+    NAMES
+        .iter()
+        .any(|n| sql.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n)))
 }
 
 impl Part {

@@ -458,8 +458,9 @@ const PLANTED_MAX: usize = 1000;
 /// reads N_j when it is cut. Uses the Sequence engine's `seq_1_to_n`.
 pub(super) fn plant_cut_warnings(rows: &[u64], total: u64) -> String {
     let n = rows.iter().copied().max().unwrap_or(1).max(1);
-    let mut sql = String::from(
-        "SET STATEMENT group_concat_max_len = 4, sql_select_limit = 18446744073709551615 FOR SELECT ",
+    let mut sql = format!(
+        "SET STATEMENT group_concat_max_len = 4, {} FOR SELECT ",
+        crate::backend::conn::NO_SELECT_LIMIT
     );
     let columns = usize::try_from(total).unwrap_or(usize::MAX).min(PLANTED_MAX);
     for j in 0..columns {

@@ -283,8 +283,7 @@ impl Session {
     /// Whether the session may have a `sql_select_limit`: a replayed SET named it, or
     /// [`Self::settings_unseen`].
     pub(super) fn may_limit_selects(&self) -> bool {
-        let named = |s: &Vec<u8>| s.windows(16).any(|w| w.eq_ignore_ascii_case(b"sql_select_limit"));
-        self.settings_unseen() || self.state.sets().iter().any(named)
+        self.settings_unseen() || self.state.sets_name(b"sql_select_limit")
     }
 
     /// The session's `sql_select_limit` when it is not the default (no limit): the
@@ -350,8 +349,7 @@ impl Session {
     /// session's settings; the master's clock otherwise); else sluice's clock, read once
     /// for the statement as a server reads its own at the statement's start.
     async fn statement_time(&mut self) -> String {
-        let named = |s: &Vec<u8>| s.windows(9).any(|w| w.eq_ignore_ascii_case(b"timestamp"));
-        if self.settings_unseen() || self.state.sets().iter().any(named) {
+        if self.settings_unseen() || self.state.sets_name(b"timestamp") {
             if let Some(t) = self
                 .session_row("SELECT @@timestamp")
                 .await

@@ -186,8 +186,7 @@ impl Session {
             format,
             params,
             original,
-            found_rows_known: found_rows_known(parts.len(), original.sql, &merge)
-                && !(crate::shard::has_union(original.sql) && self.may_limit_selects()),
+            found_rows_known: self.found_rows_known(parts.len(), original.sql, &merge),
             sort_length: asked,
         };
         self.stream_merge(sources, defs, origin, merge, wildcard_helpers, ctx, described)
@@ -391,8 +390,7 @@ impl Session {
             format,
             params,
             original,
-            found_rows_known: found_rows_known(parts.len(), original.sql, &merge)
-                && !(crate::shard::has_union(original.sql) && self.may_limit_selects()),
+            found_rows_known: self.found_rows_known(parts.len(), original.sql, &merge),
             sort_length: asked,
         };
         self.stream_merge(
@@ -514,11 +512,7 @@ impl Session {
         if let Some(why) = merge::inexact_comparison(&spec, &metas, &sent, named) {
             return self.send_err(&not_supported(why)).await;
         }
-        let div_precision_set = (self.state.sets().iter()).any(|s| {
-            s.windows(23)
-                .any(|w| w.eq_ignore_ascii_case(b"div_precision_increment"))
-        });
-        if let Some(why) = merge::inexact_avg(&spec, div_precision_set) {
+        if let Some(why) = merge::inexact_avg(&spec, self.state.sets_name(b"div_precision_increment")) {
             return self.send_err(&not_supported(why)).await;
         }
         let zone_moves = merge::compares_timestamp(&spec, &metas) && self.zone_offset_moves().await;
@@ -687,11 +681,17 @@ impl Session {
 /// See [`MergeCtx::found_rows_known`]. Not after aggregates without GROUP BY: the
 /// server answers 1, or keeps the statement before's count when its optimizer finds
 /// the WHERE impossible (`c = 1 AND c = 2`), which sluice cannot tell.
-/// (Nor, checked by the caller, after a UNION under the session's `sql_select_limit`:
-/// the server counts the UNION's rows before that limit.)
-fn found_rows_known(parts: usize, sql: &str, merge: &merge::MergeSpec) -> bool {
-    let one_group = merge.group.as_ref().is_some_and(|g| g.keys.is_empty());
-    !one_group && (!crate::shard::has_limit(sql) || (parts > 1 && !crate::shard::has_union(sql)))
+/// Nor after a UNION under the session's `sql_select_limit` (the server counts the
+/// UNION's rows before that limit).
+impl Session {
+    fn found_rows_known(&self, parts: usize, sql: &str, merge: &merge::MergeSpec) -> bool {
+        let one_group = merge.group.as_ref().is_some_and(|g| g.keys.is_empty());
+        let union = crate::shard::has_union(sql);
+        if one_group || (union && self.may_limit_selects()) {
+            return false;
+        }
+        !crate::shard::has_limit(sql) || (parts > 1 && !union)
+    }
 }
 
 /// The aggregate merged into column `col`, if any.

@@ -22,7 +22,7 @@ use super::io::{not_supported, read_head, read_rows, send_query, Head};
 use super::Session;
 
 /// Asked without the session's `sql_select_limit` (0 would answer no row).
-const QUERY: &str = "SET STATEMENT sql_select_limit = 18446744073709551615 FOR SELECT @@max_sort_length";
+const QUERY: &str = "SELECT @@max_sort_length";
 
 /// What the parts' connections said of their `max_sort_length`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +56,7 @@ pub(super) fn worth_asking(merge: &MergeSpec, parts: usize) -> bool {
 /// first ([`answer`]).
 pub(super) async fn send_part(conn: &mut BackendConn, part: &Part, ask: bool) -> Result<(), ErrPacket> {
     if ask {
-        send_query(conn, QUERY).await?;
+        send_query(conn, &crate::backend::conn::unlimited(QUERY)).await?;
     }
     super::io::send_part(conn, part).await
 }
@@ -106,8 +106,11 @@ fn unknown() -> ErrPacket {
 impl Session {
     /// The statement's text or the session's SETs name `max_sort_length`.
     pub(super) fn sort_length_named(&self, sql: &str) -> bool {
-        let names = |s: &[u8]| s.windows(15).any(|w| w.eq_ignore_ascii_case(b"max_sort_length"));
-        names(sql.as_bytes()) || self.state.sets().iter().any(|s| names(s))
+        let var = b"max_sort_length";
+        sql.as_bytes()
+            .windows(var.len())
+            .any(|w| w.eq_ignore_ascii_case(var))
+            || self.state.sets_name(var)
     }
 }
 

@@ -132,6 +132,13 @@ impl SessionState {
         &self.sets
     }
 
+    /// Whether a replayed SET names `var` (a plain search of its text, case-insensitive).
+    pub fn sets_name(&self, var: &[u8]) -> bool {
+        self.sets
+            .iter()
+            .any(|s| s.windows(var.len()).any(|w| w.eq_ignore_ascii_case(var)))
+    }
+
     pub fn chain(&self) -> &SetChain {
         &self.chain
     }
