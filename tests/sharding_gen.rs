@@ -242,6 +242,20 @@ async fn run(seed: u64, count: u64, budget: Duration) -> Tally {
     let mut round = 0;
     while tally.statements < count && started.elapsed() < budget {
         let schema = Schema::random(&mut rng);
+        // A new session per schema on both sides: a setting sluice refuses by (a SET
+        // naming max_sort_length) must not blanket every later schema's statements.
+        if round > 0 {
+            pair.s.sl = wire::driver_login(
+                &format!("127.0.0.1:{}", s.port),
+                APP_USER,
+                APP_PASSWORD,
+                &db,
+                timeout,
+            )
+            .await;
+            pair.s.direct =
+                wire::driver_login(&cluster.master.addr(), SLUICE_USER, SLUICE_PASSWORD, &db, timeout).await;
+        }
         pair.s.t = format!("t{}", round % TABLES);
         pair.s.r = format!("r{}", round % TABLES);
         round += 1;
@@ -249,18 +263,7 @@ async fn run(seed: u64, count: u64, budget: Duration) -> Tally {
             must(w, &format!("DROP TABLE IF EXISTS `{name}`")).await;
             must(w, &schema.create(name)).await;
         }
-        // Rows are loaded under the default session (settings are reset per schema).
-        for sql in [
-            "SET NAMES utf8mb4",
-            "SET time_zone = DEFAULT",
-            "SET sql_mode = DEFAULT",
-            "SET max_sort_length = DEFAULT",
-            "SET div_precision_increment = DEFAULT",
-            "SET sql_select_limit = DEFAULT",
-        ] {
-            must(&mut pair.s.sl, sql).await;
-            must(&mut pair.s.direct, sql).await;
-        }
+        // Rows are loaded under the default session (a new one per schema, above).
         pair.settings.clear();
         pair.short_sort = false;
         pair.select_limit = false;
