@@ -89,6 +89,16 @@ async fn setup(prefix: &str, table: &str) -> (Sluice, Wire, Wire, &'static Clust
 
 /// [`setup`] on `cluster`.
 async fn setup_on(cluster: &Cluster, prefix: &str, table: &str) -> (Sluice, Wire, Wire) {
+    setup_with(cluster, prefix, table, schema).await
+}
+
+/// [`setup_on`] with the tables `schema` makes.
+async fn setup_with(
+    cluster: &Cluster,
+    prefix: &str,
+    table: &str,
+    schema: fn(&str) -> String,
+) -> (Sluice, Wire, Wire) {
     let db = unique_name(prefix);
     let yaml = format!(
         "log:\n  level: warn\nfreshness:\n  mode: \"off\"\nsharding:\n  tables: [\"{db}.{table}.tid.4\"]\n"
@@ -452,6 +462,98 @@ async fn group_concat_matches_the_server() {
     assert!(
         cut > 10,
         "the limits cut too few results ({cut}): the test checks nothing of the cut"
+    );
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
+
+/// Latin1 strings are compared and cut in latin1, whatever the client's character set:
+/// under `SET NAMES latin1` sluice took bytes that happen to be valid UTF-8 (latin1
+/// `'Ã\x9F'`, stored from `X'C39F'`) for UTF-8 (`'ß'`, which sorts after `'zz'`), and a
+/// GROUP_CONCAT of latin1 values sent as UTF-8 was cut at `group_concat_max_len` UTF-8
+/// bytes where the server cuts latin1 ones (one per character), with the warnings'
+/// row numbers off too; latin1_bin ordered `'€'` (latin1 0x80) after `'é'` (0xE9) as
+/// UTF-8 does.
+#[tokio::test]
+async fn latin1_strings_compare_and_cut_in_their_own_character_set() {
+    fn latin1_schema(table: &str) -> String {
+        format!(
+            "CREATE TABLE `{table}` (id INT NOT NULL PRIMARY KEY, tid INT NOT NULL, \
+             l VARCHAR(40) CHARACTER SET latin1 COLLATE latin1_swedish_ci NULL, \
+             lb VARCHAR(40) CHARACTER SET latin1 COLLATE latin1_bin NULL, KEY (tid)) \
+             ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
+        )
+    }
+    let cluster = shared_cluster();
+    let (_s, mut sl, mut direct) = setup_with(cluster, "shard_l1", "t", latin1_schema).await;
+    // No two values equal under latin1_swedish_ci (a tie's representative is the plan's).
+    let values = [
+        "'ß'",
+        "'zz'",
+        "X'C39F'",
+        "'ééé'",
+        "'ääää'",
+        "'€€'",
+        "'E'",
+        "'Ä'",
+        "'b'",
+        "NULL",
+    ];
+    let rows: Vec<String> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| format!("({i}, {}, {v}, {v})", i * 7 % 11))
+        .collect();
+    must(&mut sl, &format!("INSERT INTO t VALUES {}", rows.join(", "))).await;
+    must(
+        &mut direct,
+        &format!("INSERT INTO ref VALUES {}", rows.join(", ")),
+    )
+    .await;
+    let statements = [
+        "SELECT MAX(l), MIN(l), MAX(lb), MIN(lb) FROM {t}",
+        "SELECT l FROM {t} ORDER BY l DESC, id",
+        "SELECT lb FROM {t} ORDER BY lb, id",
+        "SELECT GROUP_CONCAT(l ORDER BY l, id) FROM {t}",
+        "SELECT GROUP_CONCAT(lb ORDER BY id SEPARATOR 'é') FROM {t}",
+        "SELECT GROUP_CONCAT(CONCAT(l, 'x') ORDER BY id) FROM {t}",
+        "SELECT tid, GROUP_CONCAT(l ORDER BY lb DESC) FROM {t} GROUP BY tid",
+    ];
+    let mut compared = 0usize;
+    let mut mismatches = Vec::new();
+    for names in ["latin1", "utf8mb4"] {
+        for max_len in [4u64, 5, 6, 9, 1024] {
+            let set = format!("SET NAMES {names}, SESSION group_concat_max_len = {max_len}");
+            must(&mut sl, &set).await;
+            must(&mut direct, &set).await;
+            for sql in statements {
+                let (on_t, on_ref) = (sql.replace("{t}", "t"), sql.replace("{t}", "ref"));
+                let pairs = [
+                    (
+                        "text",
+                        text(&mut sl, &on_t).await,
+                        text(&mut direct, &on_ref).await,
+                    ),
+                    (
+                        "prepared",
+                        prepared(&mut sl, &on_t, &[]).await,
+                        prepared(&mut direct, &on_ref, &[]).await,
+                    ),
+                ];
+                for (how, got, want) in pairs {
+                    compared += 1;
+                    if got != want {
+                        mismatches.push(format!(
+                            "[{names}, max {max_len}, {how}] {on_t}\n{}",
+                            diff(&got, &want)
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    eprintln!(
+        "latin1 differential: {compared} compared, {} mismatches",
+        mismatches.len()
     );
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
 }

@@ -44,11 +44,30 @@ pub enum CollKind {
     CaseFoldApprox,
 }
 
-/// A resolved collation: its rule and whether trailing spaces are ignored (PAD SPACE).
+/// A resolved collation: its rule, whether trailing spaces are ignored (PAD SPACE), and
+/// how its characters are read from the bytes that arrive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Coll {
     pub kind: CollKind,
     pub pad_space: bool,
+    pub chars: Chars,
+}
+
+/// How a compared value's characters are read from its bytes: the collation's character
+/// set and the one the connection sends them in (`character_set_results`) decide it,
+/// never the bytes themselves (latin1 `'Ã\x9F'` is valid UTF-8 for `'ß'`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chars {
+    /// The bytes as they are: binary strings, UTF-8 collations sent as UTF-8.
+    Bytes,
+    /// A latin1 collation's characters sent as UTF-8: each back to its latin1 byte.
+    Latin1FromUtf8,
+    /// A latin1 collation's characters sent as latin1 bytes.
+    Latin1,
+    /// Sent in another character set than the collation's that the merge does not
+    /// convert (a UTF-8 collation to a latin1 client, any other character set):
+    /// [`Coll::is_exact`] is false.
+    Foreign,
 }
 
 /// MariaDB numbers its NO PAD collations `base id + 1024`.
@@ -78,6 +97,7 @@ impl Coll {
             return Coll {
                 kind: CollKind::Binary,
                 pad_space: false,
+                chars: Chars::Bytes,
             };
         }
         let (base_id, nopad) = if (MARIADB_NOPAD_OFFSET..2 * MARIADB_NOPAD_OFFSET).contains(&id) {
@@ -89,12 +109,18 @@ impl Coll {
         let known = c.id() != CollationId::UNKNOWN_COLLATION_ID;
         let pad_space = !nopad && (!known || c.padding() == PadAttribute::PadSpace);
         let name = c.collation();
+        let chars = if name.starts_with("latin1") {
+            Chars::Latin1FromUtf8
+        } else {
+            Chars::Bytes
+        };
         // A `_bin` column read over a non-binary connection: the definition carries the
         // connection's collation, but the BINARY flag is set.
         if flags & BINARY_FLAG != 0 || name.ends_with("_bin") {
             return Coll {
                 kind: CollKind::Bin,
                 pad_space,
+                chars,
             };
         }
         let kind = if !known {
@@ -112,26 +138,57 @@ impl Coll {
                 _ => CollKind::Bin,
             }
         };
-        Coll { kind, pad_space }
+        Coll {
+            kind,
+            pad_space,
+            chars,
+        }
+    }
+
+    /// The collation's values as they arrive in the character set of collation `wire`
+    /// (the one a result column's definition announces; [`Coll::resolve`] assumes UTF-8).
+    pub fn arriving_in(self, wire: u16) -> Coll {
+        if self.kind == CollKind::Binary {
+            return self;
+        }
+        let wire = collation_name(wire);
+        let utf8 = wire.starts_with("utf8");
+        // Under `character_set_results = binary` the bytes stay in the column's own set.
+        let raw = wire == "binary";
+        let chars = match self.chars {
+            Chars::Latin1FromUtf8 | Chars::Latin1 if utf8 => Chars::Latin1FromUtf8,
+            Chars::Latin1FromUtf8 | Chars::Latin1 if raw || wire.starts_with("latin1") => Chars::Latin1,
+            Chars::Bytes if utf8 || raw => Chars::Bytes,
+            _ => Chars::Foreign,
+        };
+        Coll { chars, ..self }
     }
 
     /// Whether comparisons under this collation are exactly the server's.
     pub fn is_exact(&self) -> bool {
         !matches!(self.kind, CollKind::UnicodeCiApprox | CollKind::CaseFoldApprox)
+            && self.chars != Chars::Foreign
     }
 
     /// Compares two strings (bytes in the connection's character set, UTF-8 or latin1).
     pub fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
         match self.kind {
             CollKind::Binary => a.cmp(b),
+            // latin1_bin orders latin1 bytes: `€` (0x80) before `é` (0xE9), which UTF-8
+            // (U+20AC after U+00E9) would reverse.
+            CollKind::Bin if self.chars == Chars::Latin1FromUtf8 => cmp_seq(
+                Latin1Chars::new(a, self.chars).map(u32::from),
+                Latin1Chars::new(b, self.chars).map(u32::from),
+                self.pad(0x20),
+            ),
             CollKind::Bin => cmp_seq(
                 a.iter().map(|&x| u32::from(x)),
                 b.iter().map(|&x| u32::from(x)),
                 self.pad(0x20),
             ),
             CollKind::Latin1SwedishCi => cmp_seq(
-                Latin1Chars::new(a).map(|x| u32::from(LATIN1_SWEDISH_CI[usize::from(x)])),
-                Latin1Chars::new(b).map(|x| u32::from(LATIN1_SWEDISH_CI[usize::from(x)])),
+                Latin1Chars::new(a, self.chars).map(|x| u32::from(LATIN1_SWEDISH_CI[usize::from(x)])),
+                Latin1Chars::new(b, self.chars).map(|x| u32::from(LATIN1_SWEDISH_CI[usize::from(x)])),
                 self.pad(0x20),
             ),
             CollKind::GeneralCi | CollKind::CaseFoldApprox | CollKind::UnicodeCiApprox => {
@@ -287,8 +344,8 @@ impl Iterator for UnicodeWeights {
     }
 }
 
-/// The latin1 bytes of a string: decoded from UTF-8 when the bytes are valid UTF-8
-/// (the connection charset is usually utf8mb4), else taken as latin1 already.
+/// The latin1 bytes of a string: decoded from UTF-8 when it arrives as UTF-8 (the
+/// server's conversion of latin1 always is valid UTF-8), else the bytes themselves.
 /// Characters latin1 cannot represent become `?`, as the server's conversion does.
 enum Latin1Chars<'a> {
     Utf8(std::str::Chars<'a>),
@@ -296,10 +353,10 @@ enum Latin1Chars<'a> {
 }
 
 impl<'a> Latin1Chars<'a> {
-    fn new(s: &'a [u8]) -> Self {
-        match std::str::from_utf8(s) {
-            Ok(t) => Latin1Chars::Utf8(t.chars()),
-            Err(_) => Latin1Chars::Raw(s.iter()),
+    fn new(s: &'a [u8], chars: Chars) -> Self {
+        match (chars, std::str::from_utf8(s)) {
+            (Chars::Latin1FromUtf8, Ok(t)) => Latin1Chars::Utf8(t.chars()),
+            _ => Latin1Chars::Raw(s.iter()),
         }
     }
 }
@@ -314,6 +371,26 @@ impl Iterator for Latin1Chars<'_> {
     }
 }
 
+/// UTF-8 text of latin1 characters as latin1 bytes (see [`latin1_byte`]).
+pub(super) fn to_latin1(utf8: &[u8]) -> Vec<u8> {
+    String::from_utf8_lossy(utf8).chars().map(latin1_byte).collect()
+}
+
+/// Latin1 bytes as UTF-8, as the server converts them (0x80–0x9F are cp1252's).
+pub(super) fn latin1_to_utf8(latin1: &[u8]) -> Vec<u8> {
+    latin1
+        .iter()
+        .map(|&b| match b {
+            0x80..=0x9F => {
+                char::from_u32(u32::from(LATIN1_HIGH_CONTROL[usize::from(b - 0x80)])).unwrap_or('?')
+            }
+            _ => char::from(b),
+        })
+        .collect::<String>()
+        .into_bytes()
+}
+
+/// A character's latin1 byte (`?` where latin1 has none).
 fn latin1_byte(c: char) -> u8 {
     let cp = u32::from(c);
     if cp < 0x80 || (0xA0..=0xFF).contains(&cp) {
@@ -434,10 +511,43 @@ mod tests {
         assert_eq!(cmp(l, "ü", "y"), Equal);
         assert_eq!(cmp(l, "é", "e"), Equal);
         assert_eq!(cmp(l, "b ", "B"), Equal);
-        // Raw latin1 bytes (a latin1 connection) compare the same way.
-        let c = Coll::resolve(l, 0);
+        // Raw latin1 bytes (a latin1 connection) compare the same way, and are never
+        // read as UTF-8: latin1 'Ã\x9F' is valid UTF-8 for 'ß' (after 'z' here).
+        let c = Coll::resolve(l, 0).arriving_in(l);
+        assert_eq!(c.chars, Chars::Latin1);
         assert_eq!(c.compare(&[0xE4], b"z"), Greater);
-        assert_eq!(c.compare(&[0xE4], "Ä".as_bytes()), Equal);
+        assert_eq!(c.compare(&[0xE4], &[0xC4]), Equal);
+        assert_eq!(c.compare("ß".as_bytes(), b"zz"), Less);
+        assert_eq!(
+            Coll::resolve(l, 0)
+                .arriving_in(UTF8MB4_GENERAL_CI)
+                .compare("ß".as_bytes(), b"zz"),
+            Greater
+        );
+    }
+
+    #[test]
+    fn latin1_bin_orders_latin1_bytes() {
+        const LATIN1_BIN: u16 = 47;
+        let utf8 = Coll::resolve(LATIN1_BIN, 0).arriving_in(UTF8MB4_GENERAL_CI);
+        assert_eq!(utf8.compare("€".as_bytes(), "é".as_bytes()), Less); // 0x80 < 0xE9
+        let raw = Coll::resolve(LATIN1_BIN, 0).arriving_in(LATIN1_BIN);
+        assert_eq!(raw.compare(&[0x80], &[0xE9]), Less);
+        assert_eq!(to_latin1("€é".as_bytes()), vec![0x80, 0xE9]);
+        assert_eq!(latin1_to_utf8(&[0x80, 0xE9, b'a']), "€éa".as_bytes());
+    }
+
+    #[test]
+    fn strings_sent_in_another_character_set_are_not_exact() {
+        // A utf8mb4 column to a latin1 client; anything to a cp1251 one (id 51).
+        assert!(!Coll::resolve(UTF8MB4_GENERAL_CI, 0)
+            .arriving_in(LATIN1_SWEDISH)
+            .is_exact());
+        assert!(!Coll::resolve(LATIN1_SWEDISH, 0).arriving_in(51).is_exact());
+        assert!(Coll::resolve(UTF8MB4_GENERAL_CI, 0)
+            .arriving_in(UTF8MB4_BIN)
+            .is_exact());
+        assert!(Coll::resolve(63, 0).arriving_in(LATIN1_SWEDISH).is_exact());
     }
 
     #[test]

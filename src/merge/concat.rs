@@ -8,11 +8,12 @@
 //! appended in the statement so far. A partial holds m copies of one value v (the
 //! shards group by v's bytes), so which copy crosses the limit is arithmetic.
 
-use super::collation::collation_name;
+use super::collation::{collation_name, latin1_to_utf8, to_latin1};
 use super::spec::{Concat, ConcatItem};
 use super::value::{compare_opt, kind, parse_int, ColumnMeta, Kind};
 use super::{MergeError, TextRow};
 use bytes::Bytes;
+use std::borrow::Cow;
 use std::cmp::Ordering;
 
 /// How a cut keeps whole characters.
@@ -22,6 +23,10 @@ enum Cut {
     Bytes,
     /// UTF-8 (utf8mb3, utf8mb4): the longest well-formed prefix.
     Utf8,
+    /// A latin1 result sent as UTF-8: the server cuts its latin1 bytes (one per
+    /// character) and converts after, so the merge works on latin1 bytes and converts
+    /// the merged value back.
+    Latin1InUtf8,
 }
 
 /// One GROUP_CONCAT column of the merge.
@@ -93,16 +98,22 @@ impl ConcatPlan {
         let meta = metas.get(item.col).ok_or_else(|| {
             MergeError::InvalidSpec(format!("GROUP_CONCAT column {} out of range", item.col))
         })?;
-        let name = collation_name(meta.collation);
-        let cut = if meta.collation == 63 || name.starts_with("latin1") || name.starts_with("ascii") {
-            Cut::Bytes
-        } else if name.starts_with("utf8") {
-            Cut::Utf8
-        } else {
-            return Err(MergeError::Unsupported(format!(
-                "GROUP_CONCAT in the character set of collation {name} (sluice cuts results at \
-                 group_concat_max_len in binary, latin1, ascii and UTF-8 only)"
-            )));
+        // The result's own character set (learned from the server) decides where the
+        // server cuts; the one it is sent in (`wire`), what the partials' bytes are.
+        let (own, wire) = (collation_name(meta.collation), collation_name(meta.wire));
+        let set = |n: &str| n.split('_').next().unwrap_or_default().to_string();
+        let (own, wire) = (set(&own), set(&wire));
+        let cut = match (own.as_str(), wire.as_str()) {
+            ("binary", _) | ("latin1", "latin1" | "binary") => Cut::Bytes,
+            ("ascii", "ascii" | "latin1" | "binary" | "utf8mb3" | "utf8mb4" | "utf8") => Cut::Bytes,
+            ("latin1", "utf8mb3" | "utf8mb4" | "utf8") => Cut::Latin1InUtf8,
+            ("utf8mb3" | "utf8mb4" | "utf8", "utf8mb3" | "utf8mb4" | "utf8" | "binary") => Cut::Utf8,
+            _ => {
+                return Err(MergeError::Unsupported(format!(
+                    "GROUP_CONCAT of {own} strings sent in {wire} (sluice cuts results at \
+                     group_concat_max_len in binary, latin1, ascii and UTF-8, sent as themselves or latin1 as UTF-8)"
+                )))
+            }
         };
         let distinct = match item.distinct_col {
             None => None,
@@ -133,6 +144,11 @@ impl ConcatPlan {
         let Some(partial) = row.field(self.col) else {
             return Ok(());
         };
+        let partial = match self.cut {
+            Cut::Latin1InUtf8 => Cow::Owned(to_latin1(partial)),
+            _ => Cow::Borrowed(partial),
+        };
+        let partial = &partial[..];
         if let Some((x, xk)) = self.distinct {
             let v = row.field(x);
             if acc
@@ -152,7 +168,11 @@ impl ConcatPlan {
         let vlen = count(row, self.len_col)? / rows;
         let m = if self.distinct.is_some() { 1 } else { rows };
         if acc.separator.is_none() {
-            acc.separator = Some(row.field_bytes(self.sep_col).unwrap_or_default());
+            let sep = row.field_bytes(self.sep_col).unwrap_or_default();
+            acc.separator = Some(match self.cut {
+                Cut::Latin1InUtf8 => Bytes::from(to_latin1(&sep)),
+                _ => sep,
+            });
         }
         let sep = acc.separator.clone().unwrap_or_default();
         let s = sep.len() as u64;
@@ -203,7 +223,10 @@ impl ConcatPlan {
 
     /// The merged value (`None` = NULL: no value in the group).
     pub fn finish(&self, acc: &ConcatAcc) -> Option<Vec<u8>> {
-        acc.any.then(|| acc.out.clone())
+        acc.any.then(|| match self.cut {
+            Cut::Latin1InUtf8 => latin1_to_utf8(&acc.out),
+            _ => acc.out.clone(),
+        })
     }
 }
 

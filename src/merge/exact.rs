@@ -1,8 +1,9 @@
 //! Where comparing merged rows would not be the server's comparison, whatever the
 //! collation tables say: refusals decided from the merge spec and the columns' types.
 
+use super::collation::{collation_name, Chars};
 use super::spec::{AggKind, MergeSpec};
-use super::value::{types, ColumnMeta};
+use super::value::{kind, types, ColumnMeta, Kind};
 
 /// The columns whose values the merge compares (sort keys, group keys, MIN/MAX and
 /// COUNT(DISTINCT) arguments, all visible columns for DISTINCT).
@@ -25,6 +26,13 @@ pub fn compared_columns(spec: &MergeSpec) -> Vec<usize> {
     cols
 }
 
+/// The GROUP_CONCAT columns the merge may cut at `group_concat_max_len`: where depends
+/// on the result's own character set, which the column definition does not carry.
+pub fn cut_columns(spec: &MergeSpec) -> Vec<usize> {
+    let concat = spec.group.as_ref().and_then(|g| g.concat.as_ref());
+    concat.map_or_else(Vec::new, |c| c.items.iter().map(|i| i.col).collect())
+}
+
 /// A non-binary string column (its collation decides comparisons).
 pub fn is_text(m: &ColumnMeta) -> bool {
     const BINARY_COLLATION: u16 = 63;
@@ -32,32 +40,29 @@ pub fn is_text(m: &ColumnMeta) -> bool {
 }
 
 /// Why comparing the merged rows of `spec` would not be exactly the server's, if so.
-/// `metas`: the columns with the collations they compare under; `sent`: the collation
-/// each shard column definition announced (the connection's); `sort_length_in_statement`:
-/// the statement's own text (`SET STATEMENT … FOR`) or the session's SETs name
-/// `max_sort_length`.
+/// `metas`: the columns with the collations they compare under and the ones their bytes
+/// arrive in; `sort_length_in_statement`: the statement's own text (`SET STATEMENT …
+/// FOR`) or the session's SETs name `max_sort_length`.
 pub fn inexact_comparison(
     spec: &MergeSpec,
     metas: &[ColumnMeta],
-    sent: &[Option<u16>],
     sort_length_in_statement: bool,
 ) -> Option<String> {
     let compared = compared_columns(spec);
     let meta = |c: usize| metas.get(c);
-    // A latin1 client gets other character sets' strings converted to latin1 bytes,
-    // which a UTF-8 collation would compare as raw bytes.
-    let latin1 = |id: u16| super::collation::collation_name(id).starts_with("latin1");
-    if compared.iter().any(|&c| {
-        let s = sent.get(c).copied().flatten();
-        meta(c).is_some_and(|m| {
-            is_text(m) && s.is_some_and(|s| latin1(s) && s != m.collation && !latin1(m.collation))
-        })
-    }) {
-        return Some(
-            "sluice: ordering, grouping or comparing a non-latin1 string column across shards for a latin1 \
-             client (SET NAMES latin1) is not supported"
-                .into(),
-        );
+    // Strings sent in another character set than their collation's (a utf8mb4 column to
+    // a latin1 client): the merge does not convert them back (see `Chars::Foreign`).
+    if let Some(m) = compared
+        .iter()
+        .filter_map(|&c| meta(c))
+        .find(|m| is_text(m) && matches!(kind(m), Kind::Str(c) if c.chars == Chars::Foreign))
+    {
+        return Some(format!(
+            "sluice: ordering, grouping or comparing a {} string column across shards for a client whose \
+             results are in {} (SET NAMES) is not supported",
+            collation_name(m.collation),
+            collation_name(m.wire).split('_').next().unwrap_or_default()
+        ));
     }
     // BIT: the server sends its bytes, or its number as text (aggregating or
     // deduplicating through a temporary table), by plan.

@@ -138,6 +138,7 @@ fn operand<'a>(e: &'a Expr, row: &'a TextRow, kinds: &[Kind]) -> Op<'a> {
 const BINARY: Coll = Coll {
     kind: CollKind::Binary,
     pad_space: false,
+    chars: super::collation::Chars::Bytes,
 };
 
 fn compare(a: &Op, b: &Op) -> Option<Ordering> {

@@ -55,13 +55,15 @@ pub mod flags {
 ///
 /// `collation` decides string comparison. A column definition carries the collation of
 /// the connection (`character_set_results`), not the column's: put the column's real
-/// collation id here when the schema is known (see [`super::collation`]).
+/// collation id here when the schema is known (see [`super::collation`]); `wire` keeps
+/// the announced one, the character set the values' bytes arrive in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ColumnMeta {
     pub column_type: u8,
     pub flags: u16,
     pub collation: u16,
     pub decimals: u8,
+    pub wire: u16,
 }
 
 impl ColumnMeta {
@@ -71,6 +73,7 @@ impl ColumnMeta {
             flags,
             collation,
             decimals,
+            wire: collation,
         }
     }
 }
@@ -81,11 +84,13 @@ impl ColumnMeta {
 pub fn parse_column_def(payload: &[u8]) -> Option<ColumnMeta> {
     let pos = fixed_fields(payload)?;
     let f = payload.get(pos..pos + 10)?;
+    let collation = u16::from_le_bytes([f[0], f[1]]);
     Some(ColumnMeta {
-        collation: u16::from_le_bytes([f[0], f[1]]),
+        collation,
         column_type: f[6],
         flags: u16::from_le_bytes([f[7], f[8]]),
         decimals: f[9],
+        wire: collation,
     })
 }
 
@@ -246,7 +251,7 @@ pub(super) fn kind(m: &ColumnMeta) -> Kind {
         TIME | TIME2 => Kind::Time,
         BIT => Kind::Bit,
         NULL => Kind::Null,
-        _ => Kind::Str(Coll::resolve(m.collation, m.flags)),
+        _ => Kind::Str(Coll::resolve(m.collation, m.flags).arriving_in(m.wire)),
     }
 }
 

@@ -475,8 +475,11 @@ impl Session {
         // Compared strings computed by expressions (`LOWER(u)`, `CONCAT(l, '')`, MIN/MAX,
         // UNION columns): their collation is the server's, learned from its own column
         // definitions of the statement (see `result_collations`); refused without it.
+        // GROUP_CONCAT results too: their own character set decides where the server
+        // cuts them (`merge::cut_columns`).
         let mut unknown: Vec<usize> = merge::compared_columns(&spec)
             .into_iter()
+            .chain(merge::cut_columns(&spec))
             .filter(|&c| !collation_known.get(c).copied().unwrap_or(true))
             .collect();
         unknown.sort_unstable();
@@ -494,8 +497,9 @@ impl Session {
                     _ => {
                         return self
                             .send_err(&not_supported(format!(
-                            "sluice: ordering, grouping or comparing the computed string column {} across \
-                                 shards needs its collation, which sluice could not learn from the server",
+                            "sluice: ordering, grouping, comparing or cutting (GROUP_CONCAT) the computed string \
+                                 column {} across shards needs its collation, which sluice could not learn from \
+                                 the server",
                             c + 1
                         )))
                             .await
@@ -504,12 +508,8 @@ impl Session {
             }
         }
         // What sluice would compare otherwise than the server: refused.
-        let sent: Vec<Option<u16>> = defs
-            .iter()
-            .map(|d| merge::parse_column_def(d).map(|m| m.collation))
-            .collect();
         let named = self.sort_length_named(ctx.original.sql);
-        if let Some(why) = merge::inexact_comparison(&spec, &metas, &sent, named) {
+        if let Some(why) = merge::inexact_comparison(&spec, &metas, named) {
             return self.send_err(&not_supported(why)).await;
         }
         if let Some(why) = merge::inexact_avg(&spec, self.state.sets_name(b"div_precision_increment")) {
