@@ -33,16 +33,21 @@ pub fn cut_columns(spec: &MergeSpec) -> Vec<usize> {
     concat.map_or_else(Vec::new, |c| c.items.iter().map(|i| i.col).collect())
 }
 
+/// A string column, binary or not.
+pub fn is_string(m: &ColumnMeta) -> bool {
+    matches!(m.column_type, 15 | 249..=254)
+}
+
 /// A non-binary string column (its collation decides comparisons).
 pub fn is_text(m: &ColumnMeta) -> bool {
     const BINARY_COLLATION: u16 = 63;
-    matches!(m.column_type, 15 | 249..=254) && m.collation != BINARY_COLLATION
+    is_string(m) && m.collation != BINARY_COLLATION
 }
 
 /// Why comparing the merged rows of `spec` would not be exactly the server's, if so.
 /// `metas`: the columns with the collations they compare under and the ones their bytes
 /// arrive in; `sort_length_in_statement`: the statement's own text (`SET STATEMENT …
-/// FOR`) or the session's SETs name `max_sort_length`.
+/// FOR`) names `max_sort_length`.
 pub fn inexact_comparison(
     spec: &MergeSpec,
     metas: &[ColumnMeta],
@@ -96,9 +101,9 @@ pub fn inexact_comparison(
     // session's value (`beyond_sort_length`), which a statement setting its own hides.
     if sort_length_in_statement && compares_strings(spec, metas) {
         return Some(
-            "sluice: ordering, grouping or comparing strings across shards after SET max_sort_length (or in \
-             a statement that sets it) is not supported (the server compares a prefix or the whole value \
-             depending on its plan)"
+            "sluice: ordering, grouping or comparing strings across shards in a statement that sets \
+             max_sort_length (SET STATEMENT max_sort_length = … FOR) is not supported (the server compares a \
+             prefix or the whole value depending on its plan)"
                 .into(),
         );
     }
@@ -107,11 +112,9 @@ pub fn inexact_comparison(
 
 /// Whether the merge compares strings (text or binary): what `max_sort_length` cuts.
 fn compares_strings(spec: &MergeSpec, metas: &[ColumnMeta]) -> bool {
-    compared_columns(spec).iter().any(|&c| {
-        metas
-            .get(c)
-            .is_some_and(|m| matches!(m.column_type, 15 | 249..=254))
-    })
+    compared_columns(spec)
+        .iter()
+        .any(|&c| metas.get(c).is_some_and(is_string))
 }
 
 /// Whether the merge compares a TIMESTAMP column (ORDER BY, GROUP BY, DISTINCT,

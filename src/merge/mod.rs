@@ -65,7 +65,7 @@ mod value;
 
 pub use binary::{binary_row_to_text, parse_binary_row, text_row_to_binary};
 pub use exact::{
-    compared_columns, compares_timestamp, cut_columns, inexact_avg, inexact_comparison, is_text,
+    compared_columns, compares_timestamp, cut_columns, inexact_avg, inexact_comparison, is_string, is_text,
     plan_dependent_double, timestamp_refusal, ZONE_OFFSETS,
 };
 pub use having::Tri;

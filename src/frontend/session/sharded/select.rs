@@ -487,10 +487,14 @@ impl Session {
         if !unknown.is_empty() {
             let real = self.result_collations(ctx).await;
             for c in unknown {
+                // Only a string's: where the shards send another value than the client's
+                // column (x in place of COUNT(DISTINCT x)), the client's column says
+                // nothing of x.
                 let id = real
                     .as_ref()
                     .and_then(|r| r.get(c))
                     .and_then(|d| merge::parse_column_def(d))
+                    .filter(merge::is_string)
                     .map(|x| x.collation);
                 match (id, metas.get_mut(c)) {
                     (Some(id), Some(m)) => m.collation = id,
@@ -508,7 +512,7 @@ impl Session {
             }
         }
         // What sluice would compare otherwise than the server: refused.
-        let named = self.sort_length_named(ctx.original.sql);
+        let named = sort_length::set_by_statement(ctx.original.sql);
         if let Some(why) = merge::inexact_comparison(&spec, &metas, named) {
             return self.send_err(&not_supported(why)).await;
         }

@@ -8,10 +8,9 @@
 //! scatter connection, or its group's master in a transaction or a pinned session), sent
 //! just before the part (no round trip of its own: its answer is read before the part's),
 //! for a merge that compares columns at all; the least answer is the merge's limit.
-//! A session whose SETs name the variable, or a statement that sets it (`SET STATEMENT
-//! max_sort_length = … FOR`), is still refused whole (`merge::inexact_comparison`):
-//! answering those uncovered a wrong answer of another kind (binary-protocol column flags
-//! of DISTINCT, seed 42 of tests/sharding_gen.rs) that the refusal hid.
+//! A session's own `SET max_sort_length` is such a value (its SETs are replayed on the
+//! parts' connections before they are asked). A statement that sets it for itself (`SET
+//! STATEMENT max_sort_length = … FOR`) is refused whole (`merge::inexact_comparison`).
 
 use crate::backend::BackendConn;
 use crate::merge::{self, ColumnMeta, MergeError, MergeSpec, RowSource, TextRow};
@@ -19,7 +18,6 @@ use crate::protocol::packets::ErrPacket;
 use crate::shard::Part;
 
 use super::io::{not_supported, read_head, read_rows, send_query, Head};
-use super::Session;
 
 /// Asked without the session's `sql_select_limit` (0 would answer no row).
 const QUERY: &str = "SELECT @@max_sort_length";
@@ -103,15 +101,13 @@ fn unknown() -> ErrPacket {
     )
 }
 
-impl Session {
-    /// The statement's text or the session's SETs name `max_sort_length`.
-    pub(super) fn sort_length_named(&self, sql: &str) -> bool {
-        let var = b"max_sort_length";
-        sql.as_bytes()
-            .windows(var.len())
-            .any(|w| w.eq_ignore_ascii_case(var))
-            || self.state.sets_name(var)
-    }
+/// The statement sets `max_sort_length` for itself (`SET STATEMENT max_sort_length = …
+/// FOR`): its parts then sort under a value their connections were not asked.
+pub(super) fn set_by_statement(sql: &str) -> bool {
+    let var = b"max_sort_length";
+    sql.as_bytes()
+        .windows(var.len())
+        .any(|w| w.eq_ignore_ascii_case(var))
 }
 
 /// The merge's sources with the `max_sort_length` their rows were sorted under, when it
