@@ -39,7 +39,7 @@ use crate::frontend::session::CmdResult;
 const FLUSH_AT: usize = 256 * 1024;
 
 /// The row format the client expects.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(in crate::frontend::session) enum RowFormat {
     /// Text protocol (COM_QUERY).
     Text,
@@ -294,12 +294,17 @@ impl Session {
     /// What, besides the text and the database, the server's column definitions of a
     /// statement follow: the session's replayed SETs (character sets, sql_mode), the
     /// collation and capabilities it connected with (character set numbers, extended
-    /// metadata), and a prepared statement's parameter types.
+    /// metadata), the protocol, and a prepared statement's parameter types.
+    /// The protocol on its own, parameters or not: the server describes the same
+    /// statement otherwise at a prepared statement's EXECUTE than as text (a grouped or
+    /// DISTINCT `x COLLATE …` column carries GROUP_FLAG, 0x8000, in the binary protocol
+    /// only), so one protocol's definitions must never answer the other's.
     fn description_context(&self, format: RowFormat, params: &[RawParam]) -> u64 {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
         self.state.sets().hash(&mut h);
         (self.key.caps, self.key.collation, self.key.mariadb_ext).hash(&mut h);
+        format.hash(&mut h);
         if format == RowFormat::Binary {
             for p in params {
                 (p.ty, p.null).hash(&mut h);
