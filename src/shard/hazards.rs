@@ -75,8 +75,10 @@ pub(super) struct Hazards {
 /// The functions [`session_value`] and [`per_row_sequence`] look for (the split of
 /// `INSERT … VALUES` leaves rows calling them to the planner).
 pub(super) fn checked_call(name: &str) -> bool {
-    let name = name.to_ascii_uppercase();
-    SESSION_FUNCTIONS.contains(&name.as_str()) || matches!(name.as_str(), "ROWNUM" | "RAND")
+    SESSION_FUNCTIONS
+        .iter()
+        .chain(&["ROWNUM", "RAND"])
+        .any(|f| f.eq_ignore_ascii_case(name))
 }
 
 /// Functions whose value is the session's own connection's: see [`session_value`].
@@ -95,12 +97,10 @@ const SESSION_FUNCTIONS: [&str; 12] = [
     "SETVAL",
 ];
 
-/// A word as a function name (`NAME(`), upper case.
-fn called(words: &[&Token], i: usize) -> Option<String> {
+/// A word as a function name (`NAME(`), as written.
+fn called<'t>(words: &[&'t Token], i: usize) -> Option<&'t str> {
     match (words.get(i), words.get(i + 1)) {
-        (Some(Token::Word(w)), Some(Token::LParen)) if w.quote_style.is_none() => {
-            Some(w.value.to_ascii_uppercase())
-        }
+        (Some(Token::Word(w)), Some(Token::LParen)) if w.quote_style.is_none() => Some(&w.value),
         _ => None,
     }
 }
@@ -120,24 +120,29 @@ fn session_value(words: &[&Token]) -> Option<&'static str> {
     ];
     for i in 0..words.len() {
         if let Some(name) = called(words, i) {
-            if let Some(f) = SESSION_FUNCTIONS.iter().find(|f| **f == name) {
+            if let Some(f) = SESSION_FUNCTIONS.iter().find(|f| f.eq_ignore_ascii_case(name)) {
                 return Some(f);
             }
         }
         match words[i] {
             Token::Word(w) if w.quote_style.is_none() => {
-                let v = w.value.to_ascii_lowercase();
+                let v = w.value.as_str();
                 if let Some(var) = v.strip_prefix("@@") {
-                    let var = var
-                        .strip_prefix("session.")
-                        .or_else(|| var.strip_prefix("local."))
-                        .unwrap_or(var);
-                    if let Some(n) = VARIABLES.iter().find(|n| n[2..] == *var) {
+                    let scoped = |p: &str| {
+                        var.get(..p.len())
+                            .filter(|h| h.eq_ignore_ascii_case(p))
+                            .map(|_| &var[p.len()..])
+                    };
+                    let var = scoped("session.").or_else(|| scoped("local.")).unwrap_or(var);
+                    if let Some(n) = VARIABLES.iter().find(|n| n[2..].eq_ignore_ascii_case(var)) {
                         return Some(n);
                     }
                 }
                 let next = |k: usize| matches!(words.get(i + k), Some(Token::Word(x)) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(["", "VALUE", "FOR"][k]));
-                if (v == "next" || v == "previous") && next(1) && next(2) {
+                if (v.eq_ignore_ascii_case("next") || v.eq_ignore_ascii_case("previous"))
+                    && next(1)
+                    && next(2)
+                {
                     return Some("NEXT VALUE FOR / PREVIOUS VALUE FOR");
                 }
             }
@@ -155,9 +160,11 @@ fn per_row_sequence(words: &[&Token]) -> Option<&'static str> {
         if matches!(words[i], Token::Assignment) {
             return Some("assigning a user variable (:=)");
         }
-        match called(words, i).as_deref() {
-            Some("ROWNUM") => return Some("ROWNUM()"),
-            Some("RAND") if !matches!(words.get(i + 2), Some(Token::RParen)) => return Some("RAND(seed)"),
+        match called(words, i) {
+            Some(f) if f.eq_ignore_ascii_case("ROWNUM") => return Some("ROWNUM()"),
+            Some(f) if f.eq_ignore_ascii_case("RAND") && !matches!(words.get(i + 2), Some(Token::RParen)) => {
+                return Some("RAND(seed)")
+            }
             _ => {}
         }
     }
