@@ -415,3 +415,49 @@ async fn sequence_defaults_of_sub_tables_stay_with_the_session() {
     let _ = b.disconnect().await;
     cluster.master.sql(&format!("DROP DATABASE {db}"));
 }
+
+/// DDL sent to the server directly, behind sluice's back (an online schema change, a
+/// reorder on each sub-table): sluice does not see it, so it reads a table's column order
+/// again a second after it read it. The columns are reordered keeping their names and
+/// types (the amount moved first): an INSERT without a column list planned from the old
+/// order named the columns in that order, and filled other columns than the client's
+/// VALUES mean, silently.
+#[tokio::test]
+async fn a_reorder_sent_to_the_server_directly_is_seen_within_a_second() {
+    let cluster = shared_cluster();
+    let db = unique_name("shard_ins_ro");
+    cluster.master.sql(&format!("CREATE DATABASE {db}"));
+    let s = Sluice::start_for(cluster, &yaml(&db));
+    let mut sl = connect(&s.app_url(&db)).await;
+    let mut direct = connect(&cluster.master.url(SLUICE_USER, SLUICE_PASSWORD, &db)).await;
+    sl.query_drop(schema("sh_ins"))
+        .await
+        .expect("CREATE TABLE sh_ins through sluice");
+    direct.query_drop(schema("ref")).await.expect("CREATE TABLE ref");
+    let mut d = Diff {
+        sl,
+        direct,
+        checked: 0,
+        mismatches: Vec::new(),
+    };
+    let got = d
+        .check(
+            "INSERT INTO sh_ins VALUES (1, 4, 'one', 1.50, '2021-01-01'), (2, 5, 'two', 2.50, '2021-01-02')",
+            None,
+        )
+        .await;
+    assert!(is_ok(&got), "{got:?}");
+    for t in ["sh_ins_0", "sh_ins_1", "sh_ins_2", "sh_ins_3", "ref"] {
+        d.direct
+            .query_drop(format!("ALTER TABLE {t} MODIFY amount DECIMAL(10,2) NULL FIRST"))
+            .await
+            .unwrap_or_else(|e| panic!("reorder {t}: {e}"));
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    // The new order: amount, id, tid, name, made.
+    let got = d
+        .check("INSERT INTO sh_ins VALUES (3.50, 3, 6, 'three', '2021-01-03'), (4.50, 4, 7, 'four', '2021-01-04')", None)
+        .await;
+    assert!(is_ok(&got), "{got:?}");
+    assert!(d.mismatches.is_empty(), "{}", d.mismatches.join("\n"));
+}

@@ -4,16 +4,18 @@
 //! The planner is pure: it only reads this cache. The session fills it (from
 //! `information_schema.COLUMNS` of sub-table 0 on its group's master, see
 //! [`columns_query`]) when a plan is refused for want of it ([`columns_needed`]), and
-//! empties it after DDL on a sharded table or its sub-tables passes through sluice.
+//! empties it after DDL on a sharded table or its sub-tables passes through sluice, and
+//! reads it again [`COLUMN_ORDER_TTL`] after it read it (DDL sent to the server directly).
 //! A statement planned from the cache names the columns explicitly in every part, so a
-//! definition changed behind sluice's back (DDL sent to the server directly) can make a
-//! part fail or fill other columns, but never puts a row on a sub-table other than its key's.
+//! definition changed behind sluice's back within that second can make a part fail or
+//! fill other columns, but never puts a row on a sub-table other than its key's.
 //!
 //! One lock, taken only to plan an INSERT without a column list and after DDL: never on the
 //! path of other statements.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use sqlparser::ast::{SetExpr, Statement, TableObject};
 
@@ -31,8 +33,17 @@ pub fn wants_columns(r: &Refusal) -> bool {
     r.0.starts_with(WANTS_COLUMNS)
 }
 
-/// Visible columns of each logical table `(db, table)`, in definition order.
-type ByTable = HashMap<(String, String), Arc<[String]>>;
+/// Visible columns of each logical table `(db, table)`, in definition order, and when
+/// they were read.
+type ByTable = HashMap<(String, String), (Arc<[String]>, Instant)>;
+
+/// How long a table's column order is trusted. DDL through sluice empties the cache; DDL
+/// sent to the server directly (a reorder by `ALTER TABLE … MODIFY c … AFTER d`, an
+/// online schema change's table swap) is not seen, and an INSERT planned from the old
+/// order would fill other columns than the client's `VALUES` mean: so the order is read
+/// again after a second (one query on the master per INSERT without a column list at most
+/// every second and table; a dump's extended INSERTs take longer than that each).
+pub const COLUMN_ORDER_TTL: Duration = Duration::from_secs(1);
 
 /// [`ByTable`], shared by the clones of one rule set.
 #[derive(Debug, Clone, Default)]
@@ -49,12 +60,17 @@ impl PartialEq for ColumnCache {
 impl ColumnCache {
     pub(crate) fn get(&self, db: &str, table: &str) -> Option<Arc<[String]>> {
         let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        map.get(&(db.to_string(), table.to_string())).cloned()
+        map.get(&(db.to_string(), table.to_string()))
+            .filter(|(_, at)| at.elapsed() < COLUMN_ORDER_TTL)
+            .map(|(c, _)| c.clone())
     }
 
     pub(crate) fn learn(&self, db: &str, table: &str, columns: Vec<String>) {
         let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        map.insert((db.to_string(), table.to_string()), columns.into());
+        map.insert(
+            (db.to_string(), table.to_string()),
+            (columns.into(), Instant::now()),
+        );
     }
 
     pub(crate) fn forget_all(&self) {
