@@ -163,10 +163,11 @@ fn is_1136(o: &Outcome) -> bool {
     matches!(o, Outcome::Err(1136, _))
 }
 
-#[tokio::test]
-async fn insert_without_column_list_matches_the_server() {
+/// A database with `sh_ins` made through sluice and `ref` directly: sluice, its client,
+/// a direct client, the database's name.
+async fn tables(prefix: &str) -> (Sluice, Conn, Conn, String) {
     let cluster = shared_cluster();
-    let db = unique_name("shard_ins");
+    let db = unique_name(prefix);
     cluster.master.sql(&format!("CREATE DATABASE {db}"));
     let s = Sluice::start_for(cluster, &yaml(&db));
     let mut sl = connect(&s.app_url(&db)).await;
@@ -175,6 +176,12 @@ async fn insert_without_column_list_matches_the_server() {
         .await
         .unwrap_or_else(|e| panic!("CREATE TABLE sh_ins through sluice: {e}"));
     direct.query_drop(schema("ref")).await.expect("CREATE TABLE ref");
+    (s, sl, direct, db)
+}
+
+#[tokio::test]
+async fn insert_without_column_list_matches_the_server() {
+    let (_s, sl, mut direct, db) = tables("shard_ins").await;
     let tables: Vec<String> = direct
         .query(format!(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = '{db}' ORDER BY 1"
@@ -368,7 +375,7 @@ async fn insert_without_column_list_matches_the_server() {
     );
     eprintln!("sharding_insert: {} statements, 0 mismatches", d.checked);
     drop(d);
-    cluster.master.sql(&format!("DROP DATABASE {db}"));
+    shared_cluster().master.sql(&format!("DROP DATABASE {db}"));
 }
 
 /// A write to a sub-table whose column default calls NEXTVAL leaves LASTVAL() on the
@@ -424,16 +431,7 @@ async fn sequence_defaults_of_sub_tables_stay_with_the_session() {
 /// VALUES mean, silently.
 #[tokio::test]
 async fn a_reorder_sent_to_the_server_directly_is_seen_within_a_second() {
-    let cluster = shared_cluster();
-    let db = unique_name("shard_ins_ro");
-    cluster.master.sql(&format!("CREATE DATABASE {db}"));
-    let s = Sluice::start_for(cluster, &yaml(&db));
-    let mut sl = connect(&s.app_url(&db)).await;
-    let mut direct = connect(&cluster.master.url(SLUICE_USER, SLUICE_PASSWORD, &db)).await;
-    sl.query_drop(schema("sh_ins"))
-        .await
-        .expect("CREATE TABLE sh_ins through sluice");
-    direct.query_drop(schema("ref")).await.expect("CREATE TABLE ref");
+    let (_s, sl, direct, _) = tables("shard_ins_ro").await;
     let mut d = Diff {
         sl,
         direct,
