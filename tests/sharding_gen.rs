@@ -70,6 +70,14 @@ struct Pair {
     short_sort: bool,
     /// The session has a `sql_select_limit`.
     select_limit: bool,
+    logins: Logins,
+}
+
+/// Where both sides log in (a new session per schema, and for rows under the defaults).
+struct Logins {
+    sluice: String,
+    master: String,
+    db: String,
 }
 
 #[derive(Default)]
@@ -107,25 +115,51 @@ impl Pair {
         worst
     }
 
-    async fn both(&mut self, sql: &str) {
+    /// A new session on each side, under the default settings.
+    async fn default_sessions(&self) -> (Wire, Wire) {
+        let timeout = Duration::from_secs(60);
+        let sl = wire::driver_login(
+            &self.logins.sluice,
+            APP_USER,
+            APP_PASSWORD,
+            &self.logins.db,
+            timeout,
+        )
+        .await;
+        let direct = wire::driver_login(
+            &self.logins.master,
+            SLUICE_USER,
+            SLUICE_PASSWORD,
+            &self.logins.db,
+            timeout,
+        )
+        .await;
+        (sl, direct)
+    }
+
+    /// Runs `sql` on both sides' tables, on the given connections; both must succeed or
+    /// both fail.
+    async fn both_on(&self, (sl, direct): &mut (Wire, Wire), sql: &str) {
         let (a, b) = (sql.replace("@T@", &self.s.t), sql.replace("@T@", &self.s.r));
-        let x = self.s.sl.query(&a).await;
-        let y = self.s.direct.query(&b).await;
-        self.s.sl.raw_rows.clear();
-        self.s.direct.raw_rows.clear();
+        let x = sl.query(&a).await;
+        let y = direct.query(&b).await;
+        sl.raw_rows.clear();
+        direct.raw_rows.clear();
         let ok = |r: &Reply| matches!(r, Reply::Parts(p) if p.iter().all(|x| !matches!(x, Part::Err(_))));
         assert!(ok(&x) == ok(&y), "{sql}: sluice {x:?} / server {y:?}");
     }
 
     /// Shrinks a wrong statement (drop parts while it stays wrong), then its rows
     /// (delete halves, then smaller chunks, while it stays wrong; `rows` are
-    /// re-inserted when a deletion hides the failure).
+    /// re-inserted when a deletion hides the failure), deleted and re-inserted on
+    /// `loader`, the default sessions that loaded them.
     async fn shrink(
         &mut self,
         g: &Gen,
         found_rows: bool,
         rows: &mut Vec<(usize, String)>,
         shrink_rows: bool,
+        loader: &mut (Wire, Wire),
     ) -> (Gen, String) {
         let mut cur = g.clone();
         let mut why = String::new();
@@ -162,14 +196,17 @@ impl Pair {
                     steps += 1;
                     let end = (i + chunk).min(rows.len());
                     let ids: Vec<String> = rows[i..end].iter().map(|(id, _)| id.to_string()).collect();
-                    self.both(&format!("DELETE FROM @T@ WHERE id IN ({})", ids.join(", ")))
-                        .await;
+                    self.both_on(
+                        loader,
+                        &format!("DELETE FROM @T@ WHERE id IN ({})", ids.join(", ")),
+                    )
+                    .await;
                     if let (Verdict::Wrong(w), _) = self.check(&cur, found_rows).await {
                         why = w;
                         rows.drain(i..end);
                     } else {
                         let back: Vec<&str> = rows[i..end].iter().map(|(_, r)| r.as_str()).collect();
-                        self.both(&format!("INSERT INTO @T@ VALUES {}", back.join(", ")))
+                        self.both_on(loader, &format!("INSERT INTO @T@ VALUES {}", back.join(", ")))
                             .await;
                         i = end;
                     }
@@ -235,6 +272,11 @@ async fn run(seed: u64, count: u64, budget: Duration) -> Tally {
         settings: Vec::new(),
         short_sort: false,
         select_limit: false,
+        logins: Logins {
+            sluice: format!("127.0.0.1:{}", s.port),
+            master: cluster.master.addr(),
+            db: db.clone(),
+        },
     };
     let mut rng = Rng(seed);
     let mut tally = Tally::default();
@@ -245,16 +287,7 @@ async fn run(seed: u64, count: u64, budget: Duration) -> Tally {
         // A new session per schema on both sides: a setting sluice refuses by (a SET
         // naming max_sort_length) must not blanket every later schema's statements.
         if round > 0 {
-            pair.s.sl = wire::driver_login(
-                &format!("127.0.0.1:{}", s.port),
-                APP_USER,
-                APP_PASSWORD,
-                &db,
-                timeout,
-            )
-            .await;
-            pair.s.direct =
-                wire::driver_login(&cluster.master.addr(), SLUICE_USER, SLUICE_PASSWORD, &db, timeout).await;
+            (pair.s.sl, pair.s.direct) = pair.default_sessions().await;
         }
         pair.s.t = format!("t{}", round % TABLES);
         pair.s.r = format!("r{}", round % TABLES);
@@ -263,7 +296,9 @@ async fn run(seed: u64, count: u64, budget: Duration) -> Tally {
             must(w, &format!("DROP TABLE IF EXISTS `{name}`")).await;
             must(w, &schema.create(name)).await;
         }
-        // Rows are loaded under the default session (a new one per schema, above).
+        // Rows are loaded (and put back while shrinking) on sessions of their own under
+        // the default settings: the session's `SET NAMES latin1` would store the same
+        // literals otherwise ('ß' double-encoded) and later statements would read other data.
         pair.settings.clear();
         pair.short_sort = false;
         pair.select_limit = false;
@@ -274,8 +309,12 @@ async fn run(seed: u64, count: u64, budget: Duration) -> Tally {
             .enumerate()
             .map(|(i, r)| (i + 1, r))
             .collect();
-        pair.both(&format!("INSERT INTO @T@ VALUES {}", data.join(", ")))
-            .await;
+        let mut loader = pair.default_sessions().await;
+        pair.both_on(
+            &mut loader,
+            &format!("INSERT INTO @T@ VALUES {}", data.join(", ")),
+        )
+        .await;
         let mut first_wrong = true;
         for n in 0..PER_SCHEMA {
             if tally.statements >= count || started.elapsed() >= budget {
@@ -321,7 +360,9 @@ async fn run(seed: u64, count: u64, budget: Duration) -> Tally {
                 Verdict::Rounding => tally.rounding += 1,
                 Verdict::Refused(kind) => *tally.refusals.entry(kind).or_default() += 1,
                 Verdict::Wrong(why) => {
-                    let (min, why_min) = pair.shrink(&g, found_rows, &mut kept, first_wrong).await;
+                    let (min, why_min) = pair
+                        .shrink(&g, found_rows, &mut kept, first_wrong, &mut loader)
+                        .await;
                     let rows_note = if first_wrong {
                         format!(
                             "rows ({}): {}",
