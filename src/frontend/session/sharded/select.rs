@@ -427,6 +427,8 @@ impl Session {
             Err(r) => return self.send_err(&not_supported(r.0)).await,
         };
         let monitor = self.rt.monitors[origin].clone();
+        let rt = self.rt.clone();
+        let rules = &rt.shard_rules;
         let mut metas = Vec::with_capacity(defs.len());
         let mut collation_known = Vec::with_capacity(defs.len());
         for d in &defs {
@@ -439,7 +441,11 @@ impl Session {
             if merge::is_text(&m) {
                 if let Some((schema, table, column)) = merge::column_origin(d) {
                     if !table.is_empty() && !column.is_empty() {
-                        if let Some(id) = monitor.column_collation(&schema, &table, &column).await {
+                        let read = monitor.column_collation(&schema, &table, &column);
+                        if let Some(id) = rules
+                            .column_collation(origin, (&schema, &table, &column), read)
+                            .await
+                        {
                             m.collation = id;
                             known = true;
                         }
@@ -454,7 +460,11 @@ impl Session {
         let tagged = spec.group.as_ref().and_then(|g| g.tagged.as_deref());
         for h in tagged.iter().flat_map(|t| &t.collation_of) {
             if let Some(m) = metas.get_mut(h.col).filter(|m| merge::is_text(m)) {
-                match monitor.column_collation(&h.schema, &h.table, &h.column).await {
+                let read = monitor.column_collation(&h.schema, &h.table, &h.column);
+                match rules
+                    .column_collation(origin, (&h.schema, &h.table, &h.column), read)
+                    .await
+                {
                     Some(id) => {
                         m.collation = id;
                         if let Some(k) = collation_known.get_mut(h.col) {
