@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use common::cluster::*;
 use common::wire::{self, Part, Reply, Wire};
 use sharding_gen::grammar::{lookup_table, statement, Gen, Stmt, SETTINGS};
-use sharding_gen::oracle::{Proto, Seen, Sides, Verdict};
+use sharding_gen::oracle::{OrderedConcat, Proto, Seen, Sides, Verdict};
 use sharding_gen::schema::{rows, Rng, Schema};
 
 /// Statements of one schema before the next.
@@ -86,6 +86,7 @@ struct Tally {
     runs: u64,
     same: u64,
     spelling: u64,
+    ties: u64,
     rounding: u64,
     both_failed: u64,
     refusals: BTreeMap<String, u64>,
@@ -98,12 +99,24 @@ impl Pair {
     async fn check(&mut self, g: &Gen, found_rows: bool) -> (Verdict, &'static str) {
         let mut worst = (Verdict::Same, "text");
         let sql = g.stmt.render("@T@");
+        let concats: Vec<OrderedConcat> = match &g.stmt {
+            Stmt::Select(sel) => sel
+                .items
+                .iter()
+                .enumerate()
+                .filter_map(|(i, item)| OrderedConcat::parse(i, item))
+                .collect(),
+            Stmt::Union { .. } => Vec::new(),
+        };
         for proto in [Proto::Text, Proto::Binary(Vec::new())] {
             for p in &g.pre {
                 must(&mut self.s.sl, p).await;
                 must(&mut self.s.direct, p).await;
             }
-            let o = self.s.differ(&sql, &proto, g.ordered, found_rows, None).await;
+            let o = self
+                .s
+                .differ(&sql, &proto, g.ordered, found_rows, None, &concats)
+                .await;
             let both_failed = matches!((&o.got, &o.want), (Seen::Err(x, _), Seen::Err(y, _)) if x == y);
             if o.verdict.rank() > worst.0.rank() {
                 worst = (o.verdict, proto.name());
@@ -357,6 +370,7 @@ async fn run(seed: u64, count: u64, budget: Duration) -> Tally {
                 Verdict::Same if proto == "both-failed" => tally.both_failed += 1,
                 Verdict::Same | Verdict::SubTableDefs => tally.same += 1,
                 Verdict::Spelling => tally.spelling += 1,
+                Verdict::Ties => tally.ties += 1,
                 Verdict::Rounding => tally.rounding += 1,
                 Verdict::Refused(kind) => *tally.refusals.entry(kind).or_default() += 1,
                 Verdict::Wrong(why) => {
@@ -392,13 +406,14 @@ async fn run(seed: u64, count: u64, budget: Duration) -> Tally {
         }
     }
     eprintln!(
-        "shard-gen seed {seed}: {} statements ({} runs, text and binary) in {:.1}s over {round} schemas: {} same, {} same error, {} only a representative's spelling, {} only DOUBLE rounding, {} refused, {} wrong",
+        "shard-gen seed {seed}: {} statements ({} runs, text and binary) in {:.1}s over {round} schemas: {} same, {} same error, {} only a representative's spelling, {} only the order of ties in an ordered GROUP_CONCAT, {} only DOUBLE rounding, {} refused, {} wrong",
         tally.statements,
         tally.runs,
         started.elapsed().as_secs_f64(),
         tally.same,
         tally.both_failed,
         tally.spelling,
+        tally.ties,
         tally.rounding,
         tally.refusals.values().sum::<u64>(),
         tally.wrong.len()
@@ -429,6 +444,77 @@ async fn generated_statements_answer_exactly_or_refuse() {
 #[tokio::test]
 async fn fixed_corpus_answers_exactly_or_refuses() {
     sharding_gen::fixed::corpus().await;
+}
+
+/// The oracle's one allowance inside `GROUP_CONCAT(x ORDER BY x)`: items equal under x's
+/// collation (`a` and `a ` under PAD SPACE, `b` and `B` under a _ci collation) in any
+/// order, and nothing else: items that differ under it swapped, or other items, are wrong.
+#[tokio::test]
+async fn oracle_accepts_only_ties_in_an_ordered_group_concat() {
+    let cluster = shared_cluster();
+    let db = unique_name("sgen_ties");
+    cluster.master.sql(&format!("CREATE DATABASE {db}"));
+    let timeout = Duration::from_secs(60);
+    let addr = cluster.master.addr();
+    let login = || wire::driver_login(&addr, SLUICE_USER, SLUICE_PASSWORD, &db, timeout);
+    let mut sides = Sides {
+        sl: login().await,
+        direct: login().await,
+        t: "r".into(),
+        r: "r".into(),
+    };
+    must(
+        &mut sides.direct,
+        "CREATE TABLE r (id INT PRIMARY KEY, x VARCHAR(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci)",
+    )
+    .await;
+    must(&mut sides.direct, "INSERT INTO r VALUES (1, 'a')").await;
+    let item = "GROUP_CONCAT(x ORDER BY x SEPARATOR ',')";
+    let concats: Vec<OrderedConcat> = OrderedConcat::parse(1, item).into_iter().collect();
+    assert_eq!(concats.len(), 1, "{item} is an ordered GROUP_CONCAT");
+    let column = |name: &str| format!("{name}|{name}|||||cs=45|len=40|type=253|flags=0x0|dec=0");
+    // One row, `1` then the list, as a text row or as a binary one (a header byte and a
+    // null bitmap first).
+    let rows = |list: &str, binary: bool| {
+        let mut row = if binary { vec![0, 0] } else { Vec::new() };
+        row.extend_from_slice(&[1, b'1', list.len() as u8]);
+        row.extend_from_slice(list.as_bytes());
+        let columns = vec![column("k"), column(item)];
+        Seen::Rows {
+            prepared: binary.then(|| (0, columns.clone())),
+            columns,
+            rows: vec![row],
+            cells: vec![vec!["1".into(), list.into()]],
+            warnings: 0,
+        }
+    };
+    let cases = [
+        ("a,a ,B,b,c", true),
+        ("a ,a,b,B,c", true),
+        // `b` before `a`: they differ under the collation.
+        ("a ,b,a,B,c", false),
+        ("c,B,b,a,a ", false),
+        // Other items (`C` for `c`, one item missing).
+        ("a ,a,b,B,C", false),
+        ("a ,a,b,B", false),
+    ];
+    let mut failed = Vec::new();
+    for binary in [false, true] {
+        let server = rows("a ,a,b,B,c", binary);
+        for (list, accepted) in cases {
+            if sides
+                .only_ties(&rows(list, binary), &server, true, &concats)
+                .await
+                != accepted
+            {
+                failed.push(format!(
+                    "{list:?} against \"a ,a,b,B,c\" (binary {binary}): accepted should be {accepted}"
+                ));
+            }
+        }
+    }
+    cluster.master.sql(&format!("DROP DATABASE {db}"));
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
 }
 
 /// Minimal cases `scripts/shard-gen` found (seeds 42, 202, 303, 505), through the oracle in
@@ -503,7 +589,7 @@ async fn cases_the_generator_found_answer_exactly_or_refuse() {
                     must(&mut sides.sl, "SELECT id FROM t").await;
                     must(&mut sides.direct, "SELECT id FROM r").await;
                 }
-                let o = sides.differ(sql, &proto, true, found_rows, None).await;
+                let o = sides.differ(sql, &proto, true, found_rows, None, &[]).await;
                 if let Verdict::Wrong(why) = o.verdict {
                     let table = if rows.is_empty() { "empty table" } else { "6 rows" };
                     wrong.push(format!("{sql} ({}, {table}): {why}", proto.name()));
@@ -530,7 +616,7 @@ async fn cases_the_generator_found_answer_exactly_or_refuse() {
         for proto in [Proto::Text, Proto::Binary(Vec::new())] {
             must(&mut sides.sl, set).await;
             must(&mut sides.direct, set).await;
-            let o = sides.differ(sql, &proto, true, true, None).await;
+            let o = sides.differ(sql, &proto, true, true, None, &[]).await;
             if let Verdict::Wrong(why) = o.verdict {
                 wrong.push(format!("{set}; {sql} ({}): {why}", proto.name()));
             }
@@ -556,7 +642,7 @@ async fn cases_the_generator_found_answer_exactly_or_refuse() {
             continue;
         }
         for proto in [Proto::Text, Proto::Binary(Vec::new())] {
-            let o = sides.differ(sql, &proto, true, false, None).await;
+            let o = sides.differ(sql, &proto, true, false, None, &[]).await;
             if let Verdict::Wrong(why) = o.verdict {
                 wrong.push(format!("after ALTER TABLE: {sql} ({}): {why}", proto.name()));
             }
