@@ -630,10 +630,15 @@ async fn cases_the_generator_found_answer_exactly_or_refuse() {
     let ddl_steps = [
         "ALTER TABLE @T@ ADD h VARCHAR(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL",
         "UPDATE @T@ SET h = g",
-        "INSERT INTO @T@ (id, k, h) VALUES (7, 7, 'A'), (8, 8, 'B')",
+        "INSERT INTO @T@ (id, k, h) VALUES (7, 7, 'A'), (8, 8, 'B'), (9, 9, ''), (10, 10, ' ')",
         "SELECT h, id FROM @T@ ORDER BY h, id",
         "ALTER TABLE @T@ MODIFY h VARCHAR(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NULL",
         "SELECT h, id FROM @T@ ORDER BY h, id",
+        // COUNT(DISTINCT) of a computed string took its collation from the statement's
+        // column at that place, the count: '' and ' ' counted apart where the server
+        // counts one under utf8mb4_general_ci (seed 101).
+        "SELECT COUNT(DISTINCT CONCAT(h, '')) FROM @T@",
+        "SELECT k % 2 AS m, COUNT(DISTINCT LOWER(h)), COUNT(*) FROM @T@ GROUP BY m ORDER BY m",
     ];
     for sql in ddl_steps {
         if !sql.starts_with("SELECT") {
@@ -644,7 +649,7 @@ async fn cases_the_generator_found_answer_exactly_or_refuse() {
         for proto in [Proto::Text, Proto::Binary(Vec::new())] {
             let o = sides.differ(sql, &proto, true, false, None, &[]).await;
             if let Verdict::Wrong(why) = o.verdict {
-                wrong.push(format!("after ALTER TABLE: {sql} ({}): {why}", proto.name()));
+                wrong.push(format!("{sql} ({}): {why}", proto.name()));
             }
         }
     }

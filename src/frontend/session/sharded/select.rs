@@ -484,7 +484,9 @@ impl Session {
         }
         // Compared strings computed by expressions (`LOWER(u)`, `CONCAT(l, '')`, MIN/MAX,
         // UNION columns): their collation is the server's, learned from its own column
-        // definitions of the statement (see `result_collations`); refused without it.
+        // definitions of the statement (see `result_collations`); refused without it, or
+        // when the statement's column there is no string: not this expression (a part's
+        // COUNT(DISTINCT x) column holds x where the statement's holds the count).
         let mut unknown: Vec<usize> = merge::compared_columns(&spec)
             .into_iter()
             .filter(|&c| !collation_known.get(c).copied().unwrap_or(true))
@@ -498,6 +500,7 @@ impl Session {
                     .as_ref()
                     .and_then(|r| r.get(c))
                     .and_then(|d| merge::parse_column_def(d))
+                    .filter(merge::is_text)
                     .map(|x| x.collation);
                 match (id, metas.get_mut(c)) {
                     (Some(id), Some(m)) => m.collation = id,
