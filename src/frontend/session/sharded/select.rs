@@ -484,9 +484,8 @@ impl Session {
         }
         // Compared strings computed by expressions (`LOWER(u)`, `CONCAT(l, '')`, MIN/MAX,
         // UNION columns): their collation is the server's, learned from its own column
-        // definitions of the statement (see `result_collations`); refused without it, or
-        // when the statement's column there is no string: not this expression (a part's
-        // COUNT(DISTINCT x) column holds x where the statement's holds the count).
+        // definitions of the statement (see `result_collations`); refused without it or
+        // when that column is no string (a part's COUNT(DISTINCT x) holds x, not the count).
         let mut unknown: Vec<usize> = merge::compared_columns(&spec)
             .into_iter()
             .filter(|&c| !collation_known.get(c).copied().unwrap_or(true))
@@ -495,7 +494,7 @@ impl Session {
         unknown.dedup();
         if !unknown.is_empty() {
             let real = self.result_collations(ctx).await;
-            for c in unknown {
+            for &c in &unknown {
                 let id = real
                     .as_ref()
                     .and_then(|r| r.get(c))
@@ -522,7 +521,9 @@ impl Session {
             .map(|d| merge::parse_column_def(d).map(|m| m.collation))
             .collect();
         let named = self.sort_length_named(ctx.original.sql);
-        if let Some(why) = merge::inexact_comparison(&spec, &metas, &sent, named) {
+        if let Some(why) = merge::inexact_comparison(&spec, &metas, &sent, named)
+            .or_else(|| sort_length::no_pad_sort(&spec, &metas, &unknown))
+        {
             return self.send_err(&not_supported(why)).await;
         }
         if let Some(why) = merge::inexact_avg(&spec, self.state.sets_name(b"div_precision_increment")) {
