@@ -215,12 +215,14 @@ pub fn refusal_kind(msg: &str) -> String {
     out.chars().take(160).collect()
 }
 
-/// Case folded, Latin-1 accents dropped (`Å`, `ä` → `a`, as utf8mb4_general_ci compares)
-/// and trailing spaces (PAD SPACE) dropped: equal for the spellings a case-insensitive
-/// group or MIN/MAX may show. (Looser than latin1_swedish_ci, where `Ä` is a letter of its
-/// own; a group the server keeps apart shows up as another row count anyway.)
+/// Case folded, Latin-1 accents dropped (`Å`, `ä` → `a`, as utf8mb4_general_ci compares),
+/// the dotless and dotted I taken as `i` (utf8mb4_general_ci: `ı` = `İ` = `i`) and trailing
+/// spaces (PAD SPACE) dropped: equal for the spellings a case-insensitive group or MIN/MAX
+/// may show. (Looser than latin1_swedish_ci, where `Ä` is a letter of its own; a group the
+/// server keeps apart shows up as another row count anyway.)
 pub fn fold(s: &str) -> String {
     s.trim_end_matches(' ')
+        .replace(['ı', 'İ'], "i")
         .to_lowercase()
         .chars()
         .map(|c| match c {
