@@ -149,8 +149,14 @@ pub(super) fn sorted_under<S: RowSource>(
 ///   (`SELECT DISTINCT k, CONCAT(c, '') … ORDER BY k, CONCAT(c, '')`) and sent in another
 ///   character set than its own: MariaDB 10.11 then keeps one row per value of the keys
 ///   before it (12 rows where the same statement ordered by position gives 41; seed 505).
-///   Refused for any ORDER BY of such a column (the merge sees neither condition).
-pub(super) fn no_pad_sort(spec: &MergeSpec, metas: &[ColumnMeta], computed: &[usize]) -> Option<String> {
+///   Refused for any ORDER BY of such a column sent (`sent`: the parts' definitions) in
+///   another character set (the merge does not see how the ORDER BY names it).
+pub(super) fn no_pad_sort(
+    spec: &MergeSpec,
+    metas: &[ColumnMeta],
+    sent: &[Option<u16>],
+    computed: &[usize],
+) -> Option<String> {
     use merge::types;
     let group = spec.group.as_ref();
     let sorted = spec.order_by.iter().map(|k| k.col).chain(
@@ -169,13 +175,24 @@ pub(super) fn no_pad_sort(spec: &MergeSpec, metas: &[ColumnMeta], computed: &[us
             && name.ends_with("_bin")
             && !multi_byte.iter().any(|p| name.starts_with(p))
     };
-    let distinct_text =
-        |m: &ColumnMeta| spec.distinct && (types::TINY_BLOB..=types::BLOB).contains(&m.column_type);
+    let charset = |id: u16| {
+        let name = merge::collation::collation_name(id);
+        name.split('_').next().unwrap_or_default().to_string()
+    };
+    let converted = |c: usize, m: &ColumnMeta| {
+        sent.get(c)
+            .copied()
+            .flatten()
+            .is_some_and(|s| charset(s) != charset(m.collation))
+    };
+    let distinct_text = |c: usize, m: &ColumnMeta| {
+        spec.distinct && (types::TINY_BLOB..=types::BLOB).contains(&m.column_type) && converted(c, m)
+    };
     let mut sorted = sorted.filter(|c| computed.contains(c) && !aggregate(*c));
     let (col, m) = sorted.find_map(|c| {
         metas
             .get(c)
-            .filter(|m| no_pad(m) || distinct_text(m))
+            .filter(|m| no_pad(m) || distinct_text(c, m))
             .map(|m| (c, m))
     })?;
     Some(if no_pad(m) {
