@@ -522,7 +522,7 @@ impl Session {
             .collect();
         let named = self.sort_length_named(ctx.original.sql);
         if let Some(why) = merge::inexact_comparison(&spec, &metas, &sent, named)
-            .or_else(|| sort_length::no_pad_sort(&spec, &metas, &sent, &unknown))
+            .or_else(|| sort_length::no_pad_sort(&spec, &metas, &unknown))
         {
             return self.send_err(&not_supported(why)).await;
         }

@@ -146,17 +146,12 @@ pub(super) fn sorted_under<S: RowSource>(
 ///   sorts a column, a TEXT result or an aggregate with PAD SPACE; the merge broke such
 ///   ties by the next key (seed 404 of tests/sharding_gen.rs: `ORDER BY LEFT(c2, 2), c1`);
 /// - a TEXT result of DISTINCT, written again in the ORDER BY after another key
-///   (`SELECT DISTINCT k, CONCAT(c, '') … ORDER BY k, CONCAT(c, '')`) and sent in another
-///   character set than its own: MariaDB 10.11 then keeps one row per value of the keys
-///   before it (12 rows where the same statement ordered by position gives 41; seed 505).
-///   Refused for any ORDER BY of such a column sent (`sent`: the parts' definitions) in
-///   another character set (the merge does not see how the ORDER BY names it).
-pub(super) fn no_pad_sort(
-    spec: &MergeSpec,
-    metas: &[ColumnMeta],
-    sent: &[Option<u16>],
-    computed: &[usize],
-) -> Option<String> {
+///   (`SELECT DISTINCT k, c COLLATE x … ORDER BY k, c COLLATE x`, even in c's own collation,
+///   or `CONCAT(c, '')` sent in another character set than its own): MariaDB 10.11 then
+///   keeps one row per value of the keys before it (12 rows where the same statement
+///   ordered by position gives 41; seeds 101, 505, 11). Refused for any ORDER BY of such a
+///   column (the merge sees neither how the ORDER BY names it nor which forms drop rows).
+pub(super) fn no_pad_sort(spec: &MergeSpec, metas: &[ColumnMeta], computed: &[usize]) -> Option<String> {
     use merge::types;
     let group = spec.group.as_ref();
     let sorted = spec.order_by.iter().map(|k| k.col).chain(
@@ -175,24 +170,13 @@ pub(super) fn no_pad_sort(
             && name.ends_with("_bin")
             && !multi_byte.iter().any(|p| name.starts_with(p))
     };
-    let charset = |id: u16| {
-        let name = merge::collation::collation_name(id);
-        name.split('_').next().unwrap_or_default().to_string()
-    };
-    let converted = |c: usize, m: &ColumnMeta| {
-        sent.get(c)
-            .copied()
-            .flatten()
-            .is_some_and(|s| charset(s) != charset(m.collation))
-    };
-    let distinct_text = |c: usize, m: &ColumnMeta| {
-        spec.distinct && (types::TINY_BLOB..=types::BLOB).contains(&m.column_type) && converted(c, m)
-    };
+    let distinct_text =
+        |m: &ColumnMeta| spec.distinct && (types::TINY_BLOB..=types::BLOB).contains(&m.column_type);
     let mut sorted = sorted.filter(|c| computed.contains(c) && !aggregate(*c));
     let (col, m) = sorted.find_map(|c| {
         metas
             .get(c)
-            .filter(|m| no_pad(m) || distinct_text(c, m))
+            .filter(|m| no_pad(m) || distinct_text(m))
             .map(|m| (c, m))
     })?;
     Some(if no_pad(m) {
