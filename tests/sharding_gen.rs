@@ -162,13 +162,14 @@ impl Pair {
         assert!(ok(&x) == ok(&y), "{sql}: sluice {x:?} / server {y:?}");
     }
 
-    /// Shrinks a wrong statement (drop parts while it stays wrong), then its rows
-    /// (delete halves, then smaller chunks, while it stays wrong; `rows` are
-    /// re-inserted when a deletion hides the failure), deleted and re-inserted on
-    /// `loader`, the default sessions that loaded them.
+    /// Shrinks a wrong statement (drop parts while it stays wrong in the way `first` says,
+    /// see [`same_symptom`]), then its rows (delete halves, then smaller chunks, while it
+    /// stays so; `rows` are re-inserted when a deletion hides the failure), deleted and
+    /// re-inserted on `loader`, the default sessions that loaded them.
     async fn shrink(
         &mut self,
         g: &Gen,
+        first: &str,
         found_rows: bool,
         rows: &mut Vec<(usize, String)>,
         shrink_rows: bool,
@@ -189,6 +190,9 @@ impl Pair {
                     pre: cur.pre.clone(),
                 };
                 if let (Verdict::Wrong(w), _) = self.check(&c, found_rows).await {
+                    if !same_symptom(first, &w) {
+                        continue;
+                    }
                     cur = c;
                     why = w;
                     continue 'outer;
@@ -214,7 +218,11 @@ impl Pair {
                         &format!("DELETE FROM @T@ WHERE id IN ({})", ids.join(", ")),
                     )
                     .await;
-                    if let (Verdict::Wrong(w), _) = self.check(&cur, found_rows).await {
+                    let still = match self.check(&cur, found_rows).await {
+                        (Verdict::Wrong(w), _) if same_symptom(first, &w) => Some(w),
+                        _ => None,
+                    };
+                    if let Some(w) = still {
                         why = w;
                         rows.drain(i..end);
                     } else {
@@ -231,6 +239,22 @@ impl Pair {
             }
         }
         (cur, why)
+    }
+}
+
+/// Whether a shrunk candidate's wrong answer (`why`) is still the one found (`first`): rows
+/// that differ stay rows that differ, column definitions stay column definitions (a
+/// statement wrong in its rows and its column flags would otherwise shrink to the flags
+/// alone and hide the rows); other differences (warnings, errors) shrink to any.
+fn same_symptom(first: &str, why: &str) -> bool {
+    let rows = |w: &str| w.contains(" rows vs ");
+    let defs = |w: &str| w.starts_with("column ") || w.contains("; column ");
+    if rows(first) {
+        rows(why)
+    } else if defs(first) {
+        defs(why)
+    } else {
+        true
     }
 }
 
@@ -375,7 +399,7 @@ async fn run(seed: u64, count: u64, budget: Duration) -> Tally {
                 Verdict::Refused(kind) => *tally.refusals.entry(kind).or_default() += 1,
                 Verdict::Wrong(why) => {
                     let (min, why_min) = pair
-                        .shrink(&g, found_rows, &mut kept, first_wrong, &mut loader)
+                        .shrink(&g, &why, found_rows, &mut kept, first_wrong, &mut loader)
                         .await;
                     let rows_note = if first_wrong {
                         format!(
