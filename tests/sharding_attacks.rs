@@ -393,8 +393,9 @@ async fn strings_longer_than_max_sort_length_are_exact_or_refused() {
 /// in the COUNT's column, and sluice took x's collation from the server's definition of
 /// the client's column there, the COUNT's (binary): `COUNT(DISTINCT UPPER(u))` over a
 /// utf8mb4_unicode_ci column counted 6 where the server counts 3 (`'A'` and `'A '`,
-/// `'SS'` and `'ß'` are one). `SELECT DISTINCT … ORDER BY … x COLLATE …`: MariaDB
-/// deduplicates by the other ORDER BY terms only, the merge did not. Through sluice each
+/// `'SS'` and `'ß'` are one). `SELECT DISTINCT … ORDER BY … x COLLATE …` (or a VARCHAR
+/// `CONCAT(b, 'x')`): MariaDB deduplicates by the other ORDER BY terms only, the merge
+/// did not. Through sluice each
 /// answer (text and binary) equals the server's or is refused.
 #[tokio::test]
 async fn computed_strings_compared_across_sub_tables_are_exact_or_refused() {
@@ -429,6 +430,7 @@ async fn computed_strings_compared_across_sub_tables_are_exact_or_refused() {
         // MariaDB's own rule (one row of seven); the alias form is plain DISTINCT.
         "SELECT DISTINCT id > 0, b COLLATE utf8mb4_general_ci FROM {t} ORDER BY id > 0, b COLLATE utf8mb4_general_ci",
         "SELECT DISTINCT id > 0 AS p, b COLLATE utf8mb4_general_ci AS x FROM {t} ORDER BY p, x",
+        "SELECT DISTINCT id > 0, CONCAT(b, 'x') FROM {t} ORDER BY id > 0, CONCAT(b, 'x')",
     ] {
         let (on_pr, on_ref) = (q.replace("{t}", "pr"), q.replace("{t}", "ref"));
         let answers = [

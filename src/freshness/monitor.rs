@@ -166,10 +166,6 @@ pub struct GroupMonitor {
     cascades: Mutex<Option<super::triggers::CascadeCache>>,
     history: Mutex<LagHistory>,
     warned_missing_table: AtomicBool,
-    /// Collation id of table columns, looked up once (sharded merges compare
-    /// strings under the column's collation; result metadata only carries
-    /// the connection's).
-    collations: Mutex<std::collections::HashMap<(String, String, String), Option<u16>>>,
     /// `freshness.auto_install`: AUTO_DETECT until the account's grants
     /// were read once, then AUTO_ON or AUTO_OFF.
     auto_install: AtomicU8,
@@ -263,7 +259,6 @@ impl GroupMonitor {
             cascades: Mutex::new(None),
             history: Mutex::new(LagHistory::default()),
             warned_missing_table: AtomicBool::new(false),
-            collations: Mutex::new(std::collections::HashMap::new()),
             auto_install: AtomicU8::new(match (cfg.mode, cfg.auto_install) {
                 (FreshnessMode::Off, _) | (_, Some(false)) => AUTO_OFF,
                 (_, Some(true)) => AUTO_ON,
@@ -537,13 +532,11 @@ impl GroupMonitor {
         }
     }
 
-    /// The collation id of column `schema.table.column` on the master
-    /// (cached; `None` when unknown or not a string column).
-    pub async fn column_collation(&self, schema: &str, table: &str, column: &str) -> Option<u16> {
-        let key = (schema.to_string(), table.to_string(), column.to_string());
-        if let Some(hit) = self.collations.lock().ok().and_then(|m| m.get(&key).copied()) {
-            return hit;
-        }
+    /// The collation id of column `schema.table.column` on the master: `Some(None)` when
+    /// it is not a string column, `None` when the server did not answer. Not cached here:
+    /// the shard rules keep it with the definitions they forget after DDL
+    /// (`ShardRules::column_collation`).
+    pub async fn column_collation(&self, schema: &str, table: &str, column: &str) -> Option<Option<u16>> {
         let fut = async {
             let mut conn = self.master.get_conn().await.ok()?;
             let id: Option<u16> = conn
@@ -557,17 +550,10 @@ impl GroupMonitor {
                 .ok()?;
             Some(id)
         };
-        let found = tokio::time::timeout(self.cfg.probe_timeout * 4, fut)
+        tokio::time::timeout(self.cfg.probe_timeout * 4, fut)
             .await
             .ok()
-            .flatten();
-        // Cache answers, not failures (a timeout may pass).
-        if let Some(id) = found {
-            if let Ok(mut m) = self.collations.lock() {
-                m.insert(key, id);
-            }
-        }
-        found.flatten()
+            .flatten()
     }
 
     /// Weighted random choice among replicas in rotation passing `ok`, keeping

@@ -251,7 +251,8 @@ fn numeric_prefix(s: &[u8]) -> f64 {
 /// Refuses (`MergeError::Unsupported`) the comparisons whose server semantics sluice does
 /// not reproduce: a DATE/DATETIME/TIMESTAMP or TIME column against a number or a string
 /// that is not in the canonical form (`'9999/12/31'`, `'99991231'`, `10000101`,
-/// `'100:00'` are read by the server's own rules), and a BIT column against anything.
+/// `'100:00'` are read by the server's own rules), a BIT column against anything, and a
+/// string read as a number (see [`reads_string_as_number`]).
 pub(super) fn check_exact(e: &Expr, metas: &[super::ColumnMeta]) -> Result<(), super::MergeError> {
     let unsupported = |why: &str| Err(super::MergeError::Unsupported(why.to_string()));
     match e {
@@ -259,7 +260,12 @@ pub(super) fn check_exact(e: &Expr, metas: &[super::ColumnMeta]) -> Result<(), s
             check_exact(a, metas)?;
             check_exact(b, metas)
         }
+        Expr::IsNull(a) if matches!(**a, Expr::Col(_) | Expr::Lit(_)) => Ok(()),
         Expr::Not(a) | Expr::IsNull(a) => check_exact(a, metas),
+        Expr::Cmp(a, _, b) if reads_string_as_number(a, b, metas) => unsupported(STRING_AS_NUMBER),
+        Expr::Col(_) | Expr::Lit(_) if reads_string_as_number(e, &Expr::Lit(Value::Int(0)), metas) => {
+            unsupported(STRING_AS_NUMBER)
+        }
         Expr::Cmp(a, _, b) => {
             // A FLOAT is compared by its stored value, of which a row's text shows a
             // rounded form (`1.23457` for 1.2345678): sluice cannot compare what it sees.
@@ -299,6 +305,55 @@ pub(super) fn check_exact(e: &Expr, metas: &[super::ColumnMeta]) -> Result<(), s
     }
 }
 
+const STRING_AS_NUMBER: &str = "a HAVING condition that reads a string column as a number (compared with a \
+     number, or as a truth value) is not supported across shards (the server warns for each string that is \
+     not a number, warnings a merged result cannot give)";
+
+/// Whether comparing `a` with `b` reads a string as a number: a string column against a
+/// number (column or literal), or a string literal that is not plainly a number against a
+/// numeric column. The server then warns `Truncated incorrect DOUBLE value` for each
+/// string that is not a number (seed 303: `HAVING MAX(c0) >= 5` on a VARBINARY `''`).
+fn reads_string_as_number(a: &Expr, b: &Expr, metas: &[super::ColumnMeta]) -> bool {
+    let kind = |e: &Expr| match e {
+        Expr::Col(c) => metas.get(*c).map(super::value::kind),
+        _ => None,
+    };
+    let numeric_col = |e: &Expr| matches!(kind(e), Some(Kind::Int | Kind::Decimal | Kind::Float));
+    let number = |e: &Expr| {
+        numeric_col(e)
+            || matches!(
+                e,
+                Expr::Lit(Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Double(_))
+            )
+    };
+    let string_col = |e: &Expr| matches!(kind(e), Some(Kind::Str(_)));
+    let unclean_literal = |e: &Expr| matches!(e, Expr::Lit(Value::Bytes(v)) if !plain_number(v));
+    [(a, b), (b, a)]
+        .iter()
+        .any(|(x, y)| (string_col(x) && number(y)) || (unclean_literal(x) && numeric_col(y)))
+}
+
+/// `[-+]digits[.digits][e[-+]digits]` and nothing else: a string the server reads as a
+/// number without a warning.
+fn plain_number(v: &[u8]) -> bool {
+    let v = v.strip_prefix(b"-").or_else(|| v.strip_prefix(b"+")).unwrap_or(v);
+    let (mantissa, exp) = match v.iter().position(|&c| c == b'e' || c == b'E') {
+        Some(p) => (&v[..p], Some(&v[p + 1..])),
+        None => (v, None),
+    };
+    let digits = |s: &[u8]| !s.is_empty() && s.iter().all(u8::is_ascii_digit);
+    let mantissa_ok = match mantissa.iter().position(|&c| c == b'.') {
+        Some(p) => {
+            let (i, f) = (&mantissa[..p], &mantissa[p + 1..]);
+            (digits(i) || i.is_empty()) && (digits(f) || f.is_empty()) && !(i.is_empty() && f.is_empty())
+        }
+        None => digits(mantissa),
+    };
+    let exp_ok =
+        exp.is_none_or(|e| digits(e.strip_prefix(b"-").or_else(|| e.strip_prefix(b"+")).unwrap_or(e)));
+    mantissa_ok && exp_ok
+}
+
 /// `YYYY-MM-DD`, optionally followed by ` hh:mm:ss` and a fraction.
 fn canonical_datetime(v: &[u8]) -> bool {
     let d = |i: usize| v.get(i).is_some_and(u8::is_ascii_digit);
@@ -330,6 +385,27 @@ mod tests {
     use super::super::testutil::row;
     use super::super::value::{kind, types, ColumnMeta};
     use super::*;
+
+    #[test]
+    fn strings_read_as_numbers_are_refused() {
+        let metas = [
+            ColumnMeta::new(types::LONGLONG, 0, 63, 0),
+            ColumnMeta::new(types::VAR_STRING, 0, 45, 0),
+        ];
+        let col = |c| Box::new(Expr::Col(c));
+        let lit = |v| Box::new(Expr::Lit(v));
+        let cmp = |a, b| Expr::Cmp(a, CmpOp::Ge, b);
+        let refused = |e: &Expr| check_exact(e, &metas).is_err();
+        assert!(refused(&cmp(col(1), lit(Value::Int(5)))));
+        assert!(refused(&cmp(lit(Value::Decimal("1.5".into())), col(1))));
+        assert!(refused(&cmp(col(1), col(0))));
+        assert!(refused(&cmp(col(0), lit(Value::Bytes(b"2x".to_vec())))));
+        assert!(refused(&Expr::Not(col(1))));
+        assert!(!refused(&cmp(col(0), lit(Value::Bytes(b"-2.5e3".to_vec())))));
+        assert!(!refused(&cmp(col(1), lit(Value::Bytes(b"abc".to_vec())))));
+        assert!(!refused(&Expr::IsNull(col(1))));
+        assert!(!plain_number(b"") && !plain_number(b".") && !plain_number(b" 1") && plain_number(b"1."));
+    }
 
     fn kinds() -> Vec<Kind> {
         [

@@ -185,10 +185,11 @@ impl ShardRules {
         self.columns.learn(db, table, columns);
     }
 
-    /// Forget every table's columns and every statement's learned result columns (after
-    /// DDL that may have changed a definition).
+    /// Forget every table's columns, every statement's learned result columns and every
+    /// column's collation (after DDL that may have changed a definition).
     pub fn forget_columns(&self) {
         self.columns.forget_all();
         self.descriptions.forget_all();
+        self.collations.forget_all();
     }
 }

@@ -44,6 +44,7 @@
 pub mod plan;
 pub mod rule;
 
+mod collations;
 mod columns;
 mod concat;
 mod ddl;

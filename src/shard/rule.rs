@@ -325,6 +325,8 @@ pub struct ShardRules {
     /// Result column definitions the server gave for original statements (learned at run
     /// time, shared by the clones of these rules).
     pub(super) descriptions: super::describe::DescriptionCache,
+    /// Collations of table columns (learned at run time, shared by the clones).
+    pub(super) collations: super::collations::CollationCache,
 }
 
 /// Default of `sharding.max_statement_size`. Planning with a tree holds the statement's
@@ -349,6 +351,7 @@ impl ShardRules {
             max_long_data_size: 0,
             columns: Default::default(),
             descriptions: Default::default(),
+            collations: Default::default(),
         };
         for mut rule in rules {
             rule.validate()?;

@@ -173,9 +173,6 @@ pub(super) fn plan_select(mut q: Query, ctx: &Ctx<'_>) -> Result<Option<Planned>
         None => key.route(select_mut(&mut q)?.selection.as_ref()),
     };
 
-    if shards.len() > 1 {
-        refuse_distinct_ordered_by_collate(&q, &table)?;
-    }
     // One shard holds every row the statement can see: it runs as the client wrote it.
     let (template, mut merge, wildcard_helpers) = if shards.len() == 1 {
         let sel = select_mut(&mut q)?;
@@ -269,26 +266,6 @@ fn refuse_compared_quotients(q: &Query, merge: &MergeSpec, table: &str) -> Resul
         return refuse(format!(
             "sluice: ordering, grouping or DISTINCT by a division (x / y) on sharded table {table} is not \
              supported across shards (the server compares the quotient with digits it does not send)"
-        ));
-    }
-    Ok(())
-}
-
-/// A SELECT DISTINCT ordered by a `… COLLATE …` term: MariaDB 10.11 answers it by its
-/// own rule, deduplicating by the other ORDER BY terms only (`SELECT DISTINCT id > 0, c
-/// COLLATE latin1_bin FROM t ORDER BY id > 0, c COLLATE latin1_bin` returns one of three
-/// distinct rows; with `ORDER BY` of an alias, all three), which a merge does not
-/// reproduce. Refused across sub-tables.
-fn refuse_distinct_ordered_by_collate(q: &Query, table: &str) -> Result<(), Refusal> {
-    let distinct = matches!(q.body.as_ref(), SetExpr::Select(s) if s.distinct.is_some());
-    let collate = super::shape::order_terms(&q.order_by)
-        .iter()
-        .any(|t| t.expr.to_string().to_ascii_uppercase().contains("COLLATE"));
-    if distinct && collate {
-        return refuse(format!(
-            "sluice: SELECT DISTINCT ordered by a COLLATE expression on sharded table {table} is not supported \
-             across shards (MariaDB deduplicates such a statement by its other ORDER BY terms only; order by \
-             the column's alias instead)"
         ));
     }
     Ok(())

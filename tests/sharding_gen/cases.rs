@@ -166,7 +166,7 @@ impl Runner {
     pub async fn case(&mut self, label: &str, sql: &str, proto: Proto, ordered: bool, d: Demands<'_>) {
         let t0 = Instant::now();
         let sub0 = format!("{}_0", self.s.t);
-        let o = self.s.differ(sql, &proto, ordered, false, Some(&sub0)).await;
+        let o = self.s.differ(sql, &proto, ordered, false, Some(&sub0), &[]).await;
         self.tally
             .slowest
             .push((t0.elapsed(), format!("[{}] {}", proto.name(), label)));
@@ -251,7 +251,7 @@ impl Runner {
                     ));
                 }
             }
-            Verdict::Spelling | Verdict::Wrong(_) => {
+            Verdict::Spelling | Verdict::Ties | Verdict::Wrong(_) => {
                 if !d.ci.is_empty() && ci_alike(&mut self.s.direct, &o, ordered, &d).await {
                     self.tally.spelling += 1;
                 } else {

@@ -59,6 +59,11 @@ pub enum Verdict {
     /// collation differs (a group's or MIN/MAX's representative: the server keeps
     /// whichever its scan meets first, which no merge can know).
     Spelling,
+    /// Only the order of items equal under their collation differs inside a
+    /// `GROUP_CONCAT(x ORDER BY x)` (the server's order of such ties is its sort's, not
+    /// the statement's): the items are the same, and each equals the server's item at its
+    /// place under x's collation (see [`OrderedConcat`]).
+    Ties,
     /// Only DOUBLE/FLOAT cells differ, and only past 12 significant digits: floating-point
     /// addition is not associative, and the server's own sum follows its scan order.
     Rounding,
@@ -77,7 +82,7 @@ impl Verdict {
         match self {
             Verdict::Wrong(_) => 5,
             Verdict::Refused(_) => 4,
-            Verdict::Spelling => 3,
+            Verdict::Spelling | Verdict::Ties => 3,
             Verdict::Rounding => 2,
             Verdict::SubTableDefs => 1,
             Verdict::Same => 0,
@@ -210,12 +215,14 @@ pub fn refusal_kind(msg: &str) -> String {
     out.chars().take(160).collect()
 }
 
-/// Case folded, Latin-1 accents dropped (`Å`, `ä` → `a`, as utf8mb4_general_ci compares)
-/// and trailing spaces (PAD SPACE) dropped: equal for the spellings a case-insensitive
-/// group or MIN/MAX may show. (Looser than latin1_swedish_ci, where `Ä` is a letter of its
-/// own; a group the server keeps apart shows up as another row count anyway.)
+/// Case folded, Latin-1 accents dropped (`Å`, `ä` → `a`, as utf8mb4_general_ci compares),
+/// the dotless and dotted I taken as `i` (utf8mb4_general_ci: `ı` = `İ` = `i`) and trailing
+/// spaces (PAD SPACE) dropped: equal for the spellings a case-insensitive group or MIN/MAX
+/// may show. (Looser than latin1_swedish_ci, where `Ä` is a letter of its own; a group the
+/// server keeps apart shows up as another row count anyway.)
 pub fn fold(s: &str) -> String {
     s.trim_end_matches(' ')
+        .replace(['ı', 'İ'], "i")
         .to_lowercase()
         .chars()
         .map(|c| match c {
@@ -413,7 +420,9 @@ impl Sides {
     /// judges the answers; when they agree and the server noted warnings, SHOW WARNINGS
     /// too; with `found_rows` (text only), `SELECT FOUND_ROWS()` after it as well. With
     /// `sub`, column definitions that differ from the reference's may equal the server's
-    /// own for the statement run directly on that sub-table instead.
+    /// own for the statement run directly on that sub-table instead. Rows that differ
+    /// only in the order of ties inside the ordered GROUP_CONCAT columns `concats` are
+    /// [`Verdict::Ties`].
     pub async fn differ(
         &mut self,
         sql: &str,
@@ -421,11 +430,18 @@ impl Sides {
         ordered: bool,
         found_rows: bool,
         sub: Option<&str>,
+        concats: &[OrderedConcat],
     ) -> Outcome {
         let (a, b) = (sql.replace("@T@", &self.t), sql.replace("@T@", &self.r));
         let got = run(&mut self.sl, &a, proto, &self.t).await;
         let want = run(&mut self.direct, &b, proto, &self.r).await;
         let mut verdict = judge(&got, &want, ordered);
+        if matches!(verdict, Verdict::Wrong(_))
+            && !concats.is_empty()
+            && self.only_ties(&got, &want, ordered, concats).await
+        {
+            verdict = Verdict::Ties;
+        }
         if let (Verdict::Wrong(_), Some(sub), Seen::Rows { .. }) = (&verdict, sub, &want) {
             if let Seen::Rows {
                 columns, prepared, ..
@@ -476,4 +492,271 @@ impl Sides {
         }
         Outcome { verdict, got, want }
     }
+}
+
+/// A select item `GROUP_CONCAT(e ORDER BY e SEPARATOR 's')` (as the grammar writes it):
+/// items equal under e's collation may come in any order (the server's is its sort's),
+/// items that differ under it must come in the server's order.
+#[derive(Debug, Clone)]
+pub struct OrderedConcat {
+    /// The item's result column.
+    pub col: usize,
+    /// `e`, naming the table `@T@` where it names it.
+    pub expr: String,
+    pub sep: Vec<u8>,
+}
+
+impl OrderedConcat {
+    /// The item `item` at result column `col`, when it has exactly that form.
+    pub fn parse(col: usize, item: &str) -> Option<OrderedConcat> {
+        let inner = item.strip_prefix("GROUP_CONCAT(")?.strip_suffix(')')?;
+        let (body, sep) = inner.rsplit_once(" SEPARATOR ")?;
+        let sep = sep.strip_prefix('\'')?.strip_suffix('\'')?;
+        let (expr, key) = body.split_once(" ORDER BY ")?;
+        let plain = |t: &str| !t.contains(['\'', '\\']) && !t.contains("DISTINCT");
+        (expr == key && plain(sep) && plain(expr)).then(|| OrderedConcat {
+            col,
+            expr: expr.to_string(),
+            sep: sep.as_bytes().to_vec(),
+        })
+    }
+}
+
+/// A row's cells as bytes (`None` for NULL), from its raw payload: text rows are
+/// length-encoded strings; binary rows a null bitmap and values by column type
+/// (`type=` and `flags=` of the rendered definitions).
+fn raw_cells(row: &[u8], columns: &[String], binary: bool) -> Option<Vec<Option<Vec<u8>>>> {
+    fn lenenc(b: &mut &[u8]) -> Option<usize> {
+        let (n, skip) = match *b.first()? {
+            x @ 0..=0xfa => (u64::from(x), 1),
+            0xfc => (u64::from(u16::from_le_bytes([*b.get(1)?, *b.get(2)?])), 3),
+            0xfd => (
+                u64::from_le_bytes([*b.get(1)?, *b.get(2)?, *b.get(3)?, 0, 0, 0, 0, 0]),
+                4,
+            ),
+            0xfe => (u64::from_le_bytes(b.get(1..9)?.try_into().ok()?), 9),
+            _ => return None,
+        };
+        *b = b.get(skip..)?;
+        usize::try_from(n).ok()
+    }
+    fn take(b: &mut &[u8], n: usize) -> Option<Vec<u8>> {
+        let v = b.get(..n)?.to_vec();
+        *b = &b[n..];
+        Some(v)
+    }
+    let mut b = row;
+    let mut out = Vec::with_capacity(columns.len());
+    if !binary {
+        for _ in columns {
+            if b.first() == Some(&0xfb) {
+                b = &b[1..];
+                out.push(None);
+            } else {
+                let n = lenenc(&mut b)?;
+                out.push(Some(take(&mut b, n)?));
+            }
+        }
+        return b.is_empty().then_some(out);
+    }
+    b = b.get(1..)?;
+    let bitmap = take(&mut b, (columns.len() + 9) / 8)?;
+    for (i, c) in columns.iter().enumerate() {
+        if bitmap[(i + 2) / 8] & (1 << ((i + 2) % 8)) != 0 {
+            out.push(None);
+            continue;
+        }
+        let ty: u8 = c.split("|type=").nth(1)?.split('|').next()?.parse().ok()?;
+        let n = match ty {
+            0x01 => 1,
+            0x02 | 0x0d => 2,
+            0x03 | 0x09 | 0x04 => 4,
+            0x08 | 0x05 => 8,
+            0x07 | 0x0a | 0x0b | 0x0c => {
+                let n = usize::from(*b.first()?);
+                b = &b[1..];
+                n
+            }
+            _ => lenenc(&mut b)?,
+        };
+        out.push(Some(take(&mut b, n)?));
+    }
+    b.is_empty().then_some(out)
+}
+
+/// How the server compares one ordered GROUP_CONCAT's items: the character set the
+/// client receives them in, and e's character set and collation.
+struct ItemCollation {
+    results: String,
+    charset: String,
+    collation: String,
+}
+
+impl Sides {
+    /// Whether sluice's rows (`got`) are the server's (`want`) but for the order of items
+    /// equal under their collation inside the columns of `concats`: every other cell
+    /// equal, each such cell the same items, each equal (asked of the server) to the
+    /// server's item at its place. Rows are paired in order when the statement fixes it,
+    /// each with an unpaired equal server row otherwise.
+    pub async fn only_ties(
+        &mut self,
+        got: &Seen,
+        want: &Seen,
+        ordered: bool,
+        concats: &[OrderedConcat],
+    ) -> bool {
+        let (
+            Seen::Rows {
+                columns: c1,
+                prepared: p1,
+                rows: r1,
+                warnings: w1,
+                ..
+            },
+            Seen::Rows {
+                columns: c2,
+                prepared: p2,
+                rows: r2,
+                warnings: w2,
+                ..
+            },
+        ) = (got, want)
+        else {
+            return false;
+        };
+        if c1 != c2 || p1 != p2 || w1 != w2 || r1.len() != r2.len() {
+            return false;
+        }
+        let binary = p1.is_some();
+        let decode = |rows: &[Vec<u8>]| -> Option<Vec<Vec<Option<Vec<u8>>>>> {
+            rows.iter().map(|r| raw_cells(r, c1, binary)).collect()
+        };
+        let (Some(a), Some(b)) = (decode(r1), decode(r2)) else {
+            return false;
+        };
+        let mut how = Vec::with_capacity(concats.len());
+        for c in concats {
+            match self.item_collation(c).await {
+                Some(h) => how.push(h),
+                None => return false,
+            }
+        }
+        let mut used = vec![false; b.len()];
+        for (i, x) in a.iter().enumerate() {
+            let mut paired = false;
+            for j in 0..b.len() {
+                if used[j] || (ordered && i != j) {
+                    continue;
+                }
+                if self.alike(x, &b[j], concats, &how).await {
+                    used[j] = true;
+                    paired = true;
+                    break;
+                }
+            }
+            if !paired {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// `SELECT CHARSET(e), COLLATION(e)` on the reference table, and the session's
+    /// `character_set_results` (e's own character set when NULL or binary).
+    async fn item_collation(&mut self, c: &OrderedConcat) -> Option<ItemCollation> {
+        let e = c.expr.replace("@T@", &self.r);
+        let sql = format!(
+            "SELECT CHARSET({e}), COLLATION({e}), @@character_set_results FROM {} LIMIT 1",
+            self.r
+        );
+        let row = rendered(&mut self.direct, &sql).await.into_iter().next()?;
+        let [charset, collation, results] = <[String; 3]>::try_from(row).ok()?;
+        let results = if results == "NULL" || results == "binary" {
+            charset.clone()
+        } else {
+            results
+        };
+        Some(ItemCollation {
+            results,
+            charset,
+            collation,
+        })
+    }
+
+    /// Two rows alike but for the order of ties in the `concats` columns.
+    async fn alike(
+        &mut self,
+        x: &[Option<Vec<u8>>],
+        y: &[Option<Vec<u8>>],
+        concats: &[OrderedConcat],
+        how: &[ItemCollation],
+    ) -> bool {
+        if x.len() != y.len() {
+            return false;
+        }
+        for (i, (p, q)) in x.iter().zip(y).enumerate() {
+            if p == q {
+                continue;
+            }
+            let Some(k) = concats.iter().position(|c| c.col == i) else {
+                return false;
+            };
+            let (Some(p), Some(q)) = (p, q) else {
+                return false;
+            };
+            let split = |v: &[u8]| -> Vec<Vec<u8>> { split_bytes(v, &concats[k].sep) };
+            let (ps, qs) = (split(p), split(q));
+            let (mut sp, mut sq) = (ps.clone(), qs.clone());
+            sp.sort();
+            sq.sort();
+            if sp != sq {
+                return false;
+            }
+            for (u, v) in ps.iter().zip(&qs) {
+                if u != v && !self.equal_under(&how[k], u, v).await {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// Whether the server takes two items (bytes as the client received them) as equal
+    /// under their collation.
+    async fn equal_under(&mut self, h: &ItemCollation, a: &[u8], b: &[u8]) -> bool {
+        if h.collation == "binary" {
+            return false;
+        }
+        let conv = |v: &[u8]| {
+            format!(
+                "CONVERT(CONVERT(X'{}' USING {}) USING {})",
+                crate::common::wire::hex(v),
+                h.results,
+                h.charset
+            )
+        };
+        let sql = format!("SELECT {} COLLATE {} = {}", conv(a), h.collation, conv(b));
+        rendered(&mut self.direct, &sql).await == [["1"]]
+    }
+}
+
+/// `v` split at every `sep` (empty `sep`: no split).
+fn split_bytes(v: &[u8], sep: &[u8]) -> Vec<Vec<u8>> {
+    if sep.is_empty() {
+        return vec![v.to_vec()];
+    }
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while i + sep.len() <= v.len() {
+        if &v[i..i + sep.len()] == sep {
+            out.push(v[start..i].to_vec());
+            i += sep.len();
+            start = i;
+        } else {
+            i += 1;
+        }
+    }
+    out.push(v[start..].to_vec());
+    out
 }

@@ -52,6 +52,7 @@ fn starts_ddl(text: &str) -> bool {
 /// bounds one), so their number is bounded too.
 static LARGE_PLANS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
 
+mod described;
 mod groups;
 mod insert_id;
 mod io;

@@ -21,13 +21,13 @@ use bytes::{Bytes, BytesMut};
 
 use crate::backend::Pooled;
 use crate::merge::{self, MergeError, Merger, RowSource};
-use crate::protocol::consts::{CapabilityFlags, COM_QUERY, COM_STMT_PREPARE};
+use crate::protocol::consts::CapabilityFlags;
 use crate::protocol::packets::{eof_packet, put_lenenc, ErrPacket};
 use crate::shard::Part;
 
 use super::io::{
-    binary_metas, drain_rows, execute_part, execute_prepared, lost, not_supported, part_error,
-    plant_cut_warnings, read_head, read_rows_warned, BufferedSource, Head, PartLog, ShardSource,
+    binary_metas, execute_part, lost, not_supported, part_error, plant_cut_warnings, read_head,
+    read_rows_warned, BufferedSource, Head, PartLog, ShardSource,
 };
 use super::sort_length::{self, Asked};
 use super::{Closed, Conn, Session};
@@ -193,130 +193,14 @@ impl Session {
             .await
     }
 
-    /// The server's own result column definitions for the client's statement, when the
-    /// merge's would not be sure to equal them: a merge of groups, aggregates, DISTINCT
-    /// or UNION, whose parts the server runs (and describes) otherwise than the original
-    /// statement (the shards group by a DISTINCT argument, read AVG as SUM and COUNT,
-    /// group through a temporary table where the original does not, or the reverse).
-    /// Learned by running the original statement (the client's text, the sharded table
-    /// named by sub-table 0, as text or as a prepared statement with the client's
-    /// parameters) on sub-table 0 and reading its column definitions (its rows are read
-    /// and dropped): a PREPARE answer would not do, since the server decides there
-    /// before planning (a GROUP BY key announced with its index flags at PREPARE comes
-    /// back without them at EXECUTE when the server groups through a temporary table).
-    /// Cached per (database, text, context): a repeated statement pays nothing.
-    /// `None` (the merge's own definitions then, with the logical table's name) when not
-    /// needed, not safe to run again (`Original::rerunnable`), or when it failed.
-    async fn described(
-        &mut self,
-        merge: &merge::MergeSpec,
-        format: RowFormat,
-        params: &[RawParam],
-        original: Original<'_>,
-    ) -> Option<Arc<[Bytes]>> {
-        let needed = merge.group.is_some()
-            || merge.distinct
-            || crate::shard::has_union(original.sql)
-            || crate::shard::has_join(original.sql);
-        if !needed || !original.rerunnable {
-            return None;
-        }
-        let ctx = self.description_context(format, params);
-        // A repeated statement: one hash and one atomic load, nothing allocated.
-        if let Some(d) = (self.rt.shard_rules).described_columns(self.state.db(), original.sql, ctx) {
-            return Some(d);
-        }
-        let db = self.state.db().map(str::to_owned);
-        let rt = self.rt.clone();
-        let rules = &rt.shard_rules;
-        let d = crate::shard::describe(original.sql, db.as_deref(), rules)?;
-        let binary = (format == RowFormat::Binary).then_some(params);
-        let columns = if self.in_transaction()
-            || self.state.pins().reason().is_some()
-            || self.state.ro_tx().is_some()
-        {
-            // The session's own connection of that group (what the parts use).
-            let r = match self.group_master(d.group).await {
-                Ok(conn) => run_for_columns(conn, &d.sql, binary).await,
-                Err(_) => None,
-            };
-            self.drop_broken(d.group);
-            r
-        } else {
-            let route = self.route_part(d.group).await.ok()?;
-            let (mut conn, _) = self.scatter_conn(d.group, route).await.ok()?;
-            run_for_columns(&mut conn, &d.sql, binary).await
-        }?;
-        let columns: Arc<[Bytes]> = columns
-            .into_iter()
-            .map(|c| crate::shard::logical_names(&c, rules).map_or(c, Bytes::from))
-            .collect();
-        rules.learn_description(db.as_deref(), original.sql, ctx, columns.clone());
-        Some(columns)
-    }
-
-    /// The server's own collation of every result column of the client's statement: its
-    /// column definitions under `character_set_results = NULL` (which then carry each
-    /// column's collation, not the connection's), learned as `described` learns the
-    /// definitions (the original statement on sub-table 0, cached per text and context).
-    /// `None` when the statement may not run again or the server did not answer.
-    async fn result_collations(&mut self, ctx: MergeCtx<'_>) -> Option<Arc<[Bytes]>> {
-        if !ctx.original.rerunnable {
-            return None;
-        }
-        // A cache key apart from the definitions `described` keeps for the same text.
-        const SALT: u64 = 0x636f_6c6c_6174_696f;
-        let key = self.description_context(ctx.format, ctx.params) ^ SALT;
-        let rt = self.rt.clone();
-        let rules = &rt.shard_rules;
-        let db = self.state.db().map(str::to_owned);
-        if let Some(d) = rules.described_columns(db.as_deref(), ctx.original.sql, key) {
-            return Some(d);
-        }
-        let d = crate::shard::describe(ctx.original.sql, db.as_deref(), rules)?;
-        let sql = format!("SET STATEMENT character_set_results = NULL FOR {}", d.sql);
-        let binary = (ctx.format == RowFormat::Binary).then_some(ctx.params);
-        // Always a connection of its own, never the session's, and not pooled again: the
-        // server restores `character_set_results` after SET STATEMENT as the character
-        // set's default collation (utf8mb4_general_ci after SET NAMES utf8mb4 COLLATE
-        // utf8mb4_bin), so the connection would announce another collation number
-        // afterwards. Column types do not depend on a transaction's rows.
-        let route = self.route_part(d.group).await.ok()?;
-        let (mut conn, _) = self.scatter_conn(d.group, route).await.ok()?;
-        let columns = run_for_columns(&mut conn, &sql, binary).await;
-        conn.broken = true;
-        let columns = columns?;
-        let columns: Arc<[Bytes]> = columns.into();
-        rules.learn_description(db.as_deref(), ctx.original.sql, key, columns.clone());
-        Some(columns)
-    }
-
-    /// What, besides the text and the database, the server's column definitions of a
-    /// statement follow: the session's replayed SETs (character sets, sql_mode), the
-    /// collation and capabilities it connected with (character set numbers, extended
-    /// metadata), the protocol, and a prepared statement's parameter types.
-    /// The protocol on its own, parameters or not: the server describes the same
-    /// statement otherwise at a prepared statement's EXECUTE than as text (a grouped or
-    /// DISTINCT `x COLLATE …` column carries GROUP_FLAG, 0x8000, in the binary protocol
-    /// only), so one protocol's definitions must never answer the other's.
-    fn description_context(&self, format: RowFormat, params: &[RawParam]) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        self.state.sets().hash(&mut h);
-        (self.key.caps, self.key.collation, self.key.mariadb_ext).hash(&mut h);
-        format.hash(&mut h);
-        if format == RowFormat::Binary {
-            for p in params {
-                (p.ty, p.null).hash(&mut h);
-            }
-        }
-        h.finish()
-    }
-
     /// A connection for one part of a scatter read on `group`, where the
     /// gate routed it (`route_parts`), in sync with the session. Also
     /// returns the backend's label.
-    async fn scatter_conn(&mut self, group: usize, route: Route) -> Result<(Pooled, String), ErrPacket> {
+    pub(super) async fn scatter_conn(
+        &mut self,
+        group: usize,
+        route: Route,
+    ) -> Result<(Pooled, String), ErrPacket> {
         let conn = route.conn;
         let g = &self.rt.topology.groups[group];
         let pool = match conn {
@@ -432,6 +316,8 @@ impl Session {
             Err(r) => return self.send_err(&not_supported(r.0)).await,
         };
         let monitor = self.rt.monitors[origin].clone();
+        let rt = self.rt.clone();
+        let rules = &rt.shard_rules;
         let mut metas = Vec::with_capacity(defs.len());
         let mut collation_known = Vec::with_capacity(defs.len());
         for d in &defs {
@@ -444,7 +330,11 @@ impl Session {
             if merge::is_text(&m) {
                 if let Some((schema, table, column)) = merge::column_origin(d) {
                     if !table.is_empty() && !column.is_empty() {
-                        if let Some(id) = monitor.column_collation(&schema, &table, &column).await {
+                        let read = monitor.column_collation(&schema, &table, &column);
+                        if let Some(id) = rules
+                            .column_collation(origin, (&schema, &table, &column), read)
+                            .await
+                        {
                             m.collation = id;
                             known = true;
                         }
@@ -459,7 +349,11 @@ impl Session {
         let tagged = spec.group.as_ref().and_then(|g| g.tagged.as_deref());
         for h in tagged.iter().flat_map(|t| &t.collation_of) {
             if let Some(m) = metas.get_mut(h.col).filter(|m| merge::is_text(m)) {
-                match monitor.column_collation(&h.schema, &h.table, &h.column).await {
+                let read = monitor.column_collation(&h.schema, &h.table, &h.column);
+                match rules
+                    .column_collation(origin, (&h.schema, &h.table, &h.column), read)
+                    .await
+                {
                     Some(id) => {
                         m.collation = id;
                         if let Some(k) = collation_known.get_mut(h.col) {
@@ -479,7 +373,8 @@ impl Session {
         }
         // Compared strings computed by expressions (`LOWER(u)`, `CONCAT(l, '')`, MIN/MAX,
         // UNION columns): their collation is the server's, learned from its own column
-        // definitions of the statement (see `result_collations`); refused without it.
+        // definitions of the statement (see `result_collations`); refused without it or
+        // when that column is no string (a part's COUNT(DISTINCT x) holds x, not the count).
         // GROUP_CONCAT results too: their own character set decides where the server
         // cuts them (`merge::cut_columns`).
         let mut unknown: Vec<usize> = merge::compared_columns(&spec)
@@ -490,11 +385,8 @@ impl Session {
         unknown.sort_unstable();
         unknown.dedup();
         if !unknown.is_empty() {
-            let real = self.result_collations(ctx).await;
-            for c in unknown {
-                // Only a string's: where the shards send another value than the client's
-                // column (x in place of COUNT(DISTINCT x)), the client's column says
-                // nothing of x.
+            let real = self.result_collations(ctx.format, ctx.params, ctx.original).await;
+            for &c in &unknown {
                 let id = real
                     .as_ref()
                     .and_then(|r| r.get(c))
@@ -518,7 +410,9 @@ impl Session {
         }
         // What sluice would compare otherwise than the server: refused.
         let named = sort_length::set_by_statement(ctx.original.sql);
-        if let Some(why) = merge::inexact_comparison(&spec, &metas, named) {
+        if let Some(why) = merge::inexact_comparison(&spec, &metas, named)
+            .or_else(|| sort_length::no_pad_sort(&spec, &metas, &unknown))
+        {
             return self.send_err(&not_supported(why)).await;
         }
         if let Some(why) = merge::inexact_avg(&spec, self.state.sets_name(b"div_precision_increment")) {
@@ -766,30 +660,4 @@ fn merge_error_packet(e: MergeError) -> ErrPacket {
         MergeError::Unsupported(why) => not_supported(format!("sluice: {why}")),
         other => lost(&other.to_string()),
     }
-}
-
-/// Run `sql` (the original statement on sub-table 0) on `conn`, as text, or with
-/// `binary` parameters as a prepared statement (prepare, execute, close): its result's
-/// column definitions, its rows read and dropped. `None` when the server refused it or
-/// the connection failed (a failure leaves the connection marked broken).
-async fn run_for_columns(
-    conn: &mut crate::backend::BackendConn,
-    sql: &str,
-    binary: Option<&[RawParam]>,
-) -> Option<Vec<Bytes>> {
-    let cmd = if binary.is_some() {
-        COM_STMT_PREPARE
-    } else {
-        COM_QUERY
-    };
-    conn.send_command(cmd, sql.as_bytes()).await.ok()?;
-    if let Some(params) = binary {
-        let bound: Vec<&RawParam> = params.iter().collect();
-        execute_prepared(conn, Some(&bound)).await.ok()?;
-    }
-    let Ok(Head::Columns(defs)) = read_head(conn).await else {
-        return None;
-    };
-    drain_rows(conn).await.ok()?;
-    Some(defs)
 }
