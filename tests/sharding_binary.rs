@@ -157,8 +157,10 @@ async fn collate_columns_of_merged_groups_are_described_per_protocol() {
         "SELECT c3 COLLATE utf8mb4_general_ci, COUNT(*) FROM {t} GROUP BY c3 COLLATE utf8mb4_general_ci \
          ORDER BY c3 COLLATE utf8mb4_general_ci",
         "SELECT DISTINCT c0 COLLATE utf8mb4_bin FROM {t}",
-        "SELECT DISTINCT CHAR_LENGTH(c1), c1 COLLATE latin1_swedish_ci FROM {t} \
-         ORDER BY CHAR_LENGTH(c1) DESC, c1 COLLATE latin1_swedish_ci ASC LIMIT 2",
+        // Ordered by aliases: the expressions written again are refused (the server
+        // drops DISTINCT rows then, see docs/sharding.md).
+        "SELECT DISTINCT CHAR_LENGTH(c1) AS n, c1 COLLATE latin1_swedish_ci AS c FROM {t} \
+         ORDER BY n DESC, c ASC LIMIT 2",
     ];
     let mut wrong = Vec::new();
     for settings in ["SET NAMES utf8mb4", "SET NAMES utf8mb4 COLLATE utf8mb4_bin"] {

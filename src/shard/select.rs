@@ -173,6 +173,9 @@ pub(super) fn plan_select(mut q: Query, ctx: &Ctx<'_>) -> Result<Option<Planned>
         None => key.route(select_mut(&mut q)?.selection.as_ref()),
     };
 
+    if shards.len() > 1 {
+        refuse_distinct_ordered_by_expression(&q, &table)?;
+    }
     // One shard holds every row the statement can see: it runs as the client wrote it.
     let (template, mut merge, wildcard_helpers) = if shards.len() == 1 {
         let sel = select_mut(&mut q)?;
@@ -266,6 +269,34 @@ fn refuse_compared_quotients(q: &Query, merge: &MergeSpec, table: &str) -> Resul
         return refuse(format!(
             "sluice: ordering, grouping or DISTINCT by a division (x / y) on sharded table {table} is not \
              supported across shards (the server compares the quotient with digits it does not send)"
+        ));
+    }
+    Ok(())
+}
+
+/// A SELECT DISTINCT whose ORDER BY writes an expression again after another term
+/// (`SELECT DISTINCT k, CONCAT(c, 'x') … ORDER BY k, CONCAT(c, 'x')`, `c COLLATE …`,
+/// `REPLACE(c, …)`, `CONCAT(c, '')` of another character set, TEXT or VARCHAR): MariaDB
+/// 10.11 then keeps one row per value of the terms before it (`SELECT DISTINCT id > 0,
+/// c COLLATE latin1_bin … ORDER BY id > 0, c COLLATE latin1_bin` returns one row of
+/// several distinct ones; ordered by aliases or positions, all of them), which a merge
+/// does not reproduce. Which expressions do it is the server's affair (`UPPER(c)` and
+/// `LEFT(c, 2)` did not): every expression after the first term is refused across
+/// sub-tables.
+fn refuse_distinct_ordered_by_expression(q: &Query, table: &str) -> Result<(), Refusal> {
+    let distinct = matches!(q.body.as_ref(), SetExpr::Select(s) if s.distinct.is_some());
+    let terms = super::shape::order_terms(&q.order_by);
+    let named = |e: &Expr| {
+        matches!(
+            e,
+            Expr::Identifier(_) | Expr::CompoundIdentifier(_) | Expr::Value(_)
+        )
+    };
+    if distinct && terms.iter().skip(1).any(|t| !named(&t.expr)) {
+        return refuse(format!(
+            "sluice: SELECT DISTINCT ordered by an expression after another ORDER BY term on sharded table \
+             {table} is not supported across shards (MariaDB keeps one row per value of the terms before \
+             such an expression; order by the column's alias or position instead)"
         ));
     }
     Ok(())

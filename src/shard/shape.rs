@@ -115,7 +115,7 @@ pub(super) fn is_null(e: &Expr) -> bool {
     matches!(e, Expr::Value(v) if matches!(v.value, Value::Null))
 }
 
-fn order_terms(ob: &Option<OrderBy>) -> Vec<sqlparser::ast::OrderByExpr> {
+pub(super) fn order_terms(ob: &Option<OrderBy>) -> Vec<sqlparser::ast::OrderByExpr> {
     match ob {
         Some(OrderBy {
             kind: OrderByKind::Expressions(v),

@@ -135,19 +135,14 @@ pub(super) fn sorted_under<S: RowSource>(
 }
 
 /// Orders of computed strings (`computed`: the columns whose collation the server's
-/// description gave) that the server does not give as the merge would, refused:
+/// description gave) that the server does not give as the merge would, refused (a
+/// DISTINCT ordered by an expression is refused by the planner, see
+/// `crate::shard::select`):
 /// - a VARCHAR under an 8-bit `_bin` collation (`LEFT(c, 2)`, `CONCAT(c, '')`, `LOWER(c)`,
 ///   even `c COLLATE latin1_bin`, under latin1_bin) is sorted by its bytes without PAD
 ///   SPACE (`'a'` before `'a '`), where the server compares it (GROUP BY, DISTINCT) and
 ///   sorts a column, a TEXT result or an aggregate with PAD SPACE; the merge broke such
 ///   ties by the next key (seed 404 of tests/sharding_gen.rs: `ORDER BY LEFT(c2, 2), c1`);
-/// - a computed string of DISTINCT, written again in the ORDER BY after another key
-///   (`SELECT DISTINCT k, c COLLATE x … ORDER BY k, c COLLATE x`, even in c's own collation,
-///   `CONCAT(c, 'x')`, `REPLACE(c, …)`, `CONCAT(c, '')` sent in another character set than
-///   its own; TEXT and VARCHAR alike, not `UPPER(c)` or `LEFT(c, 2)`): MariaDB 10.11 then
-///   keeps one row per value of the keys before it (12 rows where the same statement
-///   ordered by position gives 41; seeds 101, 505, 11). Refused for any ORDER BY of such a
-///   column (the merge sees neither how the ORDER BY names it nor which forms drop rows).
 pub(super) fn no_pad_sort(spec: &MergeSpec, metas: &[ColumnMeta], computed: &[usize]) -> Option<String> {
     use merge::types;
     let group = spec.group.as_ref();
@@ -167,26 +162,13 @@ pub(super) fn no_pad_sort(spec: &MergeSpec, metas: &[ColumnMeta], computed: &[us
             && name.ends_with("_bin")
             && !multi_byte.iter().any(|p| name.starts_with(p))
     };
-    let distinct_text = |m: &ColumnMeta| spec.distinct && merge::is_string(m);
-    let mut sorted = sorted.filter(|c| computed.contains(c) && !aggregate(*c));
-    let (col, m) = sorted.find_map(|c| {
-        metas
-            .get(c)
-            .filter(|m| no_pad(m) || distinct_text(m))
-            .map(|m| (c, m))
-    })?;
-    Some(if no_pad(m) {
-        format!(
-            "sluice: ordering by the computed string column {} across shards is not supported: the server \
-             sorts such a value of an 8-bit _bin collation without PAD SPACE ('a' before 'a '), which it \
-             compares with it elsewhere",
-            col + 1
-        )
-    } else {
-        format!(
-            "sluice: DISTINCT ordered by the computed string column {} is not supported on sharded tables (the \
-             server drops rows of such a statement when the ORDER BY repeats the expression after another key)",
-            col + 1
-        )
-    })
+    let col = sorted
+        .filter(|c| computed.contains(c) && !aggregate(*c))
+        .find(|&c| metas.get(c).is_some_and(no_pad))?;
+    Some(format!(
+        "sluice: ordering by the computed string column {} across shards is not supported: the server \
+         sorts such a value of an 8-bit _bin collation without PAD SPACE ('a' before 'a '), which it \
+         compares with it elsewhere",
+        col + 1
+    ))
 }
