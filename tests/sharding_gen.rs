@@ -305,6 +305,7 @@ async fn run(seed: u64, count: u64, budget: Duration) -> Tally {
             direct,
             t: String::new(),
             r: String::new(),
+            latin1: false,
         },
         settings: Vec::new(),
         short_sort: false,
@@ -337,6 +338,7 @@ async fn run(seed: u64, count: u64, budget: Duration) -> Tally {
         // the default settings: the session's `SET NAMES latin1` would store the same
         // literals otherwise ('ß' double-encoded) and later statements would read other data.
         pair.settings.clear();
+        pair.s.latin1 = false;
         pair.short_sort = false;
         pair.select_limit = false;
         let data = rows(&mut rng, &schema, ROWS);
@@ -371,6 +373,9 @@ async fn run(seed: u64, count: u64, budget: Duration) -> Tally {
                 if ok(&b) {
                     if set.contains("max_sort_length") {
                         pair.short_sort = !set.contains("DEFAULT");
+                    }
+                    if set.starts_with("SET NAMES") {
+                        pair.s.latin1 = set == "SET NAMES latin1";
                     }
                     if set.contains("sql_select_limit") {
                         pair.select_limit = !set.contains("DEFAULT");
@@ -486,6 +491,7 @@ async fn oracle_accepts_only_ties_in_an_ordered_group_concat() {
         direct: login().await,
         t: "r".into(),
         r: "r".into(),
+        latin1: false,
     };
     must(
         &mut sides.direct,
@@ -567,6 +573,7 @@ async fn cases_the_generator_found_answer_exactly_or_refuse() {
         direct: wire::driver_login(&cluster.master.addr(), SLUICE_USER, SLUICE_PASSWORD, &db, timeout).await,
         t: "t".into(),
         r: "r".into(),
+        latin1: false,
     };
     for (w, name) in [(&mut sides.sl, "t"), (&mut sides.direct, "r")] {
         must(

@@ -153,6 +153,7 @@ impl Runner {
                 direct: wire::driver_login(master, SLUICE_USER, SLUICE_PASSWORD, db, timeout).await,
                 t: t.into(),
                 r: r.into(),
+                latin1: false,
             },
             addr: addr.into(),
             db: db.into(),
