@@ -214,6 +214,34 @@ pub fn has_limit(sql: &str) -> bool {
     has_word(sql, b"limit")
 }
 
+/// Whether `sql` may aggregate without GROUP BY (an aggregate's name and no word
+/// `GROUP`): a one-part plan's merge does not see it, and after it the server's
+/// FOUND_ROWS() is 1 or, when its optimizer finds the WHERE impossible, the count of the
+/// statement before. A false positive only leaves FOUND_ROWS() unanswered.
+pub fn may_aggregate_without_group_by(sql: &str) -> bool {
+    const AGGREGATES: [&[u8]; 18] = [
+        b"count",
+        b"sum",
+        b"min",
+        b"max",
+        b"avg",
+        b"group_concat",
+        b"bit_and",
+        b"bit_or",
+        b"bit_xor",
+        b"std",
+        b"stddev",
+        b"stddev_pop",
+        b"stddev_samp",
+        b"variance",
+        b"var_pop",
+        b"var_samp",
+        b"json_arrayagg",
+        b"json_objectagg",
+    ];
+    !has_word(sql, b"group") && AGGREGATES.iter().any(|w| has_word(sql, w))
+}
+
 fn has_word(sql: &str, word: &[u8]) -> bool {
     let b = sql.as_bytes();
     let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80;

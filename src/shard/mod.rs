@@ -72,7 +72,10 @@ mod walk;
 use crate::merge as spec;
 
 pub use columns::{columns_needed, columns_query, wants_columns, NeedColumns};
-pub use describe::{describe, has_join, has_limit, has_union, logical_names, plan_dependent_join, Describe};
+pub use describe::{
+    describe, has_join, has_limit, has_union, logical_names, may_aggregate_without_group_by,
+    plan_dependent_join, Describe,
+};
 pub use params::{needs_charset, Charset, ParamValue, Temporal};
 pub use plan::{
     bind_merge, mentions_statement_time, plan, plan_prepared, Part, PartSettings, PartSql, Refusal, ShardPlan,

@@ -588,7 +588,8 @@ impl Session {
 /// UNION's rows before that limit).
 impl Session {
     fn found_rows_known(&self, parts: usize, sql: &str, merge: &merge::MergeSpec) -> bool {
-        let one_group = merge.group.as_ref().is_some_and(|g| g.keys.is_empty());
+        let one_group = merge.group.as_ref().is_some_and(|g| g.keys.is_empty())
+            || (parts < 2 && crate::shard::may_aggregate_without_group_by(sql));
         let union = crate::shard::has_union(sql);
         if one_group || (union && self.may_limit_selects()) {
             return false;
