@@ -5,37 +5,17 @@
 //! sent to the server directly. A collation kept across `ALTER TABLE … MODIFY c … COLLATE`
 //! (or a table dropped and created again) ordered the rows under the old one.
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::rule::ShardRules;
 
 /// How long a column's collation is trusted (DDL outside sluice), as descriptions are.
 pub const COLLATION_TTL: Duration = super::describe::DESCRIPTION_TTL;
 
-/// `(group, schema, table, column)`.
-type Key = (usize, String, String, String);
-/// The collation id of each column asked (`None`: not a string column), and when read.
-type ByColumn = HashMap<Key, (Option<u16>, Instant)>;
-
-/// [`ByColumn`], shared by the clones of one rule set.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct CollationCache(Arc<Mutex<ByColumn>>);
-
-/// The cache is not configuration (as for the column cache).
-impl PartialEq for CollationCache {
-    fn eq(&self, _: &CollationCache) -> bool {
-        true
-    }
-}
-
-impl CollationCache {
-    pub(crate) fn forget_all(&self) {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).clear();
-    }
-}
+/// The collation id of each column asked (`None`: not a string column), by `(group,
+/// schema, table, column)`.
+pub(crate) type CollationCache = super::learned::Learned<(usize, String, String, String), Option<u16>>;
 
 impl ShardRules {
     /// The collation id of `schema.table.column` on group `group`: cached, or read by
@@ -48,18 +28,11 @@ impl ShardRules {
         read: impl Future<Output = Option<Option<u16>>>,
     ) -> Option<u16> {
         let key = (group, schema.to_owned(), table.to_owned(), column.to_owned());
-        let cached = {
-            let map = self.collations.0.lock().unwrap_or_else(|p| p.into_inner());
-            map.get(&key)
-                .filter(|(_, at)| at.elapsed() < COLLATION_TTL)
-                .map(|(id, _)| *id)
-        };
-        if let Some(id) = cached {
+        if let Some(id) = self.collations.get(&key, COLLATION_TTL) {
             return id;
         }
         let found = read.await?;
-        let mut map = self.collations.0.lock().unwrap_or_else(|p| p.into_inner());
-        map.insert(key, (found, Instant::now()));
+        self.collations.learn(key, found);
         found
     }
 }

@@ -13,9 +13,8 @@
 //! One lock, taken only to plan an INSERT without a column list and after DDL: never on the
 //! path of other statements.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use sqlparser::ast::{SetExpr, Statement, TableObject};
 
@@ -33,9 +32,8 @@ pub fn wants_columns(r: &Refusal) -> bool {
     r.0.starts_with(WANTS_COLUMNS)
 }
 
-/// Visible columns of each logical table `(db, table)`, in definition order, and when
-/// they were read.
-type ByTable = HashMap<(String, String), (Arc<[String]>, Instant)>;
+/// Visible columns of each logical table `(db, table)`, in definition order.
+pub(crate) type ColumnCache = super::learned::Learned<(String, String), Arc<[String]>>;
 
 /// How long a table's column order is trusted. DDL through sluice empties the cache; DDL
 /// sent to the server directly (a reorder by `ALTER TABLE … MODIFY c … AFTER d`, an
@@ -44,39 +42,6 @@ type ByTable = HashMap<(String, String), (Arc<[String]>, Instant)>;
 /// again after a second (one query on the master per INSERT without a column list at most
 /// every second and table; a dump's extended INSERTs take longer than that each).
 pub const COLUMN_ORDER_TTL: Duration = Duration::from_secs(1);
-
-/// [`ByTable`], shared by the clones of one rule set.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct ColumnCache(Arc<Mutex<ByTable>>);
-
-/// The cache is not configuration: two rule sets with the same rules are equal whatever
-/// they have learned.
-impl PartialEq for ColumnCache {
-    fn eq(&self, _: &ColumnCache) -> bool {
-        true
-    }
-}
-
-impl ColumnCache {
-    pub(crate) fn get(&self, db: &str, table: &str) -> Option<Arc<[String]>> {
-        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        map.get(&(db.to_string(), table.to_string()))
-            .filter(|(_, at)| at.elapsed() < COLUMN_ORDER_TTL)
-            .map(|(c, _)| c.clone())
-    }
-
-    pub(crate) fn learn(&self, db: &str, table: &str, columns: Vec<String>) {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        map.insert(
-            (db.to_string(), table.to_string()),
-            (columns.into(), Instant::now()),
-        );
-    }
-
-    pub(crate) fn forget_all(&self) {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).clear();
-    }
-}
 
 /// A table whose column order a statement needs and the cache lacks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,8 +61,7 @@ pub fn columns_needed(sql: &str, current_db: Option<&str>, rules: &ShardRules) -
     // INSERT … VALUES, read by its head as the planner reads it (`split.rs`), at any size.
     if let Some(rule) = super::split::without_column_list(sql.as_bytes(), current_db, rules) {
         return rules
-            .columns
-            .get(&rule.db, &rule.table)
+            .column_order(&rule.db, &rule.table)
             .is_none()
             .then(|| NeedColumns {
                 db: rule.db.clone(),
@@ -146,7 +110,7 @@ pub fn columns_needed(sql: &str, current_db: Option<&str>, rules: &ShardRules) -
         values: None,
     };
     let Resolved { rule, .. } = ctx.resolve(name)?;
-    if rules.columns.get(&rule.db, &rule.table).is_some() {
+    if rules.column_order(&rule.db, &rule.table).is_some() {
         return None;
     }
     Some(NeedColumns {
@@ -180,9 +144,17 @@ pub fn columns_query(need: &NeedColumns) -> String {
 }
 
 impl ShardRules {
+    /// The visible columns of logical table `db.table`, when read less than
+    /// [`COLUMN_ORDER_TTL`] ago.
+    pub(crate) fn column_order(&self, db: &str, table: &str) -> Option<Arc<[String]>> {
+        self.columns
+            .get(&(db.to_owned(), table.to_owned()), COLUMN_ORDER_TTL)
+    }
+
     /// Remember the visible columns of logical table `db.table` (read by the session).
     pub fn learn_columns(&self, db: &str, table: &str, columns: Vec<String>) {
-        self.columns.learn(db, table, columns);
+        self.columns
+            .learn((db.to_owned(), table.to_owned()), columns.into());
     }
 
     /// Forget every table's columns, every statement's learned result columns and every

@@ -184,7 +184,7 @@ pub(super) fn plan_insert(mut ins: Insert, ctx: &Ctx<'_>) -> Result<Option<Shard
                          {key} (a row of defaults has none)"
                     ));
                 }
-                let Some(cols) = ctx.rules.columns.get(&rule.db, &rule.table) else {
+                let Some(cols) = ctx.rules.column_order(&rule.db, &rule.table) else {
                     return refuse(format!(
                         "{} {table} needs the table's column order, which sluice could not read; \
                          name the columns",

@@ -53,6 +53,7 @@ mod dml;
 mod dump;
 mod group;
 mod hazards;
+mod learned;
 mod lex;
 mod literal;
 mod names;

@@ -186,7 +186,7 @@ pub(crate) fn split_insert(
     // The key's position, once the column list is known.
     let columns: std::sync::Arc<[String]> = match &h.columns {
         Some(c) => c.clone().into(),
-        None => match rules.columns.get(&rule.db, table) {
+        None => match rules.column_order(&rule.db, table) {
             Some(c) => c,
             // Checked below, after the rows (a row of defaults is refused first).
             None => std::sync::Arc::from(Vec::new()),
