@@ -198,7 +198,6 @@ pub fn plan_dependent_join(sql: &str, parts: usize, ordered: bool, grouped: bool
 
 fn count_word(sql: &str, word: &[u8]) -> usize {
     let b = sql.as_bytes();
-    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80;
     b.windows(word.len())
         .enumerate()
         .filter(|(i, w)| {
@@ -239,12 +238,24 @@ pub fn may_aggregate_without_group_by(sql: &str) -> bool {
         b"json_arrayagg",
         b"json_objectagg",
     ];
-    !has_word(sql, b"group") && AGGREGATES.iter().any(|w| has_word(sql, w))
+    // One pass over the words (this runs for every SELECT on one sub-table).
+    let mut aggregate = false;
+    for w in sql.as_bytes().split(|&c| !ident(c)) {
+        if w.eq_ignore_ascii_case(b"group") {
+            return false;
+        }
+        aggregate = aggregate || AGGREGATES.iter().any(|a| w.eq_ignore_ascii_case(a));
+    }
+    aggregate
+}
+
+/// A byte of an unquoted identifier.
+fn ident(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80
 }
 
 fn has_word(sql: &str, word: &[u8]) -> bool {
     let b = sql.as_bytes();
-    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80;
     b.windows(word.len()).enumerate().any(|(i, w)| {
         w.eq_ignore_ascii_case(word)
             && (i == 0 || !ident(b[i - 1]))
@@ -383,6 +394,15 @@ mod tests {
         assert!(has_union("(SELECT 1)union(SELECT 2)"));
         assert!(!has_union("SELECT union_id, reunion FROM t"));
         assert!(!has_union("SELECT 1"));
+    }
+
+    #[test]
+    fn aggregates_without_group_by_are_found_as_words() {
+        assert!(may_aggregate_without_group_by("SELECT SUM(c) FROM t WHERE k = 3"));
+        assert!(may_aggregate_without_group_by("select count(*)from t"));
+        assert!(!may_aggregate_without_group_by("SELECT k, COUNT(*) FROM t GROUP BY k"));
+        assert!(!may_aggregate_without_group_by("SELECT summary, max_id FROM t WHERE k = 1"));
+        assert!(may_aggregate_without_group_by("SELECT GROUP_CONCAT(s ORDER BY s) FROM t"));
     }
 
     /// A column definition: catalog, schema, table, org_table, name, org_name, fixed part.
