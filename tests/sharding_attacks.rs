@@ -63,6 +63,18 @@ async fn setup(cluster: &Cluster, s: &Sluice, db: &str) -> (Conn, Conn) {
     (sl, direct)
 }
 
+/// A new database with sluice in front of it (the table `pr` sharded) and no tables:
+/// the cluster, sluice, a client of sluice and a direct one.
+async fn empty_database(prefix: &str) -> (&'static Cluster, Sluice, Conn, Conn) {
+    let cluster = shared_cluster();
+    let db = unique_name(prefix);
+    let s = Sluice::start_for(cluster, &yaml(&db));
+    cluster.master.sql(&format!("CREATE DATABASE {db}"));
+    let sl = connect(&s.app_url(&db)).await;
+    let direct = connect(&cluster.master.url(SLUICE_USER, SLUICE_PASSWORD, &db)).await;
+    (cluster, s, sl, direct)
+}
+
 type Answer = Result<Vec<Vec<Value>>, (u16, String)>;
 
 async fn exec(conn: &mut Conn, sql: &str, params: Vec<Value>) -> Answer {
@@ -342,12 +354,7 @@ async fn timestamps_under_a_server_zone_with_daylight_saving_are_exact_or_refuse
 /// refused with 1235; strings under the limit are answered.
 #[tokio::test]
 async fn strings_longer_than_max_sort_length_are_exact_or_refused() {
-    let cluster = shared_cluster();
-    let db = unique_name("shard_msl");
-    let s = Sluice::start_for(cluster, &yaml(&db));
-    cluster.master.sql(&format!("CREATE DATABASE {db}"));
-    let mut sl = connect(&s.app_url(&db)).await;
-    let mut direct = connect(&cluster.master.url(SLUICE_USER, SLUICE_PASSWORD, &db)).await;
+    let (cluster, _s, mut sl, mut direct) = empty_database("shard_msl").await;
     let long = "x".repeat(1024);
     let rows = format!(
         "(1, 1, '{long}b', 'b'), (2, 2, '{long}a', 'a'), (3, 3, '{long}b', 'b'), (4, 0, 'short', 'c')"
@@ -395,16 +402,11 @@ async fn strings_longer_than_max_sort_length_are_exact_or_refused() {
 /// utf8mb4_unicode_ci column counted 6 where the server counts 3 (`'A'` and `'A '`,
 /// `'SS'` and `'ß'` are one). `SELECT DISTINCT … ORDER BY … x COLLATE …` (or a VARCHAR
 /// `CONCAT(b, 'x')`): MariaDB deduplicates by the other ORDER BY terms only, the merge
-/// did not. Through sluice each
-/// answer (text and binary) equals the server's or is refused.
+/// did not. Through sluice each answer (text and binary) equals the server's or is
+/// refused.
 #[tokio::test]
 async fn computed_strings_compared_across_sub_tables_are_exact_or_refused() {
-    let cluster = shared_cluster();
-    let db = unique_name("shard_cdx");
-    let s = Sluice::start_for(cluster, &yaml(&db));
-    cluster.master.sql(&format!("CREATE DATABASE {db}"));
-    let mut sl = connect(&s.app_url(&db)).await;
-    let mut direct = connect(&cluster.master.url(SLUICE_USER, SLUICE_PASSWORD, &db)).await;
+    let (cluster, _s, mut sl, mut direct) = empty_database("shard_cdx").await;
     let rows = "(1, 0, 'a', 'a'), (2, 1, 'A ', 'A '), (3, 2, 'ß', 'ß'), (4, 3, 'ss', 'ss'), \
                 (5, 0, 'é', 'é'), (6, 1, 'E', 'E'), (7, 2, NULL, NULL)";
     for (c, t) in [(&mut sl, "pr"), (&mut direct, "ref")] {

@@ -400,9 +400,15 @@ mod tests {
     fn aggregates_without_group_by_are_found_as_words() {
         assert!(may_aggregate_without_group_by("SELECT SUM(c) FROM t WHERE k = 3"));
         assert!(may_aggregate_without_group_by("select count(*)from t"));
-        assert!(!may_aggregate_without_group_by("SELECT k, COUNT(*) FROM t GROUP BY k"));
-        assert!(!may_aggregate_without_group_by("SELECT summary, max_id FROM t WHERE k = 1"));
-        assert!(may_aggregate_without_group_by("SELECT GROUP_CONCAT(s ORDER BY s) FROM t"));
+        assert!(!may_aggregate_without_group_by(
+            "SELECT k, COUNT(*) FROM t GROUP BY k"
+        ));
+        assert!(!may_aggregate_without_group_by(
+            "SELECT summary, max_id FROM t WHERE k = 1"
+        ));
+        assert!(may_aggregate_without_group_by(
+            "SELECT GROUP_CONCAT(s ORDER BY s) FROM t"
+        ));
     }
 
     /// A column definition: catalog, schema, table, org_table, name, org_name, fixed part.
