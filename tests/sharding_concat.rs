@@ -509,6 +509,8 @@ async fn latin1_strings_compare_and_cut_in_their_own_character_set() {
         &format!("INSERT INTO ref VALUES {}", rows.join(", ")),
     )
     .await;
+    // Freshness is off here: reads go to replicas, which must hold the rows first.
+    cluster.wait_replicas_caught_up_within(Duration::from_secs(60));
     let statements = [
         "SELECT MAX(l), MIN(l), MAX(lb), MIN(lb) FROM {t}",
         "SELECT l FROM {t} ORDER BY l DESC, id",
@@ -663,6 +665,7 @@ const SORT_LENGTH_QUERIES: [&str; 3] = [
 async fn max_sort_length_is_the_servers() {
     let (_s, mut sl, mut direct, cluster) = setup("shard_msl", "t").await;
     sort_length_rows(&mut sl, &mut direct).await;
+    cluster.wait_replicas_caught_up_within(Duration::from_secs(60));
     must(
         &mut direct,
         "CREATE PROCEDURE set_msl(n INT) SET SESSION max_sort_length = n",
@@ -717,7 +720,6 @@ async fn max_sort_length_is_the_servers() {
     // The short strings of the procedure, the prepared SET and the plain SET at least (a
     // statement setting the variable for itself stays refused whole).
     assert!(answered >= 6, "short strings were refused: {answered} answered");
-    let _ = cluster;
 }
 
 /// A server started with a smaller global `max_sort_length` (64, as my.cnf would set it):
